@@ -1,0 +1,38 @@
+#include "collectors/registry.h"
+
+#include <functional>
+
+namespace fabric {
+namespace {
+
+using Factory = std::function<std::unique_ptr<Collector>(const CollectorEnv&)>;
+
+struct Entry {
+  std::string_view name;
+  Factory make;
+};
+
+const std::vector<Entry>& Table() {
+  static const std::vector<Entry> table = {
+      // {"ib_port", MakeIbPortCollector},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> CollectorNames() {
+  std::vector<std::string> names;
+  for (const auto& e : Table()) names.emplace_back(e.name);
+  return names;
+}
+
+std::unique_ptr<Collector> MakeCollector(std::string_view name,
+                                         const CollectorEnv& env) {
+  for (const auto& e : Table()) {
+    if (e.name == name) return e.make(env);
+  }
+  return nullptr;
+}
+
+}  // namespace fabric

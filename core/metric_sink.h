@@ -1,0 +1,64 @@
+// MetricSink: the builder a collector writes its samples into during one
+// collection. It groups samples into prometheus::MetricFamily by name and
+// hands them out sorted (families by name, samples by label set) so the
+// exposition is stable byte for byte, which the golden tests rely on.
+//
+// It also counts what the collector had to skip (unreadable files, garbage
+// values) so the daemon can export that as self-metrics.
+//
+// Thread-safety: none. One sink belongs to one collection on one thread.
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabric {
+
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
+class MetricSink {
+ public:
+  // Adds one sample. `help` and the type are taken from the first call for a
+  // given name; a later call with another type for the same name is dropped
+  // (and counted as a skip) instead of producing invalid exposition.
+  void Counter(std::string_view name, std::string_view help,
+               const Labels& labels, double value);
+  void Gauge(std::string_view name, std::string_view help,
+             const Labels& labels, double value);
+  // Adds a fully built histogram sample.
+  void Histogram(std::string_view name, std::string_view help,
+                 const Labels& labels,
+                 const prometheus::ClientMetric::Histogram& histogram);
+
+  // Records that one input (a file, a value) was skipped. `what` is for the
+  // debug log only; the count is what gets exported.
+  void Skip(std::string_view what);
+  std::uint64_t skipped() const { return skipped_; }
+  const std::vector<std::string>& skip_reasons() const { return reasons_; }
+
+  // Returns the families sorted and leaves the sink empty.
+  std::vector<prometheus::MetricFamily> Take();
+
+ private:
+  prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
+                                prometheus::MetricType type,
+                                const Labels& labels);
+
+  std::map<std::string, prometheus::MetricFamily, std::less<>> families_;
+  std::uint64_t skipped_ = 0;
+  std::vector<std::string> reasons_;  // capped, for logging
+};
+
+// Sorts families by name and each family's samples by label set. Exposed for
+// code that merges families from several snapshots.
+void SortFamilies(std::vector<prometheus::MetricFamily>& families);
+
+// Prometheus text exposition (format 0.0.4) of `families`.
+std::string ToText(const std::vector<prometheus::MetricFamily>& families);
+
+}  // namespace fabric

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs everything fabricmon needs to build, run and test on Debian 12.
+# Idempotent; run as root (or with sudo available).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  prometheus-cpp-dev libboost-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
+  libsystemd-dev
+  libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
+  libopensm-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus prometheus-node-exporter iproute2 ethtool procps curl
+  python3 hyperfine time valgrind
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The Debian prometheus/node_exporter packages start system services; tests
+# start their own instances on loopback, so the packaged ones are not needed.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+fi
