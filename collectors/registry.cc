@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "collectors/congestion.h"
+
 namespace fabric {
 namespace {
 
@@ -15,6 +17,7 @@ struct Entry {
 const std::vector<Entry>& Table() {
   static const std::vector<Entry> table = {
       // {"ib_port", MakeIbPortCollector},
+      {"congestion", MakeCongestionCollector},
   };
   return table;
 }

@@ -1,0 +1,88 @@
+// The `congestion` collector: polled fast (the daemon's
+// `collectors.congestion.interval`, recommended 200 ms, at most 1 s) and
+// exporting per-port *peaks* over a sliding window, so a 15-30 s scrape
+// still sees a 300 ms all-reduce hotspot. See docs/congestion.md.
+//
+// Each poll reads only the few files it needs per port (each sysfs counter
+// read is a PerfMgt MAD to the HCA firmware):
+//   counters/port_xmit_data, counters/port_rcv_data, counters/port_xmit_wait,
+//   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
+//   and `rate` (re-read every `rate_refresh_seconds`).
+// Which of those files exist is probed once per port, when the port first
+// appears. Devices and ports that vanish lose their history; those that
+// (re)appear start a new baseline.
+//
+// PFC pause peaks are not produced here: mlx5 exposes PFC pause counters
+// only through ethtool (the roce collector's source), not in sysfs.
+//
+// Thread-safety: one Collect() at a time per instance (collector contract).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/congestion_window.h"
+
+namespace fabric {
+
+struct CongestionOptions {
+  // Sliding window the peaks are taken over.
+  double window_seconds = 60.0;
+  // Duration of one port_xmit_wait tick. The IB spec defines the tick as
+  // (PortSamplesControl.Tick + 1) x symbol time (4 ns at SDR); it is not in
+  // sysfs (read it with `perfquery -c <lid> <port>`) and NVIDIA notes the
+  // increment behaviour varies by device generation. Default assumes
+  // Tick = 0x07 (8 x 4 ns = 32 ns), the value NVIDIA's ibdiagnet manual
+  // shows; see docs/congestion.md.
+  double xmit_wait_tick_seconds = 32e-9;
+  // How often the `rate` attribute is re-read (it changes only when the
+  // link retrains).
+  double rate_refresh_seconds = 10.0;
+};
+
+// Recommended poll interval for this collector (the daemon's config sets
+// it: collectors.congestion.interval).
+inline constexpr std::chrono::milliseconds kCongestionRecommendedInterval{200};
+
+// Monotonic seconds. Injected in tests.
+using MonotonicClock = std::function<double()>;
+
+class CongestionCollector final : public Collector {
+ public:
+  CongestionCollector(CollectorEnv env, CongestionOptions options,
+                      MonotonicClock clock);
+  std::string_view Name() const override { return "congestion"; }
+  bool Collect(MetricSink& sink) noexcept override;
+
+ private:
+  struct Port {
+    Port(std::string d, PortWindow w) : dir(std::move(d)), window(w) {}
+    std::string dir;  // class/infiniband/<dev>/ports/<n>
+    bool has_xmit_data = false, has_rcv_data = false, has_xmit_wait = false;
+    bool has_cnp_handled = false, has_cnp_sent = false;
+    std::optional<double> rate;
+    double rate_read_at = -1e300;
+    PortWindow window;
+  };
+  using Key = std::pair<std::string, std::string>;  // device, port
+
+  bool CollectImpl(MetricSink& sink);
+  Port NewPort(const std::string& dir);
+  CongestionSample Poll(Port& port, double now, MetricSink& sink);
+
+  CollectorEnv env_;
+  CongestionOptions options_;
+  MonotonicClock clock_;
+  std::map<Key, Port> ports_;
+};
+
+// Factory for collectors/registry.cc: default options, steady clock.
+std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env);
+
+}  // namespace fabric

@@ -1,0 +1,132 @@
+#include "collectors/congestion_window.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+namespace fabric {
+namespace {
+
+// port_xmit_data / port_rcv_data count 32-bit words ("divided by 4"), see
+// Documentation/ABI/stable/sysfs-class-infiniband and procfs
+// class_infiniband.go.
+constexpr double kBytesPerWord = 4.0;
+
+std::optional<double> Delta(const std::optional<std::uint64_t>& before,
+                            const std::optional<std::uint64_t>& after) {
+  if (!before || !after || *after < *before) return std::nullopt;
+  return static_cast<double>(*after - *before);
+}
+
+double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
+
+void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
+  if (v && (!peak || *v > *peak)) peak = v;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' ||
+                        s.back() == '\r' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+IntervalRatios ComputeInterval(const CongestionSample& previous,
+                               const CongestionSample& current,
+                               double tick_seconds) {
+  IntervalRatios r;
+  r.end_seconds = current.time_seconds;
+  const double dt = current.time_seconds - previous.time_seconds;
+  if (!(dt > 0)) return r;
+  // The rate in force at the end of the interval; a link that retrained
+  // mid-interval is rare and a one-interval error is acceptable.
+  const std::optional<double> rate = current.rate_bytes_per_second
+                                         ? current.rate_bytes_per_second
+                                         : previous.rate_bytes_per_second;
+  if (rate && *rate > 0) {
+    if (auto d = Delta(previous.xmit_data_words, current.xmit_data_words)) {
+      r.transmit_utilization = Clamp01(*d * kBytesPerWord / (*rate * dt));
+    }
+    if (auto d = Delta(previous.rcv_data_words, current.rcv_data_words)) {
+      r.receive_utilization = Clamp01(*d * kBytesPerWord / (*rate * dt));
+    }
+  }
+  if (tick_seconds > 0) {
+    if (auto d = Delta(previous.xmit_wait_ticks, current.xmit_wait_ticks)) {
+      r.transmit_wait = Clamp01(*d * tick_seconds / dt);
+    }
+  }
+  if (auto d = Delta(previous.cnp_handled, current.cnp_handled)) {
+    r.cnp_handled_per_second = *d / dt;
+  }
+  if (auto d = Delta(previous.cnp_sent, current.cnp_sent)) {
+    r.cnp_sent_per_second = *d / dt;
+  }
+  return r;
+}
+
+void PortWindow::Add(const CongestionSample& sample) {
+  if (last_ && sample.time_seconds > last_->time_seconds) {
+    intervals_.push_back(ComputeInterval(*last_, sample, tick_seconds_));
+  }
+  if (!last_ || sample.time_seconds > last_->time_seconds) last_ = sample;
+  Expire(sample.time_seconds);
+}
+
+void PortWindow::Expire(double now_seconds) {
+  while (!intervals_.empty() &&
+         intervals_.front().end_seconds <= now_seconds - window_seconds_) {
+    intervals_.pop_front();
+  }
+}
+
+CongestionPeaks PortWindow::Peaks(double now_seconds) const {
+  CongestionPeaks peaks;
+  peaks.end_seconds = now_seconds;
+  for (const auto& i : intervals_) {
+    if (i.end_seconds <= now_seconds - window_seconds_ ||
+        i.end_seconds > now_seconds) {
+      continue;
+    }
+    MaxInto(peaks.transmit_utilization, i.transmit_utilization);
+    MaxInto(peaks.receive_utilization, i.receive_utilization);
+    MaxInto(peaks.transmit_wait, i.transmit_wait);
+    MaxInto(peaks.cnp_handled_per_second, i.cnp_handled_per_second);
+    MaxInto(peaks.cnp_sent_per_second, i.cnp_sent_per_second);
+  }
+  return peaks;
+}
+
+std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
+  text = Trim(text);
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  if (text.substr(space + 1).rfind("Gb/sec", 0) != 0) return std::nullopt;
+  const std::string number(text.substr(0, space));
+  char* end = nullptr;
+  const double gbps = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || gbps < 0) {
+    return std::nullopt;
+  }
+  return gbps * 125'000'000.0;
+}
+
+std::optional<std::uint64_t> ParseCounter(std::string_view text) {
+  text = Trim(text);
+  std::uint64_t value = 0;
+  const auto [ptr, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+}  // namespace fabric

@@ -1,0 +1,87 @@
+// Congestion window: the pure arithmetic behind the `congestion` collector.
+// It turns successive fast polls of one port's cumulative counters into
+// per-interval ratios (utilisation, transmit-wait fraction, CNP rate) and
+// keeps the intervals of a sliding window so a slow scrape can read the
+// *peak* interval instead of an average that hides a 300 ms burst.
+//
+// Peak = max over the poll intervals that ended within the last `window`
+// seconds of that interval's ratio. An interval in which a counter went down
+// (reset, 32-bit wrap, device re-probe) is skipped for that counter only.
+//
+// No I/O, no clock: callers pass timestamps. Parsers take string_view.
+//
+// Thread-safety: none; a PortWindow belongs to one collector instance, which
+// the scheduler runs one Collect() at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string_view>
+
+namespace fabric {
+
+// One poll of one port. Absent fields were not readable (or the hardware
+// does not have them); absent is not zero.
+struct CongestionSample {
+  double time_seconds = 0;                       // monotonic clock
+  std::optional<std::uint64_t> xmit_data_words;  // counters/port_xmit_data
+  std::optional<std::uint64_t> rcv_data_words;   // counters/port_rcv_data
+  std::optional<std::uint64_t> xmit_wait_ticks;  // counters/port_xmit_wait
+  std::optional<std::uint64_t> cnp_handled;      // hw_counters/rp_cnp_handled
+  std::optional<std::uint64_t> cnp_sent;         // hw_counters/np_cnp_sent
+  std::optional<double> rate_bytes_per_second;   // rate
+};
+
+// Ratios over one poll interval (previous sample -> this sample).
+struct IntervalRatios {
+  double end_seconds = 0;
+  std::optional<double> transmit_utilization;  // [0, 1]
+  std::optional<double> receive_utilization;   // [0, 1]
+  std::optional<double> transmit_wait;         // [0, 1]
+  std::optional<double> cnp_handled_per_second;
+  std::optional<double> cnp_sent_per_second;
+};
+
+// Max of each field over the intervals in the window; a field is absent
+// when no interval in the window had it.
+using CongestionPeaks = IntervalRatios;
+
+// Ratios between two samples. `tick_seconds` is the duration of one
+// port_xmit_wait tick. Returns absent fields for counters that decreased,
+// are missing in either sample, or when no time passed.
+IntervalRatios ComputeInterval(const CongestionSample& previous,
+                               const CongestionSample& current,
+                               double tick_seconds);
+
+class PortWindow {
+ public:
+  PortWindow(double window_seconds, double tick_seconds)
+      : window_seconds_(window_seconds), tick_seconds_(tick_seconds) {}
+
+  // Adds a poll. The first poll (and a poll whose time is not after the
+  // previous one) only sets the baseline.
+  void Add(const CongestionSample& sample);
+  // Peaks over intervals that ended in (now - window, now].
+  CongestionPeaks Peaks(double now_seconds) const;
+  // Drops intervals that ended at or before now - window.
+  void Expire(double now_seconds);
+  std::size_t intervals() const { return intervals_.size(); }
+
+ private:
+  double window_seconds_;
+  double tick_seconds_;
+  std::optional<CongestionSample> last_;
+  std::deque<IntervalRatios> intervals_;
+};
+
+// "400 Gb/sec (4X NDR)" or "25 Gb/sec" or "2.5 Gb/sec (1X SDR)" -> bytes per
+// second (Gb/s x 125,000,000, as procfs and node_exporter do). Empty on
+// garbage.
+std::optional<double> ParseRateBytesPerSecond(std::string_view text);
+
+// A sysfs counter file: decimal digits with an optional trailing newline.
+// Empty for "N/A (no PMA)" and anything else.
+std::optional<std::uint64_t> ParseCounter(std::string_view text);
+
+}  // namespace fabric

@@ -1,0 +1,436 @@
+// Tests for the congestion collector and its window arithmetic, with a fake
+// sysfs and a stepped clock (no sleeping, no timing assertions).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "collectors/congestion.h"
+#include "collectors/congestion_window.h"
+#include "collectors/registry.h"
+#include "core/metric_sink.h"
+
+namespace fabric {
+namespace {
+
+// In-memory sysfs: a map of file path -> contents; directories are implied
+// by the paths. Counts reads per path.
+class FakeSysfs final : public Sysfs {
+ public:
+  std::map<std::string, std::string> files;
+  mutable std::map<std::string, int> reads;
+
+  ReadResult Read(const std::string& path) const override {
+    ReadResult r;
+    ++reads[path];
+    auto it = files.find(path);
+    if (it == files.end()) {
+      r.error = std::make_error_code(std::errc::no_such_file_or_directory);
+    } else {
+      r.data = it->second;
+    }
+    return r;
+  }
+  std::optional<std::vector<std::string>> List(
+      const std::string& path, std::error_code* error) const override {
+    std::set<std::string> names;
+    const std::string prefix = path + "/";
+    for (const auto& [p, _] : files) {
+      if (p.rfind(prefix, 0) != 0) continue;
+      const std::string rest = p.substr(prefix.size());
+      names.insert(rest.substr(0, rest.find('/')));
+    }
+    if (names.empty()) {
+      if (error)
+        *error = std::make_error_code(std::errc::no_such_file_or_directory);
+      return std::nullopt;
+    }
+    return std::vector<std::string>(names.begin(), names.end());
+  }
+  std::string ReadLink(const std::string&) const override { return {}; }
+  bool IsDirectory(const std::string& path) const override {
+    return List(path, nullptr).has_value();
+  }
+
+  void SetPort(const std::string& dev, const std::string& port,
+               const std::string& file, std::uint64_t value) {
+    files["class/infiniband/" + dev + "/ports/" + port + "/" + file] =
+        std::to_string(value) + "\n";
+  }
+  void RemoveDevice(const std::string& dev) {
+    std::erase_if(files, [&](const auto& kv) {
+      return kv.first.rfind("class/infiniband/" + dev + "/", 0) == 0;
+    });
+  }
+};
+
+// A simulated IB port whose counters accrue in continuous time, so the test
+// can place a burst anywhere between polls.
+struct SimPort {
+  double rate_bytes = 400e9 / 8;  // 400 Gb/s
+  double tick = 32e-9;
+  double xmit_words = 0, rcv_words = 0, wait_ticks = 0;
+  // Advance by dt with the given utilisation and waiting fraction.
+  void Run(double dt, double util, double wait) {
+    xmit_words += util * rate_bytes * dt / 4;
+    rcv_words += util * rate_bytes * dt / 4 / 2;
+    wait_ticks += wait * dt / tick;
+  }
+  void Render(FakeSysfs& fs, const std::string& dev, const std::string& port) {
+    fs.SetPort(dev, port, "counters/port_xmit_data",
+               static_cast<std::uint64_t>(xmit_words));
+    fs.SetPort(dev, port, "counters/port_rcv_data",
+               static_cast<std::uint64_t>(rcv_words));
+    fs.SetPort(dev, port, "counters/port_xmit_wait",
+               static_cast<std::uint64_t>(wait_ticks));
+    fs.files["class/infiniband/" + dev + "/ports/" + port + "/rate"] =
+        "400 Gb/sec (4X NDR)\n";
+  }
+};
+
+std::optional<double> Value(const std::vector<prometheus::MetricFamily>& fams,
+                            const std::string& name, const std::string& dev,
+                            const std::string& port) {
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      std::map<std::string, std::string> l;
+      for (const auto& lp : m.label) l[lp.name] = lp.value;
+      if (l["device"] == dev && l["port"] == port) return m.gauge.value;
+    }
+  }
+  return std::nullopt;
+}
+
+class CongestionCollectorTest : public ::testing::Test {
+ protected:
+  std::shared_ptr<FakeSysfs> fs = std::make_shared<FakeSysfs>();
+  double now = 1000.0;
+  CongestionOptions options;
+  std::unique_ptr<CongestionCollector> collector;
+
+  void Make() {
+    CollectorEnv env;
+    env.sysfs = fs;
+    collector = std::make_unique<CongestionCollector>(env, options,
+                                                      [this] { return now; });
+  }
+  std::vector<prometheus::MetricFamily> Collect(bool* ok = nullptr) {
+    MetricSink sink;
+    const bool result = collector->Collect(sink);
+    if (ok) *ok = result;
+    return sink.Take();
+  }
+};
+
+// The headline case: polls every 200 ms, a 300 ms burst of full
+// transmit-wait (and line-rate transmit) lands between polls. The peak over
+// the window sees (nearly) the whole burst, while the 30 s average that a
+// slow scrape's rate() would give is ~1 %.
+TEST_F(CongestionCollectorTest, BurstBetweenPollsShowsAsPeak) {
+  Make();
+  SimPort sim;
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();  // baseline
+  double t = 0;
+  const double poll = 0.2;
+  double total_wait_time = 0;
+  // 30 s of calm traffic with one 300 ms burst starting 10.1 s in, i.e.
+  // 100 ms after a poll, so it spans the end of one interval and all of the
+  // next one.
+  for (int i = 0; i < 150; ++i) {
+    const double start = t, end = t + poll;
+    const double burst_start = 10.1, burst_end = 10.4;
+    const double in_burst =
+        std::max(0.0, std::min(end, burst_end) - std::max(start, burst_start));
+    sim.Run(poll - in_burst, 0.1, 0.0);
+    sim.Run(in_burst, 1.0, 1.0);
+    total_wait_time += in_burst;
+    t = end;
+    now += poll;
+    sim.Render(*fs, "mlx5_0", "1");
+    Collect();
+  }
+  const auto fams = Collect();  // no time passed: only re-reads
+  const auto wait =
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1");
+  ASSERT_TRUE(wait.has_value());
+  // The interval [10.2, 10.4] was entirely inside the burst.
+  EXPECT_NEAR(*wait, 1.0, 0.01);
+  EXPECT_NEAR(total_wait_time / 30.0, 0.01, 0.001);  // what rate() would see
+  const auto tx =
+      Value(fams, "fabric_port_transmit_utilization_peak_ratio", "mlx5_0", "1");
+  ASSERT_TRUE(tx.has_value());
+  EXPECT_NEAR(*tx, 1.0, 0.01);
+  const auto rx =
+      Value(fams, "fabric_port_receive_utilization_peak_ratio", "mlx5_0", "1");
+  ASSERT_TRUE(rx.has_value());
+  EXPECT_NEAR(*rx, 0.5, 0.01);
+
+  // 60 s later the burst has left the window: the peak is the calm level.
+  for (int i = 0; i < 310; ++i) {
+    sim.Run(poll, 0.1, 0.0);
+    now += poll;
+    sim.Render(*fs, "mlx5_0", "1");
+    Collect();
+  }
+  const auto later = Collect();
+  EXPECT_NEAR(
+      *Value(later, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.0,
+      1e-9);
+  EXPECT_NEAR(*Value(later, "fabric_port_transmit_utilization_peak_ratio",
+                     "mlx5_0", "1"),
+              0.1, 0.01);
+}
+
+TEST_F(CongestionCollectorTest, WindowLengthIsExportedAndConfigurable) {
+  options.window_seconds = 5;
+  Make();
+  SimPort sim;
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();
+  sim.Run(1, 1.0, 0.5);  // one congested second
+  now += 1;
+  sim.Render(*fs, "mlx5_0", "1");
+  auto fams = Collect();
+  for (const auto& f : fams) {
+    if (f.name == "fabric_congestion_window_seconds") {
+      ASSERT_EQ(f.metric.size(), 1u);
+      EXPECT_EQ(f.metric[0].gauge.value, 5);
+    }
+  }
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.5,
+      0.01);
+  for (int i = 0; i < 5; ++i) {
+    sim.Run(1, 0.0, 0.0);
+    now += 1;
+    sim.Render(*fs, "mlx5_0", "1");
+    fams = Collect();
+  }
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.0,
+      1e-9);
+}
+
+TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
+  Make();
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 1'000'000'000);
+  fs->files["class/infiniband/mlx5_0/ports/1/rate"] = "400 Gb/sec (4X NDR)";
+  Collect();
+  now += 1;
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5);  // reset / wrap
+  auto fams = Collect();
+  // Only a skipped interval so far: absent, not zero and not negative.
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
+  now += 1;
+  // 0.25 s worth of 32 ns ticks in 1 s.
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5 + 7'812'500);
+  fams = Collect();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.25,
+      1e-6);
+}
+
+TEST_F(CongestionCollectorTest, TickDurationIsAnOption) {
+  options.xmit_wait_tick_seconds = 64e-9;
+  Make();
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 0);
+  Collect();
+  now += 1;
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 7'812'500);
+  auto fams = Collect();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.5,
+      1e-6);
+  // No rate file: no utilisation, but the wait ratio still works.
+  EXPECT_FALSE(Value(fams, "fabric_port_transmit_utilization_peak_ratio",
+                     "mlx5_0", "1"));
+}
+
+TEST_F(CongestionCollectorTest, DeviceVanishingDropsSeriesAndRebaselines) {
+  Make();
+  SimPort a, b;
+  a.Render(*fs, "mlx5_0", "1");
+  b.Render(*fs, "mlx5_1", "1");
+  Collect();
+  a.Run(1, 0.5, 0.2);
+  b.Run(1, 0.5, 0.2);
+  now += 1;
+  a.Render(*fs, "mlx5_0", "1");
+  b.Render(*fs, "mlx5_1", "1");
+  auto fams = Collect();
+  EXPECT_TRUE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"));
+
+  fs->RemoveDevice("mlx5_1");
+  now += 1;
+  bool ok = false;
+  fams = Collect(&ok);
+  EXPECT_TRUE(ok);
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"));
+  EXPECT_TRUE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
+
+  // It comes back with counters from zero: the first poll is a baseline,
+  // not an interval against the old values.
+  SimPort fresh;
+  fresh.Render(*fs, "mlx5_1", "1");
+  now += 1;
+  fams = Collect();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"));
+  fresh.Run(1, 0.0, 0.75);
+  fresh.Render(*fs, "mlx5_1", "1");
+  now += 1;
+  fams = Collect();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"), 0.75,
+      0.001);
+}
+
+TEST_F(CongestionCollectorTest, RoceCnpPeaksPerSecond) {
+  Make();
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 100);
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 10);
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/out_of_sequence", 1);
+  Collect();
+  now += 0.5;
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 600);
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 20);
+  now += 0.0;
+  Collect();
+  now += 0.5;
+  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 650);
+  auto fams = Collect();
+  EXPECT_NEAR(*Value(fams, "fabric_roce_cnp_handled_peak_per_second",
+                     "mlx5_bond_0", "1"),
+              1000, 1e-6);
+  EXPECT_NEAR(
+      *Value(fams, "fabric_roce_cnp_sent_peak_per_second", "mlx5_bond_0", "1"),
+      20, 1e-6);
+  // Files it does not need are never read.
+  EXPECT_EQ(
+      fs->reads.count(
+          "class/infiniband/mlx5_bond_0/ports/1/hw_counters/out_of_sequence"),
+      0u);
+}
+
+TEST_F(CongestionCollectorTest, ReadsOnlyWhatItNeedsAndRateRarely) {
+  Make();
+  SimPort sim;
+  sim.Render(*fs, "mlx5_0", "1");
+  fs->SetPort("mlx5_0", "1", "counters/symbol_error", 3);
+  for (int i = 0; i < 10; ++i) {
+    now += 0.2;
+    Collect();
+  }
+  const std::string dir = "class/infiniband/mlx5_0/ports/1/";
+  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_wait"], 10);
+  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_data"], 10);
+  EXPECT_EQ(fs->reads.count(dir + "counters/symbol_error"), 0u);
+  EXPECT_EQ(fs->reads[dir + "rate"], 1);  // refreshed every 10 s
+  // Absent hw_counters files are not tried at all.
+  EXPECT_EQ(fs->reads.count(dir + "hw_counters/rp_cnp_handled"), 0u);
+}
+
+TEST_F(CongestionCollectorTest, GarbageIsSkippedNotExported) {
+  Make();
+  fs->files["class/infiniband/hfi1_0/ports/1/counters/port_xmit_wait"] =
+      "N/A (no PMA)\n";
+  MetricSink sink;
+  EXPECT_TRUE(collector->Collect(sink));
+  EXPECT_EQ(sink.skipped(), 1u);
+  now += 1;
+  auto fams = sink.Take();
+  fams = Collect();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "hfi1_0", "1"));
+}
+
+TEST_F(CongestionCollectorTest, NoInfinibandIsSuccessWithNoPorts) {
+  Make();
+  bool ok = false;
+  auto fams = Collect(&ok);
+  EXPECT_TRUE(ok);
+  ASSERT_EQ(fams.size(), 1u);
+  EXPECT_EQ(fams[0].name, "fabric_congestion_window_seconds");
+}
+
+TEST_F(CongestionCollectorTest, DeviceFilterApplies) {
+  CollectorEnv env;
+  env.sysfs = fs;
+  env.devices.exclude = {"mlx5_1"};
+  collector = std::make_unique<CongestionCollector>(env, options,
+                                                    [this] { return now; });
+  fs->SetPort("mlx5_1", "1", "counters/port_xmit_wait", 1);
+  Collect();
+  EXPECT_TRUE(fs->reads.empty());
+}
+
+TEST(CongestionRegistryTest, Registered) {
+  const auto names = CollectorNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "congestion"), names.end());
+  CollectorEnv env;
+  env.sysfs = std::make_shared<FakeSysfs>();
+  auto c = MakeCollector("congestion", env);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->Name(), "congestion");
+}
+
+TEST(CongestionParseTest, Rate) {
+  EXPECT_EQ(ParseRateBytesPerSecond("400 Gb/sec (4X NDR)\n"), 50e9);
+  EXPECT_EQ(ParseRateBytesPerSecond("200 Gb/sec (2X NDR)"), 25e9);
+  EXPECT_EQ(ParseRateBytesPerSecond("2.5 Gb/sec (1X SDR)\n"), 312'500'000.0);
+  EXPECT_EQ(ParseRateBytesPerSecond("25 Gb/sec"), 3'125'000'000.0);
+  EXPECT_FALSE(ParseRateBytesPerSecond(""));
+  EXPECT_FALSE(ParseRateBytesPerSecond("fast"));
+  EXPECT_FALSE(ParseRateBytesPerSecond("x Gb/sec"));
+  EXPECT_FALSE(ParseRateBytesPerSecond("100 Mb/sec"));
+}
+
+TEST(CongestionParseTest, Counter) {
+  EXPECT_EQ(ParseCounter("123\n"), 123u);
+  EXPECT_EQ(ParseCounter("18446744073709551615"), UINT64_MAX);
+  EXPECT_FALSE(ParseCounter("N/A (no PMA)\n"));
+  EXPECT_FALSE(ParseCounter(""));
+  EXPECT_FALSE(ParseCounter("-1"));
+  EXPECT_FALSE(ParseCounter("12abc"));
+}
+
+CongestionSample Wait(double t, std::uint64_t ticks) {
+  CongestionSample s;
+  s.time_seconds = t;
+  s.xmit_wait_ticks = ticks;
+  return s;
+}
+
+TEST(CongestionWindowTest, ComputeIntervalEdgeCases) {
+  CongestionSample a = Wait(1, 10);
+  CongestionSample b = Wait(1, 20);
+  EXPECT_FALSE(ComputeInterval(a, b, 1e-3).transmit_wait);  // no time passed
+  b.time_seconds = 2;
+  EXPECT_NEAR(*ComputeInterval(a, b, 1e-3).transmit_wait, 0.01, 1e-12);
+  b.xmit_wait_ticks = 1'000'000;  // more than the interval: clamped
+  EXPECT_EQ(*ComputeInterval(a, b, 1e-3).transmit_wait, 1.0);
+  b.xmit_wait_ticks.reset();
+  EXPECT_FALSE(ComputeInterval(a, b, 1e-3).transmit_wait);
+}
+
+TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
+  PortWindow w(10, 1e-3);
+  w.Add(Wait(0, 0));
+  w.Add(Wait(1, 300));   // 0.3
+  w.Add(Wait(2, 1000));  // 0.7
+  w.Add(Wait(3, 1100));  // 0.1
+  EXPECT_NEAR(*w.Peaks(3).transmit_wait, 0.7, 1e-9);
+  EXPECT_NEAR(*w.Peaks(11.5).transmit_wait, 0.7, 1e-9);
+  EXPECT_NEAR(*w.Peaks(12.5).transmit_wait, 0.1, 1e-9);
+  EXPECT_FALSE(w.Peaks(13.5).transmit_wait);
+  w.Expire(13.5);
+  EXPECT_EQ(w.intervals(), 0u);
+}
+}  // namespace
+}  // namespace fabric
