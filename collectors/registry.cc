@@ -3,6 +3,8 @@
 #include <functional>
 
 #include "collectors/congestion.h"
+#include "collectors/hw_counters.h"
+#include "collectors/ib_port.h"
 
 namespace fabric {
 namespace {
@@ -16,7 +18,8 @@ struct Entry {
 
 const std::vector<Entry>& Table() {
   static const std::vector<Entry> table = {
-      // {"ib_port", MakeIbPortCollector},
+      {"ib_port", MakeIbPortCollector},
+      {"hw_counters", MakeHwCountersCollector},
       {"congestion", MakeCongestionCollector},
   };
   return table;

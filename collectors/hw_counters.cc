@@ -1,0 +1,229 @@
+#include "collectors/hw_counters.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "collectors/ib_port.h"
+#include "collectors/sysfs_parse.h"
+
+namespace fabric {
+namespace {
+
+constexpr std::uint64_t kTwo32 = std::uint64_t{1} << 32;
+
+// mlx5 basic/retransmission/extended-error/RoCE-accel Q-counters: read with
+// be32_to_cpu in drivers/infiniband/hw/mlx5/counters.c, so they wrap at 2^32.
+// The congestion (rp_*, np_*) and PPCNT counters are 64-bit and not listed.
+constexpr std::string_view kQCounters32[] = {
+    "rx_write_requests",
+    "rx_read_requests",
+    "rx_atomic_requests",
+    "rx_dct_connect",
+    "out_of_buffer",
+    "out_of_sequence",
+    "duplicate_request",
+    "rnr_nak_retry_err",
+    "packet_seq_err",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "resp_local_length_error",
+    "resp_cqe_error",
+    "req_cqe_error",
+    "req_remote_invalid_request",
+    "req_remote_access_errors",
+    "resp_remote_access_errors",
+    "resp_cqe_flush_error",
+    "req_cqe_flush_error",
+    "req_transport_retries_exceeded",
+    "req_rnr_retries_exceeded",
+    "roce_adp_retrans",
+    "roce_adp_retrans_to",
+    "roce_slow_restart",
+    "roce_slow_restart_cnps",
+    "roce_slow_restart_trans",
+};
+
+// hw_counters files that also get a dedicated, documented metric (in
+// addition to fabric_hw_counter_total{counter="<file>"}), because dashboards
+// and alerts are built on them.
+struct NamedSpec {
+  std::string_view file;
+  std::string_view metric;
+  std::string_view help;
+};
+
+constexpr NamedSpec kNamed[] = {
+    {"np_cnp_sent", "fabric_roce_cnp_sent_total",
+     "CNPs sent by the notification point in reply to ECN-marked packets "
+     "(hw_counters/np_cnp_sent)."},
+    {"rp_cnp_handled", "fabric_roce_cnp_handled_total",
+     "CNPs received and handled by the reaction point, i.e. DCQCN throttled "
+     "the sender (hw_counters/rp_cnp_handled)."},
+    {"rp_cnp_ignored", "fabric_roce_cnp_ignored_total",
+     "CNPs received but ignored by the reaction point "
+     "(hw_counters/rp_cnp_ignored)."},
+    {"np_ecn_marked_roce_packets", "fabric_roce_ecn_marked_packets_total",
+     "ECN-CE-marked RoCE packets received by the notification point "
+     "(hw_counters/np_ecn_marked_roce_packets)."},
+    {"out_of_sequence", "fabric_roce_out_of_sequence_total",
+     "Packets received with an out-of-sequence PSN, i.e. loss or reordering "
+     "on the path (hw_counters/out_of_sequence, 32-bit, unwrapped)."},
+    {"packet_seq_err", "fabric_roce_packet_sequence_errors_total",
+     "NAK-sequence-error packets received by the requester, each causing a "
+     "go-back-N retransmission (hw_counters/packet_seq_err, unwrapped)."},
+    {"local_ack_timeout_err", "fabric_roce_local_ack_timeout_errors_total",
+     "RC ACK timer expirations on the requester: loss or a black hole "
+     "(hw_counters/local_ack_timeout_err, unwrapped)."},
+    {"roce_adp_retrans", "fabric_roce_adaptive_retransmissions_total",
+     "Adaptive retransmission events (hw_counters/roce_adp_retrans, "
+     "unwrapped)."},
+    {"roce_slow_restart", "fabric_roce_slow_restarts_total",
+     "Times RoCE slow restart was used for loss recovery "
+     "(hw_counters/roce_slow_restart, unwrapped)."},
+};
+
+// `lifespan` is the counter cache lifetime in ms (a writable setting), not a
+// counter; it is not exported.
+constexpr std::string_view kLifespan = "lifespan";
+
+class HwCountersCollector final : public Collector {
+ public:
+  explicit HwCountersCollector(CollectorEnv env) : env_(std::move(env)) {}
+
+  std::string_view Name() const override { return "hw_counters"; }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      IbDeviceList list = ListIbDevices(*env_.sysfs, env_.devices, sink);
+      std::set<std::string> present;
+      for (const auto& device : list.devices) {
+        if (CollectDevice(device, sink)) present.insert(device);
+      }
+      // A device that was not seen this round loses its unwrap state, so if
+      // it comes back its counters restart from their raw values.
+      if (list.ok) unwrapper_.Retain(present);
+      return list.ok;
+    } catch (const std::exception& e) {
+      sink.Skip(std::string("hw_counters: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  // Returns false when the device vanished.
+  bool CollectDevice(const std::string& device, MetricSink& sink) {
+    auto ports = ListIbPorts(*env_.sysfs, device);
+    if (!ports) {
+      sink.Skip(IbDevicePath(device) + ": ports/ not listable");
+      return false;
+    }
+    const std::string dir = IbDevicePath(device);
+    CollectDir(device, "", dir + "/hw_counters", sink);
+    for (const auto& port : *ports) {
+      CollectDir(device, port, dir + "/ports/" + port + "/hw_counters", sink);
+    }
+    return true;
+  }
+
+  // `port` empty = device-level hw_counters/.
+  void CollectDir(const std::string& device, const std::string& port,
+                  const std::string& dir, MetricSink& sink) {
+    std::error_code error;
+    auto files = env_.sysfs->List(dir, &error);
+    if (!files) {
+      // Absent is normal: only some drivers have hw_counters at all.
+      if (error != std::errc::no_such_file_or_directory &&
+          error != std::errc::not_a_directory) {
+        sink.Skip(dir + ": " + error.message());
+      }
+      return;
+    }
+    Labels labels = {{"device", device}};
+    if (!port.empty()) labels.emplace_back("port", port);
+    for (const auto& file : *files) {
+      if (file == kLifespan) continue;
+      const std::string path = dir + "/" + file;
+      ReadResult r = env_.sysfs->Read(path);
+      if (!r.ok()) {
+        sink.Skip(path + ": " + r.error.message());
+        continue;
+      }
+      auto parsed = ParseU64(r.data);
+      if (!parsed.ok()) {
+        sink.Skip(path + ": " + std::string(ParseStatusName(parsed.status)));
+        continue;
+      }
+      std::uint64_t value = parsed.value;
+      if (IsQCounter32(file)) {
+        value = unwrapper_.Update(
+            device, (port.empty() ? "-" : port) + "/" + file, value);
+      }
+      Labels counter_labels = labels;
+      counter_labels.emplace_back("counter", file);
+      if (port.empty()) {
+        sink.Counter("fabric_device_hw_counter_total",
+                     "Device-level hw_counters/<counter>, name as-is "
+                     "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
+                     counter_labels, static_cast<double>(value));
+        continue;
+      }
+      sink.Counter("fabric_hw_counter_total",
+                   "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
+                   "Q-counters unwrapped to 64 bits).",
+                   counter_labels, static_cast<double>(value));
+      for (const auto& named : kNamed) {
+        if (named.file == file) {
+          sink.Counter(named.metric, named.help, labels,
+                       static_cast<double>(value));
+        }
+      }
+    }
+  }
+
+  CollectorEnv env_;
+  Q32Unwrapper unwrapper_;
+};
+
+}  // namespace
+
+bool IsQCounter32(std::string_view counter) {
+  return std::find(std::begin(kQCounters32), std::end(kQCounters32), counter) !=
+         std::end(kQCounters32);
+}
+
+std::uint64_t Q32Unwrapper::Update(const std::string& device,
+                                   const std::string& key, std::uint64_t raw) {
+  auto [it, inserted] = devices_[device].try_emplace(key);
+  State& state = it->second;
+  if (raw >= kTwo32) {
+    state = {raw, 0};
+    return raw;
+  }
+  if (!inserted && raw < state.last) {
+    if (state.last >= kTwo32 / 2) {
+      state.offset += kTwo32;
+    } else {
+      state.offset = 0;  // reset, not a wrap
+    }
+  }
+  state.last = raw;
+  return state.offset + raw;
+}
+
+void Q32Unwrapper::Retain(const std::set<std::string>& present) {
+  for (auto it = devices_.begin(); it != devices_.end();) {
+    it = present.contains(it->first) ? std::next(it) : devices_.erase(it);
+  }
+}
+
+std::size_t Q32Unwrapper::size() const {
+  std::size_t n = 0;
+  for (const auto& [device, keys] : devices_) n += keys.size();
+  return n;
+}
+
+std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env) {
+  return std::make_unique<HwCountersCollector>(env);
+}
+
+}  // namespace fabric

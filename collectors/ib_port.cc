@@ -1,0 +1,460 @@
+#include "collectors/ib_port.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <map>
+#include <optional>
+
+#include "collectors/sysfs_parse.h"
+
+namespace fabric {
+namespace {
+
+// One row per counters/ file this collector knows. Files not listed here are
+// still exported, as fabric_port_counter_total{counter="<file>"}.
+struct CounterSpec {
+  std::string_view file;    // ports/<n>/counters/<file>
+  std::string_view metric;  // family name
+  std::string_view help;
+  // port_{xmit,rcv}_data count 4-byte words, not octets: the IB PMA
+  // PortXmitData/PortRcvData fields are "divided by 4" (IBA spec vol 1
+  // 16.1.3.5; Documentation/ABI/stable/sysfs-class-infiniband: "in units of
+  // 4 octets"; procfs/node_exporter multiply by 4 for the same reason).
+  unsigned multiplier;
+  // Width of the PortCounters (attr 0x12) field. These fields saturate at
+  // 2^bits-1 instead of wrapping (IBA PortCounters semantics; widths from
+  // kernel drivers/infiniband/core/sysfs.c PORT_PMA_ATTR and libibmad
+  // fields.c). 0 = a 64-bit PortCountersExtended field, no saturation flag.
+  unsigned saturate_bits;
+};
+
+constexpr std::string_view kErrors = "fabric_port_errors_total";
+constexpr std::string_view kErrorsHelp =
+    "PortCounters error counters from counters/<error> (error = sysfs file "
+    "name); these saturate at their field width, see "
+    "fabric_port_counter_saturated.";
+
+constexpr CounterSpec kCounters[] = {
+    {"port_xmit_data", "fabric_port_transmit_bytes_total",
+     "Bytes transmitted on all VLs (counters/port_xmit_data x 4).", 4, 0},
+    {"port_rcv_data", "fabric_port_receive_bytes_total",
+     "Bytes received on all VLs (counters/port_rcv_data x 4).", 4, 0},
+    {"port_xmit_packets", "fabric_port_transmit_packets_total",
+     "Packets transmitted incl. errors (counters/port_xmit_packets).", 1, 0},
+    {"port_rcv_packets", "fabric_port_receive_packets_total",
+     "Packets received incl. errors (counters/port_rcv_packets).", 1, 0},
+    {"unicast_xmit_packets", "fabric_port_unicast_transmit_packets_total",
+     "Unicast packets transmitted (counters/unicast_xmit_packets).", 1, 0},
+    {"unicast_rcv_packets", "fabric_port_unicast_receive_packets_total",
+     "Unicast packets received (counters/unicast_rcv_packets).", 1, 0},
+    {"multicast_xmit_packets", "fabric_port_multicast_transmit_packets_total",
+     "Multicast packets transmitted (counters/multicast_xmit_packets).", 1, 0},
+    {"multicast_rcv_packets", "fabric_port_multicast_receive_packets_total",
+     "Multicast packets received (counters/multicast_rcv_packets).", 1, 0},
+    {"port_xmit_wait", "fabric_port_transmit_wait_total",
+     "Ticks with data to send but no credits/arbitration "
+     "(counters/port_xmit_wait, 32-bit PortCounters field).",
+     1, 32},
+    {"symbol_error", kErrors, kErrorsHelp, 1, 16},
+    {"link_error_recovery", kErrors, kErrorsHelp, 1, 8},
+    {"link_downed", kErrors, kErrorsHelp, 1, 8},
+    {"port_rcv_errors", kErrors, kErrorsHelp, 1, 16},
+    {"port_rcv_remote_physical_errors", kErrors, kErrorsHelp, 1, 16},
+    {"port_rcv_switch_relay_errors", kErrors, kErrorsHelp, 1, 16},
+    {"port_xmit_discards", kErrors, kErrorsHelp, 1, 16},
+    {"port_xmit_constraint_errors", kErrors, kErrorsHelp, 1, 8},
+    {"port_rcv_constraint_errors", kErrors, kErrorsHelp, 1, 8},
+    {"local_link_integrity_errors", kErrors, kErrorsHelp, 1, 4},
+    {"excessive_buffer_overrun_errors", kErrors, kErrorsHelp, 1, 4},
+    {"VL15_dropped", kErrors, kErrorsHelp, 1, 16},
+    // Exposed by some kernels (procfs parses it); width not documented, so
+    // no saturation flag.
+    {"port_rcv_discards", kErrors, kErrorsHelp, 1, 0},
+};
+
+// Legacy mlx4 stacks (MLNX_OFED) add counters_ext/ with 64-bit versions of
+// the data/packet counters because their counters/ files are the 32-bit
+// PortCounters fields (port_xmit_data wraps after 16 GiB). node_exporter
+// exports both, as node_infiniband_port_* and node_infiniband_legacy_*.
+// fabricmon exports each quantity once: a readable counters_ext/ value
+// replaces the counters/ value of the same quantity, so the one series is the
+// non-wrapping one and sum() never double counts.
+struct ExtSpec {
+  std::string_view ext_file;       // ports/<n>/counters_ext/<ext_file>
+  std::string_view counters_file;  // the counters/ quantity it replaces
+};
+
+constexpr ExtSpec kExtCounters[] = {
+    {"port_xmit_data_64", "port_xmit_data"},
+    {"port_rcv_data_64", "port_rcv_data"},
+    {"port_xmit_packets_64", "port_xmit_packets"},
+    {"port_rcv_packets_64", "port_rcv_packets"},
+    {"port_unicast_xmit_packets", "unicast_xmit_packets"},
+    {"port_unicast_rcv_packets", "unicast_rcv_packets"},
+    {"port_multicast_xmit_packets", "multicast_xmit_packets"},
+    {"port_multicast_rcv_packets", "multicast_rcv_packets"},
+};
+
+constexpr std::string_view kOtherCounter = "fabric_port_counter_total";
+constexpr std::string_view kOtherCounterHelp =
+    "A counters/ or counters_ext/ file fabricmon has no dedicated metric for, "
+    "value as read (no unit conversion).";
+
+const CounterSpec* FindCounter(std::string_view file) {
+  for (const auto& spec : kCounters) {
+    if (spec.file == file) return &spec;
+  }
+  return nullptr;
+}
+
+const ExtSpec* FindExt(std::string_view file) {
+  for (const auto& spec : kExtCounters) {
+    if (spec.ext_file == file) return &spec;
+  }
+  return nullptr;
+}
+
+bool IsAbsent(const std::error_code& error) {
+  return error == std::errc::no_such_file_or_directory ||
+         error == std::errc::not_a_directory;
+}
+
+class IbPortCollector final : public Collector {
+ public:
+  explicit IbPortCollector(CollectorEnv env) : env_(std::move(env)) {}
+
+  std::string_view Name() const override { return "ib_port"; }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      IbDeviceList list = ListIbDevices(*env_.sysfs, env_.devices, sink);
+      for (const auto& device : list.devices) CollectDevice(device, sink);
+      return list.ok;
+    } catch (const std::exception& e) {
+      // Only allocation failures can get here; keep the contract anyway.
+      sink.Skip(std::string("ib_port: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  // Reads an attribute that may legitimately be absent (hfi1 has no
+  // hca_type, most trees no node_desc). Absent = nullopt without a skip;
+  // any other read error is a skipped input.
+  std::optional<std::string> ReadAttr(const std::string& path,
+                                      MetricSink& sink) const {
+    ReadResult r = env_.sysfs->Read(path);
+    if (!r.ok()) {
+      if (!IsAbsent(r.error)) sink.Skip(path + ": " + r.error.message());
+      return std::nullopt;
+    }
+    return std::string(TrimValue(r.data));
+  }
+
+  // Reads and parses a u64 file that was listed (so it should exist).
+  std::optional<std::uint64_t> ReadCounter(const std::string& path,
+                                           MetricSink& sink) const {
+    ReadResult r = env_.sysfs->Read(path);
+    if (!r.ok()) {
+      sink.Skip(path + ": " + r.error.message());
+      return std::nullopt;
+    }
+    auto parsed = ParseU64(r.data);
+    if (!parsed.ok()) {
+      sink.Skip(path + ": " + std::string(ParseStatusName(parsed.status)));
+      return std::nullopt;
+    }
+    return parsed.value;
+  }
+
+  std::string GuidAttr(const std::string& path, MetricSink& sink) const {
+    auto text = ReadAttr(path, sink);
+    if (!text) return {};
+    auto guid = ParseGuid(*text);
+    if (!guid.ok()) {
+      sink.Skip(path + ": bad GUID");
+      return {};
+    }
+    return FormatGuid(guid.value);
+  }
+
+  void CollectDevice(const std::string& device, MetricSink& sink) const {
+    const std::string dir = IbDevicePath(device);
+    auto ports = ListIbPorts(*env_.sysfs, device);
+    if (!ports) {
+      // Vanished between the listing and now (hot unplug, driver reload).
+      sink.Skip(dir + ": ports/ not listable");
+      return;
+    }
+    DeviceAttrs attrs;
+    attrs.node_guid = GuidAttr(dir + "/node_guid", sink);
+    attrs.hca_type = ReadAttr(dir + "/hca_type", sink).value_or("");
+    attrs.fw_ver = ReadAttr(dir + "/fw_ver", sink).value_or("");
+    std::string sys_image_guid = GuidAttr(dir + "/sys_image_guid", sink);
+    std::string board_id = ReadAttr(dir + "/board_id", sink).value_or("");
+    std::string node_desc = ReadAttr(dir + "/node_desc", sink).value_or("");
+    sink.Gauge("fabric_device_info",
+               "RDMA device inventory from class/infiniband/<device> "
+               "attributes; value is always 1.",
+               {{"device", device},
+                {"hca_type", attrs.hca_type},
+                {"fw_ver", attrs.fw_ver},
+                {"board_id", board_id},
+                {"node_guid", attrs.node_guid},
+                {"sys_image_guid", sys_image_guid},
+                {"node_desc", node_desc}},
+               1);
+    for (const auto& port : *ports) CollectPort(device, port, attrs, sink);
+  }
+
+  struct DeviceAttrs {
+    std::string node_guid, hca_type, fw_ver;
+  };
+
+  void CollectPort(const std::string& device, const std::string& port,
+                   const DeviceAttrs& attrs, MetricSink& sink) const {
+    const std::string dir = IbDevicePath(device) + "/ports/" + port;
+    const Labels labels = {{"device", device}, {"port", port}};
+
+    if (auto text = ReadAttr(dir + "/state", sink)) {
+      auto state = ParseState(*text);
+      if (state.ok()) {
+        sink.Gauge("fabric_port_state",
+                   "Logical port state from ports/<n>/state (1 DOWN, 2 INIT, "
+                   "3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER).",
+                   labels, state.value.id);
+      } else {
+        sink.Skip(dir +
+                  "/state: " + std::string(ParseStatusName(state.status)));
+      }
+    }
+    if (auto text = ReadAttr(dir + "/phys_state", sink)) {
+      auto state = ParseState(*text);
+      if (state.ok()) {
+        sink.Gauge("fabric_port_physical_state",
+                   "Physical port state from ports/<n>/phys_state (1 Sleep, "
+                   "2 Polling, 3 Disabled, 4 PortConfigurationTraining, "
+                   "5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest).",
+                   labels, state.value.id);
+      } else {
+        sink.Skip(dir +
+                  "/phys_state: " + std::string(ParseStatusName(state.status)));
+      }
+    }
+    if (auto text = ReadAttr(dir + "/rate", sink)) {
+      auto rate = ParseRate(*text);
+      if (rate.ok()) {
+        sink.Gauge("fabric_port_rate_bytes_per_second",
+                   "Active link rate from ports/<n>/rate (Gb/sec x 1e9 / 8).",
+                   labels, rate.value.bytes_per_second);
+        if (rate.value.lanes > 0) {
+          sink.Gauge("fabric_port_link_width_lanes",
+                     "Active link width in lanes from ports/<n>/rate (4X = 4).",
+                     labels, rate.value.lanes);
+        }
+      } else if (rate.status != ParseStatus::kNotAvailable) {
+        sink.Skip(dir + "/rate: " + std::string(ParseStatusName(rate.status)));
+      }
+    }
+    HexGauge(dir + "/lid", "fabric_port_lid",
+             "Port LID from ports/<n>/lid (0 until the SM assigns one).",
+             labels, sink);
+    HexGauge(dir + "/sm_lid", "fabric_port_sm_lid",
+             "LID of the master subnet manager from ports/<n>/sm_lid.", labels,
+             sink);
+    HexGauge(dir + "/cap_mask", "fabric_port_capability_mask",
+             "PortInfo CapabilityMask from ports/<n>/cap_mask.", labels, sink);
+    if (auto text = ReadAttr(dir + "/sm_sl", sink)) {
+      auto sl = ParseU64(*text);
+      if (sl.ok()) {
+        sink.Gauge("fabric_port_sm_sl",
+                   "Service level for SM traffic from ports/<n>/sm_sl.", labels,
+                   static_cast<double>(sl.value));
+      } else {
+        sink.Skip(dir + "/sm_sl: " + std::string(ParseStatusName(sl.status)));
+      }
+    }
+
+    std::string link_layer = ReadAttr(dir + "/link_layer", sink).value_or("");
+    sink.Gauge("fabric_port_info",
+               "RDMA port inventory; value is always 1. port_guid from "
+               "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
+               {{"device", device},
+                {"port", port},
+                {"link_layer", link_layer},
+                {"node_guid", attrs.node_guid},
+                {"port_guid", PortGuid(dir)},
+                {"hca_type", attrs.hca_type},
+                {"fw_ver", attrs.fw_ver},
+                {"netdev", Netdev(device, port)}},
+               1);
+
+    CollectCounters(dir, labels, sink);
+  }
+
+  void HexGauge(const std::string& path, std::string_view metric,
+                std::string_view help, const Labels& labels,
+                MetricSink& sink) const {
+    auto text = ReadAttr(path, sink);
+    if (!text) return;
+    auto value = ParseHex(*text);
+    if (!value.ok()) {
+      sink.Skip(path + ": " + std::string(ParseStatusName(value.status)));
+      return;
+    }
+    sink.Gauge(metric, help, labels, static_cast<double>(value.value));
+  }
+
+  // Port GUID = interface id of GID 0. Optional: recorded trees often lack
+  // gids/, and reading it is not a counter, so failures are not skips.
+  std::string PortGuid(const std::string& dir) const {
+    ReadResult r = env_.sysfs->Read(dir + "/gids/0");
+    if (!r.ok()) return {};
+    auto guid = ParseGidInterfaceId(r.data);
+    return guid.ok() ? FormatGuid(guid.value) : std::string();
+  }
+
+  // The port's network interface. RoCE ports name it in gid_attrs/ndevs/0
+  // (the default GID's netdev); IB ports have none there (IPoIB), so fall
+  // back to the device's device/net/: a single entry is ours, several (one
+  // PCI function serving two ports, e.g. mlx4) are told apart by the
+  // netdev's dev_port (0-based port index) or, on older kernels, dev_id.
+  std::string Netdev(const std::string& device, const std::string& port) const {
+    const std::string dir = IbDevicePath(device);
+    ReadResult r =
+        env_.sysfs->Read(dir + "/ports/" + port + "/gid_attrs/ndevs/0");
+    if (r.ok()) {
+      std::string_view name = TrimValue(r.data);
+      if (!name.empty()) return std::string(name);
+    }
+    auto nets = env_.sysfs->List(dir + "/device/net");
+    if (!nets || nets->empty()) return {};
+    if (nets->size() == 1) return nets->front();
+    auto port_num = ParseU64(port);
+    if (!port_num.ok() || port_num.value == 0) return {};
+    for (const auto& net : *nets) {
+      const std::string base = dir + "/device/net/" + net;
+      ReadResult dev_port = env_.sysfs->Read(base + "/dev_port");
+      if (dev_port.ok()) {
+        auto v = ParseU64(dev_port.data);
+        if (v.ok() && v.value == port_num.value - 1) return net;
+        continue;
+      }
+      ReadResult dev_id = env_.sysfs->Read(base + "/dev_id");
+      if (dev_id.ok()) {
+        auto v = ParseHex(dev_id.data);
+        if (v.ok() && v.value == port_num.value - 1) return net;
+      }
+    }
+    return {};
+  }
+
+  void CollectCounters(const std::string& dir, const Labels& labels,
+                       MetricSink& sink) const {
+    std::map<std::string, std::uint64_t, std::less<>> values;
+    std::map<std::string, std::uint64_t, std::less<>> others;
+    std::error_code error;
+    if (auto files = env_.sysfs->List(dir + "/counters", &error)) {
+      for (const auto& file : *files) {
+        auto value = ReadCounter(dir + "/counters/" + file, sink);
+        if (!value) continue;
+        if (FindCounter(file)) {
+          values[file] = *value;
+        } else {
+          others[file] = *value;
+        }
+      }
+    } else if (!IsAbsent(error)) {
+      sink.Skip(dir + "/counters: " + error.message());
+    }
+    // An absent counters/ is normal (soft-RoCE rxe has only hw_counters/).
+
+    if (auto files = env_.sysfs->List(dir + "/counters_ext", &error)) {
+      for (const auto& file : *files) {
+        auto value = ReadCounter(dir + "/counters_ext/" + file, sink);
+        if (!value) continue;
+        if (const ExtSpec* ext = FindExt(file)) {
+          values[std::string(ext->counters_file)] = *value;
+        } else {
+          others[file] = *value;
+        }
+      }
+    }
+
+    for (const auto& spec : kCounters) {
+      auto it = values.find(spec.file);
+      if (it == values.end()) continue;
+      const std::uint64_t raw = it->second;
+      const double value = static_cast<double>(raw) * spec.multiplier;
+      if (spec.metric == kErrors) {
+        Labels error_labels = labels;
+        error_labels.emplace_back("error", std::string(spec.file));
+        sink.Counter(kErrors, kErrorsHelp, error_labels, value);
+      } else {
+        sink.Counter(spec.metric, spec.help, labels, value);
+      }
+      if (spec.saturate_bits > 0) {
+        const std::uint64_t max = (std::uint64_t{1} << spec.saturate_bits) - 1;
+        Labels sat_labels = labels;
+        sat_labels.emplace_back("counter", std::string(spec.file));
+        sink.Gauge("fabric_port_counter_saturated",
+                   "1 when a saturating PortCounters field sits at its "
+                   "maximum (2^width-1) and no longer counts; 0 otherwise.",
+                   sat_labels, raw >= max ? 1 : 0);
+      }
+    }
+    for (const auto& [file, raw] : others) {
+      Labels other_labels = labels;
+      other_labels.emplace_back("counter", file);
+      sink.Counter(kOtherCounter, kOtherCounterHelp, other_labels,
+                   static_cast<double>(raw));
+    }
+  }
+
+  CollectorEnv env_;
+};
+
+}  // namespace
+
+std::string IbDevicePath(const std::string& device) {
+  return "class/infiniband/" + device;
+}
+
+IbDeviceList ListIbDevices(const Sysfs& sysfs, const DeviceFilter& filter,
+                           MetricSink& sink) {
+  IbDeviceList out;
+  std::error_code error;
+  auto names = sysfs.List("class/infiniband", &error);
+  if (!names) {
+    if (!IsAbsent(error)) {
+      sink.Skip("class/infiniband: " + error.message());
+      out.ok = false;
+    }
+    return out;
+  }
+  for (auto& name : *names) {
+    if (filter.Allows(name)) out.devices.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> ListIbPorts(const Sysfs& sysfs,
+                                                    const std::string& device) {
+  auto entries = sysfs.List(IbDevicePath(device) + "/ports");
+  if (!entries) return std::nullopt;
+  std::vector<std::string> ports;
+  for (auto& entry : *entries) {
+    if (ParseU64(entry).ok()) ports.push_back(std::move(entry));
+  }
+  std::sort(ports.begin(), ports.end(), [](const auto& a, const auto& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  });
+  return ports;
+}
+
+std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env) {
+  return std::make_unique<IbPortCollector>(env);
+}
+
+}  // namespace fabric
