@@ -1,0 +1,279 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "config/duration.h"
+
+namespace fabric {
+namespace {
+
+// Thrown inside this file only, caught by ParseConfig.
+struct ConfigError {
+  std::string message;
+};
+
+[[noreturn]] void Fail(const std::string& key, const YAML::Mark& mark,
+                       const std::string& what) {
+  std::string msg = "config error: " + key;
+  if (!mark.is_null()) msg += " (line " + std::to_string(mark.line + 1) + ")";
+  msg += ": " + what;
+  throw ConfigError{msg};
+}
+
+std::string Quote(const std::string& s) { return "\"" + s + "\""; }
+
+std::string Join(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string Scalar(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) Fail(key, node.Mark(), "expected a single value");
+  return node.Scalar();
+}
+
+bool Bool(const YAML::Node& node, const std::string& key) {
+  std::string text = Scalar(node, key);
+  bool value;
+  if (!YAML::convert<bool>::decode(node, value)) {
+    Fail(key, node.Mark(), Quote(text) + " is not a boolean (true/false)");
+  }
+  return value;
+}
+
+std::chrono::microseconds Duration(const YAML::Node& node,
+                                   const std::string& key) {
+  std::string text = Scalar(node, key);
+  auto d = ParseDuration(text);
+  if (!d) {
+    Fail(key, node.Mark(),
+         Quote(text) + " is not a duration (e.g. \"500ms\", \"1s\", \"2m\")");
+  }
+  return *d;
+}
+
+std::vector<std::string> Patterns(const YAML::Node& node,
+                                  const std::string& key) {
+  if (node.IsNull()) return {};
+  if (!node.IsSequence()) {
+    Fail(key, node.Mark(), "expected a list of device names or regexes");
+  }
+  std::vector<std::string> out;
+  for (const auto& item : node) {
+    std::string pattern = Scalar(item, key);
+    std::string bad;
+    if (!ValidDevicePatterns({pattern}, &bad)) {
+      Fail(key, item.Mark(), Quote(pattern) + " is not a valid regex: " + bad);
+    }
+    out.push_back(std::move(pattern));
+  }
+  return out;
+}
+
+void RequireMap(const YAML::Node& node, const std::string& key) {
+  if (!node.IsMap()) Fail(key, node.Mark(), "expected a mapping of keys");
+}
+
+DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
+  DeviceFilterOverride out;
+  if (node.IsNull()) return out;
+  RequireMap(node, key);
+  for (const auto& kv : node) {
+    std::string name = kv.first.as<std::string>();
+    std::string path = Join(key, name);
+    if (name == "include") {
+      out.include = Patterns(kv.second, path);
+    } else if (name == "exclude") {
+      out.exclude = Patterns(kv.second, path);
+    } else {
+      Fail(path, kv.first.Mark(), "unknown key (expected include, exclude)");
+    }
+  }
+  return out;
+}
+
+CollectorConfig Collector(const YAML::Node& node, const std::string& key) {
+  CollectorConfig out;
+  if (node.IsNull()) return out;
+  RequireMap(node, key);
+  for (const auto& kv : node) {
+    std::string name = kv.first.as<std::string>();
+    std::string path = Join(key, name);
+    if (name == "enabled") {
+      out.enabled = Bool(kv.second, path);
+    } else if (name == "interval") {
+      out.interval = Duration(kv.second, path);
+    } else if (name == "timeout") {
+      out.timeout = Duration(kv.second, path);
+    } else if (name == "devices") {
+      out.devices = Devices(kv.second, path);
+    } else {
+      Fail(path, kv.first.Mark(),
+           "unknown key (expected enabled, interval, timeout, devices)");
+    }
+  }
+  return out;
+}
+
+std::string KnownList(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none in this build" : out;
+}
+
+Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
+  Config config;
+  if (root.IsNull()) return config;  // empty file: all defaults
+  RequireMap(root, "(top level)");
+  for (const auto& kv : root) {
+    std::string name = kv.first.as<std::string>();
+    const YAML::Node& value = kv.second;
+    if (name == "listen_address") {
+      std::string addr = Scalar(value, name);
+      if (!ValidListenAddress(addr)) {
+        Fail(name, value.Mark(),
+             Quote(addr) + " is not HOST:PORT (e.g. \":10915\")");
+      }
+      config.listen_address = addr;
+    } else if (name == "sysfs_root") {
+      config.sysfs_root = Scalar(value, name);
+      if (config.sysfs_root.empty()) Fail(name, value.Mark(), "is empty");
+    } else if (name == "log_level") {
+      std::string level = Scalar(value, name);
+      if (!ValidLogLevel(level)) {
+        Fail(name, value.Mark(),
+             Quote(level) +
+                 " is not a log level (trace, debug, info, warn, error, "
+                 "critical, off)");
+      }
+      config.log_level = level;
+    } else if (name == "devices") {
+      DeviceFilterOverride d = Devices(value, name);
+      config.devices.include = d.include.value_or(std::vector<std::string>{});
+      config.devices.exclude = d.exclude.value_or(std::vector<std::string>{});
+    } else if (name == "collectors") {
+      if (value.IsNull()) continue;
+      RequireMap(value, name);
+      for (const auto& c : value) {
+        std::string cname = c.first.as<std::string>();
+        std::string path = Join(name, cname);
+        if (std::find(known.begin(), known.end(), cname) == known.end()) {
+          Fail(path, c.first.Mark(),
+               "unknown collector (known: " + KnownList(known) + ")");
+        }
+        config.collectors[cname] = Collector(c.second, path);
+      }
+    } else {
+      Fail(name, kv.first.Mark(),
+           "unknown key (expected listen_address, sysfs_root, log_level, "
+           "devices, collectors)");
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+CollectorConfig Config::Collector(std::string_view name) const {
+  auto it = collectors.find(name);
+  return it == collectors.end() ? CollectorConfig{} : it->second;
+}
+
+DeviceFilter Config::DevicesFor(std::string_view name) const {
+  DeviceFilter filter = devices;
+  auto it = collectors.find(name);
+  if (it != collectors.end()) {
+    if (it->second.devices.include)
+      filter.include = *it->second.devices.include;
+    if (it->second.devices.exclude)
+      filter.exclude = *it->second.devices.exclude;
+  }
+  return filter;
+}
+
+std::optional<Config> ParseConfig(
+    std::string_view yaml, const std::vector<std::string>& known_collectors,
+    std::string* error) {
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml));
+    return Parse(root, known_collectors);
+  } catch (const ConfigError& e) {
+    *error = e.message;
+  } catch (const YAML::Exception& e) {
+    // Syntax errors and conversions of non-scalar keys.
+    std::string msg = "config error: ";
+    if (!e.mark.is_null()) {
+      msg += "line " + std::to_string(e.mark.line + 1) + ": ";
+    }
+    *error = msg + e.msg;
+  }
+  return std::nullopt;
+}
+
+std::optional<Config> LoadConfigFile(
+    const std::string& path, bool missing_is_default,
+    const std::vector<std::string>& known_collectors, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    int err = errno;
+    if (err == ENOENT && missing_is_default) return Config{};
+    *error = "config error: cannot read " + path + ": " + std::strerror(err);
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    *error = "config error: cannot read " + path;
+    return std::nullopt;
+  }
+  auto config = ParseConfig(text.str(), known_collectors, error);
+  if (!config) *error += " [" + path + "]";
+  return config;
+}
+
+bool ValidListenAddress(std::string_view address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  std::string_view host = address.substr(0, colon);
+  std::string_view port = address.substr(colon + 1);
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return false;
+  } else if (host.find(':') != std::string_view::npos) {
+    return false;  // IPv6 literals need brackets
+  }
+  unsigned value = 0;
+  auto [end, ec] =
+      std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc() && end == port.data() + port.size() &&
+         !port.empty() && value <= 65535;
+}
+
+bool ValidLogLevel(std::string_view level) {
+  for (std::string_view l :
+       {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    if (level == l) return true;
+  }
+  return false;
+}
+
+bool ValidDevicePatterns(const std::vector<std::string>& patterns,
+                         std::string* bad) {
+  for (const auto& p : patterns) {
+    try {
+      std::regex re(p);
+    } catch (const std::regex_error& e) {
+      if (bad) *bad = e.what();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace fabric

@@ -1,0 +1,57 @@
+#include "daemon/collection.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "collectors/registry.h"
+
+namespace fabric {
+
+double UnixNow() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+std::vector<NamedCollector> BuildCollectors(
+    const Config& config, std::shared_ptr<const Sysfs> sysfs) {
+  std::vector<NamedCollector> out;
+  for (const auto& name : CollectorNames()) {
+    CollectorConfig cc = config.Collector(name);
+    if (!cc.enabled) continue;
+    CollectorEnv env{sysfs, config.DevicesFor(name)};
+    std::unique_ptr<Collector> collector = MakeCollector(name, env);
+    if (!collector) {
+      spdlog::warn("collector {} is listed but could not be built", name);
+      continue;
+    }
+    out.push_back({name, cc, std::move(collector)});
+  }
+  return out;
+}
+
+std::shared_ptr<Snapshot> RunCollection(const std::string& name,
+                                        Collector& collector,
+                                        double last_success_seconds) {
+  auto snap = std::make_shared<Snapshot>();
+  snap->collector = name;
+  MetricSink sink;
+  auto start = std::chrono::steady_clock::now();
+  // Collect() is noexcept by contract; a violation terminates, as an
+  // invariant violation should.
+  snap->success = collector.Collect(sink);
+  snap->duration_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  snap->timestamp_seconds = UnixNow();
+  snap->skipped = sink.skipped();
+  for (const auto& reason : sink.skip_reasons()) {
+    spdlog::debug("{}: skipped {}", name, reason);
+  }
+  snap->families = sink.Take();
+  snap->last_success_seconds =
+      snap->success ? snap->timestamp_seconds : last_success_seconds;
+  return snap;
+}
+
+}  // namespace fabric

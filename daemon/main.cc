@@ -1,0 +1,87 @@
+// fabricmon entry point: flags, config, logging, then one of --version,
+// --check-config, --once or the daemon. Exit status: 0 ok, 1 invalid
+// configuration or startup failure, CLI11's codes for usage errors.
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "collectors/registry.h"
+#include "config/config.h"
+#include "core/metric_sink.h"
+#include "daemon/collection.h"
+#include "daemon/daemon.h"
+#include "daemon/options.h"
+#include "daemon/simulate.h"
+#include "exporters/exposition.h"
+
+namespace fabric {
+namespace {
+
+void SetUpLogging() {
+  // stderr only: journald captures it under systemd, and stdout stays clean
+  // for --once.
+  auto logger = spdlog::stderr_logger_mt("fabricmon");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+  spdlog::flush_on(spdlog::level::info);
+}
+
+int RunOnce(const Config& config) {
+  auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs(config.sysfs_root));
+  std::vector<std::shared_ptr<const Snapshot>> snapshots;
+  for (auto& c : BuildCollectors(config, sysfs)) {
+    snapshots.push_back(RunCollection(c.name, *c.collector, 0));
+    if (!snapshots.back()->success) {
+      spdlog::warn("collector {} failed", c.name);
+    }
+  }
+  std::cout << ToText(BuildExposition(snapshots, ThisBuild()));
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  ParsedOptions parsed = ParseOptions(args);
+  if (parsed.exit_code) {
+    (*parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output;
+    return *parsed.exit_code;
+  }
+  const Options& options = parsed.options;
+  SetUpLogging();
+
+  std::string error;
+  auto config = LoadConfigFile(options.config_path, !options.config_given,
+                               CollectorNames(), &error);
+  if (!config || !ApplyOptions(options, *config, &error)) {
+    spdlog::error("{}", error);
+    return 1;
+  }
+  spdlog::set_level(spdlog::level::from_str(config->log_level));
+  if (options.check_config) {
+    spdlog::info("config ok: {}", options.config_path);
+    return 0;
+  }
+
+  std::unique_ptr<Simulation> simulation;
+  if (options.simulate) {
+    simulation = StartSimulation(*options.simulate, &error);
+    if (!simulation) {
+      spdlog::error("--simulate: {}", error);
+      return 1;
+    }
+    config->sysfs_root = simulation->sysfs_root();
+    spdlog::info("simulating scenario {} under {}",
+                 options.simulate->empty() ? "steady" : *options.simulate,
+                 config->sysfs_root);
+  }
+
+  if (options.once) return RunOnce(*config);
+  return RunDaemon(options, *config);
+}
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) { return fabric::Main(argc, argv); }

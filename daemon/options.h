@@ -1,0 +1,40 @@
+// Command-line options (CLI11), named per DESIGN and the Prometheus exporter
+// conventions. Flags override the config file.
+//
+// Thread-safety: pure functions on values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace fabric {
+
+struct Options {
+  std::string config_path = std::string(kDefaultConfigPath);
+  bool config_given = false;                  // --config on the command line
+  std::optional<std::string> listen_address;  // --web.listen-address
+  std::optional<std::string> sysfs_root;      // --sysfs.root
+  std::optional<std::string> log_level;       // --log.level
+  bool once = false;
+  bool check_config = false;
+  std::optional<std::string> simulate;  // --simulate[=SCENARIO]
+};
+
+struct ParsedOptions {
+  Options options;
+  // Set when the program should exit right away (--help, --version, usage
+  // error) with this code; `output` then holds what to print.
+  std::optional<int> exit_code;
+  std::string output;
+};
+
+ParsedOptions ParseOptions(const std::vector<std::string>& args);
+
+// Applies flag overrides to `config`; returns false with *error (same
+// "config error: ..." form as the file) for an invalid flag value.
+bool ApplyOptions(const Options& options, Config& config, std::string* error);
+
+}  // namespace fabric
