@@ -42,6 +42,9 @@ struct DeviceFilter {
 struct CollectorEnv {
   std::shared_ptr<const Sysfs> sysfs;
   DeviceFilter devices;
+  // Extra netdevs the roce collector reads besides those backing RDMA ports
+  // (for config `collectors.roce.netdevs`; empty = discovery only).
+  std::vector<std::string> netdevs;
 };
 
 }  // namespace fabric

@@ -5,6 +5,8 @@
 #include "collectors/congestion.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
+#include "collectors/nic_identity.h"
+#include "collectors/roce.h"
 
 namespace fabric {
 namespace {
@@ -21,6 +23,8 @@ const std::vector<Entry>& Table() {
       {"ib_port", MakeIbPortCollector},
       {"hw_counters", MakeHwCountersCollector},
       {"congestion", MakeCongestionCollector},
+      {"roce", [](const CollectorEnv& env) { return MakeRoceCollector(env); }},
+      {"nic_identity", MakeNicIdentityCollector},
   };
   return table;
 }

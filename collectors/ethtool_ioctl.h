@@ -1,0 +1,50 @@
+// The real EthtoolSource: SIOCETHTOOL ioctls on a datagram socket
+// (ETHTOOL_GDRVINFO, ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS, ETHTOOL_GSTATS),
+// the same kernel path `ethtool -S` uses, without shelling out.
+//
+// The socket is created in the constructor, so the source reads netdevs of
+// the network namespace the constructing thread was in (tests construct one
+// inside a namespace they created). The string table of each netdev is
+// cached and re-read when the driver's statistic count changes (mlx5 adds
+// rx/tx_prioN_pause* when PFC is enabled on a priority), so a steady-state
+// collection is three ioctls: GDRVINFO, GSSET_INFO, GSTATS.
+//
+// Thread-safety: one Stats() call at a time per instance (it updates the
+// cache); ioctl_count() may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/ethtool_source.h"
+
+namespace fabric {
+
+class IoctlEthtoolSource final : public EthtoolSource {
+ public:
+  IoctlEthtoolSource();
+  ~IoctlEthtoolSource() override;
+  IoctlEthtoolSource(const IoctlEthtoolSource&) = delete;
+  IoctlEthtoolSource& operator=(const IoctlEthtoolSource&) = delete;
+
+  EthtoolResult Stats(const std::string& netdev) override;
+
+  // Number of ioctl() calls made so far (for the benchmark's syscall count).
+  std::uint64_t ioctl_count() const { return ioctls_.load(); }
+
+ private:
+  int Ioctl(const std::string& netdev, void* data);
+
+  int fd_ = -1;
+  std::error_code socket_error_;
+  std::map<std::string, std::vector<std::string>, std::less<>> strings_;
+  std::atomic<std::uint64_t> ioctls_{0};
+};
+
+std::unique_ptr<EthtoolSource> MakeRealEthtoolSource();
+
+}  // namespace fabric

@@ -1,0 +1,170 @@
+#include "collectors/nic_identity.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace fabric {
+namespace {
+
+struct KnownDevice {
+  std::uint32_t id;
+  const char* model;
+  const char* family;
+};
+
+// Mellanox/NVIDIA (vendor 0x15b3) PCI device ids, from the mlx5 and mlx4
+// PCI tables in the kernel (drivers/net/ethernet/mellanox/mlx{4,5}/main.c).
+constexpr KnownDevice kDevices[] = {
+    {0x673c, "ConnectX-2", "connectx"},
+    {0x1003, "ConnectX-3", "connectx"},
+    {0x1004, "ConnectX-3 VF", "connectx"},
+    {0x1007, "ConnectX-3 Pro", "connectx"},
+    {0x1011, "Connect-IB", "connectx"},
+    {0x1012, "Connect-IB VF", "connectx"},
+    {0x1013, "ConnectX-4", "connectx"},
+    {0x1014, "ConnectX-4 VF", "connectx"},
+    {0x1015, "ConnectX-4 Lx", "connectx"},
+    {0x1016, "ConnectX-4 Lx VF", "connectx"},
+    {0x1017, "ConnectX-5", "connectx"},
+    {0x1018, "ConnectX-5 VF", "connectx"},
+    {0x1019, "ConnectX-5 Ex", "connectx"},
+    {0x101a, "ConnectX-5 Ex VF", "connectx"},
+    {0x101b, "ConnectX-6", "connectx"},
+    {0x101c, "ConnectX-6 VF", "connectx"},
+    {0x101d, "ConnectX-6 Dx", "connectx"},
+    {0x101e, "ConnectX VF", "connectx"},  // mlx5 Gen VF (CX-6 Dx and later)
+    {0x101f, "ConnectX-6 Lx", "connectx"},
+    {0x1021, "ConnectX-7", "connectx"},
+    {0x1023, "ConnectX-8", "connectx"},
+    {0xa2d2, "BlueField", "bluefield"},
+    {0xa2d3, "BlueField VF", "bluefield"},
+    {0xa2d6, "BlueField-2", "bluefield"},
+    {0xa2dc, "BlueField-3", "bluefield"},
+    {0xa2df, "BlueField-4", "bluefield"},
+};
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' ||
+                        s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::optional<std::uint32_t> ParseNumber(std::string_view s, int base) {
+  std::uint32_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::string Hex4(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%04x", v);
+  return buf;
+}
+
+class NicIdentityCollector final : public Collector {
+ public:
+  explicit NicIdentityCollector(CollectorEnv env) : env_(std::move(env)) {}
+  std::string_view Name() const override { return "nic_identity"; }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      return CollectImpl(sink);
+    } catch (const std::exception& e) {
+      sink.Skip(std::string("nic_identity: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  bool CollectImpl(MetricSink& sink) {
+    const Sysfs& fs = *env_.sysfs;
+    std::error_code ec;
+    auto devices = fs.List("class/infiniband", &ec);
+    if (!devices) return ec == std::errc::no_such_file_or_directory;
+    for (const std::string& dev : *devices) {
+      if (!env_.devices.Allows(dev)) continue;
+      const std::string base = "class/infiniband/" + dev;
+      std::optional<std::uint32_t> id;
+      std::string source;
+      auto vendor = fs.Read(base + "/device/vendor");
+      auto pci = fs.Read(base + "/device/device");
+      if (pci.ok() && (!vendor.ok() || ParsePciId(vendor.data) == 0x15b3u)) {
+        id = ParsePciId(pci.data);
+        if (!id) sink.Skip(base + "/device/device: not a PCI id");
+      }
+      if (!id) {
+        auto hca = fs.Read(base + "/hca_type");
+        if (hca.ok()) id = ParseHcaType(hca.data);
+      }
+      if (!id) continue;
+      auto model = ModelForPciId(*id);
+      if (!model) continue;  // not a device we know: no info, no error
+      sink.Gauge(
+          "fabric_device_model_info",
+          "Product identified from the PCI device id (device/device) "
+          "or hca_type; mode is nic, dpu (eswitch in switchdev, the "
+          "BlueField Arm side) or unknown (BlueField seen from the "
+          "host).",
+          {{"device", dev},
+           {"model", model->model},
+           {"family", model->family},
+           {"pci_device_id", Hex4(model->pci_device_id)},
+           {"mode", Mode(dev, *model)},
+           {"bond", dev.find("_bond_") != std::string::npos ? "1" : "0"}},
+          1);
+    }
+    return true;
+  }
+
+  std::string Mode(const std::string& dev, const DeviceModel& model) const {
+    if (model.family != "bluefield") return "nic";
+    const Sysfs& fs = *env_.sysfs;
+    auto nets = fs.List("class/infiniband/" + dev + "/device/net");
+    if (nets) {
+      for (const std::string& nd : *nets) {
+        auto mode = fs.Read("class/net/" + nd + "/compat/devlink/mode");
+        if (mode.ok() && Trim(mode.data) == "switchdev") return "dpu";
+      }
+    }
+    return "unknown";
+  }
+
+  CollectorEnv env_;
+};
+
+}  // namespace
+
+std::optional<std::uint32_t> ParseHcaType(std::string_view text) {
+  text = Trim(text);
+  if (!text.starts_with("MT")) return std::nullopt;
+  return ParseNumber(text.substr(2), 10);
+}
+
+std::optional<std::uint32_t> ParsePciId(std::string_view text) {
+  text = Trim(text);
+  if (!text.starts_with("0x") && !text.starts_with("0X")) return std::nullopt;
+  text.remove_prefix(2);
+  if (text.size() > 4) return std::nullopt;
+  return ParseNumber(text, 16);
+}
+
+std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id) {
+  for (const KnownDevice& d : kDevices) {
+    if (d.id == device_id) return DeviceModel{d.model, d.family, d.id};
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Collector> MakeNicIdentityCollector(const CollectorEnv& env) {
+  return std::make_unique<NicIdentityCollector>(env);
+}
+
+}  // namespace fabric

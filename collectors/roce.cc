@@ -1,0 +1,411 @@
+#include "collectors/roce.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "collectors/ethtool_ioctl.h"
+
+namespace fabric {
+namespace {
+
+// Bounds on what one collection reads, against odd or hostile trees.
+constexpr std::size_t kMaxGidEntries = 1024;
+constexpr std::size_t kMaxSlaves = 16;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// A netdev name as sysfs shows it: non-empty, no '/', shorter than IFNAMSIZ.
+bool PlausibleNetdev(std::string_view name) {
+  return !name.empty() && name.size() < 16 &&
+         name.find('/') == std::string_view::npos && name != "." &&
+         name != "..";
+}
+
+Labels Base(const RoceNetdev& w) {
+  return {{"device", w.device}, {"port", w.port}, {"netdev", w.netdev}};
+}
+
+Labels With(Labels l,
+            std::initializer_list<std::pair<std::string, std::string>> extra) {
+  for (const auto& e : extra) l.push_back(e);
+  return l;
+}
+
+constexpr double kMicro = 1e-6;
+
+void Count(MetricSink& sink, std::string_view name, std::string_view help,
+           const Labels& labels, const OptU64& v, double scale = 1.0) {
+  if (v) sink.Counter(name, help, labels, static_cast<double>(*v) * scale);
+}
+
+// Adds the netdevs of one Ethernet port, in discovery order, without
+// duplicates.
+void AddPortNetdevs(const Sysfs& fs, const std::string& dev,
+                    const std::string& port, std::vector<RoceNetdev>& out) {
+  const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
+  std::vector<std::string> names;
+  auto push = [&](std::string_view n) {
+    n = Trim(n);
+    if (PlausibleNetdev(n) &&
+        std::find(names.begin(), names.end(), n) == names.end()) {
+      names.emplace_back(n);
+    }
+  };
+  if (auto idx = fs.List(pdir + "/gid_attrs/ndevs")) {
+    std::size_t seen = 0;
+    for (const std::string& i : *idx) {
+      if (++seen > kMaxGidEntries) break;
+      auto r = fs.Read(pdir + "/gid_attrs/ndevs/" + i);
+      if (r.ok()) push(r.data);  // unused GID entries fail with EINVAL
+    }
+  }
+  if (names.empty()) {
+    if (auto nets = fs.List("class/infiniband/" + dev + "/device/net")) {
+      for (const std::string& n : *nets) push(n);
+    }
+  }
+  // A bond master has no physical-port counters; its slaves do.
+  const std::size_t masters = names.size();
+  for (std::size_t i = 0; i < masters; ++i) {
+    auto slaves = fs.Read("class/net/" + names[i] + "/bonding/slaves");
+    if (!slaves.ok()) continue;
+    std::string_view rest = slaves.data;
+    std::size_t count = 0;
+    while (!rest.empty() && count < kMaxSlaves) {
+      std::size_t sp = rest.find_first_of(" \n\t");
+      push(rest.substr(0, sp));
+      ++count;
+      rest.remove_prefix(sp == std::string_view::npos ? rest.size() : sp + 1);
+    }
+  }
+  for (const std::string& n : names) out.push_back({dev, port, n});
+}
+
+class RoceCollector final : public Collector {
+ public:
+  RoceCollector(CollectorEnv env, RoceOptions options,
+                std::unique_ptr<EthtoolSource> ethtool,
+                std::unique_ptr<DcbSource> dcb)
+      : env_(std::move(env)),
+        options_(std::move(options)),
+        ethtool_(std::move(ethtool)),
+        dcb_(std::move(dcb)) {}
+
+  std::string_view Name() const override { return "roce"; }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      return CollectImpl(sink);
+    } catch (const std::exception& e) {
+      sink.Skip(std::string("roce: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  bool CollectImpl(MetricSink& sink) {
+    std::vector<RoceNetdev> targets;
+    if (options_.netdevs) {
+      targets = *options_.netdevs;
+    } else {
+      targets = DiscoverRoceNetdevs(*env_.sysfs, env_.devices);
+      for (const std::string& extra : options_.extra_netdevs) {
+        bool known =
+            std::any_of(targets.begin(), targets.end(),
+                        [&](const auto& t) { return t.netdev == extra; });
+        if (!known && PlausibleNetdev(extra))
+          targets.push_back({"", "", extra});
+      }
+    }
+    CollectGidTypes(sink);
+
+    std::size_t ethtool_failed = 0;
+    for (const RoceNetdev& t : targets) {
+      if (ethtool_) {
+        EthtoolResult r = ethtool_->Stats(t.netdev);
+        if (r.ok()) {
+          sink.Gauge("fabric_roce_netdev_info",
+                     "Netdev read by the roce collector, with its ethtool "
+                     "driver (ETHTOOL_GDRVINFO).",
+                     With(Base(t), {{"driver", r.stats.driver}}), 1);
+          EmitEthtoolMetrics(ParseEthtoolStats(r.stats.names, r.stats.values),
+                             t, sink);
+        } else {
+          ++ethtool_failed;
+          sink.Skip("ethtool " + t.netdev + ": " + r.error.message());
+        }
+      }
+      CollectEcn(t, sink);
+      if (dcb_) {
+        DcbResult d = dcb_->Ieee(t.netdev);
+        if (d.ok()) {
+          EmitDcbMetrics(d.ieee, t, sink);
+        } else if (d.error != std::errc::operation_not_supported &&
+                   d.error != std::errc::no_such_device &&
+                   d.error != std::errc::invalid_argument) {
+          // EOPNOTSUPP (no dcbnl ops, e.g. veth) is "no DCB", not a failure.
+          sink.Skip("dcb " + t.netdev + ": " + d.error.message());
+        }
+      }
+    }
+    // The source as a whole failed only if nothing could be read at all.
+    return targets.empty() || ethtool_failed < targets.size() || !ethtool_;
+  }
+
+  void CollectEcn(const RoceNetdev& t, MetricSink& sink) {
+    const Sysfs& fs = *env_.sysfs;
+    for (const char* point : {"np", "rp"}) {
+      const std::string dir =
+          "class/net/" + t.netdev + "/ecn/roce_" + point + "/enable";
+      auto prios = fs.List(dir);
+      if (!prios) continue;  // upstream kernels have no such tree
+      for (const std::string& p : *prios) {
+        if (p.size() != 1 || p[0] < '0' || p[0] > '7') continue;
+        auto r = fs.Read(dir + "/" + p);
+        if (!r.ok()) {
+          sink.Skip(dir + "/" + p + ": " + r.error.message());
+          continue;
+        }
+        std::string_view v = Trim(r.data);
+        if (v != "0" && v != "1") {
+          sink.Skip(dir + "/" + p + ": not 0/1");
+          continue;
+        }
+        sink.Gauge("fabric_roce_ecn_enabled",
+                   "1 if RoCE ECN is enabled on this priority for the "
+                   "notification point (np, receiver) or reaction point (rp, "
+                   "sender); class/net/<if>/ecn/roce_<point>/enable/<prio>.",
+                   With(Base(t), {{"priority", p}, {"point", point}}),
+                   v == "1" ? 1 : 0);
+      }
+    }
+  }
+
+  void CollectGidTypes(MetricSink& sink) {
+    const Sysfs& fs = *env_.sysfs;
+    auto devices = fs.List("class/infiniband");
+    if (!devices) return;
+    for (const std::string& dev : *devices) {
+      if (!env_.devices.Allows(dev)) continue;
+      auto ports = fs.List("class/infiniband/" + dev + "/ports");
+      if (!ports) continue;
+      for (const std::string& port : *ports) {
+        const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
+        auto ll = fs.Read(pdir + "/link_layer");
+        if (!ll.ok() || Trim(ll.data) != "Ethernet") continue;
+        auto idx = fs.List(pdir + "/gid_attrs/types");
+        if (!idx) continue;
+        std::map<std::string, int> counts;
+        std::size_t seen = 0;
+        for (const std::string& i : *idx) {
+          if (++seen > kMaxGidEntries) break;
+          auto r = fs.Read(pdir + "/gid_attrs/types/" + i);
+          if (!r.ok()) continue;  // unused entry: EINVAL
+          std::string type = GidTypeLabel(r.data);
+          if (!type.empty()) ++counts[type];
+        }
+        for (const auto& [type, n] : counts) {
+          sink.Gauge("fabric_roce_gid_entries",
+                     "Populated GID table entries of the port by RoCE type "
+                     "(ports/<n>/gid_attrs/types/*).",
+                     {{"device", dev}, {"port", port}, {"type", type}}, n);
+        }
+      }
+    }
+  }
+
+  CollectorEnv env_;
+  RoceOptions options_;
+  std::unique_ptr<EthtoolSource> ethtool_;
+  std::unique_ptr<DcbSource> dcb_;
+};
+
+}  // namespace
+
+std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& fs,
+                                            const DeviceFilter& devices) {
+  std::vector<RoceNetdev> out;
+  auto devs = fs.List("class/infiniband");
+  if (!devs) return out;
+  for (const std::string& dev : *devs) {
+    if (!devices.Allows(dev)) continue;
+    auto ports = fs.List("class/infiniband/" + dev + "/ports");
+    if (!ports) continue;
+    for (const std::string& port : *ports) {
+      auto ll =
+          fs.Read("class/infiniband/" + dev + "/ports/" + port + "/link_layer");
+      if (!ll.ok() || Trim(ll.data) != "Ethernet") continue;
+      AddPortNetdevs(fs, dev, port, out);
+    }
+  }
+  return out;
+}
+
+std::string GidTypeLabel(std::string_view text) {
+  text = Trim(text);
+  if (text == "IB/RoCE v1" || text == "RoCE v1") return "roce_v1";
+  if (text == "RoCE v2") return "roce_v2";
+  std::string out;
+  for (char c : text) {
+    out += std::isalnum(static_cast<unsigned char>(c))
+               ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+               : '_';
+  }
+  return out;
+}
+
+void EmitEthtoolMetrics(const RoceEthtoolStats& s, const RoceNetdev& w,
+                        MetricSink& sink) {
+  const Labels base = Base(w);
+  for (int p = 0; p < kPriorities; ++p) {
+    const PriorityStats& ps = s.prio[p];
+    const std::string prio = std::to_string(p);
+    for (int d : {kRx, kTx}) {
+      Labels l =
+          With(base, {{"priority", prio}, {"direction", DirectionName(d)}});
+      Count(
+          sink, "fabric_pfc_pause_frames_total",
+          "PFC pause frames per priority; rx = received (the peer paused "
+          "us), tx = sent (we paused the peer). ethtool {rx,tx}_prio<p>_pause.",
+          l, ps.pause[d]);
+      Count(sink, "fabric_pfc_pause_duration_seconds_total",
+            "Time paused by PFC per priority; rx = we could not send, tx = we "
+            "asserted pause. ethtool {rx,tx}_prio<p>_pause_duration (us).",
+            l, ps.pause_duration_us[d], kMicro);
+      Count(sink, "fabric_pfc_pause_transitions_total",
+            "PFC XOFF->XON transitions per priority. ethtool "
+            "{rx,tx}_prio<p>_pause_transition.",
+            l, ps.pause_transition[d]);
+      Count(sink, "fabric_roce_priority_bytes_total",
+            "Bytes per 802.1p priority. ethtool {rx,tx}_prio<p>_bytes.", l,
+            ps.bytes[d]);
+      Count(sink, "fabric_roce_priority_packets_total",
+            "Packets per 802.1p priority. ethtool {rx,tx}_prio<p>_packets.", l,
+            ps.packets[d]);
+    }
+    Labels lp = With(base, {{"priority", prio}});
+    const char* kDiscardHelp =
+        "Received packets discarded per priority; reason buf_discard = no "
+        "per-host buffer, cong_discard = per-host congestion (WRED), "
+        "discards = no receive buffer. ethtool rx_prio<p>_<reason>.";
+    Count(sink, "fabric_roce_priority_discarded_packets_total", kDiscardHelp,
+          With(lp, {{"reason", "buf_discard"}}), ps.buf_discard);
+    Count(sink, "fabric_roce_priority_discarded_packets_total", kDiscardHelp,
+          With(lp, {{"reason", "cong_discard"}}), ps.cong_discard);
+    Count(sink, "fabric_roce_priority_discarded_packets_total", kDiscardHelp,
+          With(lp, {{"reason", "discards"}}), ps.discards);
+    Count(sink, "fabric_roce_priority_ecn_marked_packets_total",
+          "Packets ECN-marked by the NIC itself because of per-host "
+          "congestion (not switch marks). ethtool rx_prio<p>_marked.",
+          lp, ps.marked);
+  }
+  const char* kStormHelp =
+      "PFC pause storm events; level warning = the NIC has been sending "
+      "pause for a long time, error = storm timeout hit and the NIC stopped "
+      "sending pause. ethtool tx_pause_storm_{warning,error}_events.";
+  Count(sink, "fabric_pfc_pause_storm_events_total", kStormHelp,
+        With(base, {{"level", "warning"}}), s.pause_storm_warning);
+  Count(sink, "fabric_pfc_pause_storm_events_total", kStormHelp,
+        With(base, {{"level", "error"}}), s.pause_storm_error);
+  for (int d : {kRx, kTx}) {
+    Labels l = With(base, {{"direction", DirectionName(d)}});
+    // Prefer the global-pause group; fall back to the MAC control counter.
+    const OptU64& frames =
+        s.global_pause[d] ? s.global_pause[d] : s.pause_ctrl_phy[d];
+    Count(sink, "fabric_roce_global_pause_frames_total",
+          "Link-level (global, non-PFC) pause frames. ethtool "
+          "{rx,tx}_global_pause, else {rx,tx}_pause_ctrl_phy.",
+          l, frames);
+    Count(sink, "fabric_roce_global_pause_duration_seconds_total",
+          "Time paused by link-level pause. ethtool "
+          "{rx,tx}_global_pause_duration (us).",
+          l, s.global_pause_duration_us[d], kMicro);
+    Count(sink, "fabric_roce_phy_discarded_packets_total",
+          "Packets dropped at the physical port; rx = no buffer (NIC "
+          "congested), tx = link down/HoL/pause. ethtool {rx,tx}_discards_phy.",
+          l, s.discards_phy[d]);
+  }
+  Count(sink, "fabric_roce_rx_out_of_buffer_total",
+        "Ethernet receive queue had no software buffer. ethtool "
+        "rx_out_of_buffer.",
+        base, s.rx_out_of_buffer);
+  Count(sink, "fabric_roce_rx_buffer_passed_threshold_total",
+        "Times the port receive buffer passed 85% fill. ethtool "
+        "rx_buffer_passed_thres_phy.",
+        base, s.rx_buffer_passed_thres_phy);
+  Count(sink, "fabric_roce_rx_ecn_marked_packets_total",
+        "ECN CE-marked packets delivered to the kernel's Ethernet receive "
+        "queues (not RDMA traffic). ethtool rx_ecn_mark, else the sum of "
+        "rx<N>_ecn_mark.",
+        base, s.rx_ecn_mark);
+}
+
+void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& w, MetricSink& sink) {
+  const Labels base = Base(w);
+  if (dcb.pfc) {
+    const DcbPfc& pfc = *dcb.pfc;
+    sink.Gauge("fabric_roce_pfc_capable_traffic_classes",
+               "Traffic classes that may have PFC at once (DCB ieee_pfc "
+               "pfc_cap).",
+               base, pfc.cap);
+    for (int p = 0; p < 8; ++p) {
+      const std::string prio = std::to_string(p);
+      sink.Gauge("fabric_roce_pfc_enabled",
+                 "1 if PFC is enabled on the priority (DCB ieee_pfc pfc_en).",
+                 With(base, {{"priority", prio}}), (pfc.enabled >> p) & 1);
+      const char* kHelp =
+          "PFC frames per priority as the driver reports them to DCB "
+          "(ieee_pfc requests = tx, indications = rx; may lag ethtool).";
+      sink.Counter("fabric_roce_dcb_pfc_frames_total", kHelp,
+                   With(base, {{"priority", prio}, {"direction", "rx"}}),
+                   static_cast<double>(pfc.indications[p]));
+      sink.Counter("fabric_roce_dcb_pfc_frames_total", kHelp,
+                   With(base, {{"priority", prio}, {"direction", "tx"}}),
+                   static_cast<double>(pfc.requests[p]));
+    }
+  }
+  if (dcb.ets) {
+    sink.Gauge("fabric_roce_ets_willing",
+               "1 if the port accepts ETS/PFC config from the peer via DCBX "
+               "(DCB ieee_ets willing).",
+               base, dcb.ets->willing ? 1 : 0);
+    for (int p = 0; p < 8; ++p) {
+      sink.Gauge("fabric_roce_priority_traffic_class",
+                 "Traffic class the priority maps to (DCB ieee_ets prio_tc).",
+                 With(base, {{"priority", std::to_string(p)}}),
+                 dcb.ets->prio_tc[p]);
+    }
+  }
+  if (std::string trust = dcb.Trust(); !trust.empty()) {
+    sink.Gauge("fabric_roce_trust_info",
+               "QoS trust mode from the DCB APP table: dscp when any DSCP "
+               "entry exists, else pcp.",
+               With(base, {{"trust", trust}}), 1);
+  }
+}
+
+std::unique_ptr<Collector> MakeRoceCollector(
+    const CollectorEnv& env, RoceOptions options,
+    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb) {
+  return std::make_unique<RoceCollector>(env, std::move(options),
+                                         std::move(ethtool), std::move(dcb));
+}
+
+std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env) {
+  RoceOptions options;
+  options.extra_netdevs = env.netdevs;
+  return MakeRoceCollector(env, std::move(options), MakeRealEthtoolSource(),
+                           MakeRealDcbSource());
+}
+
+}  // namespace fabric

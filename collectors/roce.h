@@ -1,0 +1,77 @@
+// roce collector: the RoCE side of the fabric, per netdev that backs an
+// Ethernet (RoCE) RDMA port, plus extra netdevs named in the options.
+//   - ethtool driver statistics (PFC pause frames/durations/transitions,
+//     pause storms, per-priority discards/ECN marks/bytes/packets, global
+//     pause, phy discards) via an EthtoolSource;
+//   - RoCE configuration audit: ECN enable per priority for the notification
+//     and reaction points (class/net/<if>/ecn/roce_{np,rp}/enable/<prio>,
+//     MLNX_OFED), PFC enabled priorities, ETS willing, prio->TC map, trust
+//     and the ieee_pfc pause counts via a DcbSource;
+//   - RoCE GID types per port (ports/<n>/gid_attrs/types/*).
+// Absent sources give absent metrics (never zeros). See docs/roce.md and the
+// "## roce" section of docs/metrics.md.
+//
+// Netdev discovery (DiscoverRoceNetdevs), for each allowed device and each
+// port whose link_layer is Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
+// else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
+// its slaves, which carry the physical-port counters of a RoCE LAG
+// (mlx5_bond_N).
+//
+// Thread-safety: one Collect() at a time per instance (collector.h); the
+// sources are owned by the instance.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/dcb_netlink.h"
+#include "collectors/ethtool_parse.h"
+#include "collectors/ethtool_source.h"
+
+namespace fabric {
+
+// One netdev to read and the RDMA port it backs (device/port empty for an
+// extra netdev that backs no RDMA port).
+struct RoceNetdev {
+  std::string device;
+  std::string port;
+  std::string netdev;
+  bool operator==(const RoceNetdev&) const = default;
+};
+
+struct RoceOptions {
+  // Read these too (config), labelled device="" port="" unless discovery
+  // also found them.
+  std::vector<std::string> extra_netdevs;
+  // Tests: replaces discovery entirely when set.
+  std::optional<std::vector<RoceNetdev>> netdevs;
+};
+
+std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& sysfs,
+                                            const DeviceFilter& devices);
+
+// Writes the ethtool-derived samples of one netdev. Pure: exposed for tests
+// and the benchmark.
+void EmitEthtoolMetrics(const RoceEthtoolStats& stats, const RoceNetdev& where,
+                        MetricSink& sink);
+
+// Writes the DCB-derived samples of one netdev.
+void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& where,
+                    MetricSink& sink);
+
+// "IB/RoCE v1" -> "roce_v1", "RoCE v2" -> "roce_v2"; other text lowercased
+// with non-alphanumerics as '_'.
+std::string GidTypeLabel(std::string_view sysfs_text);
+
+std::unique_ptr<Collector> MakeRoceCollector(
+    const CollectorEnv& env, RoceOptions options,
+    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb);
+
+// The registry's factory: real ethtool ioctl and DCB netlink sources,
+// env.netdevs as extra netdevs.
+std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env);
+
+}  // namespace fabric
