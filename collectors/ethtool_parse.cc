@@ -58,6 +58,9 @@ OptU64* PortField(RoceEthtoolStats& out, std::string_view name) {
   }
   if (name == "rx_pause_ctrl_phy") return &out.pause_ctrl_phy[kRx];
   if (name == "tx_pause_ctrl_phy") return &out.pause_ctrl_phy[kTx];
+  // Early mlx5 drivers (kernel 4.4-4.8) named the same PPCNT field this way.
+  if (name == "pause_ctrl_rx") return &out.pause_ctrl_phy[kRx];
+  if (name == "pause_ctrl_tx") return &out.pause_ctrl_phy[kTx];
   if (name == "rx_discards_phy") return &out.discards_phy[kRx];
   if (name == "tx_discards_phy") return &out.discards_phy[kTx];
   if (name == "rx_out_of_buffer") return &out.rx_out_of_buffer;

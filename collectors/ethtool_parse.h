@@ -53,7 +53,8 @@ struct RoceEthtoolStats {
   OptU64 pause_storm_error;            // tx_pause_storm_error_events
   std::array<OptU64, 2> global_pause;  // {rx,tx}_global_pause
   std::array<OptU64, 2> global_pause_duration_us;  // ..._global_pause_duration
-  std::array<OptU64, 2> pause_ctrl_phy;            // {rx,tx}_pause_ctrl_phy
+  std::array<OptU64, 2> pause_ctrl_phy;            // {rx,tx}_pause_ctrl_phy, or
+                                                   // legacy pause_ctrl_{rx,tx}
   std::array<OptU64, 2> discards_phy;              // {rx,tx}_discards_phy
   OptU64 rx_out_of_buffer;                         // rx_out_of_buffer
   OptU64 rx_buffer_passed_thres_phy;               // rx_buffer_passed_thres_phy
