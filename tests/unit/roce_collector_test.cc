@@ -1,0 +1,372 @@
+// Tests for the roce collector: netdev discovery (gid_attrs/ndevs, device/net,
+// bond slaves), ethtool + DCB + ECN + GID metrics through injected sources,
+// absent sources giving absent metrics, and the ECN tree of the recorded
+// tests/fixtures/real/sysfs eth0.
+#include <gtest/gtest.h>
+#include <linux/dcbnl.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "collectors/roce.h"
+#include "tests/support/paths.h"
+#include "tests/unit/roce_fake_sysfs.h"
+
+namespace fabric {
+namespace {
+
+using Families = std::vector<prometheus::MetricFamily>;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The value of the sample of `name` whose labels include all of `want`, or
+// nullopt. Fails the test if more than one sample matches.
+std::optional<double> Value(const Families& fams, const std::string& name,
+                            const Labels& want) {
+  std::optional<double> found;
+  for (const auto& f : fams) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      bool all = true;
+      for (const auto& [k, v] : want) {
+        bool hit = false;
+        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
+        all &= hit;
+      }
+      if (!all) continue;
+      EXPECT_FALSE(found) << name << " matched twice";
+      found = f.type == prometheus::MetricType::Counter ? m.counter.value
+                                                        : m.gauge.value;
+    }
+  }
+  return found;
+}
+
+std::size_t Count(const Families& fams, const std::string& name) {
+  for (const auto& f : fams) {
+    if (f.name == name) return f.metric.size();
+  }
+  return 0;
+}
+
+class FakeEthtool final : public EthtoolSource {
+ public:
+  std::map<std::string, EthtoolResult> results;
+  // Shared so a test can look at it after the collector (owner) is gone.
+  std::shared_ptr<std::vector<std::string>> calls =
+      std::make_shared<std::vector<std::string>>();
+  EthtoolResult Stats(const std::string& netdev) override {
+    calls->push_back(netdev);
+    auto it = results.find(netdev);
+    if (it != results.end()) return it->second;
+    EthtoolResult r;
+    r.error = std::make_error_code(std::errc::no_such_device);
+    return r;
+  }
+};
+
+class FakeDcb final : public DcbSource {
+ public:
+  std::map<std::string, DcbResult> results;
+  DcbResult Ieee(const std::string& netdev) override {
+    auto it = results.find(netdev);
+    if (it != results.end()) return it->second;
+    DcbResult r;
+    r.error = std::make_error_code(std::errc::operation_not_supported);
+    return r;
+  }
+};
+
+EthtoolResult FromFixture(const std::string& relative, std::string driver) {
+  EthtoolText t = ParseEthtoolText(ReadFile(testing::Fixture(relative)));
+  EXPECT_EQ(t.bad_lines, 0u);
+  EthtoolResult r;
+  r.stats = std::move(t.stats);
+  r.stats.driver = std::move(driver);
+  return r;
+}
+
+// A host with an mlx5 RoCE port, an IB port, and a RoCE LAG bond.
+std::shared_ptr<testing::RoceFakeSysfs> RoceHost() {
+  auto fs = std::make_shared<testing::RoceFakeSysfs>();
+  const std::string p0 = "class/infiniband/mlx5_0/ports/1/";
+  fs->File(p0 + "link_layer", "Ethernet\n");
+  fs->File(p0 + "gid_attrs/ndevs/0", "ens1f0np0\n");
+  fs->File(p0 + "gid_attrs/ndevs/1", "ens1f0np0\n");
+  fs->Fail(p0 + "gid_attrs/ndevs/2", EINVAL);
+  fs->File(p0 + "gid_attrs/types/0", "IB/RoCE v1\n");
+  fs->File(p0 + "gid_attrs/types/1", "RoCE v2\n");
+  fs->File(p0 + "gid_attrs/types/3", "RoCE v2\n");
+  fs->Fail(p0 + "gid_attrs/types/2", EINVAL);
+  fs->File("class/infiniband/mlx5_1/ports/1/link_layer", "InfiniBand\n");
+  fs->File("class/infiniband/mlx5_1/device/net/ib0/ifindex", "5\n");
+  const std::string b = "class/infiniband/mlx5_bond_0/ports/1/";
+  fs->File(b + "link_layer", "Ethernet");
+  fs->File(b + "gid_attrs/ndevs/0", "bond0");
+  fs->File("class/net/bond0/bonding/slaves", "ens2f0np0 ens2f1np1\n");
+  // No gid_attrs here: device/net is the fallback.
+  fs->File("class/infiniband/mlx5_2/ports/1/link_layer", "Ethernet\n");
+  fs->File("class/infiniband/mlx5_2/device/net/ens3np0/ifindex", "9\n");
+  // MLNX_OFED ECN tree for one netdev; one value is garbage.
+  for (int p = 0; p < 8; ++p) {
+    fs->File("class/net/ens1f0np0/ecn/roce_np/enable/" + std::to_string(p),
+             p == 3 ? "1\n" : "0\n");
+  }
+  fs->File("class/net/ens1f0np0/ecn/roce_rp/enable/3", "1\n");
+  fs->File("class/net/ens1f0np0/ecn/roce_rp/enable/4", "yes\n");
+  return fs;
+}
+
+TEST(RoceDiscoveryTest, FindsNetdevsOfEthernetPortsOnly) {
+  auto fs = RoceHost();
+  std::vector<RoceNetdev> got = DiscoverRoceNetdevs(*fs, {});
+  std::vector<RoceNetdev> want = {
+      {"mlx5_0", "1", "ens1f0np0"},      {"mlx5_2", "1", "ens3np0"},
+      {"mlx5_bond_0", "1", "bond0"},     {"mlx5_bond_0", "1", "ens2f0np0"},
+      {"mlx5_bond_0", "1", "ens2f1np1"},
+  };
+  EXPECT_EQ(got, want);
+  DeviceFilter only_bond{{"mlx5_bond_.*"}, {}};
+  EXPECT_EQ(DiscoverRoceNetdevs(*fs, only_bond).size(), 3u);
+}
+
+TEST(RoceDiscoveryTest, HostileNamesAreIgnored) {
+  testing::RoceFakeSysfs fs;
+  const std::string p = "class/infiniband/x/ports/1/";
+  fs.File(p + "link_layer", "Ethernet\n");
+  fs.File(p + "gid_attrs/ndevs/0", "../../etc\n");
+  fs.File(p + "gid_attrs/ndevs/1", "a_name_much_longer_than_ifnamsiz\n");
+  fs.File(p + "gid_attrs/ndevs/2", "\n");
+  EXPECT_TRUE(DiscoverRoceNetdevs(static_cast<const Sysfs&>(fs), {}).empty());
+}
+
+struct Collected {
+  Families families;
+  bool ok;
+  std::uint64_t skipped;
+};
+
+Collected RunRoce(std::shared_ptr<const Sysfs> fs, RoceOptions options,
+                  std::unique_ptr<EthtoolSource> ethtool,
+                  std::unique_ptr<DcbSource> dcb) {
+  CollectorEnv env;
+  env.sysfs = std::move(fs);
+  auto c = MakeRoceCollector(env, std::move(options), std::move(ethtool),
+                             std::move(dcb));
+  EXPECT_EQ(c->Name(), "roce");
+  MetricSink sink;
+  bool ok = c->Collect(sink);
+  std::uint64_t skipped = sink.skipped();
+  return {sink.Take(), ok, skipped};
+}
+
+TEST(RoceCollectorTest, FullHostThroughInjectedSources) {
+  auto ethtool = std::make_unique<FakeEthtool>();
+  ethtool->results["ens1f0np0"] =
+      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
+  ethtool->results["ens2f1np1"] =
+      FromFixture("real/ethtool/mlx5_core-cx4lx-ethq-1.txt", "mlx5_core");
+  ethtool->results["bond0"].stats.driver = "bonding";  // no stats: not an error
+  ethtool->results["ens3np0"].stats.driver = "mlx5_core";
+  // ens2f0np0 is missing: ENODEV, counted as a skip.
+  auto dcb = std::make_unique<FakeDcb>();
+  DcbResult d;
+  d.ieee.pfc = DcbPfc{};
+  d.ieee.pfc->cap = 8;
+  d.ieee.pfc->enabled = 1u << 3;
+  d.ieee.pfc->requests[3] = 119;
+  d.ieee.pfc->indications[3] = 4499;
+  d.ieee.ets = DcbEts{};
+  d.ieee.ets->willing = false;
+  d.ieee.ets->prio_tc[3] = 3;
+  d.ieee.has_app_table = true;
+  d.ieee.apps.push_back({IEEE_8021QAZ_APP_SEL_DSCP, 3, 26});
+  dcb->results["ens1f0np0"] = d;
+  DcbResult broken;
+  broken.error = std::make_error_code(std::errc::bad_message);
+  dcb->results["ens3np0"] = broken;
+
+  Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), std::move(dcb));
+  EXPECT_TRUE(c.ok);
+  // ENODEV for ens2f0np0, EBADMSG from DCB, garbage rp/enable/4.
+  EXPECT_EQ(c.skipped, 3u);
+  const Families& f = c.families;
+  const Labels n0 = {
+      {"device", "mlx5_0"}, {"port", "1"}, {"netdev", "ens1f0np0"}};
+  auto L = [&](Labels extra) {
+    Labels l = n0;
+    l.insert(l.end(), extra.begin(), extra.end());
+    return l;
+  };
+  EXPECT_EQ(Value(f, "fabric_pfc_pause_frames_total",
+                  L({{"priority", "3"}, {"direction", "rx"}})),
+            4500);
+  EXPECT_EQ(Value(f, "fabric_pfc_pause_frames_total",
+                  L({{"priority", "3"}, {"direction", "tx"}})),
+            120);
+  EXPECT_DOUBLE_EQ(*Value(f, "fabric_pfc_pause_duration_seconds_total",
+                          L({{"priority", "3"}, {"direction", "rx"}})),
+                   2.5);
+  EXPECT_DOUBLE_EQ(*Value(f, "fabric_pfc_pause_duration_seconds_total",
+                          L({{"priority", "3"}, {"direction", "tx"}})),
+                   0.075);
+  EXPECT_EQ(Value(f, "fabric_pfc_pause_transitions_total",
+                  L({{"priority", "3"}, {"direction", "rx"}})),
+            4400);
+  // PFC counters exist for priority 3 only: 2 directions on one netdev.
+  EXPECT_EQ(Count(f, "fabric_pfc_pause_frames_total"), 2u);
+  EXPECT_FALSE(
+      Value(f, "fabric_pfc_pause_frames_total", L({{"priority", "0"}})));
+  EXPECT_EQ(Value(f, "fabric_pfc_pause_storm_events_total",
+                  L({{"level", "warning"}})),
+            2);
+  EXPECT_EQ(
+      Value(f, "fabric_pfc_pause_storm_events_total", L({{"level", "error"}})),
+      1);
+  EXPECT_EQ(Value(f, "fabric_roce_priority_discarded_packets_total",
+                  L({{"priority", "3"}, {"reason", "cong_discard"}})),
+            11);
+  EXPECT_EQ(Value(f, "fabric_roce_priority_ecn_marked_packets_total",
+                  L({{"priority", "3"}})),
+            987654);
+  EXPECT_EQ(Value(f, "fabric_roce_rx_ecn_marked_packets_total", n0), 1234);
+  EXPECT_EQ(Value(f, "fabric_roce_phy_discarded_packets_total",
+                  L({{"direction", "rx"}})),
+            2048);
+  EXPECT_EQ(Value(f, "fabric_roce_global_pause_frames_total",
+                  L({{"direction", "tx"}})),
+            0);  // from tx_pause_ctrl_phy
+  // The bond slave with the recorded CX-4 Lx dump.
+  EXPECT_EQ(Value(f, "fabric_roce_priority_bytes_total",
+                  {{"device", "mlx5_bond_0"},
+                   {"netdev", "ens2f1np1"},
+                   {"priority", "0"},
+                   {"direction", "rx"}}),
+            2202570777997.0);
+  EXPECT_EQ(Value(f, "fabric_roce_netdev_info",
+                  {{"netdev", "bond0"}, {"driver", "bonding"}}),
+            1);
+  EXPECT_FALSE(Value(f, "fabric_roce_netdev_info", {{"netdev", "ens2f0np0"}}));
+  // ECN config.
+  EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                  L({{"priority", "3"}, {"point", "np"}})),
+            1);
+  EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                  L({{"priority", "2"}, {"point", "np"}})),
+            0);
+  EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                  L({{"priority", "3"}, {"point", "rp"}})),
+            1);
+  EXPECT_EQ(Count(f, "fabric_roce_ecn_enabled"), 9u);
+  // DCB.
+  EXPECT_EQ(Value(f, "fabric_roce_pfc_enabled", L({{"priority", "3"}})), 1);
+  EXPECT_EQ(Value(f, "fabric_roce_pfc_enabled", L({{"priority", "4"}})), 0);
+  EXPECT_EQ(Count(f, "fabric_roce_pfc_enabled"), 8u);  // only ens1f0np0
+  EXPECT_EQ(Value(f, "fabric_roce_dcb_pfc_frames_total",
+                  L({{"priority", "3"}, {"direction", "rx"}})),
+            4499);
+  EXPECT_EQ(Value(f, "fabric_roce_pfc_capable_traffic_classes", n0), 8);
+  EXPECT_EQ(Value(f, "fabric_roce_ets_willing", n0), 0);
+  EXPECT_EQ(
+      Value(f, "fabric_roce_priority_traffic_class", L({{"priority", "3"}})),
+      3);
+  EXPECT_EQ(Value(f, "fabric_roce_trust_info", L({{"trust", "dscp"}})), 1);
+  // GID types of mlx5_0 port 1.
+  EXPECT_EQ(Value(f, "fabric_roce_gid_entries",
+                  {{"device", "mlx5_0"}, {"port", "1"}, {"type", "roce_v1"}}),
+            1);
+  EXPECT_EQ(Value(f, "fabric_roce_gid_entries",
+                  {{"device", "mlx5_0"}, {"port", "1"}, {"type", "roce_v2"}}),
+            2);
+  EXPECT_EQ(Count(f, "fabric_roce_gid_entries"), 2u);
+}
+
+TEST(RoceCollectorTest, AbsentSourcesGiveAbsentMetrics) {
+  // No ethtool source, no DCB source, no ECN tree: nothing but GID counts.
+  Collected c = RunRoce(RoceHost(), {}, nullptr, nullptr);
+  EXPECT_TRUE(c.ok);
+  for (const auto& fam : c.families) {
+    EXPECT_TRUE(fam.name == "fabric_roce_gid_entries" ||
+                fam.name == "fabric_roce_ecn_enabled")
+        << fam.name;
+  }
+}
+
+TEST(RoceCollectorTest, AllEthtoolReadsFailingIsAFailedCollection) {
+  auto ethtool = std::make_unique<FakeEthtool>();  // every netdev: ENODEV
+  Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), nullptr);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.skipped, 5u + 1u);  // 5 netdevs + the garbage ECN value
+}
+
+TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
+  auto ethtool = std::make_unique<FakeEthtool>();
+  ethtool->results["eth9"].stats = {"virtio_net", {"rx_prio3_pause"}, {5}};
+  ethtool->results["ens1f0np0"].stats.driver = "mlx5_core";
+  auto calls = ethtool->calls;
+  RoceOptions options;
+  options.extra_netdevs = {"eth9", "ens1f0np0", "bad/name"};
+  Collected c = RunRoce(RoceHost(), options, std::move(ethtool), nullptr);
+  EXPECT_EQ(Value(c.families, "fabric_pfc_pause_frames_total",
+                  {{"device", ""}, {"port", ""}, {"netdev", "eth9"}}),
+            5);
+  // ens1f0np0 was discovered already: read once, with its RDMA labels.
+  EXPECT_EQ(std::count(calls->begin(), calls->end(), "ens1f0np0"), 1);
+  EXPECT_EQ(std::count(calls->begin(), calls->end(), "bad/name"), 0);
+}
+
+TEST(RoceCollectorTest, ReadsEcnConfigOfRecordedEth0) {
+  std::shared_ptr<const Sysfs> fs =
+      MakeRealSysfs(testing::Fixture("real/sysfs"));
+  RoceOptions options;
+  options.netdevs = std::vector<RoceNetdev>{{"mlx5_0", "1", "eth0"}};
+  Collected c = RunRoce(fs, options, nullptr, nullptr);
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.skipped, 0u);
+  const Families& f = c.families;
+  // roce_np/enable: 1 1 0 1 1 0 1 1; roce_rp/enable: 1 1 0 1 1 0 1 0.
+  const int np[8] = {1, 1, 0, 1, 1, 0, 1, 1};
+  const int rp[8] = {1, 1, 0, 1, 1, 0, 1, 0};
+  for (int p = 0; p < 8; ++p) {
+    const std::string prio = std::to_string(p);
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                    {{"netdev", "eth0"}, {"priority", prio}, {"point", "np"}}),
+              np[p])
+        << p;
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                    {{"netdev", "eth0"}, {"priority", prio}, {"point", "rp"}}),
+              rp[p])
+        << p;
+  }
+  EXPECT_EQ(Count(f, "fabric_roce_ecn_enabled"), 16u);
+  // mlx5_0 in this tree is not Ethernet, and there is no gid_attrs anyway.
+  EXPECT_EQ(Count(f, "fabric_roce_gid_entries"), 0u);
+}
+
+TEST(RoceCollectorTest, RecordedH100TreeHasNoNetdevsToRead) {
+  // gpud's H100 tree has the BlueField-3 bond port (Ethernet) but neither
+  // gid_attrs nor device/: nothing to read, and that is not a failure.
+  std::shared_ptr<const Sysfs> fs =
+      MakeRealSysfs(testing::Fixture("real/sysfs-gpud-h100"));
+  EXPECT_TRUE(DiscoverRoceNetdevs(*fs, {}).empty());
+  auto ethtool = std::make_unique<FakeEthtool>();
+  Collected c = RunRoce(fs, {}, std::move(ethtool), nullptr);
+  EXPECT_TRUE(c.ok);
+  EXPECT_TRUE(c.families.empty());
+}
+
+TEST(RoceGidTypeTest, Labels) {
+  EXPECT_EQ(GidTypeLabel("IB/RoCE v1\n"), "roce_v1");
+  EXPECT_EQ(GidTypeLabel("RoCE v2"), "roce_v2");
+  EXPECT_EQ(GidTypeLabel("Some New-Type"), "some_new_type");
+}
+
+}  // namespace
+}  // namespace fabric
