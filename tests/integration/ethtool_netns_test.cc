@@ -1,0 +1,158 @@
+// Integration: the real SIOCETHTOOL reader and the real DCB netlink reader
+// against kernel interfaces. The test creates its own network namespace with
+// a veth pair (ip netns / ip link), reads both ends from a thread that
+// entered the namespace with setns(2), reads lo and any virtio interface of
+// the host namespace, and deletes the namespace. No traffic is sent.
+// Needs root (CAP_SYS_ADMIN for netns); skips with the reason otherwise.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "collectors/dcb_netlink.h"
+#include "collectors/ethtool_ioctl.h"
+#include "collectors/roce.h"
+
+namespace fabric {
+namespace {
+
+bool Sh(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+class EthtoolNetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a netns";
+    if (!Sh("ip -V")) GTEST_SKIP() << "iproute2 `ip` not installed";
+    ns_ = "fmethtool" + std::to_string(::getpid());
+    if (!Sh("ip netns add " + ns_)) {
+      ns_.clear();
+      GTEST_SKIP() << "ip netns add failed (no netns support here?)";
+    }
+    ASSERT_TRUE(Sh("ip -n " + ns_ + " link add va type veth peer name vb"));
+    ASSERT_TRUE(Sh("ip -n " + ns_ + " link set va up"));
+    ASSERT_TRUE(Sh("ip -n " + ns_ + " link set vb up"));
+  }
+  void TearDown() override {
+    if (!ns_.empty()) {
+      EXPECT_TRUE(Sh("ip netns del " + ns_));
+    }
+  }
+
+  // Runs `fn` on a thread that has entered the test namespace.
+  template <typename Fn>
+  void InNetns(Fn fn) {
+    std::string error;
+    std::thread t([&] {
+      int fd = ::open(("/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+        error = "setns failed";
+        if (fd >= 0) ::close(fd);
+        return;
+      }
+      ::close(fd);
+      fn();
+    });
+    t.join();
+    ASSERT_EQ(error, "");
+  }
+
+  std::string ns_;
+};
+
+TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
+  InNetns([] {
+    IoctlEthtoolSource source;
+    for (const char* end : {"va", "vb"}) {
+      EthtoolResult r = source.Stats(end);
+      ASSERT_TRUE(r.ok()) << end << ": " << r.error.message();
+      EXPECT_EQ(r.stats.driver, "veth");
+      ASSERT_FALSE(r.stats.names.empty()) << end;
+      EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
+      EXPECT_TRUE(Has(r.stats.names, "peer_ifindex")) << end;
+      // veth has no mlx5 counters: an empty RoCE view, no error.
+      EXPECT_EQ(ParseEthtoolStats(r.stats.names, r.stats.values).recognized,
+                0u);
+    }
+    // Steady state: the string table is cached, so a collection is
+    // GDRVINFO + GSSET_INFO + GSTATS.
+    std::uint64_t before = source.ioctl_count();
+    ASSERT_TRUE(source.Stats("va").ok());
+    EXPECT_EQ(source.ioctl_count() - before, 3u);
+    // lo of the namespace: no driver statistics, which is not an error.
+    EthtoolResult lo = source.Stats("lo");
+    EXPECT_TRUE(lo.ok()) << lo.error.message();
+    EXPECT_TRUE(lo.stats.names.empty());
+    // The host's interfaces are not visible from in here.
+    EthtoolResult missing = source.Stats("nosuchdev0");
+    EXPECT_EQ(missing.error, std::errc::no_such_device);
+    EthtoolResult bad = source.Stats("much_too_long_ifname");
+    EXPECT_FALSE(bad.ok());
+  });
+}
+
+TEST_F(EthtoolNetnsTest, DcbOnVethIsUnsupportedAndTheMetricIsAbsent) {
+  InNetns([] {
+    auto dcb = MakeRealDcbSource();
+    DcbResult r = dcb->Ieee("va");
+    EXPECT_EQ(r.error, std::errc::operation_not_supported) << r.error.message();
+    DcbResult gone = dcb->Ieee("nosuchdev0");
+    EXPECT_FALSE(gone.ok());
+
+    // The whole collector with the real sources on the veth end.
+    CollectorEnv env;
+    env.sysfs = MakeRealSysfs("/nonexistent-sysfs-root");
+    RoceOptions options;
+    options.netdevs = std::vector<RoceNetdev>{{"", "", "va"}};
+    auto c = MakeRoceCollector(env, options, MakeRealEthtoolSource(),
+                               MakeRealDcbSource());
+    MetricSink sink;
+    EXPECT_TRUE(c->Collect(sink));
+    EXPECT_EQ(sink.skipped(), 0u);
+    auto fams = sink.Take();
+    ASSERT_EQ(fams.size(), 1u);
+    EXPECT_EQ(fams[0].name, "fabric_roce_netdev_info");
+    bool veth = false;
+    for (const auto& l : fams[0].metric.at(0).label) {
+      veth |= l.name == "driver" && l.value == "veth";
+    }
+    EXPECT_TRUE(veth);
+  });
+}
+
+TEST(EthtoolHostTest, LoopbackAndVirtioInTheHostNamespace) {
+  IoctlEthtoolSource source;
+  EthtoolResult lo = source.Stats("lo");
+  ASSERT_TRUE(lo.ok()) << lo.error.message();
+  EXPECT_TRUE(lo.stats.names.empty());
+  int virtio = 0;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator("/sys/class/net", ec)) {
+    auto driver = std::filesystem::read_symlink(e.path() / "device/driver", ec);
+    if (ec || driver.filename() != "virtio_net") continue;
+    const std::string name = e.path().filename();
+    EthtoolResult r = source.Stats(name);
+    ASSERT_TRUE(r.ok()) << name << ": " << r.error.message();
+    EXPECT_EQ(r.stats.driver, "virtio_net");
+    EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
+    EXPECT_FALSE(r.stats.names.empty()) << name;
+    ++virtio;
+  }
+  if (virtio == 0) {
+    GTEST_SKIP() << "lo checked; no virtio_net interface on this host";
+  }
+}
+
+}  // namespace
+}  // namespace fabric
