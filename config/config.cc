@@ -77,6 +77,14 @@ std::vector<std::string> Patterns(const YAML::Node& node,
   return out;
 }
 
+std::vector<std::string> Names(const YAML::Node& node, const std::string& key) {
+  if (node.IsNull()) return {};
+  if (!node.IsSequence()) Fail(key, node.Mark(), "expected a list of names");
+  std::vector<std::string> out;
+  for (const auto& item : node) out.push_back(Scalar(item, key));
+  return out;
+}
+
 void RequireMap(const YAML::Node& node, const std::string& key) {
   if (!node.IsMap()) Fail(key, node.Mark(), "expected a mapping of keys");
 }
@@ -114,9 +122,12 @@ CollectorConfig Collector(const YAML::Node& node, const std::string& key) {
       out.timeout = Duration(kv.second, path);
     } else if (name == "devices") {
       out.devices = Devices(kv.second, path);
+    } else if (name == "netdevs") {
+      out.netdevs = Names(kv.second, path);
     } else {
       Fail(path, kv.first.Mark(),
-           "unknown key (expected enabled, interval, timeout, devices)");
+           "unknown key (expected enabled, interval, timeout, devices, "
+           "netdevs)");
     }
   }
   return out;

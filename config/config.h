@@ -41,6 +41,9 @@ struct CollectorConfig {
   // `collectors.<name>.devices`: each of include/exclude, when written,
   // replaces the global list of the same name for this collector.
   DeviceFilterOverride devices;
+  // `collectors.<name>.netdevs`: extra network interfaces to read besides
+  // those backing RDMA ports (used by roce; others ignore it).
+  std::vector<std::string> netdevs;
 };
 
 struct Config {

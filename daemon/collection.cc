@@ -19,7 +19,10 @@ std::vector<NamedCollector> BuildCollectors(
   for (const auto& name : CollectorNames()) {
     CollectorConfig cc = config.Collector(name);
     if (!cc.enabled) continue;
-    CollectorEnv env{sysfs, config.DevicesFor(name)};
+    CollectorEnv env;
+    env.sysfs = sysfs;
+    env.devices = config.DevicesFor(name);
+    env.netdevs = cc.netdevs;
     std::unique_ptr<Collector> collector = MakeCollector(name, env);
     if (!collector) {
       spdlog::warn("collector {} is listed but could not be built", name);

@@ -1,12 +1,180 @@
 #include "daemon/daemon.h"
 
 #include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <csignal>
+
+#include "collectors/registry.h"
+#include "daemon/collection.h"
+#include "daemon/poller.h"
+#include "exporters/exposition.h"
+#include "exporters/http_exporter.h"
 
 namespace fabric {
+namespace {
 
-int RunDaemon(const Options&, const Config&) {
-  spdlog::error("daemon mode not implemented yet; use --once");
-  return 1;
+// Threads that run Collect() calls. Small and fixed: collectors are cheap
+// sysfs readers, and a bounded pool caps the load a hung device can cause.
+constexpr int kWorkerThreads = 4;
+// How long shutdown waits for collections still running on workers.
+constexpr std::chrono::seconds kShutdownGrace{5};
+
+class Daemon {
+ public:
+  Daemon(const Options& options, Config config)
+      : options_(options),
+        config_(std::move(config)),
+        workers_(kWorkerThreads),
+        signals_(io_, SIGHUP, SIGTERM, SIGINT),
+        watchdog_timer_(io_),
+        store_(std::make_shared<SnapshotStore>()),
+        collectable_(
+            std::make_shared<SnapshotCollectable>(store_, ThisBuild())),
+        in_flight_(std::make_shared<InFlight>()) {}
+
+  int Run() {
+    std::string error;
+    http_ = HttpExporter::Start(config_.listen_address, collectable_, &error);
+    if (!http_) {
+      spdlog::error("{}", error);
+      return 1;
+    }
+    spdlog::info("listening on {}", http_->BoundAddress());
+    StartPollers();
+    WaitSignal();
+    StartWatchdog();
+    sd_notify(0, "READY=1\nSTATUS=serving /metrics");
+    io_.run();
+
+    // Stopped. Scrapes end first, then wait (bounded) for collections.
+    http_.reset();
+    if (!in_flight_->WaitIdle(kShutdownGrace)) {
+      spdlog::warn("a collection is still running after {}s; exiting anyway",
+                   kShutdownGrace.count());
+      spdlog::shutdown();
+      std::_Exit(0);  // never join a thread stuck in a hung read
+    }
+    workers_.join();
+    spdlog::info("stopped");
+    return 0;
+  }
+
+ private:
+  void StartPollers() {
+    auto sysfs =
+        std::shared_ptr<const Sysfs>(MakeRealSysfs(config_.sysfs_root));
+    std::vector<std::string> names;
+    for (auto& c : BuildCollectors(config_, sysfs)) {
+      names.push_back(c.name);
+      auto poller = std::make_shared<Poller>(io_, workers_, std::move(c),
+                                             store_, in_flight_);
+      poller->Start();
+      pollers_.push_back(std::move(poller));
+    }
+    // Drop snapshots of collectors this config no longer runs.
+    for (const auto& snap : store_->All()) {
+      if (std::find(names.begin(), names.end(), snap->collector) ==
+          names.end()) {
+        store_->Remove(snap->collector);
+      }
+    }
+    spdlog::info("reading {} with {} collector(s)", config_.sysfs_root,
+                 pollers_.size());
+  }
+
+  void StopPollers() {
+    for (auto& p : pollers_) p->Stop();
+    pollers_.clear();
+  }
+
+  void WaitSignal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGHUP) {
+        Reload();
+        WaitSignal();
+        return;
+      }
+      spdlog::info("received {}, stopping",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      sd_notify(0, "STOPPING=1");
+      StopPollers();
+      watchdog_timer_.cancel();
+      io_.stop();
+    });
+  }
+
+  void StartWatchdog() {
+    std::uint64_t usec = 0;
+    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    // Half the watchdog period, as sd_watchdog_enabled(3) recommends; the
+    // ping comes from the event loop, so it proves the loop is alive.
+    watchdog_period_ = std::chrono::microseconds(usec / 2);
+    spdlog::info("systemd watchdog every {}us", usec / 2);
+    PingWatchdog();
+  }
+
+  void PingWatchdog() {
+    sd_notify(0, "WATCHDOG=1");
+    watchdog_timer_.expires_after(watchdog_period_);
+    watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) PingWatchdog();
+    });
+  }
+
+  void Reload() {
+    spdlog::info("SIGHUP: reloading {}", options_.config_path);
+    std::string error;
+    auto config = LoadConfigFile(options_.config_path, !options_.config_given,
+                                 CollectorNames(), &error);
+    if (!config || !ApplyOptions(options_, *config, &error)) {
+      spdlog::error("reload rejected, keeping the running config: {}", error);
+      return;
+    }
+    // --simulate owns the sysfs root for the life of the process.
+    if (options_.simulate) config->sysfs_root = config_.sysfs_root;
+    if (config->listen_address != config_.listen_address) {
+      auto http =
+          HttpExporter::Start(config->listen_address, collectable_, &error);
+      if (!http) {
+        spdlog::error("reload rejected, keeping the running config: {}", error);
+        return;
+      }
+      http_ = std::move(http);
+      spdlog::info("listening on {}", http_->BoundAddress());
+    }
+    config_ = std::move(*config);
+    spdlog::set_level(spdlog::level::from_str(config_.log_level));
+    StopPollers();
+    StartPollers();
+    spdlog::info("reload done");
+  }
+
+  const Options& options_;
+  Config config_;
+  // Destroyed after everything below it: timers and handlers refer to it.
+  boost::asio::io_context io_;
+  boost::asio::thread_pool workers_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer watchdog_timer_;
+  std::chrono::microseconds watchdog_period_{0};
+  std::shared_ptr<SnapshotStore> store_;
+  std::shared_ptr<SnapshotCollectable> collectable_;
+  std::shared_ptr<InFlight> in_flight_;
+  std::unique_ptr<HttpExporter> http_;
+  std::vector<std::shared_ptr<Poller>> pollers_;
+};
+
+}  // namespace
+
+int RunDaemon(const Options& options, const Config& config) {
+  Daemon daemon(options, config);
+  return daemon.Run();
 }
 
 }  // namespace fabric

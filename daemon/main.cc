@@ -4,6 +4,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 
 #include "collectors/registry.h"
@@ -49,6 +50,8 @@ int Main(int argc, char** argv) {
     return *parsed.exit_code;
   }
   const Options& options = parsed.options;
+  // A scraper hanging up mid-response must not kill the daemon.
+  std::signal(SIGPIPE, SIG_IGN);
   SetUpLogging();
 
   std::string error;
