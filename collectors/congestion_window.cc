@@ -13,6 +13,11 @@ namespace {
 // class_infiniband.go.
 constexpr double kBytesPerWord = 4.0;
 
+// PortXmitWait is a 32-bit PortCounters field that saturates at its maximum
+// (IBA; the recorded mlx4 tree in tests/fixtures/real/sysfs-node_exporter
+// sits there). An interval ending at the maximum is unknown, not calm.
+constexpr std::uint64_t kXmitWaitSaturated = 0xFFFFFFFFull;
+
 std::optional<double> Delta(const std::optional<std::uint64_t>& before,
                             const std::optional<std::uint64_t>& after) {
   if (!before || !after || *after < *before) return std::nullopt;
@@ -58,7 +63,7 @@ IntervalRatios ComputeInterval(const CongestionSample& previous,
       r.receive_utilization = Clamp01(*d * kBytesPerWord / (*rate * dt));
     }
   }
-  if (tick_seconds > 0) {
+  if (tick_seconds > 0 && current.xmit_wait_ticks != kXmitWaitSaturated) {
     if (auto d = Delta(previous.xmit_wait_ticks, current.xmit_wait_ticks)) {
       r.transmit_wait = Clamp01(*d * tick_seconds / dt);
     }

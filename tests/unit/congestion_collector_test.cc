@@ -9,6 +9,7 @@
 #include "collectors/congestion_window.h"
 #include "collectors/registry.h"
 #include "core/metric_sink.h"
+#include "tests/support/paths.h"
 
 namespace fabric {
 namespace {
@@ -370,6 +371,41 @@ TEST_F(CongestionCollectorTest, DeviceFilterApplies) {
   EXPECT_TRUE(fs->reads.empty());
 }
 
+// The recorded trees: a real H100 (8x ConnectX-7 IB + BlueField-3 RoCE bond)
+// and a real mlx4 whose port_xmit_wait is saturated at 2^32-1.
+TEST(CongestionFixtureTest, RealTrees) {
+  double now = 0;
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(testing::Fixture("real/sysfs-gpud-h100"));
+  CongestionCollector h100(env, {}, [&] { return now; });
+  MetricSink sink;
+  ASSERT_TRUE(h100.Collect(sink));
+  now += 0.2;
+  ASSERT_TRUE(h100.Collect(sink));
+  EXPECT_EQ(sink.skipped(), 0u);
+  auto fams = sink.Take();
+  // Unchanged counters: every port polled, ratios exactly 0.
+  for (const char* dev :
+       {"mlx5_0", "mlx5_1", "mlx5_4", "mlx5_9", "mlx5_bond_0"}) {
+    EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", dev, "1"),
+              0.0)
+        << dev;
+    EXPECT_EQ(
+        Value(fams, "fabric_port_transmit_utilization_peak_ratio", dev, "1"),
+        0.0)
+        << dev;
+  }
+
+  env.sysfs = MakeRealSysfs(testing::Fixture("real/sysfs-node_exporter"));
+  CongestionCollector mlx4(env, {}, [&] { return now; });
+  ASSERT_TRUE(mlx4.Collect(sink));
+  now += 0.2;
+  ASSERT_TRUE(mlx4.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx4_0", "1"));
+}
+
 TEST(CongestionRegistryTest, Registered) {
   const auto names = CollectorNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "congestion"), names.end());
@@ -417,6 +453,16 @@ TEST(CongestionWindowTest, ComputeIntervalEdgeCases) {
   EXPECT_EQ(*ComputeInterval(a, b, 1e-3).transmit_wait, 1.0);
   b.xmit_wait_ticks.reset();
   EXPECT_FALSE(ComputeInterval(a, b, 1e-3).transmit_wait);
+}
+
+TEST(CongestionWindowTest, SaturatedTransmitWaitIsUnknownNotCalm) {
+  // 32-bit PortXmitWait stuck at its maximum: no ratio, rather than 0.
+  EXPECT_FALSE(ComputeInterval(Wait(1, 4294967295), Wait(2, 4294967295), 1e-3)
+                   .transmit_wait);
+  EXPECT_FALSE(ComputeInterval(Wait(1, 4294967000), Wait(2, 4294967295), 1e-3)
+                   .transmit_wait);
+  EXPECT_TRUE(ComputeInterval(Wait(1, 4294967000), Wait(2, 4294967294), 1e-3)
+                  .transmit_wait);
 }
 
 TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
