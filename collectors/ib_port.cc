@@ -12,7 +12,7 @@ namespace fabric {
 namespace {
 
 // One row per counters/ file this collector knows. Files not listed here are
-// still exported, as fabric_port_counter_total{counter="<file>"}.
+// still exported, as fabric_port_other_total{counter="<file>"}.
 struct CounterSpec {
   std::string_view file;    // ports/<n>/counters/<file>
   std::string_view metric;  // family name
@@ -96,7 +96,7 @@ constexpr ExtSpec kExtCounters[] = {
     {"port_multicast_rcv_packets", "multicast_rcv_packets"},
 };
 
-constexpr std::string_view kOtherCounter = "fabric_port_counter_total";
+constexpr std::string_view kOtherCounter = "fabric_port_other_total";
 constexpr std::string_view kOtherCounterHelp =
     "A counters/ or counters_ext/ file fabricmon has no dedicated metric for, "
     "value as read (no unit conversion).";

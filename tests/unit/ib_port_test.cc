@@ -128,7 +128,7 @@ TEST(IbPortTest, NodeExporterTreeLegacyCountersExtAndNoPma) {
           "fabric_port_counter_saturated",
           {{"device", "mlx4_0"}, {"port", "1"}, {"counter", "link_downed"}}),
       0.0);
-  EXPECT_EQ(c.Family("fabric_port_counter_total"), nullptr);
+  EXPECT_EQ(c.Family("fabric_port_other_total"), nullptr);
 }
 
 TEST(IbPortTest, H100TreeNineDevicesBondIsEthernet) {
@@ -198,7 +198,7 @@ TEST(IbPortTest, SyntheticTreeAttributesNetdevAndUnknownCounter) {
                     {{"device", "mlx5_2"}, {"counter", "port_xmit_discards"}}),
             1.0);
   EXPECT_EQ(
-      c.Value("fabric_port_counter_total",
+      c.Value("fabric_port_other_total",
               {{"device", "mlx5_2"}, {"counter", "synthetic_future_counter"}}),
       42.0);
 }

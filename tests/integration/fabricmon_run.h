@@ -1,0 +1,81 @@
+// Helpers for the golden, parity and metrics-doc tests: run a command and
+// capture its stdout, run `fabricmon --once` on a fixture tree, and parse
+// exposition text into (series -> value).
+// Thread-safety: none needed (test-only, single thread).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/paths.h"
+
+namespace fabric::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs `command` through /bin/sh and captures stdout (stderr is left alone
+// unless the command redirects it).
+inline CommandResult RunCommand(const std::string& command) {
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char buf[65536];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) {
+    result.out.append(buf, n);
+  }
+  int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// The fixture trees the golden/parity/doc tests run on (relative to
+// tests/fixtures/).
+inline const std::vector<std::string>& FixtureTrees() {
+  static const std::vector<std::string> trees = {
+      "real/sysfs", "real/sysfs-node_exporter", "real/sysfs-gpud-h100",
+      "synthetic/sysfs-roce"};
+  return trees;
+}
+
+// `fabricmon --once` on a fixture tree with built-in defaults (an empty
+// config file, so a host /etc/fabricmon/fabricmon.yaml cannot leak in).
+inline CommandResult RunOnce(const std::string& tree) {
+  return RunCommand(Binary("fabricmon") + " --once --config /dev/null" +
+                    " --sysfs.root " + Fixture(tree) + " 2>/dev/null");
+}
+
+// Parses exposition text into "name{labels}" -> value (labels as printed,
+// which for fabricmon and node_exporter is sorted by name).
+inline std::map<std::string, double> ParseSamples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// Metric family names with at least one sample in `text`.
+inline std::set<std::string> MetricNames(const std::string& text) {
+  std::set<std::string> names;
+  for (const auto& [series, value] : ParseSamples(text)) {
+    names.insert(series.substr(0, series.find('{')));
+  }
+  return names;
+}
+
+}  // namespace fabric::testing
