@@ -37,10 +37,11 @@ struct CongestionOptions {
   // Duration of one port_xmit_wait tick. The IB spec defines the tick as
   // (PortSamplesControl.Tick + 1) x symbol time (4 ns at SDR); it is not in
   // sysfs (read it with `perfquery -c <lid> <port>`) and NVIDIA notes the
-  // increment behaviour varies by device generation. Default assumes
-  // Tick = 0x07 (8 x 4 ns = 32 ns), the value NVIDIA's ibdiagnet manual
-  // shows; see docs/congestion.md.
-  double xmit_wait_tick_seconds = 32e-9;
+  // increment behaviour varies by device generation. Default: 256 ns
+  // (Tick = 63, 64 x 4 ns), the same assumption the simulator renders
+  // (simulator/model.h kXmitWaitTickSeconds) and the recording rule
+  // fabric:config:xmit_wait_tick_seconds uses; see docs/congestion.md.
+  double xmit_wait_tick_seconds = 256e-9;
   // How often the `rate` attribute is re-read (it changes only when the
   // link retrains).
   double rate_refresh_seconds = 10.0;

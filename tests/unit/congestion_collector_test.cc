@@ -69,7 +69,7 @@ class FakeSysfs final : public Sysfs {
 // can place a burst anywhere between polls.
 struct SimPort {
   double rate_bytes = 400e9 / 8;  // 400 Gb/s
-  double tick = 32e-9;
+  double tick = 256e-9;
   double xmit_words = 0, rcv_words = 0, wait_ticks = 0;
   // Advance by dt with the given utilisation and waiting fraction.
   void Run(double dt, double util, double wait) {
@@ -226,12 +226,12 @@ TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
   EXPECT_FALSE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
   now += 1;
-  // 0.25 s worth of 32 ns ticks in 1 s.
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5 + 7'812'500);
+  // 0.256 s worth of 256 ns ticks (the default tick) in 1 s.
+  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5 + 1'000'000);
   fams = Collect();
   EXPECT_NEAR(
-      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.25,
-      1e-6);
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
+      0.256, 1e-6);
 }
 
 TEST_F(CongestionCollectorTest, TickDurationIsAnOption) {
