@@ -1,0 +1,635 @@
+#include "simulator/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace fabric::sim {
+namespace {
+
+// The H100 host of tests/fixtures/real/sysfs-gpud-h100: 8 ConnectX-7 NDR
+// HCAs (no mlx5_2/3: those are the BlueField-3's PFs, bonded) + BlueField-3.
+const std::vector<std::string> kIbDevices = {"mlx5_0", "mlx5_1", "mlx5_4",
+                                             "mlx5_5", "mlx5_6", "mlx5_7",
+                                             "mlx5_8", "mlx5_9"};
+constexpr const char* kRoceDevice = "mlx5_bond_0";
+
+// Default targets of the fault scenarios (docs/simulator.md).
+constexpr int kTargetHost = 0;
+constexpr const char* kHotspotDevice = "mlx5_0";
+constexpr const char* kFlapDevice = "mlx5_1";
+constexpr const char* kSymbolDevice = "mlx5_4";
+constexpr const char* kDegradedDevice = "mlx5_5";
+constexpr const char* kSaturationDevice = "mlx5_6";
+constexpr const char* kRemovedDevice = "mlx5_9";
+
+// link-flap: each 6 s cycle the link is down for the first second.
+constexpr double kFlapCycleSeconds = 6;
+constexpr double kFlapDownSeconds = 1;
+// sm-failover: the standby takes over this long after the master dies.
+constexpr double kSmTakeoverSeconds = 2;
+// pfc-storm: the stalled NIC leaves its switch port this fraction of line
+// rate; mlx5 raises a storm warning after 100 ms and gives up pausing (error
+// event) after 8 s (device_stall_{minor,critical}_watermark defaults).
+constexpr double kStormResidualCapacity = 0.02;
+constexpr double kStormWarningSeconds = 0.1;
+constexpr double kStormCriticalSeconds = 8;
+// congestion-hotspot: the external flow into the hot egress port offers
+// this fraction of its line rate.
+constexpr double kHotspotExternalLoad = 1.0;
+// symbol-errors: per second on the target port.
+constexpr std::int64_t kSymbolErrorsPerSecond = 200;
+constexpr std::int64_t kRcvErrorsPerSecond = 10;
+// Minimum spacing of CNPs (ecn/roce_np/min_time_between_cnps, µs).
+constexpr double kMinTimeBetweenCnpsSeconds = 4e-6;
+
+std::uint64_t Guid(std::uint32_t oui_high, int a, int b) {
+  return (std::uint64_t{oui_high} << 32) | (std::uint64_t(a & 0xffff) << 16) |
+         std::uint64_t(b & 0xffff);
+}
+
+}  // namespace
+
+std::string Port::RateString() const {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%d Gb/sec (%dX NDR)",
+                static_cast<int>(lanes * lane_gbps), lanes);
+  return buf;
+}
+
+const std::vector<std::string>& Cluster::HostDeviceNames() {
+  static const std::vector<std::string> names = [] {
+    auto n = kIbDevices;
+    n.push_back(kRoceDevice);
+    return n;
+  }();
+  return names;
+}
+
+Cluster::Cluster(SimConfig config) : config_(std::move(config)) {
+  config_.hosts = std::max(1, config_.hosts);
+  if (config_.tick.count() <= 0) config_.tick = std::chrono::milliseconds(100);
+  BuildTopology();
+  fired_.assign(config_.timeline.events.size(), false);
+  storm_error_fired_.assign(config_.timeline.events.size(), false);
+  device_was_present_.assign(devices_.size(), true);
+}
+
+int Cluster::AddPort(Port port) {
+  ports_.push_back(std::move(port));
+  return static_cast<int>(ports_.size()) - 1;
+}
+
+void Cluster::Connect(int a, int b) {
+  ports_[a].peer = b;
+  ports_[b].peer = a;
+}
+
+void Cluster::BuildTopology() {
+  const int n = config_.hosts;
+  const int rails = static_cast<int>(kIbDevices.size());
+  // Switches first: spine (LID 1), IB leaves (LID 2..9), Ethernet leaf.
+  spine_first_port_ = static_cast<int>(ports_.size());
+  for (int r = 0; r < rails; ++r) {
+    Port p;
+    p.node = p.device = "ib-spine";
+    p.port_num = r + 1;
+    p.lid = 1;
+    p.guid = Guid(0xb83fd203, 0xffff, 1);
+    AddPort(p);
+  }
+  for (int r = 0; r < rails; ++r) {
+    leaf_first_port_.push_back(static_cast<int>(ports_.size()));
+    for (int i = 1; i <= n + 1; ++i) {
+      Port p;
+      p.node = p.device = "ib-leaf" + std::to_string(r);
+      p.port_num = i;
+      p.lid = static_cast<std::uint16_t>(2 + r);
+      p.guid = Guid(0xb83fd203, 0xfffe, r);
+      AddPort(p);
+    }
+    Connect(spine_first_port_ + r, leaf_first_port_[r] + n);  // uplink
+  }
+  eth_leaf_first_port_ = static_cast<int>(ports_.size());
+  for (int i = 1; i <= n; ++i) {
+    Port p;
+    p.node = p.device = "eth-leaf";
+    p.port_num = i;
+    p.link_layer = LinkLayer::kEthernet;
+    p.nominal_lanes = p.lanes = 2;
+    p.guid = Guid(0x9c63c003, 0xfffd, 0);
+    AddPort(p);
+  }
+
+  for (int h = 0; h < n; ++h) {
+    Host host;
+    host.name = "host" + std::to_string(h);
+    for (int d = 0; d <= rails; ++d) {
+      const bool roce = d == rails;
+      Device dev;
+      dev.name = roce ? kRoceDevice : kIbDevices[d];
+      dev.host = h;
+      dev.hca_type = roce ? "MT41692" : "MT4129";
+      dev.fw_ver = roce ? "32.38.3056" : "28.41.1000";
+      dev.board_id = roce ? "MT_0000000884" : "MT_0000000838";
+      dev.node_guid = Guid(roce ? 0x9c63c003 : 0xa088c203, h, d);
+      dev.node_desc = host.name + " " + dev.name;
+      if (roce) dev.netdev = "bond0";
+      Port p;
+      p.node = host.name;
+      p.device = dev.name;
+      p.host = h;
+      p.device_index = static_cast<int>(devices_.size());
+      p.guid = dev.node_guid;
+      if (roce) {
+        p.link_layer = LinkLayer::kEthernet;
+        p.nominal_lanes = p.lanes = 2;
+      } else {
+        p.lid = static_cast<std::uint16_t>(16 + h * rails + d);
+      }
+      for (auto name : kQCounters) p.hw_counters[std::string(name)] = 0;
+      if (roce) {
+        for (auto name : kCongestionCounters) {
+          p.hw_counters[std::string(name)] = 0;
+        }
+        for (int prio = 0; prio < 8; ++prio) {
+          for (const char* dir : {"rx", "tx"}) {
+            const std::string base =
+                std::string(dir) + "_prio" + std::to_string(prio);
+            p.ethtool[base + "_pause"] = 0;
+            p.ethtool[base + "_pause_duration"] = 0;
+            p.ethtool[base + "_pause_transition"] = 0;
+            p.ethtool[base + "_bytes"] = 0;
+            p.ethtool[base + "_packets"] = 0;
+          }
+        }
+        p.ethtool["tx_pause_storm_warning_events"] = 0;
+        p.ethtool["tx_pause_storm_error_events"] = 0;
+        p.ethtool["rx_ecn_mark"] = 0;
+      }
+      const int idx = AddPort(p);
+      dev.ports.push_back(idx);
+      Connect(idx, roce ? eth_leaf_first_port_ + h : leaf_first_port_[d] + h);
+      host.devices.push_back(static_cast<int>(devices_.size()));
+      devices_.push_back(std::move(dev));
+    }
+    hosts_.push_back(std::move(host));
+  }
+  // Switch ports take the link speed of the HCA they face.
+  for (auto& p : ports_) {
+    if (p.peer >= 0 && p.host < 0 && ports_[p.peer].host >= 0) {
+      p.nominal_lanes = p.lanes = ports_[p.peer].nominal_lanes;
+    }
+  }
+
+  // Ring all-reduce flows: host h -> host (h+1) mod n on every rail.
+  for (int d = 0; d <= rails; ++d) {
+    for (int h = 0; h < n; ++h) {
+      const int dst = (h + 1) % n;
+      Flow f;
+      f.src_host = h;
+      const int src_port = devices_[hosts_[h].devices[d]].ports[0];
+      const int dst_port = devices_[hosts_[dst].devices[d]].ports[0];
+      f.hops = {src_port, ports_[dst_port].peer};
+      flows_.push_back(f);
+    }
+  }
+  // The hotspot's external flow enters rail 0 from the spine and leaves by
+  // the same egress port as host 0 mlx5_0's ring traffic.
+  Flow ext;
+  const int victim_egress = flows_[0].hops[1];
+  ext.hops = {spine_first_port_ + 0, victim_egress};
+  flows_.push_back(ext);
+  hotspot_flow_ = static_cast<int>(flows_.size()) - 1;
+
+  // Subnet managers: master on the spine, standby on ib-leaf0.
+  SubnetManager master;
+  master.node = "ib-spine";
+  master.lid = 1;
+  master.guid = ports_[spine_first_port_].guid;
+  master.priority = 15;
+  master.state = 3;
+  master.act_count = 1000;
+  SubnetManager standby;
+  standby.node = "ib-leaf0";
+  standby.lid = 2;
+  standby.guid = ports_[leaf_first_port_[0]].guid;
+  standby.priority = 14;
+  standby.state = 2;
+  standby.act_count = 10;
+  sms_ = {master, standby};
+  master_ = 0;
+}
+
+const Port* Cluster::FindPort(int host, std::string_view device,
+                              int port_num) const {
+  if (host < 0 || host >= static_cast<int>(hosts_.size())) return nullptr;
+  for (int d : hosts_[host].devices) {
+    if (devices_[d].name != device) continue;
+    for (int p : devices_[d].ports) {
+      if (ports_[p].port_num == port_num) return &ports_[p];
+    }
+  }
+  return nullptr;
+}
+
+const Port* Cluster::FindPortByLid(std::uint16_t lid, int port_num) const {
+  if (lid == 0) return nullptr;
+  for (const auto& p : ports_) {
+    if (p.lid != lid) continue;
+    // HCAs answer for their one port whatever port_num says (port 0/1).
+    if (p.host >= 0 || p.port_num == port_num) return &p;
+  }
+  return nullptr;
+}
+
+double Cluster::AverageOfferedBytesPerSecond(const Port& port) const {
+  const Traffic& t = config_.timeline.traffic;
+  const double burst_seconds =
+      std::chrono::duration<double>(t.period).count() * t.duty_cycle;
+  double rate = t.load * port.NominalBytesPerSecond();
+  if (t.size_bytes > 0 && burst_seconds > 0) {
+    rate = std::min(port.NominalBytesPerSecond(), t.size_bytes / burst_seconds);
+  }
+  return rate * t.duty_cycle;
+}
+
+bool Cluster::DefaultTarget(const Event& event, int* host,
+                            std::string* device) const {
+  *host = event.host >= 0 ? event.host : kTargetHost;
+  if (!event.device.empty()) {
+    *device = event.device;
+    return true;
+  }
+  switch (event.scenario) {
+    case Scenario::kCongestionHotspot:
+      *device = kHotspotDevice;
+      break;
+    case Scenario::kPfcStorm:
+      *device = kRoceDevice;
+      break;
+    case Scenario::kLinkFlap:
+      *device = kFlapDevice;
+      break;
+    case Scenario::kSymbolErrors:
+      *device = kSymbolDevice;
+      break;
+    case Scenario::kLinkDegraded:
+      *device = kDegradedDevice;
+      break;
+    case Scenario::kCounterSaturation:
+      *device = kSaturationDevice;
+      break;
+    case Scenario::kDeviceRemoved:
+      *device = kRemovedDevice;
+      break;
+    default:
+      return false;
+  }
+  return true;
+}
+
+Port* Cluster::TargetPort(const Event& event) {
+  int host = 0;
+  std::string device;
+  if (!DefaultTarget(event, &host, &device)) return nullptr;
+  return const_cast<Port*>(FindPort(host, device));
+}
+
+void Cluster::Step() {
+  const double dt = std::chrono::duration<double>(config_.tick).count();
+  now_ += config_.tick;  // the tick covers (now - tick, now]
+  ApplyScenarios();
+  RunTraffic(dt);
+  InjectErrors(dt);
+  UpdateSubnetManagers(dt);
+}
+
+void Cluster::ApplyScenarios() {
+  for (auto& p : ports_) {
+    p.lanes = p.nominal_lanes;
+    p.up = true;
+  }
+  for (auto& d : devices_) d.present = true;
+  for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
+    const Event& e = config_.timeline.events[i];
+    Duration local{0};
+    if (!e.ActiveAt(now_, &local)) continue;
+    const double t = std::chrono::duration<double>(local).count();
+    Port* target = TargetPort(e);
+    if (!target) continue;
+    switch (e.scenario) {
+      case Scenario::kLinkFlap:
+        if (std::fmod(t, kFlapCycleSeconds) < kFlapDownSeconds) {
+          target->up = false;
+          ports_[target->peer].up = false;
+        }
+        break;
+      case Scenario::kLinkDegraded:
+        target->lanes = ports_[target->peer].lanes =
+            std::max(1, target->nominal_lanes / 2);
+        break;
+      case Scenario::kDeviceRemoved:
+        devices_[target->device_index].present = false;
+        target->up = false;
+        ports_[target->peer].up = false;
+        break;
+      default:
+        break;
+    }
+  }
+  // A device that comes back was re-probed by the driver: counters restart
+  // from zero, as after a real driver reload.
+  for (size_t d = 0; d < devices_.size(); ++d) {
+    if (devices_[d].present && !device_was_present_[d]) {
+      for (int pi : devices_[d].ports) {
+        Port& p = ports_[pi];
+        p.counters.Clear();
+        for (auto& [name, v] : p.hw_counters) v = 0;
+        for (auto& [name, v] : p.ethtool) v = 0;
+        p.tx_bytes = p.rx_bytes = 0;
+        p.wait_accumulator = 0;
+      }
+    }
+    device_was_present_[d] = devices_[d].present;
+  }
+  // Link transitions to down count on both ends.
+  for (auto& p : ports_) {
+    if (p.was_up && !p.up) {
+      p.counters.Add(Ctr::kLinkDowned, 1);
+      p.counters.Add(Ctr::kLinkErrorRecovery, 1);
+    }
+    p.was_up = p.up;
+  }
+}
+
+void Cluster::RunTraffic(double dt) {
+  const Traffic& traffic = config_.timeline.traffic;
+  const Duration phase = now_ % traffic.period;
+  const bool burst = phase < std::chrono::duration_cast<Duration>(
+                                 traffic.period * traffic.duty_cycle);
+
+  // Per transmitting port: capacity factor (PFC-paused ports send less).
+  std::vector<double> capacity(ports_.size());
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    const Port& p = ports_[i];
+    const bool peer_up = p.peer >= 0 && ports_[p.peer].up;
+    capacity[i] = (p.up && peer_up) ? p.RateBytesPerSecond() : 0;
+  }
+  bool hotspot = false;
+  std::vector<double> paused(ports_.size(), 0);  // fraction paused by PFC
+  for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
+    const Event& e = config_.timeline.events[i];
+    Duration local{0};
+    if (!e.ActiveAt(now_, &local)) {
+      storm_error_fired_[i] = false;
+      continue;
+    }
+    const double t = std::chrono::duration<double>(local).count();
+    if (e.scenario == Scenario::kCongestionHotspot) hotspot = true;
+    if (e.scenario == Scenario::kPfcStorm) {
+      Port* nic = TargetPort(e);
+      if (!nic) continue;
+      if (t < kStormCriticalSeconds) {
+        // The stalled NIC pauses its switch port continuously.
+        const int sw = nic->peer;
+        capacity[sw] *= kStormResidualCapacity;
+        paused[sw] = 1 - kStormResidualCapacity;
+        const std::string prio = std::to_string(kRocePriority);
+        nic->ethtool["tx_prio" + prio + "_pause"] +=
+            static_cast<std::uint64_t>(std::llround(dt / kPauseFrameSeconds));
+        nic->ethtool["tx_prio" + prio + "_pause_duration"] +=
+            static_cast<std::uint64_t>(std::llround(dt * 1e6));
+        if (t >= kStormWarningSeconds && t - dt < kStormWarningSeconds) {
+          nic->ethtool["tx_pause_storm_warning_events"] += 1;
+        }
+      } else if (!storm_error_fired_[i]) {
+        nic->ethtool["tx_pause_storm_error_events"] += 1;
+        storm_error_fired_[i] = true;
+      }
+    }
+  }
+
+  // Offered load of every flow.
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    Flow& flow = flows_[f];
+    flow.offered_bps = 0;
+    if (static_cast<int>(f) == hotspot_flow_) {
+      if (hotspot) {
+        flow.offered_bps =
+            kHotspotExternalLoad * ports_[flow.hops[1]].NominalBytesPerSecond();
+      }
+    } else if (burst) {
+      const Port& src = ports_[flow.hops[0]];
+      const double burst_seconds =
+          std::chrono::duration<double>(traffic.period).count() *
+          traffic.duty_cycle;
+      flow.offered_bps = traffic.load * src.NominalBytesPerSecond();
+      if (traffic.size_bytes > 0 && burst_seconds > 0) {
+        flow.offered_bps = std::min(src.NominalBytesPerSecond(),
+                                    traffic.size_bytes / burst_seconds);
+      }
+    }
+    // A flow across a dead link stalls (the collective waits).
+    for (int hop : flow.hops) {
+      if (capacity[hop] <= 0 && paused[hop] == 0) flow.offered_bps = 0;
+    }
+  }
+
+  // Share each transmitter's capacity proportionally; a flow gets the
+  // worst share along its path.
+  std::vector<double> load(ports_.size(), 0);
+  for (const auto& flow : flows_) {
+    for (int hop : flow.hops) load[hop] += flow.offered_bps;
+  }
+  std::vector<double> scale(ports_.size(), 1);
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    if (load[i] > capacity[i]) scale[i] = capacity[i] / load[i];
+  }
+  for (auto& p : ports_) p.offered_bps = p.delivered_bps = 0;
+  for (auto& flow : flows_) {
+    double s = 1;
+    int bottleneck = -1;
+    for (int hop : flow.hops) {
+      if (scale[hop] < s) {
+        s = scale[hop];
+        bottleneck = hop;
+      }
+    }
+    flow.delivered_bps = flow.offered_bps * s;
+    // Whole 4-byte words: port_*_data counts words, so both ends of every
+    // link see exactly the same number.
+    const auto bytes =
+        static_cast<std::uint64_t>(flow.delivered_bps * dt / 4) * 4;
+    for (int hop : flow.hops) {
+      Port& tx = ports_[hop];
+      Port& rx = ports_[tx.peer];
+      tx.offered_bps += flow.offered_bps;
+      tx.delivered_bps += flow.delivered_bps;
+      const auto tx_pkts_before = tx.tx_bytes / kBytesPerPacket;
+      const auto rx_pkts_before = rx.rx_bytes / kBytesPerPacket;
+      const auto rx_writes_before = rx.rx_bytes / kBytesPerWriteRequest;
+      tx.tx_bytes += bytes;
+      rx.rx_bytes += bytes;
+      const auto tx_pkts = tx.tx_bytes / kBytesPerPacket - tx_pkts_before;
+      const auto rx_pkts = rx.rx_bytes / kBytesPerPacket - rx_pkts_before;
+      tx.counters.Add(Ctr::kPortXmitData, bytes / 4);
+      tx.counters.Add(Ctr::kPortXmitPackets, tx_pkts);
+      tx.counters.Add(Ctr::kUnicastXmitPackets, tx_pkts);
+      rx.counters.Add(Ctr::kPortRcvData, bytes / 4);
+      rx.counters.Add(Ctr::kPortRcvPackets, rx_pkts);
+      rx.counters.Add(Ctr::kUnicastRcvPackets, rx_pkts);
+      if (rx.host >= 0) {
+        auto& w = rx.hw_counters["rx_write_requests"];
+        w = AddWrapping(w,
+                        rx.rx_bytes / kBytesPerWriteRequest - rx_writes_before,
+                        kQCounterBits);
+      }
+      if (tx.link_layer == LinkLayer::kEthernet && tx.host >= 0) {
+        const std::string prio = std::to_string(kRocePriority);
+        tx.ethtool["tx_prio" + prio + "_bytes"] += bytes;
+        tx.ethtool["tx_prio" + prio + "_packets"] += tx_pkts;
+      }
+      if (rx.link_layer == LinkLayer::kEthernet && rx.host >= 0) {
+        const std::string prio = std::to_string(kRocePriority);
+        rx.ethtool["rx_prio" + prio + "_bytes"] += bytes;
+        rx.ethtool["rx_prio" + prio + "_packets"] += rx_pkts;
+      }
+    }
+    // RoCE congestion: the switch marks CE on the share of packets that
+    // met a congested queue; the receiver (NP) answers with CNPs, spaced by
+    // min_time_between_cnps, which the sender (RP) handles. Upstream of a
+    // PFC-paused port the switch pauses the sender.
+    if (bottleneck >= 0 && s < 1 && flow.src_host >= 0 &&
+        ports_[flow.hops[0]].link_layer == LinkLayer::kEthernet) {
+      Port& sender = ports_[flow.hops[0]];
+      Port& receiver = ports_[ports_[flow.hops.back()].peer];
+      const auto pkts =
+          static_cast<std::uint64_t>(flow.delivered_bps * dt / kBytesPerPacket);
+      const auto marked = static_cast<std::uint64_t>(pkts * (1 - s));
+      const auto cnps = std::min<std::uint64_t>(
+          marked, static_cast<std::uint64_t>(dt / kMinTimeBetweenCnpsSeconds));
+      receiver.hw_counters["np_ecn_marked_roce_packets"] += marked;
+      receiver.hw_counters["np_cnp_sent"] += cnps;
+      receiver.ethtool["rx_ecn_mark"] += marked;
+      sender.hw_counters["rp_cnp_handled"] += cnps;
+      if (paused[bottleneck] > 0) {
+        const double fraction = 1 - s;
+        const std::string prio = std::to_string(kRocePriority);
+        sender.ethtool["rx_prio" + prio + "_pause"] +=
+            static_cast<std::uint64_t>(
+                std::llround(fraction * dt / kPauseFrameSeconds));
+        sender.ethtool["rx_prio" + prio + "_pause_duration"] +=
+            static_cast<std::uint64_t>(std::llround(fraction * dt * 1e6));
+      }
+    }
+  }
+  // port_xmit_wait: the share of the tick a transmitter had data it could
+  // not send (its offered load exceeded what the path accepted).
+  for (auto& p : ports_) {
+    if (p.offered_bps <= 0) continue;
+    const double blocked = 1 - p.delivered_bps / p.offered_bps;
+    if (blocked <= 1e-12) continue;
+    p.wait_accumulator += blocked * dt / kXmitWaitTickSeconds;
+    const auto whole = static_cast<std::uint64_t>(p.wait_accumulator);
+    p.wait_accumulator -= static_cast<double>(whole);
+    p.counters.Add(Ctr::kPortXmitWait, whole);
+  }
+}
+
+void Cluster::InjectErrors(double) {
+  for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
+    const Event& e = config_.timeline.events[i];
+    Duration local{0};
+    const bool active = e.ActiveAt(now_, &local);
+    if (!active) {
+      fired_[i] = false;
+      continue;
+    }
+    Port* target = TargetPort(e);
+    if (!target) continue;
+    switch (e.scenario) {
+      case Scenario::kSymbolErrors: {
+        // Whole counts per tick from a running total, so any tick length
+        // gives the same rate.
+        // Integer µs so the split into ticks is exact.
+        const std::int64_t now_us = now_.count() / 1000;
+        const std::int64_t before_us = (now_ - config_.tick).count() / 1000;
+        auto count = [&](std::int64_t per_second) {
+          return static_cast<std::uint64_t>(now_us * per_second / 1'000'000 -
+                                            before_us * per_second / 1'000'000);
+        };
+        target->counters.Add(Ctr::kSymbolError, count(kSymbolErrorsPerSecond));
+        target->counters.Add(Ctr::kPortRcvErrors, count(kRcvErrorsPerSecond));
+        break;
+      }
+      case Scenario::kCounterSaturation:
+        if (!fired_[i]) {
+          // Preset just below the top so the counters reach it within a
+          // second: errors saturate, the 32-bit Q-counter wraps.
+          for (Ctr c : {Ctr::kSymbolError, Ctr::kLinkErrorRecovery,
+                        Ctr::kLinkDowned, Ctr::kPortRcvErrors,
+                        Ctr::kPortXmitDiscards, Ctr::kLocalLinkIntegrityErrors,
+                        Ctr::kExcessiveBufferOverrunErrors}) {
+            const int bits = Spec(c).bits;
+            target->counters.Set(c, (std::uint64_t{1} << bits) - 3);
+          }
+          target->hw_counters["rx_write_requests"] =
+              (std::uint64_t{1} << kQCounterBits) - 1000;
+          target->hw_counters["out_of_sequence"] =
+              (std::uint64_t{1} << kQCounterBits) - 5;
+        }
+        for (Ctr c : {Ctr::kSymbolError, Ctr::kLinkErrorRecovery,
+                      Ctr::kLinkDowned, Ctr::kPortRcvErrors,
+                      Ctr::kPortXmitDiscards, Ctr::kLocalLinkIntegrityErrors,
+                      Ctr::kExcessiveBufferOverrunErrors}) {
+          target->counters.Add(c, 1);
+        }
+        {
+          auto& v = target->hw_counters["out_of_sequence"];
+          v = AddWrapping(v, 1, kQCounterBits);
+        }
+        break;
+      default:
+        break;
+    }
+    fired_[i] = true;
+  }
+}
+
+void Cluster::UpdateSubnetManagers(double dt) {
+  bool failover = false, hung = false;
+  double failover_t = 0;
+  for (const Event& e : config_.timeline.events) {
+    Duration local{0};
+    if (!e.ActiveAt(now_, &local)) continue;
+    if (e.scenario == Scenario::kSmFailover) {
+      failover = true;
+      failover_t = std::chrono::duration<double>(local).count();
+    }
+    if (e.scenario == Scenario::kSmHung) hung = true;
+  }
+  SubnetManager& first = sms_[0];
+  SubnetManager& second = sms_[1];
+  if (failover) {
+    first.alive = false;
+    first.state = 0;
+    if (failover_t >= kSmTakeoverSeconds && master_ == 0) {
+      master_ = 1;
+      second.state = 3;
+    }
+  } else if (!first.alive) {
+    // The old master comes back and, with the new master already running,
+    // stays standby (OpenSM does not preempt unless configured to).
+    first.alive = true;
+    first.state = master_ == 0 ? 3 : 2;
+  }
+  // OpenSM's ActCount counts its QP0 MADs: a live master keeps sending
+  // (light sweeps), a hung one does not.
+  SubnetManager& master = sms_[master_];
+  if (master.alive && !hung) {
+    master.act_count += static_cast<std::uint32_t>(std::llround(100 * dt));
+  }
+}
+
+}  // namespace fabric::sim

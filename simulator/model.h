@@ -1,0 +1,184 @@
+// The simulated fabric: hosts with HCAs, leaf/spine switches, links, two
+// subnet managers and all-reduce traffic, advanced by a deterministic
+// tick-based engine.
+//
+// Topology (rail-optimised, like an H100 pod): every host has 8 ConnectX-7
+// NDR InfiniBand HCAs (mlx5_0,1,4..9, one per rail) and one BlueField-3
+// RoCE port (mlx5_bond_0, netdev bond0). Rail r's HCAs all plug into leaf
+// switch `ib-leaf<r>` (port h+1 for host h); every IB leaf has an uplink
+// (port N+1) to `ib-spine` (port r+1). The RoCE ports plug into `eth-leaf`.
+// Traffic is a ring all-reduce per rail: host h sends to host (h+1) mod N
+// through its leaf. See docs/simulator.md for every scenario's target.
+//
+// Time is simulated: Step() advances by exactly one tick, so tests drive it
+// with a stepped clock and get bit-identical results; the live runner calls
+// Step() in real time.
+//
+// Thread-safety: none; one thread owns a Cluster (the runner serialises
+// access with its own mutex).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "simulator/counters.h"
+#include "simulator/timeline.h"
+
+namespace fabric::sim {
+
+// One port_xmit_wait tick: 256 ns (64 × the 4 ns SDR symbol time, a
+// PortSamplesControl Tick of 63). See docs/simulator.md.
+inline constexpr double kXmitWaitTickSeconds = 256e-9;
+// Bytes per packet (IB MTU 4096) for the packet counters.
+inline constexpr std::uint64_t kBytesPerPacket = 4096;
+// One RDMA write request per 64 KiB received (hw_counters rx_write_requests).
+inline constexpr std::uint64_t kBytesPerWriteRequest = 65536;
+// A PFC pause frame is refreshed every 100 µs while a port is paused.
+inline constexpr double kPauseFrameSeconds = 100e-6;
+// RoCE priority carrying the RDMA traffic (PFC and ECN enabled on it).
+inline constexpr int kRocePriority = 3;
+
+struct SimConfig {
+  int hosts = 4;
+  Duration tick = std::chrono::milliseconds(100);
+  Timeline timeline;
+};
+
+enum class LinkLayer { kInfiniBand, kEthernet };
+
+struct Port {
+  std::string node;    // host or switch name
+  std::string device;  // HCA name (mlx5_0) or switch name
+  int port_num = 1;
+  int host = -1;          // host index, -1 for switch ports
+  int device_index = -1;  // into Cluster::devices(), -1 for switches
+  LinkLayer link_layer = LinkLayer::kInfiniBand;
+  std::uint16_t lid = 0;
+  std::uint64_t guid = 0;
+  int peer = -1;  // port at the other end of the link
+
+  // Link state, recomputed every tick from the scenarios.
+  int nominal_lanes = 4;
+  int lanes = 4;
+  double lane_gbps = 100;  // NDR
+  bool up = true;
+
+  PortCounters counters;
+  std::map<std::string, std::uint64_t> hw_counters;  // hw_counters/ files
+  std::map<std::string, std::uint64_t> ethtool;      // RoCE ports only
+
+  // Exact byte totals (not wrapped) driving the derived counters.
+  std::uint64_t tx_bytes = 0;
+  std::uint64_t rx_bytes = 0;
+  double wait_accumulator = 0;  // fractional xmit_wait ticks
+  bool was_up = true;
+
+  // Observables of the last tick (for tests and the MAD/ethtool views).
+  double offered_bps = 0;    // bytes/s offered to this port's transmitter
+  double delivered_bps = 0;  // bytes/s actually sent
+
+  double RateBytesPerSecond() const { return lanes * lane_gbps * 1e9 / 8; }
+  double NominalBytesPerSecond() const {
+    return nominal_lanes * lane_gbps * 1e9 / 8;
+  }
+  // sysfs `rate`, e.g. "400 Gb/sec (4X NDR)".
+  std::string RateString() const;
+};
+
+struct Device {
+  std::string name;  // mlx5_0
+  int host = 0;
+  std::string hca_type, fw_ver, board_id;
+  std::uint64_t node_guid = 0;
+  std::string node_desc;
+  std::string netdev;  // RoCE only
+  std::vector<int> ports;
+  bool present = true;
+};
+
+struct Host {
+  std::string name;  // host0
+  std::vector<int> devices;
+};
+
+struct SubnetManager {
+  std::string node;
+  std::uint16_t lid = 0;
+  std::uint64_t guid = 0;
+  std::uint8_t priority = 0;
+  std::uint8_t state =
+      0;  // SMInfo SMState: 0 off, 1 discovering, 2 standby, 3 master
+  std::uint32_t act_count = 0;
+  bool alive = true;  // answers SMInfo
+};
+
+struct Flow {
+  std::vector<int> hops;  // transmitting port of each link on the path
+  int src_host = -1;      // -1: traffic from outside the simulated hosts
+  double offered_bps = 0;
+  double delivered_bps = 0;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(SimConfig config);
+
+  // Advances the simulation by one tick.
+  void Step();
+
+  Duration now() const { return now_; }
+  Duration tick() const { return config_.tick; }
+  const SimConfig& config() const { return config_; }
+  const std::vector<Host>& hosts() const { return hosts_; }
+  const std::vector<Device>& devices() const { return devices_; }
+  const std::vector<Port>& ports() const { return ports_; }
+  const std::vector<Flow>& flows() const { return flows_; }
+  const std::vector<SubnetManager>& sms() const { return sms_; }
+  const SubnetManager& master_sm() const { return sms_[master_]; }
+
+  // Port `port_num` of HCA `device` on host `host`, or nullptr.
+  const Port* FindPort(int host, std::string_view device,
+                       int port_num = 1) const;
+  // Port by LID (switch ports: any port of the switch with that LID and
+  // number `port_num`), or nullptr.
+  const Port* FindPortByLid(std::uint16_t lid, int port_num) const;
+
+  // Long-run average bytes/s each host port offers in `steady`.
+  double AverageOfferedBytesPerSecond(const Port& port) const;
+
+  // Device names of one H100-like host, in sysfs order.
+  static const std::vector<std::string>& HostDeviceNames();
+
+ private:
+  int AddPort(Port port);
+  void Connect(int a, int b);
+  void BuildTopology();
+  void ApplyScenarios();
+  void RunTraffic(double dt);
+  void InjectErrors(double dt);
+  void UpdateSubnetManagers(double dt);
+  bool DefaultTarget(const Event& event, int* host, std::string* device) const;
+  Port* TargetPort(const Event& event);
+
+  SimConfig config_;
+  Duration now_{0};
+  std::vector<Host> hosts_;
+  std::vector<Device> devices_;
+  std::vector<Port> ports_;
+  std::vector<Flow> flows_;  // ring flows, then the hotspot's external flow
+  std::vector<SubnetManager> sms_;
+  int master_ = 0;
+  int hotspot_flow_ = -1;
+  int spine_first_port_ = -1;
+  std::vector<int> leaf_first_port_;  // per rail, port 1 of ib-leaf<r>
+  int eth_leaf_first_port_ = -1;
+  // Per event: whether its one-shot effects (counter-saturation preset,
+  // pause-storm events) already fired in the current on-phase.
+  std::vector<bool> fired_;
+  std::vector<bool> storm_error_fired_;
+  std::vector<bool> device_was_present_;
+};
+
+}  // namespace fabric::sim

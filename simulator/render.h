@@ -1,0 +1,60 @@
+// Renders one simulated host as a live sysfs tree:
+//   <root>/class/infiniband/<dev>/{board_id,fw_ver,hca_type,node_guid,...}
+//   <root>/class/infiniband/<dev>/ports/1/{state,rate,...,counters/,hw_counters/}
+//   <root>/class/net/bond0/{operstate,speed,...,ecn/roce_np|roce_rp/...}
+// with the layout of the recorded H100 tree (tests/fixtures/real/
+// sysfs-gpud-h100) plus the attributes real kernels also have there (lid,
+// sm_lid, node_guid, ...; docs/simulator.md lists them).
+//
+// Readers never see a half-written value: each changed file is written to a
+// staging directory (<root>/.sim-staging, outside class/) and renamed over
+// the old one; a device that appears is built complete in staging and
+// renamed into place; a removed device is renamed away first. Unchanged
+// files are not rewritten.
+//
+// Thread-safety: none; one thread renders (the model must not change
+// during Render()).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "simulator/model.h"
+
+namespace fabric::sim {
+
+class SysfsRenderer {
+ public:
+  // Renders host `host` of the cluster below `root` (created if needed).
+  SysfsRenderer(std::filesystem::path root, int host);
+
+  // Brings the tree up to date with the model. Returns false and sets
+  // *error on an I/O error (the tree stays consistent file by file).
+  bool Render(const Cluster& cluster, std::string* error);
+
+  // Removes the whole tree this renderer wrote (root included).
+  void Remove();
+
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  using Files = std::map<std::string, std::string>;  // relative path -> data
+  void DeviceFiles(const Cluster& cluster, const Device& device,
+                   Files* out) const;
+  void NetFiles(const Cluster& cluster, const Device& device, Files* out) const;
+  bool WriteAtomic(const std::string& relative, const std::string& data,
+                   std::string* error);
+  bool InstallDir(const std::string& relative, const Files& files,
+                  std::string* error);
+  bool RemoveDir(const std::string& relative, std::string* error);
+
+  std::filesystem::path root_;
+  std::filesystem::path staging_;
+  int host_;
+  std::uint64_t serial_ = 0;
+  std::map<std::string, Files> written_;  // top dir (device/netdev) -> files
+};
+
+}  // namespace fabric::sim

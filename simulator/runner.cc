@@ -1,0 +1,108 @@
+#include "simulator/runner.h"
+
+namespace fabric::sim {
+
+LiveRunner::LiveRunner(SimConfig config, std::filesystem::path out,
+                       bool single_root)
+    : cluster_(std::move(config)) {
+  for (size_t h = 0; h < cluster_.hosts().size(); ++h) {
+    renderers_.emplace_back(single_root ? out : out / cluster_.hosts()[h].name,
+                            static_cast<int>(h));
+    if (single_root) break;
+  }
+}
+
+LiveRunner::~LiveRunner() {
+  Stop();
+  Wait();
+}
+
+void LiveRunner::Warmup(Duration simulated) {
+  std::lock_guard lock(mu_);
+  const Duration end = cluster_.now() + simulated;
+  while (cluster_.now() + cluster_.tick() <= end) cluster_.Step();
+}
+
+bool LiveRunner::RenderNow(std::string* error) {
+  std::lock_guard lock(mu_);
+  for (auto& r : renderers_) {
+    if (!r.Render(cluster_, error)) return false;
+  }
+  return true;
+}
+
+void LiveRunner::Start(Duration duration) {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+  }
+  running_ = true;
+  thread_ = std::thread([this, duration] { Loop(duration); });
+}
+
+void LiveRunner::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+void LiveRunner::Wait() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string LiveRunner::error() const {
+  std::lock_guard lock(mu_);
+  return error_;
+}
+
+void LiveRunner::RemoveTrees() {
+  std::lock_guard lock(mu_);
+  for (auto& r : renderers_) r.Remove();
+}
+
+void LiveRunner::WithCluster(
+    const std::function<void(const Cluster&)>& fn) const {
+  std::lock_guard lock(mu_);
+  fn(cluster_);
+}
+
+std::vector<std::filesystem::path> LiveRunner::host_roots() const {
+  std::vector<std::filesystem::path> roots;
+  for (const auto& r : renderers_) roots.push_back(r.root());
+  return roots;
+}
+
+void LiveRunner::Loop(Duration duration) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const Duration sim_start = cluster_.now();
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    // Step until the simulated clock has caught up with the wall clock.
+    const Duration elapsed =
+        std::chrono::duration_cast<Duration>(Clock::now() - start);
+    bool stepped = false;
+    while (cluster_.now() - sim_start + cluster_.tick() <= elapsed) {
+      cluster_.Step();
+      stepped = true;
+      if (duration.count() > 0 && cluster_.now() - sim_start >= duration) {
+        break;
+      }
+    }
+    if (stepped) {
+      for (auto& r : renderers_) {
+        std::string error;
+        if (!r.Render(cluster_, &error)) error_ = error;
+      }
+    }
+    if (duration.count() > 0 && cluster_.now() - sim_start >= duration) break;
+    const auto next = start + (cluster_.now() - sim_start) + cluster_.tick();
+    cv_.wait_until(lock, next, [this] { return stop_; });
+  }
+  running_ = false;
+}
+
+}  // namespace fabric::sim

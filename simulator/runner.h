@@ -1,0 +1,68 @@
+// Runs a Cluster in real time on its own thread and keeps the sysfs trees
+// of the chosen hosts up to date: the simulated clock follows the wall
+// clock tick by tick (if the machine falls behind, several ticks are stepped
+// before the next render, so counter rates stay true to the model).
+//
+// Thread-safety: Start/Stop/Wait from one owning thread; WithCluster() may
+// be called from any thread (it holds the runner's mutex, e.g. for the MAD
+// view).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "simulator/model.h"
+#include "simulator/render.h"
+
+namespace fabric::sim {
+
+class LiveRunner {
+ public:
+  // Renders hosts [0, config.hosts) into <out>/<host name>/ (or, with
+  // `single_root`, host 0 directly into `out`).
+  LiveRunner(SimConfig config, std::filesystem::path out,
+             bool single_root = false);
+  ~LiveRunner();  // stops the thread; leaves the trees
+
+  // Steps `simulated` of model time at once (before Start), e.g. to render a
+  // frozen tree with non-trivial counters.
+  void Warmup(Duration simulated);
+  // Renders the initial state (t = 0) synchronously. False on I/O error.
+  bool RenderNow(std::string* error);
+  // Starts the real-time loop; `duration` 0 = until Stop().
+  void Start(Duration duration = Duration{0});
+  void Stop();
+  // Blocks until the loop ends (duration reached or Stop()).
+  void Wait();
+  bool running() const { return running_; }
+  // Last render error, empty when fine.
+  std::string error() const;
+
+  // Removes every tree this runner rendered.
+  void RemoveTrees();
+
+  void WithCluster(const std::function<void(const Cluster&)>& fn) const;
+  std::vector<std::filesystem::path> host_roots() const;
+
+ private:
+  void Loop(Duration duration);
+
+  mutable std::mutex mu_;
+  Cluster cluster_;
+  std::vector<SysfsRenderer> renderers_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> running_{false};
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace fabric::sim

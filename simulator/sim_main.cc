@@ -1,0 +1,178 @@
+// fabricmon-sim: writes live simulated sysfs trees for N hosts.
+//
+//   fabricmon-sim --out DIR [--scenario S | --timeline FILE] [--hosts N]
+//                 [--tick 100ms] [--duration 60s] [--warmup 0s] ...
+//
+// Each host's tree is DIR/host<i>/ (use it as --sysfs.root or as
+// node_exporter's --path.sysfs). Runs until SIGINT/SIGTERM (then removes the
+// trees, unless --keep) or until --duration of simulated-and-real time has
+// passed (then leaves them). --duration 0 renders once and exits: a frozen
+// tree, e.g. after --warmup of simulated time.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "simulator/runner.h"
+#include "simulator/timeline.h"
+
+namespace {
+
+using fabric::sim::Duration;
+using fabric::sim::ParseDuration;
+
+// CLI11 validator/transformer for "100ms"-style durations.
+bool ToDuration(const std::string& text, Duration* out, const char* flag) {
+  const auto d = ParseDuration(text);
+  if (!d) {
+    std::fprintf(stderr, "fabricmon-sim: bad duration for %s: '%s'\n", flag,
+                 text.c_str());
+    return false;
+  }
+  *out = *d;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fabricmon-sim: live simulated InfiniBand/RoCE sysfs trees"};
+  std::string out, scenario = "steady", timeline_file;
+  int hosts = 4;
+  std::string tick = "100ms", duration, warmup = "0s";
+  std::string period, burst_length, burst_period;
+  double load = -1, duty = -1, size = -1;
+  bool keep = false;
+  app.add_option("--out", out, "output directory (one subdir per host)")
+      ->required();
+  std::string names;
+  for (const auto& n : fabric::sim::ScenarioNames()) names += n + " ";
+  app.add_option("--scenario", scenario, "scenario: " + names);
+  app.add_option("--timeline", timeline_file,
+                 "YAML timeline (overrides --scenario)");
+  app.add_option("--hosts", hosts, "number of hosts")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--tick", tick, "simulation tick");
+  app.add_option("--duration", duration,
+                 "run time (default: until killed; 0: render once, exit)");
+  app.add_option("--warmup", warmup,
+                 "simulated time stepped instantly before the first render");
+  app.add_option("--load", load, "all-reduce burst load, fraction of line rate")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--duty-cycle", duty, "fraction of each period in a burst")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--period", period, "all-reduce period");
+  app.add_option("--size", size, "bytes per port per burst (overrides --load)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--burst-length", burst_length,
+                 "scenario on only this long ...");
+  app.add_option("--burst-period", burst_period, "... every this period");
+  app.add_flag("--keep", keep, "leave the trees when stopped by a signal");
+  CLI11_PARSE(app, argc, argv);
+
+  fabric::sim::SimConfig config;
+  config.hosts = hosts;
+  if (!ToDuration(tick, &config.tick, "--tick")) return 2;
+  if (config.tick.count() <= 0) {
+    std::fprintf(stderr, "fabricmon-sim: --tick must be > 0\n");
+    return 2;
+  }
+  if (!timeline_file.empty()) {
+    std::ifstream in(timeline_file);
+    if (!in) {
+      std::fprintf(stderr, "fabricmon-sim: cannot read %s\n",
+                   timeline_file.c_str());
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string error;
+    auto timeline = fabric::sim::ParseTimeline(text.str(), &error);
+    if (!timeline) {
+      std::fprintf(stderr, "fabricmon-sim: %s: %s\n", timeline_file.c_str(),
+                   error.c_str());
+      return 2;
+    }
+    config.timeline = std::move(*timeline);
+  } else {
+    const auto s = fabric::sim::ParseScenario(scenario);
+    if (!s) {
+      std::fprintf(stderr, "fabricmon-sim: unknown scenario '%s' (known: %s)\n",
+                   scenario.c_str(), names.c_str());
+      return 2;
+    }
+    config.timeline = fabric::sim::SingleScenario(*s);
+  }
+  auto& traffic = config.timeline.traffic;
+  if (load >= 0) traffic.load = load;
+  if (duty >= 0) traffic.duty_cycle = duty;
+  if (size >= 0) traffic.size_bytes = size;
+  if (!period.empty() && !ToDuration(period, &traffic.period, "--period")) {
+    return 2;
+  }
+  if (traffic.period.count() <= 0) {
+    std::fprintf(stderr, "fabricmon-sim: --period must be > 0\n");
+    return 2;
+  }
+  if (!burst_length.empty() || !burst_period.empty()) {
+    Duration len{0}, per{0};
+    if (!ToDuration(burst_length, &len, "--burst-length") ||
+        !ToDuration(burst_period, &per, "--burst-period") || len.count() <= 0 ||
+        per.count() <= 0) {
+      std::fprintf(stderr,
+                   "fabricmon-sim: --burst-length and --burst-period go "
+                   "together and must be > 0\n");
+      return 2;
+    }
+    for (auto& e : config.timeline.events) {
+      e.burst_length = len;
+      e.burst_period = per;
+    }
+  }
+  Duration run{0};
+  const bool forever = duration.empty();
+  if (!forever && !ToDuration(duration, &run, "--duration")) return 2;
+  Duration warm{0};
+  if (!ToDuration(warmup, &warm, "--warmup")) return 2;
+
+  // Block the stop signals before the runner thread exists so only
+  // sigtimedwait below sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  fabric::sim::LiveRunner runner(config, out);
+  runner.Warmup(warm);
+  std::string error;
+  if (!runner.RenderNow(&error)) {
+    std::fprintf(stderr, "fabricmon-sim: %s\n", error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "fabricmon-sim: %d host(s) under %s\n", hosts,
+               out.c_str());
+  if (!forever && run.count() == 0) return 0;  // frozen tree
+
+  runner.Start(run);
+  int signal_seen = 0;
+  while (runner.running()) {
+    timespec wait{0, 200'000'000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &wait);
+    if (sig > 0) {
+      signal_seen = sig;
+      break;
+    }
+  }
+  runner.Stop();
+  runner.Wait();
+  if (!runner.error().empty()) {
+    std::fprintf(stderr, "fabricmon-sim: render error: %s\n",
+                 runner.error().c_str());
+  }
+  if (signal_seen && !keep) runner.RemoveTrees();
+  return runner.error().empty() ? 0 : 1;
+}

@@ -1,0 +1,82 @@
+// Scenarios and the timeline that schedules them.
+//
+// A timeline is a list of events; each event switches one named scenario on
+// from `start` for `duration` (0 = until the end), optionally only in bursts
+// (`burst_length` every `burst_period`, e.g. 300 ms every 10 s). Events
+// compose: several can be active at once. It comes from `--scenario` (one
+// event from t=0) or from a small YAML file (see docs/simulator.md).
+//
+// Thread-safety: value types; pure functions.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabric::sim {
+
+using Duration = std::chrono::nanoseconds;
+
+enum class Scenario {
+  kSteady,
+  kCongestionHotspot,
+  kPfcStorm,
+  kLinkFlap,
+  kSymbolErrors,
+  kLinkDegraded,
+  kCounterSaturation,
+  kDeviceRemoved,
+  kSmFailover,
+  kSmHung,
+};
+
+// All scenario names, in the order of the enum.
+const std::vector<std::string>& ScenarioNames();
+std::optional<Scenario> ParseScenario(std::string_view name);
+std::string_view ScenarioName(Scenario s);
+
+// "100ms", "1.5s", "2m", "250us", "0". Bare numbers are seconds.
+std::optional<Duration> ParseDuration(std::string_view text);
+
+struct Event {
+  Scenario scenario = Scenario::kSteady;
+  Duration start{0};
+  Duration duration{0};      // 0 = open-ended
+  Duration burst_length{0};  // 0 = continuously on while the event lasts
+  Duration burst_period{0};
+  // Optional target override for fault scenarios: host index and device
+  // name; empty/negative = the scenario's documented default.
+  int host = -1;
+  std::string device;
+
+  // True when the event is on at time t; *local is the time since the
+  // start of the current on-phase (start of the event, or of the burst).
+  bool ActiveAt(Duration t, Duration* local = nullptr) const;
+};
+
+// All-reduce traffic: every port offers `load` × line rate for the first
+// `duty_cycle` of each `period` (a burst), nothing in between. `size_bytes`,
+// when set, overrides `load`: bytes each port sends per burst.
+struct Traffic {
+  Duration period = std::chrono::seconds(1);
+  double duty_cycle = 0.5;
+  double load = 0.8;
+  double size_bytes = 0;
+};
+
+struct Timeline {
+  std::vector<Event> events;
+  Traffic traffic;
+};
+
+// One event of `scenario` from t=0, open-ended.
+Timeline SingleScenario(Scenario scenario);
+
+// Parses the YAML timeline (see docs/simulator.md). On error returns nullopt
+// and sets *error naming the key and line.
+std::optional<Timeline> ParseTimeline(std::string_view yaml,
+                                      std::string* error);
+
+}  // namespace fabric::sim

@@ -1,0 +1,188 @@
+// The rendered live sysfs tree: same devices and files as the recorded H100
+// host, atomic updates, device removal, and the collectors reading it.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "simulator/model.h"
+#include "simulator/render.h"
+#include "tests/support/paths.h"
+
+namespace fabric::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "simrender.XXXXXX");
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Files (relative paths) below `dir`, following nothing.
+std::set<std::string> Files(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) out.insert(fs::relative(e.path(), dir).string());
+  }
+  return out;
+}
+
+std::set<std::string> Entries(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    out.insert(e.path().filename().string());
+  }
+  return out;
+}
+
+std::string Read(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+SimConfig Config(Scenario s, Duration start = Duration(0),
+                 Duration duration = Duration(0)) {
+  SimConfig c;
+  c.hosts = 2;
+  c.timeline = SingleScenario(s);
+  c.timeline.events[0].start = start;
+  c.timeline.events[0].duration = duration;
+  return c;
+}
+
+// Attributes real kernels have that the recorded H100 capture left out.
+const std::set<std::string> kExtraDeviceFiles = {"node_guid", "sys_image_guid",
+                                                 "node_desc"};
+const std::set<std::string> kExtraPortFiles = {
+    "ports/1/lid", "ports/1/sm_lid", "ports/1/sm_sl", "ports/1/lid_mask_count",
+    "ports/1/cap_mask"};
+const std::set<std::string> kExtraRoceFiles = {
+    "ports/1/gid_attrs/ndevs/0",
+    "ports/1/gid_attrs/types/0",
+    "ports/1/hw_counters/np_cnp_sent",
+    "ports/1/hw_counters/np_ecn_marked_roce_packets",
+    "ports/1/hw_counters/rp_cnp_handled",
+    "ports/1/hw_counters/rp_cnp_ignored"};
+
+TEST(SimRender, SameDevicesAndFilesAsTheRecordedH100) {
+  TempDir tmp;
+  Cluster c(Config(Scenario::kSteady));
+  c.Step();
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+
+  const fs::path real =
+      testing::Fixture("real/sysfs-gpud-h100/class/infiniband");
+  const fs::path sim = tmp.path() / "class/infiniband";
+  ASSERT_EQ(Entries(sim), Entries(real));
+  for (const auto& dev : Entries(real)) {
+    std::set<std::string> expected = Files(real / dev);
+    expected.insert(kExtraDeviceFiles.begin(), kExtraDeviceFiles.end());
+    expected.insert(kExtraPortFiles.begin(), kExtraPortFiles.end());
+    if (dev == "mlx5_bond_0") {
+      expected.insert(kExtraRoceFiles.begin(), kExtraRoceFiles.end());
+    }
+    EXPECT_EQ(Files(sim / dev), expected) << dev;
+  }
+  // Static attributes as recorded (the capture has no trailing newline).
+  for (const auto& dev : Entries(real)) {
+    for (const char* f :
+         {"hca_type", "fw_ver", "board_id", "ports/1/link_layer",
+          "ports/1/rate", "ports/1/state", "ports/1/phys_state"}) {
+      EXPECT_EQ(Read(sim / dev / f), Read(real / dev / f) + "\n")
+          << dev << "/" << f;
+    }
+  }
+  // The RoCE netdev with its ECN config tree, like the recorded eth0.
+  const fs::path net = tmp.path() / "class/net/bond0";
+  EXPECT_EQ(Read(net / "ecn/roce_np/enable/3"), "1\n");
+  EXPECT_EQ(Read(net / "ecn/roce_rp/enable/3"), "1\n");
+  EXPECT_EQ(Read(net / "ecn/roce_np/min_time_between_cnps"), "4\n");
+  EXPECT_EQ(Read(net / "operstate"), "up\n");
+  EXPECT_EQ(Read(net / "speed"), "200000\n");
+}
+
+TEST(SimRender, UpdatesInPlaceWithoutLeftovers) {
+  TempDir tmp;
+  Cluster c(Config(Scenario::kSteady));
+  SysfsRenderer r(tmp.path(), 1);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  const fs::path data =
+      tmp.path() / "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data";
+  EXPECT_EQ(Read(data), "0\n");
+  const auto files = Files(tmp.path() / "class");
+  for (int i = 0; i < 10; ++i) c.Step();
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  const Port* p = c.FindPort(1, "mlx5_0");
+  EXPECT_EQ(Read(data),
+            std::to_string(p->counters.Get(Ctr::kPortXmitData)) + "\n");
+  EXPECT_EQ(Files(tmp.path() / "class"), files);  // no temp files in class/
+  EXPECT_TRUE(fs::is_empty(tmp.path() / ".sim-staging"));
+}
+
+TEST(SimRender, RemovedDeviceDisappearsAndComesBack) {
+  TempDir tmp;
+  Cluster c(Config(Scenario::kDeviceRemoved, seconds(1), seconds(1)));
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  const fs::path dev = tmp.path() / "class/infiniband/mlx5_9";
+  ASSERT_TRUE(r.Render(c, &error));
+  EXPECT_TRUE(fs::exists(dev));
+  for (int i = 0; i < 15; ++i) c.Step();  // t = 1.5 s
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_FALSE(fs::exists(dev));
+  EXPECT_TRUE(fs::exists(tmp.path() / "class/infiniband/mlx5_8"));
+  for (int i = 0; i < 10; ++i) c.Step();  // t = 2.5 s
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_TRUE(fs::exists(dev / "ports/1/counters/port_xmit_data"));
+  EXPECT_EQ(Files(dev), Files(tmp.path() / "class/infiniband/mlx5_8"));
+}
+
+TEST(SimRender, FaultsShowInTheFiles) {
+  TempDir tmp;
+  SimConfig config = Config(Scenario::kLinkDegraded);
+  config.timeline.events.push_back(
+      SingleScenario(Scenario::kLinkFlap).events[0]);
+  config.timeline.events.push_back(
+      SingleScenario(Scenario::kSmFailover).events[0]);
+  Cluster c(config);
+  for (int i = 0; i < 5; ++i) c.Step();  // t = 0.5 s
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  const fs::path ib = tmp.path() / "class/infiniband";
+  EXPECT_EQ(Read(ib / "mlx5_5/ports/1/rate"), "200 Gb/sec (2X NDR)\n");
+  EXPECT_EQ(Read(ib / "mlx5_1/ports/1/state"), "1: DOWN\n");
+  EXPECT_EQ(Read(ib / "mlx5_1/ports/1/phys_state"), "2: Polling\n");
+  EXPECT_EQ(Read(ib / "mlx5_1/ports/1/counters/link_downed"), "1\n");
+  EXPECT_EQ(Read(ib / "mlx5_0/ports/1/sm_lid"), "0x1\n");
+  for (int i = 0; i < 20; ++i) c.Step();  // t = 2.5 s: standby took over
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_EQ(Read(ib / "mlx5_0/ports/1/sm_lid"), "0x2\n");
+  EXPECT_EQ(Read(ib / "mlx5_1/ports/1/state"), "4: ACTIVE\n");
+  EXPECT_EQ(Read(ib / "mlx5_bond_0/ports/1/sm_lid"), "0x0\n");
+}
+
+}  // namespace
+}  // namespace fabric::sim
