@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "collectors/congestion.h"
 #include "config/duration.h"
 
 namespace fabric {
@@ -107,8 +108,8 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   return out;
 }
 
-CollectorConfig Collector(const YAML::Node& node, const std::string& key) {
-  CollectorConfig out;
+CollectorConfig Collector(const YAML::Node& node, const std::string& key,
+                          CollectorConfig out) {
   if (node.IsNull()) return out;
   RequireMap(node, key);
   for (const auto& kv : node) {
@@ -179,7 +180,8 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
           Fail(path, c.first.Mark(),
                "unknown collector (known: " + KnownList(known) + ")");
         }
-        config.collectors[cname] = Collector(c.second, path);
+        config.collectors[cname] =
+            Collector(c.second, path, DefaultCollectorConfig(cname));
       }
     } else {
       Fail(name, kv.first.Mark(),
@@ -192,9 +194,18 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
 
 }  // namespace
 
+CollectorConfig DefaultCollectorConfig(std::string_view name) {
+  CollectorConfig out;
+  if (name == "congestion") {
+    out.interval = kCongestionRecommendedInterval;
+    out.timeout = std::chrono::seconds(1);
+  }
+  return out;
+}
+
 CollectorConfig Config::Collector(std::string_view name) const {
   auto it = collectors.find(name);
-  return it == collectors.end() ? CollectorConfig{} : it->second;
+  return it == collectors.end() ? DefaultCollectorConfig(name) : it->second;
 }
 
 DeviceFilter Config::DevicesFor(std::string_view name) const {

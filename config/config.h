@@ -46,6 +46,11 @@ struct CollectorConfig {
   std::vector<std::string> netdevs;
 };
 
+// Built-in settings of collector `name` before the file is applied: the
+// CollectorConfig defaults, except where a collector needs its own (the
+// congestion collector polls at its recommended 200 ms with a 1 s timeout).
+CollectorConfig DefaultCollectorConfig(std::string_view name);
+
 struct Config {
   std::string listen_address = ":10915";
   std::string sysfs_root = "/sys";

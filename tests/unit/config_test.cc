@@ -1,0 +1,268 @@
+// Tests for config/: defaults, every key, durations, and that every error
+// names the key and the line.
+#include "config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "collectors/registry.h"
+#include "config/duration.h"
+#include "tests/support/paths.h"
+
+namespace fabric {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+const std::vector<std::string> kKnown = {"ib_port", "hw_counters", "roce"};
+
+std::string ParseError(std::string_view yaml) {
+  std::string error;
+  auto config = ParseConfig(yaml, kKnown, &error);
+  EXPECT_FALSE(config) << "expected an error for:\n" << yaml;
+  return error;
+}
+
+TEST(DurationTest, ParsesUnitsAndSequences) {
+  struct Row {
+    std::string_view text;
+    microseconds want;
+  } rows[] = {
+      {"1s", seconds(1)},
+      {"500ms", milliseconds(500)},
+      {"2m", seconds(120)},
+      {"1h", seconds(3600)},
+      {"1m30s", seconds(90)},
+      {"250us", microseconds(250)},
+      {"1s500ms", milliseconds(1500)},
+  };
+  for (const auto& row : rows) {
+    auto got = ParseDuration(row.text);
+    ASSERT_TRUE(got) << row.text;
+    EXPECT_EQ(*got, row.want) << row.text;
+  }
+}
+
+TEST(DurationTest, RejectsGarbage) {
+  for (std::string_view text :
+       {"", "fast", "1", "s", "-1s", "1.5s", "0s", "1 s", "1sec", "1d",
+        "99999999999999999999s", "9223372036854775807h", " 1s"}) {
+    EXPECT_FALSE(ParseDuration(text)) << "'" << text << "'";
+  }
+}
+
+TEST(DurationTest, FormatRoundTrips) {
+  for (auto d : {microseconds(seconds(1)), microseconds(milliseconds(500)),
+                 microseconds(seconds(90)), microseconds(seconds(7200)),
+                 microseconds(250)}) {
+    auto back = ParseDuration(FormatDuration(d));
+    ASSERT_TRUE(back) << FormatDuration(d);
+    EXPECT_EQ(*back, d);
+  }
+  EXPECT_EQ(FormatDuration(milliseconds(500)), "500ms");
+  EXPECT_EQ(FormatDuration(seconds(90)), "1m30s");
+}
+
+TEST(ConfigTest, EmptyDocumentGivesDefaults) {
+  std::string error;
+  auto config = ParseConfig("", kKnown, &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(config->listen_address, ":10915");
+  EXPECT_EQ(config->sysfs_root, "/sys");
+  EXPECT_EQ(config->log_level, "info");
+  EXPECT_TRUE(config->devices.include.empty());
+  EXPECT_TRUE(config->devices.exclude.empty());
+  CollectorConfig c = config->Collector("ib_port");
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.interval, seconds(1));
+  EXPECT_EQ(c.timeout, seconds(5));
+  EXPECT_TRUE(c.netdevs.empty());
+}
+
+TEST(ConfigTest, CongestionPollsFasterByDefault) {
+  std::string error;
+  auto config = ParseConfig("collectors:\n  congestion:\n    enabled: true\n",
+                            kKnown, &error);
+  // Not in kKnown: rejected; with it known, the default is 200ms.
+  EXPECT_FALSE(config);
+  config = ParseConfig("collectors:\n  congestion:\n    enabled: true\n",
+                       {"congestion"}, &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(config->Collector("congestion").interval, milliseconds(200));
+  EXPECT_EQ(Config{}.Collector("congestion").interval, milliseconds(200));
+  EXPECT_EQ(Config{}.Collector("congestion").timeout, seconds(1));
+}
+
+TEST(ConfigTest, EveryKey) {
+  std::string error;
+  auto config = ParseConfig(R"(
+listen_address: "127.0.0.1:9999"
+sysfs_root: /host/sys
+log_level: debug
+devices:
+  include: [mlx5_0, "mlx5_[0-9]+"]
+  exclude: [mlx5_bond_0]
+collectors:
+  ib_port:
+    enabled: false
+    interval: 250ms
+    timeout: 2s
+  hw_counters:
+    devices:
+      include: ["mlx5_1"]
+  roce:
+    netdevs: [eth0, eth1]
+)",
+                            kKnown, &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(config->listen_address, "127.0.0.1:9999");
+  EXPECT_EQ(config->sysfs_root, "/host/sys");
+  EXPECT_EQ(config->log_level, "debug");
+  EXPECT_THAT(config->devices.include,
+              ::testing::ElementsAre("mlx5_0", "mlx5_[0-9]+"));
+  EXPECT_THAT(config->devices.exclude, ::testing::ElementsAre("mlx5_bond_0"));
+
+  CollectorConfig ib = config->Collector("ib_port");
+  EXPECT_FALSE(ib.enabled);
+  EXPECT_EQ(ib.interval, milliseconds(250));
+  EXPECT_EQ(ib.timeout, seconds(2));
+  EXPECT_THAT(config->Collector("roce").netdevs,
+              ::testing::ElementsAre("eth0", "eth1"));
+
+  // hw_counters replaces include but inherits the global exclude.
+  DeviceFilter hw = config->DevicesFor("hw_counters");
+  EXPECT_THAT(hw.include, ::testing::ElementsAre("mlx5_1"));
+  EXPECT_THAT(hw.exclude, ::testing::ElementsAre("mlx5_bond_0"));
+  EXPECT_TRUE(hw.Allows("mlx5_1"));
+  EXPECT_FALSE(hw.Allows("mlx5_0"));
+  DeviceFilter ibf = config->DevicesFor("ib_port");
+  EXPECT_TRUE(ibf.Allows("mlx5_7"));
+  EXPECT_FALSE(ibf.Allows("mlx5_bond_0"));
+}
+
+TEST(ConfigTest, BadDurationNamesKeyAndLine) {
+  std::string error = ParseError(R"(log_level: info
+collectors:
+  ib_port:
+    enabled: true
+    interval: fast
+)");
+  EXPECT_THAT(error, HasSubstr("config error: collectors.ib_port.interval "
+                               "(line 5): \"fast\" is not a duration"));
+}
+
+TEST(ConfigTest, UnknownKeysNameKeyAndLine) {
+  EXPECT_THAT(ParseError("listen_adress: \":1\"\n"),
+              HasSubstr("listen_adress (line 1): unknown key"));
+  EXPECT_THAT(ParseError("collectors:\n  ib_port:\n    intervall: 1s\n"),
+              HasSubstr("collectors.ib_port.intervall (line 3): unknown key"));
+  EXPECT_THAT(ParseError("devices:\n  includes: [a]\n"),
+              HasSubstr("devices.includes (line 2): unknown key"));
+  EXPECT_THAT(ParseError("\ncollectors:\n  nosuch:\n    enabled: true\n"),
+              HasSubstr("collectors.nosuch (line 3): unknown collector "
+                        "(known: ib_port, hw_counters, roce)"));
+}
+
+TEST(ConfigTest, BadTypesNameKeyAndLine) {
+  EXPECT_THAT(ParseError("collectors:\n  ib_port:\n    enabled: maybe\n"),
+              HasSubstr("collectors.ib_port.enabled (line 3): \"maybe\" is "
+                        "not a boolean"));
+  EXPECT_THAT(ParseError("devices:\n  include: mlx5_0\n"),
+              HasSubstr("devices.include (line 2): expected a list"));
+  EXPECT_THAT(ParseError("listen_address: [a, b]\n"),
+              HasSubstr("listen_address (line 1): expected a single value"));
+  EXPECT_THAT(ParseError("listen_address: \"10915\"\n"),
+              HasSubstr("listen_address (line 1): \"10915\" is not HOST:PORT"));
+  EXPECT_THAT(ParseError("listen_address: \":99999\"\n"),
+              HasSubstr("listen_address (line 1)"));
+  EXPECT_THAT(ParseError("log_level: loud\n"),
+              HasSubstr("log_level (line 1): \"loud\" is not a log level"));
+  EXPECT_THAT(ParseError("collectors:\n  ib_port: 5\n"),
+              HasSubstr("collectors.ib_port (line 2): expected a mapping"));
+  EXPECT_THAT(ParseError("- a\n- b\n"),
+              HasSubstr("(line 1): expected a mapping"));
+  EXPECT_THAT(ParseError("collectors:\n  roce:\n    netdevs: eth0\n"),
+              HasSubstr("collectors.roce.netdevs (line 3): expected a list"));
+}
+
+TEST(ConfigTest, BadRegexNamesKeyAndLine) {
+  std::string error = ParseError(R"(devices:
+  include:
+    - mlx5_0
+    - "mlx5_[0-9"
+)");
+  EXPECT_THAT(error, HasSubstr("config error: devices.include (line 4): "
+                               "\"mlx5_[0-9\" is not a valid regex"));
+  error = ParseError(
+      "collectors:\n  hw_counters:\n    devices:\n      exclude: [\"(\"]\n");
+  EXPECT_THAT(error,
+              HasSubstr("collectors.hw_counters.devices.exclude (line 4)"));
+}
+
+TEST(ConfigTest, YamlSyntaxErrorNamesLine) {
+  std::string error = ParseError("collectors:\n  ib_port: {enabled: true\n");
+  EXPECT_THAT(error, HasSubstr("config error: line "));
+}
+
+TEST(ConfigTest, ListenAddressForms) {
+  for (std::string_view ok :
+       {":10915", "0.0.0.0:1", "127.0.0.1:0", "[::1]:10915", "localhost:80"}) {
+    EXPECT_TRUE(ValidListenAddress(ok)) << ok;
+  }
+  for (std::string_view bad :
+       {"", "10915", ":", ":x", "::1:80", "[::1]", "host:65536", "[]:1"}) {
+    EXPECT_FALSE(ValidListenAddress(bad)) << bad;
+  }
+}
+
+TEST(ConfigTest, LoadFileMissingAndPresent) {
+  std::string error;
+  const std::string missing = ::testing::TempDir() + "/no-such-fabricmon.yaml";
+  auto defaults =
+      LoadConfigFile(missing, /*missing_is_default=*/true, kKnown, &error);
+  ASSERT_TRUE(defaults) << error;
+  EXPECT_EQ(defaults->listen_address, ":10915");
+
+  EXPECT_FALSE(LoadConfigFile(missing, false, kKnown, &error));
+  EXPECT_THAT(error, HasSubstr("cannot read " + missing));
+
+  const std::string path = ::testing::TempDir() + "/config_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "log_level: warn\ncollectors:\n  roce:\n    timeout: soon\n";
+  }
+  EXPECT_FALSE(LoadConfigFile(path, true, kKnown, &error));
+  EXPECT_THAT(error, HasSubstr("collectors.roce.timeout (line 4)"));
+  EXPECT_THAT(error, HasSubstr(path));
+  std::remove(path.c_str());
+}
+
+TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
+  // config/fabricmon.yaml documents every key with its default; loading it
+  // must give exactly the built-in defaults.
+  std::string error;
+  auto example = LoadConfigFile(testing::SourceDir() + "/config/fabricmon.yaml",
+                                false, CollectorNames(), &error);
+  ASSERT_TRUE(example) << error;
+  Config defaults;
+  EXPECT_EQ(example->listen_address, defaults.listen_address);
+  EXPECT_EQ(example->sysfs_root, defaults.sysfs_root);
+  EXPECT_EQ(example->log_level, defaults.log_level);
+  EXPECT_EQ(example->devices.include, defaults.devices.include);
+  EXPECT_EQ(example->devices.exclude, defaults.devices.exclude);
+  for (const auto& [name, c] : example->collectors) {
+    EXPECT_TRUE(c.enabled) << name;
+    EXPECT_EQ(c.interval, DefaultCollectorConfig(name).interval) << name;
+    EXPECT_EQ(c.timeout, DefaultCollectorConfig(name).timeout) << name;
+  }
+}
+
+}  // namespace
+}  // namespace fabric

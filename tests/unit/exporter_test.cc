@@ -1,0 +1,208 @@
+// Tests for exporters/: merging snapshots, self-metrics, build info, the
+// failed-collector policy, and serving over HTTP with port 0.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/metric_sink.h"
+#include "exporters/exposition.h"
+#include "exporters/http_exporter.h"
+
+namespace fabric {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::shared_ptr<const Snapshot> Snap(const std::string& collector, bool success,
+                                     std::vector<prometheus::MetricFamily> f,
+                                     double last_success = 100) {
+  auto s = std::make_shared<Snapshot>();
+  s->collector = collector;
+  s->success = success;
+  s->families = std::move(f);
+  s->skipped = 3;
+  s->duration_seconds = 0.25;
+  s->timestamp_seconds = 200;
+  s->last_success_seconds = last_success;
+  return s;
+}
+
+const BuildInfo kBuild{"9.9.9", "abc123"};
+
+TEST(ExpositionTest, MergesFamiliesAcrossCollectorsSorted) {
+  MetricSink a, b;
+  a.Counter("fabric_z_total", "z", {{"device", "mlx5_1"}}, 1);
+  a.Gauge("fabric_shared", "shared from a", {{"device", "mlx5_9"}}, 9);
+  b.Gauge("fabric_shared", "shared from b", {{"device", "mlx5_0"}}, 0);
+  b.Counter("fabric_a_total", "a", {{"device", "mlx5_0"}}, 2);
+  auto text = ToText(BuildExposition(
+      {Snap("one", true, a.Take()), Snap("two", true, b.Take())}, kBuild));
+
+  // One family for the shared name, its samples sorted by labels.
+  EXPECT_THAT(text, HasSubstr("# TYPE fabric_shared gauge\n"
+                              "fabric_shared{device=\"mlx5_0\"} 0\n"
+                              "fabric_shared{device=\"mlx5_9\"} 9\n"));
+  // Families sorted by name, self-metrics included in the order.
+  auto pos = [&](const std::string& s) { return text.find(s); };
+  EXPECT_LT(pos("# TYPE fabric_a_total"), pos("# TYPE fabric_build_info"));
+  EXPECT_LT(pos("# TYPE fabric_build_info"),
+            pos("# TYPE fabric_collector_success"));
+  EXPECT_LT(pos("# TYPE fabric_collector_success"),
+            pos("# TYPE fabric_shared"));
+  EXPECT_LT(pos("# TYPE fabric_shared"), pos("# TYPE fabric_z_total"));
+  EXPECT_EQ(text.find("# TYPE fabric_shared"),
+            text.rfind("# TYPE fabric_shared"));
+
+  // Same input in the other order: byte-identical output.
+  MetricSink a2, b2;
+  a2.Counter("fabric_z_total", "z", {{"device", "mlx5_1"}}, 1);
+  a2.Gauge("fabric_shared", "shared from a", {{"device", "mlx5_9"}}, 9);
+  b2.Gauge("fabric_shared", "shared from b", {{"device", "mlx5_0"}}, 0);
+  b2.Counter("fabric_a_total", "a", {{"device", "mlx5_0"}}, 2);
+  auto text2 = ToText(BuildExposition(
+      {Snap("one", true, a2.Take()), Snap("two", true, b2.Take())}, kBuild));
+  EXPECT_EQ(text, text2);
+}
+
+TEST(ExpositionTest, SelfMetricsAndBuildInfo) {
+  auto text = ToText(BuildExposition({Snap("ib_port", true, {})}, kBuild));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "fabric_collector_duration_seconds{collector=\"ib_port\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("fabric_collector_last_success_timestamp_seconds"
+                              "{collector=\"ib_port\"} 100\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("fabric_collector_skipped_inputs{collector=\"ib_port\"} 3\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "fabric_build_info{revision=\"abc123\",version=\"9.9.9\"} 1\n"));
+  // The HELP text says the values are cached from the background poll.
+  EXPECT_THAT(text, HasSubstr("# HELP fabric_collector_last_success_timestamp_"
+                              "seconds Unix time the collector last completed "
+                              "a successful collection; cached"));
+}
+
+TEST(ExpositionTest, NoSnapshotsStillExportsBuildInfo) {
+  auto families = BuildExposition({}, kBuild);
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0].name, "fabric_build_info");
+}
+
+TEST(ExpositionTest, FailedCollectorShowsZeroAndOnlyItsOwnSamples) {
+  // Policy: a failed snapshot carries no samples from earlier collections
+  // (the poller publishes an empty one on timeout), so its old series go
+  // stale in Prometheus, while other collectors are unaffected.
+  MetricSink good;
+  good.Counter("fabric_port_receive_bytes_total", "rx", {{"device", "a"}}, 5);
+  auto text = ToText(BuildExposition(
+      {Snap("ib_port", true, good.Take()), Snap("roce", false, {}, 0)},
+      kBuild));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"roce\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("fabric_collector_last_success_timestamp_seconds"
+                              "{collector=\"roce\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_port_receive_bytes_total{device=\"a\"} 5"));
+}
+
+TEST(ExpositionTest, TypeClashAcrossCollectorsKeepsFirstValidFamily) {
+  MetricSink a, b;
+  a.Gauge("fabric_thing", "gauge", {{"device", "x"}}, 1);
+  b.Counter("fabric_thing", "counter", {{"device", "y"}}, 2);
+  auto families = BuildExposition(
+      {Snap("a", true, a.Take()), Snap("b", true, b.Take())}, kBuild);
+  auto it = std::find_if(families.begin(), families.end(), [](const auto& f) {
+    return f.name == "fabric_thing";
+  });
+  ASSERT_NE(it, families.end());
+  EXPECT_EQ(it->type, prometheus::MetricType::Gauge);
+  EXPECT_EQ(it->metric.size(), 1u);
+}
+
+TEST(ExpositionTest, CollectorCannotOverrideSelfMetrics) {
+  MetricSink a;
+  a.Gauge("fabric_build_info", "fake", {{"version", "evil"}}, 1);
+  auto text = ToText(BuildExposition({Snap("a", true, a.Take())}, kBuild));
+  EXPECT_THAT(text, Not(HasSubstr("evil")));
+}
+
+TEST(HttpExporterTest, CivetAddress) {
+  EXPECT_EQ(CivetAddress(":10915"), "0.0.0.0:10915");
+  EXPECT_EQ(CivetAddress("127.0.0.1:0"), "127.0.0.1:0");
+  EXPECT_EQ(CivetAddress("[::1]:80"), "[::1]:80");
+}
+
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  std::string req = "GET " + path +
+                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fd);
+  return out;
+}
+
+TEST(HttpExporterTest, ServesSnapshotsOnPortZero) {
+  auto store = std::make_shared<SnapshotStore>();
+  MetricSink sink;
+  sink.Counter("fabric_port_transmit_bytes_total", "tx",
+               {{"device", "mlx5_0"}, {"port", "1"}}, 42);
+  store->Publish(Snap("ib_port", true, sink.Take()));
+  std::string error;
+  auto http = HttpExporter::Start(
+      "127.0.0.1:0", std::make_shared<SnapshotCollectable>(store, kBuild),
+      &error);
+  ASSERT_TRUE(http) << error;
+  ASSERT_GT(http->port(), 0);
+  EXPECT_EQ(http->BoundAddress(), "127.0.0.1:" + std::to_string(http->port()));
+
+  std::string response = HttpGet(http->port(), "/metrics");
+  EXPECT_THAT(response, HasSubstr("200 OK"));
+  EXPECT_THAT(response, HasSubstr("fabric_port_transmit_bytes_total{device="
+                                  "\"mlx5_0\",port=\"1\"} 42\n"));
+
+  // A newer snapshot is what the next scrape sees.
+  MetricSink sink2;
+  sink2.Counter("fabric_port_transmit_bytes_total", "tx",
+                {{"device", "mlx5_0"}, {"port", "1"}}, 43);
+  store->Publish(Snap("ib_port", true, sink2.Take()));
+  EXPECT_THAT(HttpGet(http->port(), "/metrics"), HasSubstr("port=\"1\"} 43\n"));
+}
+
+TEST(HttpExporterTest, BindFailureIsAnError) {
+  auto store = std::make_shared<SnapshotStore>();
+  auto collectable = std::make_shared<SnapshotCollectable>(store, kBuild);
+  std::string error;
+  auto first = HttpExporter::Start("127.0.0.1:0", collectable, &error);
+  ASSERT_TRUE(first) << error;
+  auto second = HttpExporter::Start(
+      "127.0.0.1:" + std::to_string(first->port()), collectable, &error);
+  EXPECT_FALSE(second);
+  EXPECT_THAT(error, HasSubstr("cannot listen on 127.0.0.1:"));
+}
+
+}  // namespace
+}  // namespace fabric
