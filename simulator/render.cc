@@ -80,6 +80,8 @@ void SysfsRenderer::DeviceFiles(const Cluster& cluster, const Device& device,
       f[dir + "hw_counters/" + name] = Line(value);
     }
     f[dir + "hw_counters/lifespan"] = Line(std::uint64_t{12});
+    // GID 0: the link-local prefix + the port GUID.
+    f[dir + "gids/0"] = Line("fe80:0000:0000:0000:" + GuidString(p.guid));
     if (!device.netdev.empty()) {
       f[dir + "gid_attrs/ndevs/0"] = Line(device.netdev);
       f[dir + "gid_attrs/types/0"] = Line("RoCE v2");

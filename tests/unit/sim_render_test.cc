@@ -73,8 +73,9 @@ SimConfig Config(Scenario s, Duration start = Duration(0),
 const std::set<std::string> kExtraDeviceFiles = {"node_guid", "sys_image_guid",
                                                  "node_desc"};
 const std::set<std::string> kExtraPortFiles = {
-    "ports/1/lid", "ports/1/sm_lid", "ports/1/sm_sl", "ports/1/lid_mask_count",
-    "ports/1/cap_mask"};
+    "ports/1/lid",      "ports/1/sm_lid",
+    "ports/1/sm_sl",    "ports/1/lid_mask_count",
+    "ports/1/cap_mask", "ports/1/gids/0"};
 const std::set<std::string> kExtraRoceFiles = {
     "ports/1/gid_attrs/ndevs/0",
     "ports/1/gid_attrs/types/0",

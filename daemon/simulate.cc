@@ -1,0 +1,88 @@
+// `fabricmon --simulate[=SCENARIO]`: one simulated H100-like host rendered
+// live into a private temp directory by the fabric simulator (100 ms ticks,
+// real time), removed again when the Simulation is destroyed. SCENARIO is a
+// scenario name or the path of a YAML timeline (*.yaml / *.yml).
+#include "daemon/simulate.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "simulator/runner.h"
+#include "simulator/timeline.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LiveSimulation : public Simulation {
+ public:
+  LiveSimulation(sim::SimConfig config, fs::path root)
+      : root_(std::move(root)), runner_(std::move(config), root_, true) {}
+  ~LiveSimulation() override {
+    runner_.Stop();
+    runner_.Wait();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  bool Start(std::string* error) {
+    if (!runner_.RenderNow(error)) return false;
+    runner_.Start();
+    return true;
+  }
+  std::string sysfs_root() const override { return root_.string(); }
+
+ private:
+  fs::path root_;
+  sim::LiveRunner runner_;
+};
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
+                                            std::string* error) {
+  sim::SimConfig config;
+  config.hosts = 1;
+  if (EndsWith(scenario, ".yaml") || EndsWith(scenario, ".yml")) {
+    std::ifstream in(scenario);
+    if (!in) {
+      *error = "cannot read timeline " + scenario;
+      return nullptr;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto timeline = sim::ParseTimeline(text.str(), error);
+    if (!timeline) {
+      *error = scenario + ": " + *error;
+      return nullptr;
+    }
+    config.timeline = std::move(*timeline);
+  } else {
+    const auto s = sim::ParseScenario(scenario.empty() ? "steady" : scenario);
+    if (!s) {
+      std::string known;
+      for (const auto& n : sim::ScenarioNames()) known += " " + n;
+      *error = "unknown scenario '" + scenario + "' (known:" + known + ")";
+      return nullptr;
+    }
+    config.timeline = sim::SingleScenario(*s);
+  }
+  std::string tmpl = (fs::temp_directory_path() / "fabricmon-sim.XXXXXX");
+  if (!::mkdtemp(tmpl.data())) {
+    *error = "cannot create a temp directory for the simulated sysfs tree";
+    return nullptr;
+  }
+  auto simulation = std::make_unique<LiveSimulation>(std::move(config), tmpl);
+  if (!simulation->Start(error)) return nullptr;  // destructor cleans up
+  return simulation;
+}
+
+}  // namespace fabric
