@@ -126,6 +126,14 @@ class RoceCollector final : public Collector {
         if (!known && PlausibleNetdev(extra))
           targets.push_back({"", "", extra});
       }
+      // Only netdevs that exist in the tree being monitored: on /sys this is
+      // every live netdev; on a recorded or simulated tree it keeps us from
+      // reading a host interface that merely has the same name.
+      std::erase_if(targets, [&](const RoceNetdev& t) {
+        if (env_.sysfs->IsDirectory("class/net/" + t.netdev)) return false;
+        sink.Skip("netdev " + t.netdev + " not in class/net");
+        return true;
+      });
     }
     CollectGidTypes(sink);
 
@@ -141,7 +149,9 @@ class RoceCollector final : public Collector {
           EmitEthtoolMetrics(ParseEthtoolStats(r.stats.names, r.stats.values),
                              t, sink);
         } else {
-          ++ethtool_failed;
+          // ENODEV: the netdev went away since discovery, a race rather
+          // than a broken source.
+          if (r.error != std::errc::no_such_device) ++ethtool_failed;
           sink.Skip("ethtool " + t.netdev + ": " + r.error.message());
         }
       }
@@ -158,8 +168,9 @@ class RoceCollector final : public Collector {
         }
       }
     }
-    // The source as a whole failed only if nothing could be read at all.
-    return targets.empty() || ethtool_failed < targets.size() || !ethtool_;
+    // The source as a whole failed only if every netdev failed for a reason
+    // other than having disappeared (e.g. the socket could not be created).
+    return targets.empty() || ethtool_failed < targets.size();
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {

@@ -58,6 +58,8 @@ std::size_t Count(const Families& fams, const std::string& name) {
 
 class FakeEthtool final : public EthtoolSource {
  public:
+  // What a netdev without a result fails with.
+  std::errc missing = std::errc::no_such_device;
   std::map<std::string, EthtoolResult> results;
   // Shared so a test can look at it after the collector (owner) is gone.
   std::shared_ptr<std::vector<std::string>> calls =
@@ -67,7 +69,7 @@ class FakeEthtool final : public EthtoolSource {
     auto it = results.find(netdev);
     if (it != results.end()) return it->second;
     EthtoolResult r;
-    r.error = std::make_error_code(std::errc::no_such_device);
+    r.error = std::make_error_code(missing);
     return r;
   }
 };
@@ -121,6 +123,9 @@ std::shared_ptr<testing::RoceFakeSysfs> RoceHost() {
   }
   fs->File("class/net/ens1f0np0/ecn/roce_rp/enable/3", "1\n");
   fs->File("class/net/ens1f0np0/ecn/roce_rp/enable/4", "yes\n");
+  for (const char* nd : {"ens3np0", "ens2f0np0", "ens2f1np1", "eth9"}) {
+    fs->File(std::string("class/net/") + nd + "/ifindex", "1\n");
+  }
   return fs;
 }
 
@@ -300,10 +305,18 @@ TEST(RoceCollectorTest, AbsentSourcesGiveAbsentMetrics) {
 }
 
 TEST(RoceCollectorTest, AllEthtoolReadsFailingIsAFailedCollection) {
-  auto ethtool = std::make_unique<FakeEthtool>();  // every netdev: ENODEV
+  auto ethtool = std::make_unique<FakeEthtool>();
+  ethtool->missing = std::errc::permission_denied;  // every netdev
   Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), nullptr);
   EXPECT_FALSE(c.ok);
   EXPECT_EQ(c.skipped, 5u + 1u);  // 5 netdevs + the garbage ECN value
+}
+
+TEST(RoceCollectorTest, VanishedNetdevsAreSkipsNotFailure) {
+  auto ethtool = std::make_unique<FakeEthtool>();  // every netdev: ENODEV
+  Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), nullptr);
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.skipped, 5u + 1u);
 }
 
 TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
@@ -312,7 +325,9 @@ TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
   ethtool->results["ens1f0np0"].stats.driver = "mlx5_core";
   auto calls = ethtool->calls;
   RoceOptions options;
-  options.extra_netdevs = {"eth9", "ens1f0np0", "bad/name"};
+  // ghost0 is not in class/net of the tree: never read (on a recorded tree
+  // it would otherwise hit a host interface of the same name).
+  options.extra_netdevs = {"eth9", "ens1f0np0", "bad/name", "ghost0"};
   Collected c = RunRoce(RoceHost(), options, std::move(ethtool), nullptr);
   EXPECT_EQ(Value(c.families, "fabric_pfc_pause_frames_total",
                   {{"device", ""}, {"port", ""}, {"netdev", "eth9"}}),
@@ -320,6 +335,10 @@ TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
   // ens1f0np0 was discovered already: read once, with its RDMA labels.
   EXPECT_EQ(std::count(calls->begin(), calls->end(), "ens1f0np0"), 1);
   EXPECT_EQ(std::count(calls->begin(), calls->end(), "bad/name"), 0);
+  EXPECT_EQ(std::count(calls->begin(), calls->end(), "ghost0"), 0);
+  // ghost0, the garbage ECN value, and the 4 other discovered netdevs this
+  // fake has no stats for (ENODEV).
+  EXPECT_EQ(c.skipped, 1u + 1u + 4u);
 }
 
 TEST(RoceCollectorTest, ReadsEcnConfigOfRecordedEth0) {
