@@ -1,0 +1,440 @@
+// Integration tests for the fabricmon daemon binary: serve a recorded tree
+// on port 0 over HTTP, reload good and bad configs on SIGHUP, stop on
+// SIGTERM with status 0, reject invalid configs, --check-config, --once on
+// an empty tree, and the systemd notify protocol over a real unix socket.
+//
+// No timing assertions: waits poll for an expected state with a generous
+// limit and only fail if it never arrives.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/paths.h"
+
+extern char** environ;
+
+namespace fabric {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+namespace fs = std::filesystem;
+
+constexpr auto kPatience = std::chrono::seconds(20);
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// Polls `done` until it holds or kPatience passes.
+bool WaitFor(const std::function<bool()>& done) {
+  auto end = std::chrono::steady_clock::now() + kPatience;
+  while (std::chrono::steady_clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// A child process with stdout/stderr captured in files under a temp dir.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args,
+          const std::vector<std::string>& extra_env = {}) {
+    dir_ =
+        fs::temp_directory_path() / ("daemon_test." + std::to_string(getpid()) +
+                                     "." + std::to_string(counter_++));
+    fs::create_directories(dir_);
+    std::vector<std::string> argv_s = {testing::Binary("fabricmon")};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      if (kv.rfind("NOTIFY_SOCKET=", 0) == 0 || kv.rfind("WATCHDOG_", 0) == 0) {
+        continue;
+      }
+      env_s.push_back(kv);
+    }
+    env_s.insert(env_s.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> argv, envp;
+    for (auto& s : argv_s) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : env_s) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string out = stdout_path(), err = stderr_path();
+    pid_ = fork();
+    if (pid_ == 0) {
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string stdout_path() const { return dir_ / "stdout"; }
+  std::string stderr_path() const { return dir_ / "stderr"; }
+  std::string Stdout() const { return ReadFile(stdout_path()); }
+  std::string Stderr() const { return ReadFile(stderr_path()); }
+  void Signal(int sig) { kill(pid_, sig); }
+
+  // Exit status, or -1 if it did not exit within kPatience (then killed).
+  int Wait() {
+    int status = 0;
+    bool done = WaitFor([&] {
+      pid_t r = waitpid(pid_, &status, WNOHANG);
+      return r == pid_;
+    });
+    if (!done) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      exited_ = true;
+      return -1;
+    }
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // The port from the "listening on HOST:PORT" log line (the last one, so
+  // a rebind after reload is seen), 0 if none yet.
+  int Port() const {
+    static const std::regex re("listening on [^\\s]+:([0-9]+)");
+    std::string err = Stderr();
+    int port = 0;
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), re);
+         it != std::sregex_iterator(); ++it) {
+      port = std::stoi((*it)[1]);
+    }
+    return port;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+// Minimal HTTP/1.1 GET over a plain socket; returns the body or "" on error.
+std::string Scrape(int port, const std::string& path = "/metrics") {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  std::string req = "GET " + path +
+                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, n);
+  close(fd);
+  if (response.rfind("HTTP/1.1 200", 0) != 0) return "";
+  auto body = response.find("\r\n\r\n");
+  return body == std::string::npos ? "" : response.substr(body + 4);
+}
+
+std::string H100() { return testing::Fixture("real/sysfs-gpud-h100"); }
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("daemon_test_cfg." + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    config_ = dir_ / "fabricmon.yaml";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  fs::path dir_;
+  std::string config_;
+};
+
+TEST_F(DaemonTest, ServesReloadsAndStopsCleanly) {
+  WriteFile(config_,
+            "log_level: info\ncollectors:\n  ib_port:\n"
+            "    interval: 100ms\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  const int port = daemon.Port();
+
+  // Two scrapes; both see the recorded counters and healthy collectors.
+  const std::string mlx5_0_state =
+      "fabric_port_state{device=\"mlx5_0\",port=\"1\"} 4";
+  std::string first;
+  ASSERT_TRUE(WaitFor([&] {
+    first = Scrape(port);
+    return first.find(mlx5_0_state) != std::string::npos;
+  })) << first;
+  EXPECT_THAT(first,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1"));
+  EXPECT_THAT(first, HasSubstr("fabric_build_info{"));
+  EXPECT_THAT(first, HasSubstr("fabric_port_receive_bytes_total{device="
+                               "\"mlx5_1\",port=\"1\"} 820514751096996"));
+  std::string second = Scrape(port);
+  EXPECT_THAT(second, HasSubstr(mlx5_0_state));
+  EXPECT_THAT(second,
+              HasSubstr("# TYPE fabric_collector_duration_seconds gauge"));
+
+  // Good new config: exclude mlx5_0 everywhere.
+  WriteFile(config_, "devices:\n  exclude: [mlx5_0]\n");
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    std::string text = Scrape(port);
+    return !text.empty() &&
+           text.find("device=\"mlx5_0\"") == std::string::npos &&
+           text.find("device=\"mlx5_1\"") != std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("reload done"));
+
+  // Bad new config: rejected, logged with the key; old config keeps running.
+  WriteFile(config_,
+            "devices:\n  exclude: [mlx5_0]\ncollectors:\n"
+            "  ib_port:\n    interval: fast\n");
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("reload rejected") != std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(),
+              HasSubstr("collectors.ib_port.interval (line 5): \"fast\" is "
+                        "not a duration"));
+  std::string after = Scrape(port);
+  EXPECT_THAT(after, HasSubstr("fabric_port_state{device=\"mlx5_1\""));
+  EXPECT_THAT(after, Not(HasSubstr("device=\"mlx5_0\"")));
+
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("stopped"));
+}
+
+TEST_F(DaemonTest, ReloadRebindsWhenListenAddressChanges) {
+  WriteFile(config_, "listen_address: \"127.0.0.1:0\"\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100()});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  const int old_port = daemon.Port();
+  // Port 0 again is a different address string only if written so; use an
+  // explicit second form that binds a new ephemeral port.
+  WriteFile(config_, "listen_address: \"localhost:0\"\n");
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("reload done") != std::string::npos;
+  })) << daemon.Stderr();
+  const int new_port = daemon.Port();
+  EXPECT_NE(new_port, old_port);
+  EXPECT_THAT(Scrape(new_port), HasSubstr("fabric_build_info"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
+TEST_F(DaemonTest, InvalidConfigExitsNonZeroNamingTheKey) {
+  WriteFile(config_,
+            "listen_address: \":10915\"\ndevices:\n  include: "
+            "[\"mlx5_[\"]\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  EXPECT_EQ(daemon.Wait(), 1);
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("config error: devices.include "
+                                         "(line 3): \"mlx5_[\" is not a "
+                                         "valid regex"));
+
+  Process check({"--check-config", "--config", config_});
+  EXPECT_EQ(check.Wait(), 1);
+  EXPECT_THAT(check.Stderr(), HasSubstr("config error: devices.include "
+                                        "(line 3): \"mlx5_[\" is not a "
+                                        "valid regex"));
+}
+
+TEST_F(DaemonTest, CheckConfigAcceptsValidAndShippedConfigs) {
+  WriteFile(config_, "collectors:\n  ib_port:\n    interval: 2s\n");
+  Process check({"--check-config", "--config", config_});
+  EXPECT_EQ(check.Wait(), 0) << check.Stderr();
+  Process shipped({"--check-config", "--config",
+                   testing::SourceDir() + "/config/fabricmon.yaml"});
+  EXPECT_EQ(shipped.Wait(), 0) << shipped.Stderr();
+}
+
+TEST_F(DaemonTest, ExplicitMissingConfigIsAnError) {
+  Process daemon({"--once", "--config", (dir_ / "absent.yaml").string()});
+  EXPECT_EQ(daemon.Wait(), 1);
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("cannot read"));
+}
+
+TEST_F(DaemonTest, BadFlagValueIsAConfigError) {
+  Process daemon({"--once", "--config", "/dev/null", "--log.level", "loud"});
+  EXPECT_EQ(daemon.Wait(), 1);
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("--log.level"));
+}
+
+TEST_F(DaemonTest, OnceOnEmptyTreePrintsSelfMetrics) {
+  fs::create_directories(dir_ / "sys/class/infiniband");
+  fs::create_directories(dir_ / "sys/class/net");
+  Process once({"--once", "--config", "/dev/null", "--sysfs.root",
+                (dir_ / "sys").string()});
+  ASSERT_EQ(once.Wait(), 0) << once.Stderr();
+  std::string out = once.Stdout();
+  EXPECT_THAT(out, HasSubstr("fabric_build_info{"));
+  EXPECT_THAT(out,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1"));
+  EXPECT_THAT(out, Not(HasSubstr("fabric_port_state")));
+}
+
+TEST_F(DaemonTest, OnceMatchesWhatTheDaemonServes) {
+  // Same code path: every family --once prints is served at /metrics.
+  Process once({"--once", "--config", "/dev/null", "--sysfs.root", H100()});
+  ASSERT_EQ(once.Wait(), 0);
+  Process daemon({"--config", "/dev/null", "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; }));
+  std::vector<std::string> types;
+  std::istringstream in(once.Stdout());
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) types.push_back(line);
+  }
+  // Collectors publish independently (and some need two polls before they
+  // export), so wait until every collector has had its first rounds.
+  std::string served, missing;
+  bool all = WaitFor([&] {
+    served = Scrape(daemon.Port());
+    missing.clear();
+    for (const auto& t : types) {
+      if (served.find(t + "\n") == std::string::npos) missing += t + "\n";
+    }
+    return missing.empty();
+  });
+  EXPECT_TRUE(all) << "families printed by --once but not served:\n" << missing;
+  EXPECT_GT(types.size(), 10u);
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
+// A bound unix datagram socket standing in for systemd's notify socket.
+class NotifySocket {
+ public:
+  NotifySocket() {
+    path_ = (fs::temp_directory_path() /
+             ("daemon_test_notify." + std::to_string(getpid())))
+                .string();
+    unlink(path_.c_str());
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    ok_ = bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~NotifySocket() {
+    close(fd_);
+    unlink(path_.c_str());
+  }
+  bool ok() const { return ok_; }
+  const std::string& path() const { return path_; }
+
+  // Next datagram, or "" if none arrives within kPatience.
+  std::string Receive() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, std::chrono::milliseconds(kPatience).count()) <= 0) {
+      return "";
+    }
+    char buf[4096];
+    ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, n) : "";
+  }
+  // Receives until a datagram containing `want` arrives; returns everything
+  // received on the way (including that datagram), "" on timeout.
+  std::string ReceiveUntil(const std::string& want) {
+    std::string all;
+    for (;;) {
+      std::string msg = Receive();
+      if (msg.empty()) return "";
+      all += msg + "\n";
+      if (msg.find(want) != std::string::npos) return all;
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+TEST_F(DaemonTest, NotifiesSystemdReadyWatchdogStopping) {
+  NotifySocket notify;
+  ASSERT_TRUE(notify.ok());
+  Process daemon({"--config", "/dev/null", "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"},
+                 {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
+  std::string before_ready = notify.ReceiveUntil("READY=1");
+  ASSERT_THAT(before_ready, HasSubstr("READY=1")) << daemon.Stderr();
+  // READY comes after the listener is bound: the port is already logged
+  // and answers.
+  ASSERT_GT(daemon.Port(), 0);
+  EXPECT_THAT(Scrape(daemon.Port()), HasSubstr("fabric_build_info"));
+  // Watchdog pings keep coming from the event loop (period 100ms).
+  EXPECT_THAT(notify.ReceiveUntil("WATCHDOG=1"), HasSubstr("WATCHDOG=1"));
+  EXPECT_THAT(notify.ReceiveUntil("WATCHDOG=1"), HasSubstr("WATCHDOG=1"));
+  daemon.Signal(SIGTERM);
+  EXPECT_THAT(notify.ReceiveUntil("STOPPING=1"), HasSubstr("STOPPING=1"));
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
+TEST_F(DaemonTest, NoWatchdogWithoutWatchdogUsec) {
+  NotifySocket notify;
+  ASSERT_TRUE(notify.ok());
+  Process daemon({"--config", "/dev/null", "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"},
+                 {"NOTIFY_SOCKET=" + notify.path()});
+  std::string ready = notify.ReceiveUntil("READY=1");
+  ASSERT_THAT(ready, HasSubstr("READY=1"));
+  daemon.Signal(SIGTERM);
+  std::string rest = notify.ReceiveUntil("STOPPING=1");
+  EXPECT_THAT(rest, HasSubstr("STOPPING=1"));
+  EXPECT_THAT(ready + rest, Not(HasSubstr("WATCHDOG=1")));
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
+}  // namespace
+}  // namespace fabric
