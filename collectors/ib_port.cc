@@ -139,6 +139,11 @@ class IbPortCollector final : public Collector {
   }
 
  private:
+  // Device attributes repeated as labels on every fabric_port_info.
+  struct DeviceAttrs {
+    std::string node_guid, hca_type, fw_ver;
+  };
+
   // Reads an attribute that may legitimately be absent (hfi1 has no
   // hca_type, most trees no node_desc). Absent = nullopt without a skip;
   // any other read error is a skipped input.
@@ -207,10 +212,6 @@ class IbPortCollector final : public Collector {
                1);
     for (const auto& port : *ports) CollectPort(device, port, attrs, sink);
   }
-
-  struct DeviceAttrs {
-    std::string node_guid, hca_type, fw_ver;
-  };
 
   void CollectPort(const std::string& device, const std::string& port,
                    const DeviceAttrs& attrs, MetricSink& sink) const {
