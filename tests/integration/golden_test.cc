@@ -3,9 +3,11 @@
 // byte. FABRICMON_UPDATE_GOLDEN=1 rewrites the files instead. The raw output
 // must also pass `promtool check metrics`.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -100,6 +102,48 @@ TEST_P(GoldenTest, PromtoolCheckMetricsIsClean) {
     if (!allowed) complaints += line + "\n";
   }
   EXPECT_EQ(complaints, "") << "promtool check metrics on " << tree;
+}
+
+// The daemon side of bad input: `fabricmon --once` on a broken tree still
+// exits 0, exports what is readable, and reports the skips per collector.
+TEST(OnceBadTreeTest, SkipsAreCountedInSelfMetrics) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() /
+                        ("fabricmon_once_bad_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto write = [&](const std::string& rel, const std::string& data) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << data;
+  };
+  const std::string port = "class/infiniband/mlx5_0/ports/1/";
+  write(port + "state", "4: ACTIVE\n");
+  write(port + "counters/port_rcv_data", "10\n");
+  write(port + "counters/symbol_error", "garbage\n");
+  write(port + "counters/link_downed", "");
+  write(port + "counters/port_xmit_wait", "-1\n");
+  write(port + "hw_counters/out_of_sequence", "N/A (no PMA)\n");
+  write(port + "hw_counters/np_cnp_sent", "3\n");
+  fs::create_directories(root /
+                         "class/infiniband/mlx5_1/ports/1");  // empty port
+  auto run = testing::RunCommand(testing::Binary("fabricmon") +
+                                 " --once --config /dev/null --sysfs.root " +
+                                 root.string() + " 2>/dev/null");
+  fs::remove_all(root);
+  ASSERT_EQ(run.exit_code, 0);
+  auto samples = testing::ParseSamples(run.out);
+  EXPECT_EQ(samples["fabric_collector_skipped_inputs{collector=\"ib_port\"}"],
+            3);
+  EXPECT_EQ(
+      samples["fabric_collector_skipped_inputs{collector=\"hw_counters\"}"], 1);
+  EXPECT_EQ(samples["fabric_collector_success{collector=\"ib_port\"}"], 1);
+  EXPECT_EQ(samples["fabric_collector_success{collector=\"hw_counters\"}"], 1);
+  EXPECT_EQ(
+      samples["fabric_port_receive_bytes_total{device=\"mlx5_0\",port=\"1\"}"],
+      40);
+  EXPECT_EQ(samples["fabric_roce_cnp_sent_total{device=\"mlx5_0\",port=\"1\"}"],
+            3);
+  EXPECT_EQ(samples.count("fabric_port_state{device=\"mlx5_1\",port=\"1\"}"),
+            0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Trees, GoldenTest,
