@@ -318,8 +318,13 @@ class ParityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParityTest, AgreesWithNodeExporter) {
   const std::string tree = GetParam();
-  NodeExporter node(testing::Fixture(tree));
-  auto scraped = node.ScrapeWhenReady();
+  // FreePort() can race with another process taking the port; node_exporter
+  // then exits at once, so retry on a fresh port a few times.
+  std::optional<std::string> scraped;
+  for (int attempt = 0; attempt < 3 && !scraped; ++attempt) {
+    NodeExporter node(testing::Fixture(tree));
+    scraped = node.ScrapeWhenReady();
+  }
   ASSERT_TRUE(scraped.has_value()) << "node_exporter did not serve /metrics";
   auto node_samples = Parse(*scraped);
   ASSERT_EQ(FindValue(node_samples, "node_scrape_collector_success",
