@@ -11,34 +11,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "collectors/roce_netlink_attrs.h"
+
 namespace fabric {
 namespace {
 
 std::error_code Errno(int e) { return {e, std::system_category()}; }
 
-constexpr std::size_t Align4(std::size_t n) {
-  return (n + 3) & ~std::size_t{3};
-}
-
-struct Attr {
-  std::uint16_t type;
-  std::span<const std::uint8_t> payload;
-};
-
-// Splits a buffer of netlink attributes. Returns false when an attribute
-// header or length runs past the buffer (hostile or truncated input).
-bool SplitAttrs(std::span<const std::uint8_t> buf, std::vector<Attr>& out) {
-  while (buf.size() >= sizeof(nlattr)) {
-    nlattr h;
-    std::memcpy(&h, buf.data(), sizeof(h));
-    if (h.nla_len < sizeof(nlattr) || h.nla_len > buf.size()) return false;
-    out.push_back({static_cast<std::uint16_t>(h.nla_type & NLA_TYPE_MASK),
-                   buf.subspan(sizeof(nlattr), h.nla_len - sizeof(nlattr))});
-    std::size_t step = std::min(Align4(h.nla_len), buf.size());
-    buf = buf.subspan(step);
-  }
-  return buf.empty();  // trailing bytes shorter than a header = truncated
-}
+using nl::Align4;
+using nl::Attr;
+using nl::SplitAttrs;
 
 bool DecodeIeee(std::span<const std::uint8_t> nest, DcbIeee& out) {
   std::vector<Attr> attrs;

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <set>
 
 #include "collectors/ethtool_ioctl.h"
+#include "collectors/roce_rdma_netlink.h"
 
 namespace fabric {
 namespace {
@@ -95,11 +97,13 @@ class RoceCollector final : public Collector {
  public:
   RoceCollector(CollectorEnv env, RoceOptions options,
                 std::unique_ptr<EthtoolSource> ethtool,
-                std::unique_ptr<DcbSource> dcb)
+                std::unique_ptr<DcbSource> dcb,
+                std::unique_ptr<RdmaStatSource> rdma)
       : env_(std::move(env)),
         options_(std::move(options)),
         ethtool_(std::move(ethtool)),
-        dcb_(std::move(dcb)) {}
+        dcb_(std::move(dcb)),
+        rdma_(std::move(rdma)) {}
 
   std::string_view Name() const override { return "roce"; }
 
@@ -135,7 +139,7 @@ class RoceCollector final : public Collector {
         return true;
       });
     }
-    CollectGidTypes(sink);
+    CollectPorts(sink);
 
     std::size_t ethtool_failed = 0;
     for (const RoceNetdev& t : targets) {
@@ -202,7 +206,7 @@ class RoceCollector final : public Collector {
     }
   }
 
-  void CollectGidTypes(MetricSink& sink) {
+  void CollectPorts(MetricSink& sink) {
     const Sysfs& fs = *env_.sysfs;
     auto devices = fs.List("class/infiniband");
     if (!devices) return;
@@ -215,10 +219,9 @@ class RoceCollector final : public Collector {
         auto ll = fs.Read(pdir + "/link_layer");
         if (!ll.ok() || Trim(ll.data) != "Ethernet") continue;
         auto idx = fs.List(pdir + "/gid_attrs/types");
-        if (!idx) continue;
         std::map<std::string, int> counts;
         std::size_t seen = 0;
-        for (const std::string& i : *idx) {
+        for (const std::string& i : idx ? *idx : std::vector<std::string>{}) {
           if (++seen > kMaxGidEntries) break;
           auto r = fs.Read(pdir + "/gid_attrs/types/" + i);
           if (!r.ok()) continue;  // unused entry: EINVAL
@@ -231,7 +234,50 @@ class RoceCollector final : public Collector {
                      "(ports/<n>/gid_attrs/types/*).",
                      {{"device", dev}, {"port", port}, {"type", type}}, n);
         }
+        if (rdma_) CollectOptionalCounters(dev, port, sink);
       }
+    }
+  }
+
+  // Counters the RDMA netlink reports for the port but hw_counters/ does
+  // not show: mlx5's optional counters, when an administrator enabled them.
+  void CollectOptionalCounters(const std::string& dev, const std::string& port,
+                               MetricSink& sink) {
+    const Sysfs& fs = *env_.sysfs;
+    auto guid_text = fs.Read("class/infiniband/" + dev + "/node_guid");
+    std::optional<std::uint64_t> guid;
+    if (guid_text.ok()) guid = ParseNodeGuid(guid_text.data);
+    std::uint32_t port_num = 0;
+    auto [end, ec] =
+        std::from_chars(port.data(), port.data() + port.size(), port_num);
+    if (!guid || ec != std::errc() || end != port.data() + port.size()) {
+      return;  // cannot tie the tree's device to a kernel device
+    }
+    RdmaStatResult r = rdma_->PortCounters(dev, *guid, port_num);
+    if (!r.ok()) {
+      // No ib_core / no such device here / old kernel: absent, not an error.
+      if (r.error != std::errc::no_such_device &&
+          r.error != std::errc::protocol_not_supported &&
+          r.error != std::errc::operation_not_supported &&
+          r.error != std::errc::no_such_file_or_directory) {
+        sink.Skip("rdma netlink " + dev + "/" + port + ": " +
+                  r.error.message());
+      }
+      return;
+    }
+    const std::string hw =
+        "class/infiniband/" + dev + "/ports/" + port + "/hw_counters";
+    auto listed = fs.List(hw);
+    std::set<std::string> in_sysfs;
+    if (listed) in_sysfs.insert(listed->begin(), listed->end());
+    for (const RdmaCounter& c : r.counters) {
+      if (in_sysfs.count(c.name)) continue;  // the hw_counters collector's
+      sink.Counter("fabric_roce_optional_counter_total",
+                   "mlx5 optional port counters (cc_rx_ce_pkts, "
+                   "cc_rx_cnp_pkts, cc_tx_cnp_pkts, ...) that RDMA netlink "
+                   "reports once enabled and hw_counters/ does not show.",
+                   {{"device", dev}, {"port", port}, {"counter", c.name}},
+                   static_cast<double>(c.value));
     }
   }
 
@@ -239,6 +285,7 @@ class RoceCollector final : public Collector {
   RoceOptions options_;
   std::unique_ptr<EthtoolSource> ethtool_;
   std::unique_ptr<DcbSource> dcb_;
+  std::unique_ptr<RdmaStatSource> rdma_;
 };
 
 }  // namespace
@@ -407,16 +454,18 @@ void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& w, MetricSink& sink) {
 
 std::unique_ptr<Collector> MakeRoceCollector(
     const CollectorEnv& env, RoceOptions options,
-    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb) {
+    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb,
+    std::unique_ptr<RdmaStatSource> rdma) {
   return std::make_unique<RoceCollector>(env, std::move(options),
-                                         std::move(ethtool), std::move(dcb));
+                                         std::move(ethtool), std::move(dcb),
+                                         std::move(rdma));
 }
 
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env) {
   RoceOptions options;
   options.extra_netdevs = env.netdevs;
   return MakeRoceCollector(env, std::move(options), MakeRealEthtoolSource(),
-                           MakeRealDcbSource());
+                           MakeRealDcbSource(), MakeRealRdmaStatSource());
 }
 
 }  // namespace fabric

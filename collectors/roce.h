@@ -7,7 +7,9 @@
 //     and reaction points (class/net/<if>/ecn/roce_{np,rp}/enable/<prio>,
 //     MLNX_OFED), PFC enabled priorities, ETS willing, prio->TC map, trust
 //     and the ieee_pfc pause counts via a DcbSource;
-//   - RoCE GID types per port (ports/<n>/gid_attrs/types/*).
+//   - RoCE GID types per port (ports/<n>/gid_attrs/types/*);
+//   - mlx5 optional counters (cc_*) via RDMA netlink, read only, when an
+//     administrator enabled them (collectors/roce_rdma_netlink.h).
 // Absent sources give absent metrics (never zeros). See docs/roce.md and the
 // "## roce" section of docs/metrics.md.
 //
@@ -15,7 +17,8 @@
 // port whose link_layer is Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
 // else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
 // its slaves, which carry the physical-port counters of a RoCE LAG
-// (mlx5_bond_N).
+// (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
+// are read, so a recorded tree never reads a same-named host interface.
 //
 // Thread-safety: one Collect() at a time per instance (collector.h); the
 // sources are owned by the instance.
@@ -30,6 +33,7 @@
 #include "collectors/dcb_netlink.h"
 #include "collectors/ethtool_parse.h"
 #include "collectors/ethtool_source.h"
+#include "collectors/roce_rdma_netlink.h"
 
 namespace fabric {
 
@@ -66,11 +70,13 @@ void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& where,
 // with non-alphanumerics as '_'.
 std::string GidTypeLabel(std::string_view sysfs_text);
 
+// Any source may be null (that part is then not collected).
 std::unique_ptr<Collector> MakeRoceCollector(
     const CollectorEnv& env, RoceOptions options,
-    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb);
+    std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb,
+    std::unique_ptr<RdmaStatSource> rdma = nullptr);
 
-// The registry's factory: real ethtool ioctl and DCB netlink sources,
+// The registry's factory: real ethtool ioctl, DCB and RDMA netlink sources,
 // env.netdevs as extra netdevs.
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env);
 
