@@ -11,67 +11,125 @@
 namespace fabric {
 namespace {
 
-// One row per counters/ file this collector knows. Files not listed here are
-// still exported, as fabric_port_other_total{counter="<file>"}.
-struct CounterSpec {
-  std::string_view file;    // ports/<n>/counters/<file>
-  std::string_view metric;  // family name
+// How a port file's text becomes a number.
+enum class Format {
+  kCounter,  // counters/<file>: decimal u64
+  kState,    // "4: ACTIVE"
+  kHex,      // "0x1f"
+  kDecimal,  // "0"
+};
+
+// The metric table: one row per port file with a dedicated metric. Files in
+// counters/ not listed here are still exported, as
+// fabric_port_other_total{counter="<file>"}. `rate` is handled on its own
+// (one file, two metrics), as are the labels of fabric_port_info.
+struct PortFileSpec {
+  std::string_view file;  // relative to ports/<n>/
+  std::string_view metric;
+  prometheus::MetricType type;
   std::string_view help;
+  Format format;
   // port_{xmit,rcv}_data count 4-byte words, not octets: the IB PMA
   // PortXmitData/PortRcvData fields are "divided by 4" (IBA spec vol 1
   // 16.1.3.5; Documentation/ABI/stable/sysfs-class-infiniband: "in units of
   // 4 octets"; procfs/node_exporter multiply by 4 for the same reason).
-  unsigned multiplier;
+  unsigned multiplier = 1;
   // Width of the PortCounters (attr 0x12) field. These fields saturate at
   // 2^bits-1 instead of wrapping (IBA PortCounters semantics; widths from
   // kernel drivers/infiniband/core/sysfs.c PORT_PMA_ATTR and libibmad
   // fields.c). 0 = a 64-bit PortCountersExtended field, no saturation flag.
-  unsigned saturate_bits;
+  unsigned saturate_bits = 0;
 };
 
+constexpr auto kCounter = prometheus::MetricType::Counter;
+constexpr auto kGauge = prometheus::MetricType::Gauge;
 constexpr std::string_view kErrors = "fabric_port_errors_total";
 constexpr std::string_view kErrorsHelp =
     "PortCounters error counters from counters/<error> (error = sysfs file "
     "name); these saturate at their field width, see "
     "fabric_port_counter_saturated.";
 
-constexpr CounterSpec kCounters[] = {
-    {"port_xmit_data", "fabric_port_transmit_bytes_total",
-     "Bytes transmitted on all VLs (counters/port_xmit_data x 4).", 4, 0},
-    {"port_rcv_data", "fabric_port_receive_bytes_total",
-     "Bytes received on all VLs (counters/port_rcv_data x 4).", 4, 0},
-    {"port_xmit_packets", "fabric_port_transmit_packets_total",
-     "Packets transmitted incl. errors (counters/port_xmit_packets).", 1, 0},
-    {"port_rcv_packets", "fabric_port_receive_packets_total",
-     "Packets received incl. errors (counters/port_rcv_packets).", 1, 0},
-    {"unicast_xmit_packets", "fabric_port_unicast_transmit_packets_total",
-     "Unicast packets transmitted (counters/unicast_xmit_packets).", 1, 0},
-    {"unicast_rcv_packets", "fabric_port_unicast_receive_packets_total",
-     "Unicast packets received (counters/unicast_rcv_packets).", 1, 0},
-    {"multicast_xmit_packets", "fabric_port_multicast_transmit_packets_total",
-     "Multicast packets transmitted (counters/multicast_xmit_packets).", 1, 0},
-    {"multicast_rcv_packets", "fabric_port_multicast_receive_packets_total",
-     "Multicast packets received (counters/multicast_rcv_packets).", 1, 0},
-    {"port_xmit_wait", "fabric_port_transmit_wait_total",
+constexpr PortFileSpec kPortFiles[] = {
+    {"state", "fabric_port_state", kGauge,
+     "Logical port state from ports/<n>/state (1 DOWN, 2 INIT, 3 ARMED, "
+     "4 ACTIVE, 5 ACTIVE_DEFER).",
+     Format::kState},
+    {"phys_state", "fabric_port_physical_state", kGauge,
+     "Physical port state from ports/<n>/phys_state (1 Sleep, 2 Polling, "
+     "3 Disabled, 4 PortConfigurationTraining, 5 LinkUp, "
+     "6 LinkErrorRecovery, 7 PhyTest).",
+     Format::kState},
+    {"lid", "fabric_port_lid", kGauge,
+     "Port LID from ports/<n>/lid (0 until the SM assigns one).", Format::kHex},
+    {"sm_lid", "fabric_port_sm_lid", kGauge,
+     "LID of the master subnet manager from ports/<n>/sm_lid.", Format::kHex},
+    {"sm_sl", "fabric_port_sm_sl", kGauge,
+     "Service level for SM traffic from ports/<n>/sm_sl.", Format::kDecimal},
+    {"cap_mask", "fabric_port_capability_mask", kGauge,
+     "PortInfo CapabilityMask from ports/<n>/cap_mask.", Format::kHex},
+    {"counters/port_xmit_data", "fabric_port_transmit_bytes_total", kCounter,
+     "Bytes transmitted on all VLs (counters/port_xmit_data x 4).",
+     Format::kCounter, 4},
+    {"counters/port_rcv_data", "fabric_port_receive_bytes_total", kCounter,
+     "Bytes received on all VLs (counters/port_rcv_data x 4).",
+     Format::kCounter, 4},
+    {"counters/port_xmit_packets", "fabric_port_transmit_packets_total",
+     kCounter, "Packets transmitted incl. errors (counters/port_xmit_packets).",
+     Format::kCounter},
+    {"counters/port_rcv_packets", "fabric_port_receive_packets_total", kCounter,
+     "Packets received incl. errors (counters/port_rcv_packets).",
+     Format::kCounter},
+    {"counters/unicast_xmit_packets",
+     "fabric_port_unicast_transmit_packets_total", kCounter,
+     "Unicast packets transmitted (counters/unicast_xmit_packets).",
+     Format::kCounter},
+    {"counters/unicast_rcv_packets",
+     "fabric_port_unicast_receive_packets_total", kCounter,
+     "Unicast packets received (counters/unicast_rcv_packets).",
+     Format::kCounter},
+    {"counters/multicast_xmit_packets",
+     "fabric_port_multicast_transmit_packets_total", kCounter,
+     "Multicast packets transmitted (counters/multicast_xmit_packets).",
+     Format::kCounter},
+    {"counters/multicast_rcv_packets",
+     "fabric_port_multicast_receive_packets_total", kCounter,
+     "Multicast packets received (counters/multicast_rcv_packets).",
+     Format::kCounter},
+    {"counters/port_xmit_wait", "fabric_port_transmit_wait_total", kCounter,
      "Ticks with data to send but no credits/arbitration "
      "(counters/port_xmit_wait, 32-bit PortCounters field).",
-     1, 32},
-    {"symbol_error", kErrors, kErrorsHelp, 1, 16},
-    {"link_error_recovery", kErrors, kErrorsHelp, 1, 8},
-    {"link_downed", kErrors, kErrorsHelp, 1, 8},
-    {"port_rcv_errors", kErrors, kErrorsHelp, 1, 16},
-    {"port_rcv_remote_physical_errors", kErrors, kErrorsHelp, 1, 16},
-    {"port_rcv_switch_relay_errors", kErrors, kErrorsHelp, 1, 16},
-    {"port_xmit_discards", kErrors, kErrorsHelp, 1, 16},
-    {"port_xmit_constraint_errors", kErrors, kErrorsHelp, 1, 8},
-    {"port_rcv_constraint_errors", kErrors, kErrorsHelp, 1, 8},
-    {"local_link_integrity_errors", kErrors, kErrorsHelp, 1, 4},
-    {"excessive_buffer_overrun_errors", kErrors, kErrorsHelp, 1, 4},
-    {"VL15_dropped", kErrors, kErrorsHelp, 1, 16},
+     Format::kCounter, 1, 32},
+    {"counters/symbol_error", kErrors, kCounter, kErrorsHelp, Format::kCounter,
+     1, 16},
+    {"counters/link_error_recovery", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 8},
+    {"counters/link_downed", kErrors, kCounter, kErrorsHelp, Format::kCounter,
+     1, 8},
+    {"counters/port_rcv_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 16},
+    {"counters/port_rcv_remote_physical_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 16},
+    {"counters/port_rcv_switch_relay_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 16},
+    {"counters/port_xmit_discards", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 16},
+    {"counters/port_xmit_constraint_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 8},
+    {"counters/port_rcv_constraint_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 8},
+    {"counters/local_link_integrity_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 4},
+    {"counters/excessive_buffer_overrun_errors", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter, 1, 4},
+    {"counters/VL15_dropped", kErrors, kCounter, kErrorsHelp, Format::kCounter,
+     1, 16},
     // Exposed by some kernels (procfs parses it); width not documented, so
     // no saturation flag.
-    {"port_rcv_discards", kErrors, kErrorsHelp, 1, 0},
+    {"counters/port_rcv_discards", kErrors, kCounter, kErrorsHelp,
+     Format::kCounter},
 };
+
+constexpr std::string_view kCountersPrefix = "counters/";
 
 // Legacy mlx4 stacks (MLNX_OFED) add counters_ext/ with 64-bit versions of
 // the data/packet counters because their counters/ files are the 32-bit
@@ -101,11 +159,31 @@ constexpr std::string_view kOtherCounterHelp =
     "A counters/ or counters_ext/ file fabricmon has no dedicated metric for, "
     "value as read (no unit conversion).";
 
-const CounterSpec* FindCounter(std::string_view file) {
-  for (const auto& spec : kCounters) {
-    if (spec.file == file) return &spec;
+// The counters/ row for `file` ("port_rcv_data"), or nullptr.
+const PortFileSpec* FindCounter(std::string_view file) {
+  for (const auto& spec : kPortFiles) {
+    if (spec.format == Format::kCounter &&
+        spec.file.substr(kCountersPrefix.size()) == file) {
+      return &spec;
+    }
   }
   return nullptr;
+}
+
+// Parses an attribute file per its format.
+Parsed<std::uint64_t> ParseAttribute(Format format, std::string_view text) {
+  switch (format) {
+    case Format::kState: {
+      auto state = ParseState(text);
+      return {state.status, state.value.id};
+    }
+    case Format::kHex:
+      return ParseHex(text);
+    case Format::kCounter:
+    case Format::kDecimal:
+      return ParseU64(text);
+  }
+  return {};
 }
 
 const ExtSpec* FindExt(std::string_view file) {
@@ -218,30 +296,18 @@ class IbPortCollector final : public Collector {
     const std::string dir = IbDevicePath(device) + "/ports/" + port;
     const Labels labels = {{"device", device}, {"port", port}};
 
-    if (auto text = ReadAttr(dir + "/state", sink)) {
-      auto state = ParseState(*text);
-      if (state.ok()) {
-        sink.Gauge("fabric_port_state",
-                   "Logical port state from ports/<n>/state (1 DOWN, 2 INIT, "
-                   "3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER).",
-                   labels, state.value.id);
-      } else {
-        sink.Skip(dir +
-                  "/state: " + std::string(ParseStatusName(state.status)));
+    for (const auto& spec : kPortFiles) {
+      if (spec.format == Format::kCounter) continue;
+      const std::string path = dir + "/" + std::string(spec.file);
+      auto text = ReadAttr(path, sink);
+      if (!text) continue;
+      auto value = ParseAttribute(spec.format, *text);
+      if (!value.ok()) {
+        sink.Skip(path + ": " + std::string(ParseStatusName(value.status)));
+        continue;
       }
-    }
-    if (auto text = ReadAttr(dir + "/phys_state", sink)) {
-      auto state = ParseState(*text);
-      if (state.ok()) {
-        sink.Gauge("fabric_port_physical_state",
-                   "Physical port state from ports/<n>/phys_state (1 Sleep, "
-                   "2 Polling, 3 Disabled, 4 PortConfigurationTraining, "
-                   "5 LinkUp, 6 LinkErrorRecovery, 7 PhyTest).",
-                   labels, state.value.id);
-      } else {
-        sink.Skip(dir +
-                  "/phys_state: " + std::string(ParseStatusName(state.status)));
-      }
+      sink.Gauge(spec.metric, spec.help, labels,
+                 static_cast<double>(value.value));
     }
     if (auto text = ReadAttr(dir + "/rate", sink)) {
       auto rate = ParseRate(*text);
@@ -256,24 +322,6 @@ class IbPortCollector final : public Collector {
         }
       } else if (rate.status != ParseStatus::kNotAvailable) {
         sink.Skip(dir + "/rate: " + std::string(ParseStatusName(rate.status)));
-      }
-    }
-    HexGauge(dir + "/lid", "fabric_port_lid",
-             "Port LID from ports/<n>/lid (0 until the SM assigns one).",
-             labels, sink);
-    HexGauge(dir + "/sm_lid", "fabric_port_sm_lid",
-             "LID of the master subnet manager from ports/<n>/sm_lid.", labels,
-             sink);
-    HexGauge(dir + "/cap_mask", "fabric_port_capability_mask",
-             "PortInfo CapabilityMask from ports/<n>/cap_mask.", labels, sink);
-    if (auto text = ReadAttr(dir + "/sm_sl", sink)) {
-      auto sl = ParseU64(*text);
-      if (sl.ok()) {
-        sink.Gauge("fabric_port_sm_sl",
-                   "Service level for SM traffic from ports/<n>/sm_sl.", labels,
-                   static_cast<double>(sl.value));
-      } else {
-        sink.Skip(dir + "/sm_sl: " + std::string(ParseStatusName(sl.status)));
       }
     }
 
@@ -292,19 +340,6 @@ class IbPortCollector final : public Collector {
                1);
 
     CollectCounters(dir, labels, sink);
-  }
-
-  void HexGauge(const std::string& path, std::string_view metric,
-                std::string_view help, const Labels& labels,
-                MetricSink& sink) const {
-    auto text = ReadAttr(path, sink);
-    if (!text) return;
-    auto value = ParseHex(*text);
-    if (!value.ok()) {
-      sink.Skip(path + ": " + std::string(ParseStatusName(value.status)));
-      return;
-    }
-    sink.Gauge(metric, help, labels, static_cast<double>(value.value));
   }
 
   // Port GUID = interface id of GID 0. Optional: recorded trees often lack
@@ -383,22 +418,24 @@ class IbPortCollector final : public Collector {
       }
     }
 
-    for (const auto& spec : kCounters) {
-      auto it = values.find(spec.file);
+    for (const auto& spec : kPortFiles) {
+      if (spec.format != Format::kCounter) continue;
+      const std::string_view file = spec.file.substr(kCountersPrefix.size());
+      auto it = values.find(file);
       if (it == values.end()) continue;
       const std::uint64_t raw = it->second;
       const double value = static_cast<double>(raw) * spec.multiplier;
       if (spec.metric == kErrors) {
         Labels error_labels = labels;
-        error_labels.emplace_back("error", std::string(spec.file));
+        error_labels.emplace_back("error", std::string(file));
         sink.Counter(kErrors, kErrorsHelp, error_labels, value);
       } else {
-        sink.Counter(spec.metric, spec.help, labels, value);
+        sink.Counter(spec.metric, spec.help, labels, value);  // all kCounter
       }
       if (spec.saturate_bits > 0) {
         const std::uint64_t max = (std::uint64_t{1} << spec.saturate_bits) - 1;
         Labels sat_labels = labels;
-        sat_labels.emplace_back("counter", std::string(spec.file));
+        sat_labels.emplace_back("counter", std::string(file));
         sink.Gauge("fabric_port_counter_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
