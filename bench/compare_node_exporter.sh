@@ -22,8 +22,10 @@
 #     collect) answers, then either scrapes /metrics once ("scrape") or not
 #     ("idle"), then SIGTERMs it and reads user+sys and ru_maxrss (= VmHWM)
 #     from wait4(). /proc/<pid>/stat would give the same CPU in 10 ms ticks,
-#     too coarse for a ~10 ms scrape. Scrape cost = mean(scrape) -
-#     mean(idle), i.e. node_exporter's start-up/shutdown cost is removed.
+#     too coarse for a ~10 ms scrape. Scrape cost = median(scrape) -
+#     median(idle), i.e. node_exporter's start-up/shutdown cost is removed.
+#   Medians, not means: the build machines are shared and a single run
+#   that lost its CPU caches to a neighbour's compile skews a mean.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="${1:-build/fabricmon}"
@@ -106,7 +108,7 @@ fmi = [fabricmon_once(tree, ib_config.name) for _ in range(runs)]
 ne = [node_exporter(True) for _ in range(runs)]
 ne0 = [node_exporter(False) for _ in range(runs)]
 
-mean = lambda xs: statistics.mean(xs)
+mean = lambda xs: statistics.median(xs)
 fm_cpu = mean([x[0] for x in fm]); fm0_cpu = mean([x[0] for x in fm0])
 fmi_cpu = mean([x[0] for x in fmi])
 ne_cpu = mean([x[0] for x in ne]); ne0_cpu = mean([x[0] for x in ne0])
@@ -115,7 +117,7 @@ fm_rss = max(x[1] for x in fm); ne_rss = max(x[1] for x in ne); ne0_rss = max(x[
 fm_text, ne_text = fm[0][2], ne[0][2]
 
 print("tree: %s, runs: %d" % (tree, runs))
-print("fabricmon --once            CPU %.2f ms/collection (stdev %.2f), peak RSS %d KiB"
+print("fabricmon --once            CPU %.2f ms/collection (median; stdev %.2f), peak RSS %d KiB"
       % (fm_cpu * 1e3, statistics.stdev([x[0] for x in fm]) * 1e3, fm_rss))
 print("fabricmon --once empty tree CPU %.2f ms (start-up), collection alone %.2f ms"
       % (fm0_cpu * 1e3, (fm_cpu - fm0_cpu) * 1e3))
