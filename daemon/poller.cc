@@ -103,7 +103,13 @@ void Poller::OnDeadline(std::uint64_t generation) {
       std::chrono::duration<double>(c_.config.timeout).count();
   snapshot->timestamp_seconds = UnixNow();
   snapshot->last_success_seconds = last_success_;
-  store_->Publish(std::move(snapshot));
+  Publish(std::move(snapshot));
+}
+
+void Poller::Publish(std::shared_ptr<Snapshot> snapshot) {
+  std::shared_ptr<const Snapshot> published = std::move(snapshot);
+  store_->Publish(published);
+  if (on_publish_) on_publish_(*published);
 }
 
 void Poller::OnDone(std::uint64_t generation,
@@ -126,7 +132,7 @@ void Poller::OnDone(std::uint64_t generation,
                  snapshot->skipped);
   }
   failing_ = !snapshot->success;
-  store_->Publish(std::move(snapshot));
+  Publish(std::move(snapshot));
 }
 
 }  // namespace fabric

@@ -62,17 +62,25 @@ class Poller : public std::enable_shared_from_this<Poller> {
 
   const std::string& name() const { return c_.name; }
 
+  // Called on the io_context thread after every publish (tests record the
+  // history with it). Set before Start().
+  void set_on_publish(std::function<void(const Snapshot&)> f) {
+    on_publish_ = std::move(f);
+  }
+
  private:
   void Tick();
   void Schedule();
   void OnDeadline(std::uint64_t generation);
   void OnDone(std::uint64_t generation, std::shared_ptr<Snapshot> snapshot);
+  void Publish(std::shared_ptr<Snapshot> snapshot);
 
   boost::asio::io_context& io_;
   boost::asio::thread_pool& workers_;
   NamedCollector c_;
   std::shared_ptr<SnapshotStore> store_;
   std::shared_ptr<InFlight> in_flight_;
+  std::function<void(const Snapshot&)> on_publish_;
   boost::asio::steady_timer tick_timer_;
   boost::asio::steady_timer deadline_timer_;
   std::chrono::steady_clock::time_point next_tick_;

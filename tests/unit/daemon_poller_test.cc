@@ -1,0 +1,192 @@
+// Tests for daemon/poller.h: a collection that overruns its timeout is
+// published as failed with no samples, its late result still counts as
+// failed, collections of one collector never overlap, and a stopped poller
+// publishes nothing more. Waits poll for states; nothing asserts on time.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "daemon/poller.h"
+
+namespace fabric {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool WaitFor(const std::function<bool()>& done) {
+  for (int i = 0; i < 400; ++i) {  // up to ~20 s
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
+// A collector whose Collect() blocks until released, counting calls and
+// the peak number of concurrent calls.
+class GateCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "gate"; }
+  bool Collect(MetricSink& sink) noexcept override {
+    int now = ++active_;
+    int seen = peak_.load();
+    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+    }
+    ++calls_;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return open_; });
+    }
+    sink.Gauge("fabric_gate", "test", {{"device", "d"}}, calls_.load());
+    --active_;
+    return ok_;
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::atomic<int> calls_{0};
+  std::atomic<int> active_{0};
+  std::atomic<int> peak_{0};
+  std::atomic<bool> ok_{true};
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+class PollerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    gate_->Open();
+    boost::asio::post(io_, [this] {
+      if (poller_) poller_->Stop();
+    });
+    in_flight_->WaitIdle(20s);
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+    workers_.join();
+  }
+  void Start(std::chrono::microseconds interval,
+             std::chrono::microseconds timeout) {
+    NamedCollector c;
+    c.name = "gate";
+    c.config.interval = interval;
+    c.config.timeout = timeout;
+    c.collector = gate_;
+    boost::asio::post(io_, [this, c] {
+      poller_ = std::make_shared<Poller>(io_, workers_, c, store_, in_flight_);
+      poller_->set_on_publish([this](const Snapshot& s) {
+        std::lock_guard lock(history_mu_);
+        history_.push_back(s);
+      });
+      poller_->Start();
+    });
+  }
+
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
+      guard_ = boost::asio::make_work_guard(io_);
+  boost::asio::thread_pool workers_{2};
+  std::shared_ptr<SnapshotStore> store_ = std::make_shared<SnapshotStore>();
+  std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
+  std::shared_ptr<GateCollector> gate_ = std::make_shared<GateCollector>();
+  std::shared_ptr<Poller> poller_;
+  std::mutex history_mu_;
+  std::vector<Snapshot> history_;  // every publish, in order
+  std::vector<Snapshot> History() {
+    std::lock_guard lock(history_mu_);
+    return history_;
+  }
+  std::thread thread_;
+};
+
+TEST_F(PollerTest, OverrunIsPublishedAsFailedWithoutSamples) {
+  Start(10ms, 50ms);
+  ASSERT_TRUE(WaitFor([&] { return store_->Latest("gate") != nullptr; }));
+  auto timed_out = store_->Latest("gate");
+  EXPECT_FALSE(timed_out->success);
+  EXPECT_TRUE(timed_out->families.empty());
+  EXPECT_EQ(timed_out->last_success_seconds, 0);
+  // Many ticks have passed while blocked, yet only one collection started.
+  EXPECT_EQ(gate_->calls_.load(), 1);
+
+  gate_->Open();
+  // The late result is published with its samples but still as a failure;
+  // later collections run normally and succeed.
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = store_->Latest("gate");
+    return s && s->success;
+  }));
+  auto history = History();
+  ASSERT_GE(history.size(), 3u);
+  EXPECT_FALSE(history[0].success);  // the deadline
+  EXPECT_TRUE(history[0].families.empty());
+  EXPECT_FALSE(history[1].success);  // the late return
+  ASSERT_EQ(history[1].families.size(), 1u);
+  EXPECT_EQ(history[1].families[0].metric[0].gauge.value, 1);
+  EXPECT_EQ(history[1].last_success_seconds, 0);
+  EXPECT_TRUE(history[2].success);
+  EXPECT_GT(store_->Latest("gate")->last_success_seconds, 0);
+  EXPECT_EQ(gate_->peak_.load(), 1);
+}
+
+TEST_F(PollerTest, NeverTwoCollectionsAtOnce) {
+  gate_->Open();
+  Start(1ms, 1s);
+  ASSERT_TRUE(WaitFor([&] { return gate_->calls_.load() >= 50; }));
+  EXPECT_EQ(gate_->peak_.load(), 1);
+  auto s = store_->Latest("gate");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->success);
+}
+
+TEST_F(PollerTest, FailedCollectionKeepsLastSuccessTime) {
+  gate_->Open();
+  Start(5ms, 1s);
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = store_->Latest("gate");
+    return s && s->success;
+  }));
+  gate_->ok_ = false;
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = store_->Latest("gate");
+    return s && !s->success;
+  }));
+  auto failed = store_->Latest("gate");
+  EXPECT_GT(failed->last_success_seconds, 0);
+  EXPECT_LT(failed->last_success_seconds, failed->timestamp_seconds + 1e-9);
+  // A failed collection exports what it gathered itself, never older data.
+  ASSERT_EQ(failed->families.size(), 1u);
+}
+
+TEST_F(PollerTest, StoppedPollerPublishesNothingMore) {
+  Start(10ms, 10s);
+  ASSERT_TRUE(WaitFor([&] { return gate_->calls_.load() == 1; }));
+  boost::asio::post(io_, [this] { poller_->Stop(); });
+  gate_->Open();
+  ASSERT_TRUE(in_flight_->WaitIdle(20s));
+  // Drain the io_context once more so a late OnDone would have run.
+  std::promise<void> drained;
+  boost::asio::post(io_, [&] { drained.set_value(); });
+  drained.get_future().wait();
+  EXPECT_EQ(store_->Latest("gate"), nullptr);
+  EXPECT_EQ(gate_->calls_.load(), 1);
+}
+
+}  // namespace
+}  // namespace fabric
