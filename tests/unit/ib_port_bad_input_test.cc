@@ -214,5 +214,27 @@ TEST_F(BadInputTest, NetdevFromDevicePortOnTwoPortDevice) {
             "ib1");
 }
 
+// Real sysfs: class/infiniband/<dev> and <dev>/device are symlinks into
+// /sys/devices; the collectors must follow them.
+TEST_F(BadInputTest, FollowsRealSysfsSymlinks) {
+  const std::string pci = "devices/pci0000:00/0000:00:02.0/0000:3b:00.0";
+  Write(pci + "/infiniband/mlx5_4/ports/1/state", "4: ACTIVE\n");
+  Write(pci + "/infiniband/mlx5_4/ports/1/counters/port_rcv_data", "5\n");
+  Write(pci + "/infiniband/mlx5_4/ports/1/hw_counters/np_cnp_sent", "6\n");
+  Write(pci + "/net/eth2/dev_port", "0\n");
+  fs::create_directory_symlink("../..",
+                               root_ / pci / "infiniband/mlx5_4/device");
+  fs::create_directory_symlink("../../" + pci + "/infiniband/mlx5_4",
+                               root_ / "class/infiniband/mlx5_4");
+  std::shared_ptr<const Sysfs> sysfs = MakeRealSysfs(root_.string());
+  auto c = testing::RunOn(MakeIbPortCollector, sysfs);
+  const std::map<std::string, std::string> port = {{"device", "mlx5_4"},
+                                                   {"port", "1"}};
+  EXPECT_EQ(c.Value("fabric_port_receive_bytes_total", port), 20.0);
+  EXPECT_EQ(c.Label("fabric_port_info", port, "netdev"), "eth2");
+  auto hw = testing::RunOn(MakeHwCountersCollector, sysfs);
+  EXPECT_EQ(hw.Value("fabric_roce_cnp_sent_total", port), 6.0);
+}
+
 }  // namespace
 }  // namespace fabric
