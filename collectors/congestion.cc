@@ -3,6 +3,10 @@
 #include <exception>
 #include <set>
 
+#include "collectors/ethtool_ioctl.h"
+#include "collectors/ethtool_parse.h"
+#include "collectors/roce.h"
+
 namespace fabric {
 namespace {
 
@@ -18,10 +22,12 @@ double SteadySeconds() {
 
 CongestionCollector::CongestionCollector(CollectorEnv env,
                                          CongestionOptions options,
-                                         MonotonicClock clock)
+                                         MonotonicClock clock,
+                                         std::unique_ptr<EthtoolSource> ethtool)
     : env_(std::move(env)),
       options_(options),
-      clock_(clock ? std::move(clock) : MonotonicClock(SteadySeconds)) {}
+      clock_(clock ? std::move(clock) : MonotonicClock(SteadySeconds)),
+      ethtool_(std::move(ethtool)) {}
 
 bool CongestionCollector::Collect(MetricSink& sink) noexcept {
   try {
@@ -100,6 +106,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
         auto it = ports_.find(key);
         if (it == ports_.end()) {
           it = ports_.emplace(key, NewPort(ports_dir + "/" + port)).first;
+          ports_changed_ = true;
         }
         it->second.window.Add(Poll(it->second, now, sink));
         seen.insert(key);
@@ -108,7 +115,11 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
   }
   // Vanished devices/ports: forget them so a re-probed device starts a new
   // baseline instead of producing a bogus interval.
-  std::erase_if(ports_, [&](const auto& kv) { return !seen.count(kv.first); });
+  if (std::erase_if(ports_,
+                    [&](const auto& kv) { return !seen.count(kv.first); })) {
+    ports_changed_ = true;
+  }
+  if (ethtool_) PollPfc(sink);
 
   const double end = clock_();
   sink.Gauge("fabric_congestion_window_seconds",
@@ -143,15 +154,78 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
          "(hw_counters/np_cnp_sent).",
          p.cnp_sent_per_second);
   }
+  EmitPfc(end, sink);
   // A missing subsystem is success with no samples; an unreadable one
   // (permission, I/O error) is a failure.
   if (!devices && error != std::errc::no_such_file_or_directory) return false;
   return true;
 }
 
+void CongestionCollector::PollPfc(MetricSink& sink) {
+  if (ports_changed_) {
+    // Rediscover only when ports came or went: discovery reads link_layer
+    // and gid_attrs of every port, which is too much for every fast poll.
+    std::map<std::string, Netdev> next;
+    for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, env_.devices)) {
+      if (!env_.sysfs->IsDirectory("class/net/" + t.netdev)) continue;
+      auto old = netdevs_.find(t.netdev);
+      next[t.netdev] = old != netdevs_.end() ? std::move(old->second)
+                                             : Netdev{t.device, t.port, {}};
+    }
+    netdevs_ = std::move(next);
+    ports_changed_ = false;
+  }
+  for (auto& [name, nd] : netdevs_) {
+    const EthtoolResult r = ethtool_->Stats(name);
+    const double t = clock_();
+    if (!r.ok()) {
+      sink.Skip("ethtool " + name + ": " + r.error.message());
+      for (auto& [_, w] : nd.pause) w.Add(t, std::nullopt);
+      continue;
+    }
+    const RoceEthtoolStats stats =
+        ParseEthtoolStats(r.stats.names, r.stats.values);
+    for (int p = 0; p < kPriorities; ++p) {
+      for (int d : {kRx, kTx}) {
+        const auto& v = stats.prio[p].pause_duration_us[d];
+        auto it = nd.pause.find({p, d});
+        if (!v && it == nd.pause.end()) continue;
+        if (it == nd.pause.end()) {
+          // microseconds paused per second of interval -> fraction of time
+          it = nd.pause
+                   .emplace(std::pair{p, d},
+                            CounterPeakWindow(options_.window_seconds, 1e-6))
+                   .first;
+        }
+        it->second.Add(t, v);
+      }
+    }
+  }
+}
+
+void CongestionCollector::EmitPfc(double now, MetricSink& sink) {
+  for (auto& [name, nd] : netdevs_) {
+    for (auto& [key, window] : nd.pause) {
+      window.Expire(now);
+      const auto peak = window.Peak(now);
+      if (!peak) continue;
+      sink.Gauge("fabric_pfc_pause_peak_ratio",
+                 "Peak over the window of the per-poll fraction of time the "
+                 "priority was paused by PFC (ethtool "
+                 "{rx,tx}_prio<p>_pause_duration, microseconds).",
+                 {{"device", nd.device},
+                  {"port", nd.port},
+                  {"netdev", name},
+                  {"priority", std::to_string(key.first)},
+                  {"direction", DirectionName(key.second)}},
+                 *peak);
+    }
+  }
+}
+
 std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env) {
-  return std::make_unique<CongestionCollector>(env, CongestionOptions{},
-                                               MonotonicClock{});
+  return std::make_unique<CongestionCollector>(
+      env, CongestionOptions{}, MonotonicClock{}, MakeRealEthtoolSource());
 }
 
 }  // namespace fabric

@@ -12,8 +12,11 @@
 // appears. Devices and ports that vanish lose their history; those that
 // (re)appear start a new baseline.
 //
-// PFC pause peaks are not produced here: mlx5 exposes PFC pause counters
-// only through ethtool (the roce collector's source), not in sysfs.
+// PFC: for each netdev behind an Ethernet (RoCE) port (found with the roce
+// collector's DiscoverRoceNetdevs when the port set changes), one ethtool
+// statistics read per poll through an EthtoolSource gives
+// {rx,tx}_prio<p>_pause_duration (microseconds), whose per-interval share of
+// time is the PFC pause peak. mlx5 has no PFC counters in sysfs.
 //
 // Thread-safety: one Collect() at a time per instance (collector contract).
 #pragma once
@@ -28,6 +31,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/congestion_window.h"
+#include "collectors/ethtool_source.h"
 
 namespace fabric {
 
@@ -56,8 +60,10 @@ using MonotonicClock = std::function<double()>;
 
 class CongestionCollector final : public Collector {
  public:
+  // `ethtool` may be null: no PFC peaks.
   CongestionCollector(CollectorEnv env, CongestionOptions options,
-                      MonotonicClock clock);
+                      MonotonicClock clock,
+                      std::unique_ptr<EthtoolSource> ethtool = nullptr);
   std::string_view Name() const override { return "congestion"; }
   bool Collect(MetricSink& sink) noexcept override;
 
@@ -73,17 +79,29 @@ class CongestionCollector final : public Collector {
   };
   using Key = std::pair<std::string, std::string>;  // device, port
 
+  // PFC pause windows of one netdev, per (priority, direction).
+  struct Netdev {
+    std::string device, port;
+    std::map<std::pair<int, int>, CounterPeakWindow> pause;
+  };
+
   bool CollectImpl(MetricSink& sink);
   Port NewPort(const std::string& dir);
   CongestionSample Poll(Port& port, double now, MetricSink& sink);
+  void PollPfc(MetricSink& sink);
+  void EmitPfc(double now, MetricSink& sink);
 
   CollectorEnv env_;
   CongestionOptions options_;
   MonotonicClock clock_;
+  std::unique_ptr<EthtoolSource> ethtool_;
   std::map<Key, Port> ports_;
+  bool ports_changed_ = true;
+  std::map<std::string, Netdev> netdevs_;  // by netdev name
 };
 
-// Factory for collectors/registry.cc: default options, steady clock.
+// Factory for collectors/registry.cc: default options, steady clock, the
+// real ethtool ioctl source.
 std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env);
 
 }  // namespace fabric

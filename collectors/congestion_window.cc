@@ -109,6 +109,41 @@ CongestionPeaks PortWindow::Peaks(double now_seconds) const {
   return peaks;
 }
 
+void CounterPeakWindow::Add(double time_seconds,
+                            std::optional<std::uint64_t> value) {
+  if (!value) {
+    last_.reset();  // unreadable: the next good value is a new baseline
+    return;
+  }
+  if (last_ && time_seconds > last_->first && *value >= last_->second) {
+    const double dt = time_seconds - last_->first;
+    intervals_.push_back(
+        {time_seconds,
+         Clamp01(static_cast<double>(*value - last_->second) * scale_ / dt)});
+  }
+  if (!last_ || time_seconds > last_->first) last_ = {{time_seconds, *value}};
+  Expire(time_seconds);
+}
+
+void CounterPeakWindow::Expire(double now_seconds) {
+  while (!intervals_.empty() &&
+         intervals_.front().end_seconds <= now_seconds - window_seconds_) {
+    intervals_.pop_front();
+  }
+}
+
+std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
+  std::optional<double> peak;
+  for (const auto& i : intervals_) {
+    if (i.end_seconds <= now_seconds - window_seconds_ ||
+        i.end_seconds > now_seconds) {
+      continue;
+    }
+    MaxInto(peak, i.ratio);
+  }
+  return peak;
+}
+
 std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   text = Trim(text);
   const auto space = text.find(' ');

@@ -18,6 +18,7 @@
 #include <deque>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 namespace fabric {
 
@@ -73,6 +74,29 @@ class PortWindow {
   double tick_seconds_;
   std::optional<CongestionSample> last_;
   std::deque<IntervalRatios> intervals_;
+};
+
+// Peak over a sliding window of one cumulative counter's rate times
+// `scale`, clamped to [0, 1]: used for PFC pause durations (microseconds
+// paused per second -> fraction of time paused, scale 1e-6). Same rules as
+// PortWindow: a decrease skips the interval, the first sample is a baseline.
+class CounterPeakWindow {
+ public:
+  CounterPeakWindow(double window_seconds, double scale)
+      : window_seconds_(window_seconds), scale_(scale) {}
+  void Add(double time_seconds, std::optional<std::uint64_t> value);
+  std::optional<double> Peak(double now_seconds) const;
+  void Expire(double now_seconds);
+
+ private:
+  struct Interval {
+    double end_seconds;
+    double ratio;
+  };
+  double window_seconds_;
+  double scale_;
+  std::optional<std::pair<double, std::uint64_t>> last_;  // time, value
+  std::deque<Interval> intervals_;
 };
 
 // "400 Gb/sec (4X NDR)" or "25 Gb/sec" or "2.5 Gb/sec (1X SDR)" -> bytes per

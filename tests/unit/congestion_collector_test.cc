@@ -406,6 +406,120 @@ TEST(CongestionFixtureTest, RealTrees) {
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx4_0", "1"));
 }
 
+// Scripted ethtool statistics per netdev; counts calls.
+class FakeEthtool final : public EthtoolSource {
+ public:
+  std::map<std::string, std::map<std::string, std::uint64_t>> stats;
+  std::map<std::string, int> calls;
+  EthtoolResult Stats(const std::string& netdev) override {
+    ++calls[netdev];
+    EthtoolResult r;
+    auto it = stats.find(netdev);
+    if (it == stats.end()) {
+      r.error = std::make_error_code(std::errc::no_such_device);
+      return r;
+    }
+    r.stats.driver = "mlx5_core";
+    for (const auto& [n, v] : it->second) {
+      r.stats.names.push_back(n);
+      r.stats.values.push_back(v);
+    }
+    return r;
+  }
+};
+
+std::optional<double> PfcPeak(const std::vector<prometheus::MetricFamily>& fams,
+                              const std::string& prio,
+                              const std::string& direction) {
+  for (const auto& f : fams) {
+    if (f.name != "fabric_pfc_pause_peak_ratio") continue;
+    for (const auto& m : f.metric) {
+      std::map<std::string, std::string> l;
+      for (const auto& lp : m.label) l[lp.name] = lp.value;
+      if (l["priority"] == prio && l["direction"] == direction) {
+        EXPECT_EQ(l["device"], "mlx5_bond_0");
+        EXPECT_EQ(l["port"], "1");
+        EXPECT_EQ(l["netdev"], "bond0");
+        return m.gauge.value;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
+  const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
+  fs->files[port + "link_layer"] = "Ethernet\n";
+  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
+  fs->files["class/net/bond0/operstate"] = "up\n";
+  fs->SetPort("mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
+  auto ethtool = std::make_unique<FakeEthtool>();
+  FakeEthtool* eth = ethtool.get();
+  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 0},
+                         {"tx_prio3_pause_duration", 0},
+                         {"rx_prio3_pause", 0}};
+  CollectorEnv env;
+  env.sysfs = fs;
+  options.window_seconds = 10;
+  CongestionCollector c(
+      env, options, [this] { return now; }, std::move(ethtool));
+  auto collect = [&] {
+    MetricSink sink;
+    EXPECT_TRUE(c.Collect(sink));
+    return sink.Take();
+  };
+  collect();  // baseline
+  // 200 ms poll in which priority 3 was paused (rx) for 150 ms.
+  now += 0.2;
+  eth->stats["bond0"]["rx_prio3_pause_duration"] = 150'000;
+  auto fams = collect();
+  EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.75, 1e-9);
+  EXPECT_NEAR(*PfcPeak(fams, "3", "tx"), 0.0, 1e-9);
+  EXPECT_FALSE(PfcPeak(fams, "0", "rx"));  // no such counter: absent
+  // Calm afterwards: the peak stays until it leaves the 10 s window.
+  for (int i = 0; i < 60; ++i) {
+    now += 0.2;
+    fams = collect();
+  }
+  EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
+  // A counter reset is skipped, not a negative or huge ratio.
+  now += 0.2;
+  eth->stats["bond0"]["rx_prio3_pause_duration"] = 10;
+  fams = collect();
+  EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
+  // One ethtool read per poll; discovery did not run again.
+  EXPECT_EQ(eth->calls["bond0"], 63);
+  EXPECT_EQ(fs->reads[port + "link_layer"], 1);
+}
+
+TEST_F(CongestionCollectorTest, PfcNetdevGoneIsSkippedAndRebaselined) {
+  const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
+  fs->files[port + "link_layer"] = "Ethernet\n";
+  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
+  fs->files["class/net/bond0/operstate"] = "up\n";
+  auto ethtool = std::make_unique<FakeEthtool>();
+  FakeEthtool* eth = ethtool.get();
+  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'000'000}};
+  CollectorEnv env;
+  env.sysfs = fs;
+  CongestionCollector c(
+      env, options, [this] { return now; }, std::move(ethtool));
+  MetricSink sink;
+  c.Collect(sink);
+  eth->stats.erase("bond0");  // ENODEV
+  now += 0.2;
+  c.Collect(sink);
+  EXPECT_GE(sink.skipped(), 1u);
+  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'100'000}};
+  now += 0.2;
+  c.Collect(sink);  // new baseline after the failed read
+  sink.Take();
+  eth->stats["bond0"]["rx_prio3_pause_duration"] = 1'120'000;
+  now += 0.2;
+  c.Collect(sink);
+  EXPECT_NEAR(*PfcPeak(sink.Take(), "3", "rx"), 0.1, 1e-9);
+}
+
 TEST(CongestionRegistryTest, Registered) {
   const auto names = CollectorNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "congestion"), names.end());
