@@ -15,9 +15,10 @@ namespace fabric {
 namespace {
 
 CollectorEnv H100() {
-  return {MakeRealSysfs(FABRICMON_SOURCE_DIR
-                        "/tests/fixtures/real/sysfs-gpud-h100"),
-          {}};
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(FABRICMON_SOURCE_DIR
+                            "/tests/fixtures/real/sysfs-gpud-h100");
+  return env;
 }
 
 void BM_IbPort(benchmark::State& state) {

@@ -86,7 +86,9 @@ using Factory = std::unique_ptr<Collector> (*)(const CollectorEnv&);
 
 inline Collected RunOn(Factory make, std::shared_ptr<const Sysfs> sysfs,
                        DeviceFilter filter = {}) {
-  CollectorEnv env{std::move(sysfs), std::move(filter)};
+  CollectorEnv env;
+  env.sysfs = std::move(sysfs);
+  env.devices = std::move(filter);
   auto collector = make(env);
   return Run(*collector);
 }

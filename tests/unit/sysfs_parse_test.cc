@@ -43,7 +43,9 @@ TEST(SysfsParseTest, U64) {
     SCOPED_TRACE(testing::Message() << "input '" << c.input << "'");
     auto r = ParseU64(c.input);
     EXPECT_EQ(r.status, c.status) << ParseStatusName(r.status);
-    if (c.status == ParseStatus::kOk) EXPECT_EQ(r.value, c.value);
+    if (c.status == ParseStatus::kOk) {
+      EXPECT_EQ(r.value, c.value);
+    }
   }
 }
 
@@ -65,7 +67,9 @@ TEST(SysfsParseTest, Hex) {
     SCOPED_TRACE(testing::Message() << "input '" << c.input << "'");
     auto r = ParseHex(c.input);
     EXPECT_EQ(r.status, c.status) << ParseStatusName(r.status);
-    if (c.status == ParseStatus::kOk) EXPECT_EQ(r.value, c.value);
+    if (c.status == ParseStatus::kOk) {
+      EXPECT_EQ(r.value, c.value);
+    }
   }
 }
 
@@ -87,7 +91,9 @@ TEST(SysfsParseTest, Guid) {
     SCOPED_TRACE(testing::Message() << "input '" << c.input << "'");
     auto r = ParseGuid(c.input);
     EXPECT_EQ(r.status, c.status) << ParseStatusName(r.status);
-    if (c.status == ParseStatus::kOk) EXPECT_EQ(r.value, c.value);
+    if (c.status == ParseStatus::kOk) {
+      EXPECT_EQ(r.value, c.value);
+    }
   }
   EXPECT_EQ(FormatGuid(0x0a7fbc1245efd23b), "0x0a7fbc1245efd23b");
   EXPECT_EQ(FormatGuid(1), "0x0000000000000001");
