@@ -24,6 +24,10 @@
 #     from wait4(). /proc/<pid>/stat would give the same CPU in 10 ms ticks,
 #     too coarse for a ~10 ms scrape. Scrape cost = median(scrape) -
 #     median(idle), i.e. node_exporter's start-up/shutdown cost is removed.
+#   fabricmon daemon (steady state, what a node actually runs): the daemon
+#     with only ib_port + hw_counters polling every 100 ms, CPU from
+#     /proc/<pid>/stat over 10 s after start-up, minus the same daemon with
+#     every collector disabled, divided by the number of polls (100).
 #   Medians, not means: the build machines are shared and a single run
 #   that lost its CPU caches to a neighbour's compile skews a mean.
 set -euo pipefail
@@ -140,4 +144,35 @@ if ne_scrape > 0:
     print("CPU ratio ib_port+hw_counters only: %.3f (whole process), %.3f (start-up removed)"
           % (fmi_cpu / ne_scrape, (fmi_cpu - fm0_cpu) / ne_scrape))
 print("peak RSS ratio fabricmon/node_exporter: %.3f" % (fm_rss / ne_rss))
+
+def proc_cpu(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+def daemon_cpu(enabled, seconds=10.0):
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    cfg.write("collectors:\n" + "".join(
+        "  %s:\n    enabled: %s\n    interval: 100ms\n" % (c, "true" if c in enabled else "false")
+        for c in ("ib_port", "hw_counters", "congestion", "roce", "nic_identity")))
+    cfg.close()
+    port = free_port()
+    pid = run_child([binary, "--config", cfg.name, "--sysfs.root", tree,
+                     "--web.listen-address", "127.0.0.1:%d" % port], None)
+    for _ in range(200):
+        try:
+            get(port, "/metrics"); break
+        except OSError:
+            time.sleep(0.05)
+    time.sleep(1.0)
+    c0 = proc_cpu(pid); time.sleep(seconds); c1 = proc_cpu(pid)
+    os.kill(pid, signal.SIGTERM); os.wait4(pid, 0)
+    return c1 - c0
+
+active = daemon_cpu(("ib_port", "hw_counters")); idle = daemon_cpu(())
+per_poll = (active - idle) / 100
+print("fabricmon daemon ib_port+hw_counters every 100 ms: %.2f ms CPU per poll "
+      "(active %.0f ms, idle %.0f ms over 10 s)" % (per_poll * 1e3, active * 1e3, idle * 1e3))
+if ne_scrape > 0:
+    print("CPU ratio daemon poll / node_exporter scrape: %.3f" % (per_poll / ne_scrape))
 PY
