@@ -5,6 +5,7 @@
 #include "daemon/simulate.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -75,7 +76,14 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
     }
     config.timeline = sim::SingleScenario(*s);
   }
-  std::string tmpl = (fs::temp_directory_path() / "fabricmon-sim.XXXXXX");
+  // tmpfs when available: the renderer replaces files by rename every tick,
+  // which a disk filesystem (ext4) makes slow enough to lag real time.
+  std::error_code ec;
+  fs::path base = fs::temp_directory_path();
+  if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) {
+    base = "/dev/shm";
+  }
+  std::string tmpl = (base / "fabricmon-sim.XXXXXX");
   if (!::mkdtemp(tmpl.data())) {
     *error = "cannot create a temp directory for the simulated sysfs tree";
     return nullptr;

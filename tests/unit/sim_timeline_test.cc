@@ -1,7 +1,12 @@
 // Scenario names, durations, YAML timelines and event timing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "simulator/timeline.h"
+#include "tests/support/paths.h"
 
 namespace fabric::sim {
 namespace {
@@ -111,6 +116,23 @@ TEST(SimTimeline, YamlErrorsNameKeyAndLine) {
   EXPECT_FALSE(ParseTimeline(
       "events:\n  - scenario: steady\n    burst_length: 1s\n", &error));
   EXPECT_NE(error.find("burst_period"), std::string::npos);
+}
+
+TEST(SimTimeline, ShippedScenarioFilesParse) {
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(
+           fabric::testing::SourceDir() + "/scenarios")) {
+    if (e.path().extension() != ".yaml") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string error;
+    const auto t = ParseTimeline(text.str(), &error);
+    EXPECT_TRUE(t) << e.path() << ": " << error;
+    if (t) EXPECT_FALSE(t->events.empty()) << e.path();
+    ++files;
+  }
+  EXPECT_GE(files, 3);
 }
 
 }  // namespace

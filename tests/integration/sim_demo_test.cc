@@ -1,0 +1,122 @@
+// scripts/demo.sh starts its cluster (simulator, daemons, Prometheus),
+// stops cleanly at the end of --duration or on SIGTERM, leaves no process of
+// its session behind and removes its temp dir.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "tests/integration/sim_support.h"
+#include "tests/support/paths.h"
+
+namespace fabric::testing {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string DemoCommand(int port_base, int prom_port, const std::string& more) {
+  return SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
+         " --hosts 2 --port-base " + std::to_string(port_base) +
+         " --prom-port " + std::to_string(prom_port) + " " + more;
+}
+
+// A directory the demo printed: "sysfs: <dir>/host<i>" or "logs: <dir>".
+std::string PrintedDir(const std::string& log, const std::string& pattern) {
+  std::smatch m;
+  const std::string text = Slurp(log);
+  if (std::regex_search(text, m, std::regex(pattern))) return m[1];
+  return "";
+}
+std::string SimDir(const std::string& log) {
+  return PrintedDir(log, "sysfs: +(\\S+)/host<i>");
+}
+std::string LogDir(const std::string& log) {
+  return PrintedDir(log, "logs: +(\\S+)");
+}
+
+class SimDemo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/usr/bin/prometheus")) GTEST_SKIP() << "no prometheus";
+    port_base_ = sim::FreePortRange(33915, 2);
+    prom_port_ = sim::FreePortRange(port_base_ + 2, 1);
+    ASSERT_GT(port_base_, 0);
+    log_ = fs::temp_directory_path() /
+           ("sim_demo_test." + std::to_string(getpid()) + ".log");
+  }
+  // Waits until both daemons answer and Prometheus is ready.
+  bool WaitUp(sim::Session& demo) {
+    const auto end = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < end && demo.running()) {
+      if (sim::HttpGet(port_base_, "/metrics") &&
+          sim::HttpGet(port_base_ + 1, "/metrics") &&
+          sim::HttpGet(prom_port_, "/-/ready")) {
+        return true;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    return false;
+  }
+  int port_base_ = -1, prom_port_ = -1;
+  std::string log_;
+};
+
+TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
+  sim::Session demo(DemoCommand(port_base_, prom_port_, ""), log_);
+  const pid_t sid = demo.pid();
+  ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
+  auto metrics = sim::HttpGet(port_base_ + 1, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->find("fabric_port_transmit_bytes_total{device=\"mlx5_0\""),
+            std::string::npos);
+  const std::string simdir = SimDir(log_), logs = LogDir(log_);
+  ASSERT_FALSE(simdir.empty()) << Slurp(log_);
+  ASSERT_FALSE(logs.empty()) << Slurp(log_);
+  EXPECT_TRUE(fs::exists(simdir + "/host1/class/infiniband/mlx5_0"));
+  EXPECT_GE(sim::SessionProcesses(sid).size(), 5u);  // sh, sim, 2 daemons, prom
+
+  demo.Signal(SIGTERM);
+  EXPECT_NE(demo.Wait(30s), -1) << "demo.sh did not stop";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(sim::SessionProcesses(sid).empty());
+  EXPECT_FALSE(fs::exists(simdir));
+  EXPECT_FALSE(fs::exists(logs));
+  EXPECT_FALSE(sim::HttpGet(port_base_, "/metrics"));
+  EXPECT_FALSE(sim::HttpGet(prom_port_, "/-/ready"));
+  EXPECT_NE(Slurp(log_).find("Prometheus: http://127.0.0.1:" +
+                             std::to_string(prom_port_)),
+            std::string::npos);
+}
+
+TEST_F(SimDemo, EndsAfterDurationWithStatusZero) {
+  sim::Session demo(DemoCommand(port_base_, prom_port_, "--duration 3"), log_);
+  const pid_t sid = demo.pid();
+  const int status = demo.Wait(60s);
+  ASSERT_NE(status, -1) << "demo.sh --duration 3 did not end";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << Slurp(log_);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(sim::SessionProcesses(sid).empty());
+  const std::string simdir = SimDir(log_), logs = LogDir(log_);
+  ASSERT_FALSE(simdir.empty()) << Slurp(log_);
+  EXPECT_FALSE(fs::exists(simdir));
+  EXPECT_FALSE(fs::exists(logs));
+}
+
+TEST_F(SimDemo, RejectsBadArguments) {
+  sim::Session demo(DemoCommand(port_base_, prom_port_, "--hosts zero"), log_);
+  const int status = demo.Wait(30s);
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);
+}
+
+}  // namespace
+}  // namespace fabric::testing

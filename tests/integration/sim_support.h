@@ -1,0 +1,208 @@
+// Helpers for the simulator's integration tests: loopback ports, a minimal
+// HTTP GET, Prometheus instant queries, and running a script in its own
+// session so the test can prove every process it started is gone.
+// Thread-safety: none needed (test-only, single thread).
+#pragma once
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fabric::testing::sim {
+
+inline bool PortFree(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok =
+      bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// First port p >= from with p .. p+count-1 all free on 127.0.0.1.
+inline int FreePortRange(int from, int count) {
+  for (int base = from; base < 60000; base += count) {
+    bool ok = true;
+    for (int i = 0; i < count && ok; ++i) ok = PortFree(base + i);
+    if (ok) return base;
+  }
+  return -1;
+}
+
+inline std::optional<std::string> HttpGet(int port, const std::string& target) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return std::nullopt;
+  }
+  const std::string req =
+      "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return std::nullopt;
+  }
+  std::string resp;
+  char buf[16384];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
+  close(fd);
+  const auto body = resp.find("\r\n\r\n");
+  if (resp.rfind("HTTP/1.", 0) != 0 || body == std::string::npos ||
+      resp.find(" 200 ") > resp.find("\r\n")) {
+    return std::nullopt;
+  }
+  return resp.substr(body + 4);
+}
+
+inline std::string UrlEncode(const std::string& s) {
+  std::string out;
+  char hex[4];
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      std::snprintf(hex, sizeof(hex), "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+struct Sample {
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+
+// Instant query; nullopt when Prometheus is not answering or errs.
+inline std::optional<std::vector<Sample>> PromQuery(int port,
+                                                    const std::string& expr) {
+  auto body = HttpGet(port, "/api/v1/query?query=" + UrlEncode(expr));
+  if (!body) return std::nullopt;
+  namespace pt = boost::property_tree;
+  pt::ptree tree;
+  try {
+    std::istringstream in(*body);
+    pt::read_json(in, tree);
+    if (tree.get<std::string>("status") != "success") return std::nullopt;
+    std::vector<Sample> out;
+    for (const auto& [_, r] : tree.get_child("data.result")) {
+      Sample s;
+      for (const auto& [k, v] : r.get_child("metric")) s.labels[k] = v.data();
+      auto it = r.get_child("value").begin();
+      ++it;
+      s.value = std::stod(it->second.data());
+      out.push_back(std::move(s));
+    }
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Pids of every live process in session `sid`.
+inline std::vector<int> SessionProcesses(pid_t sid) {
+  std::vector<int> out;
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (dirent* e = readdir(proc)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after "(comm)": state ppid pgrp session ...
+    const auto close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    std::string state;
+    int ppid = 0, pgrp = 0, session = 0;
+    rest >> state >> ppid >> pgrp >> session;
+    if (session == sid && state != "Z") out.push_back(pid);
+  }
+  closedir(proc);
+  return out;
+}
+
+// A command run with /bin/sh -c in a new session, stdout+stderr to a file.
+class Session {
+ public:
+  Session(const std::string& command, const std::string& log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      setsid();
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      // exec: the session leader is the command itself, so a signal to it
+      // reaches the command and not an intermediate shell.
+      const std::string exec_command = "exec " + command;
+      execl("/bin/sh", "sh", "-c", exec_command.c_str(), nullptr);
+      _exit(127);
+    }
+  }
+  ~Session() {
+    if (pid_ > 0) {
+      Signal(SIGTERM);
+      Wait(std::chrono::seconds(20));
+    }
+    if (pid_ > 0) {  // last resort, only our own session
+      kill(-pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
+  // Waits up to `limit` for the leader to exit; returns its wait status or
+  // -1 on timeout.
+  int Wait(std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0 && std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        sid_done_ = pid_;
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return -1;
+  }
+  bool running() const { return pid_ > 0; }
+  pid_t session_id() const { return pid_ > 0 ? pid_ : sid_done_; }
+
+ private:
+  pid_t pid_ = -1;
+  pid_t sid_done_ = -1;
+};
+
+}  // namespace fabric::testing::sim
