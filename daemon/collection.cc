@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <future>
+#include <thread>
 
 #include "collectors/registry.h"
 
@@ -55,6 +57,35 @@ std::shared_ptr<Snapshot> RunCollection(const std::string& name,
   snap->last_success_seconds =
       snap->success ? snap->timestamp_seconds : last_success_seconds;
   return snap;
+}
+
+std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
+                                           std::chrono::microseconds timeout,
+                                           double last_success_seconds) {
+  auto snap = std::make_shared<Snapshot>();
+  snap->collector = name;
+  snap->success = false;
+  snap->duration_seconds = std::chrono::duration<double>(timeout).count();
+  snap->timestamp_seconds = UnixNow();
+  snap->last_success_seconds = last_success_seconds;
+  return snap;
+}
+
+std::shared_ptr<Snapshot> RunCollectionWithTimeout(const NamedCollector& c,
+                                                   bool* abandoned) {
+  auto task = std::make_shared<std::packaged_task<std::shared_ptr<Snapshot>()>>(
+      [c] { return RunCollection(c.name, *c.collector, 0); });
+  auto result = task->get_future();
+  // Detached so a read stuck in the kernel cannot block the caller; the
+  // task owns a copy of `c`, so the collector outlives it.
+  std::thread([task] { (*task)(); }).detach();
+  if (result.wait_for(c.config.timeout) == std::future_status::ready) {
+    return result.get();
+  }
+  spdlog::warn("{}: collection overran its timeout of {}s; reported as failed",
+               c.name, std::chrono::duration<double>(c.config.timeout).count());
+  *abandoned = true;
+  return TimedOutSnapshot(c.name, c.config.timeout, 0);
 }
 
 }  // namespace fabric

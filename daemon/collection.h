@@ -7,6 +7,7 @@
 // called concurrently for the same collector instance.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,19 @@ std::vector<NamedCollector> BuildCollectors(const Config& config,
 std::shared_ptr<Snapshot> RunCollection(const std::string& name,
                                         Collector& collector,
                                         double last_success_seconds);
+
+// The snapshot published for a collection still running at its deadline:
+// success 0, no samples, duration = the timeout.
+std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
+                                           std::chrono::microseconds timeout,
+                                           double last_success_seconds);
+
+// Runs `c` once on a separate thread and waits at most its timeout. On
+// overrun returns TimedOutSnapshot and sets *abandoned: the thread is left
+// running (detached, keeping the collector alive) and the caller must end
+// the process with std::_Exit rather than a normal exit. For --once.
+std::shared_ptr<Snapshot> RunCollectionWithTimeout(const NamedCollector& c,
+                                                   bool* abandoned);
 
 // Unix time now, in seconds.
 double UnixNow();

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include "collectors/registry.h"
@@ -31,15 +32,25 @@ void SetUpLogging() {
 int RunOnce(const Config& config) {
   auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs(config.sysfs_root));
   std::vector<std::shared_ptr<const Snapshot>> snapshots;
-  for (auto& c : BuildCollectors(config, sysfs)) {
-    snapshots.push_back(RunCollection(c.name, *c.collector, 0));
+  bool abandoned = false;
+  // One at a time, in registry order; each bounded by its timeout so a hung
+  // read cannot hang --once.
+  for (const auto& c : BuildCollectors(config, sysfs)) {
+    snapshots.push_back(RunCollectionWithTimeout(c, &abandoned));
     if (!snapshots.back()->success) {
       spdlog::warn("collector {} failed", c.name);
     }
   }
   std::cout << ToText(BuildExposition(snapshots, ThisBuild()));
   std::cout.flush();
-  return std::cout ? 0 : 1;
+  int status = std::cout ? 0 : 1;
+  if (abandoned) {
+    // A collection thread is stuck in a read; do not run exit-time
+    // destructors under it.
+    spdlog::shutdown();
+    std::_Exit(status);
+  }
+  return status;
 }
 
 int Main(int argc, char** argv) {

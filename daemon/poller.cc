@@ -96,13 +96,7 @@ void Poller::OnDeadline(std::uint64_t generation) {
   spdlog::warn("{}: collection overran its timeout of {}s; reported as failed",
                c_.name,
                std::chrono::duration<double>(c_.config.timeout).count());
-  auto snapshot = std::make_shared<Snapshot>();
-  snapshot->collector = c_.name;
-  snapshot->success = false;
-  snapshot->duration_seconds =
-      std::chrono::duration<double>(c_.config.timeout).count();
-  snapshot->timestamp_seconds = UnixNow();
-  snapshot->last_success_seconds = last_success_;
+  auto snapshot = TimedOutSnapshot(c_.name, c_.config.timeout, last_success_);
   Publish(std::move(snapshot));
 }
 

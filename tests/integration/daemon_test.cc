@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -350,6 +351,65 @@ TEST_F(DaemonTest, OnceMatchesWhatTheDaemonServes) {
   EXPECT_GT(types.size(), 10u);
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0);
+}
+
+// A copy of the H100 tree whose mlx5_0 port_xmit_data is a FIFO with no
+// writer: open() blocks forever, like a sysfs read stuck in firmware.
+std::string HungTree(const fs::path& dir) {
+  fs::path root = dir / "hung-sys";
+  fs::copy(H100(), root, fs::copy_options::recursive);
+  fs::path file =
+      root / "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data";
+  fs::remove(file);
+  EXPECT_EQ(mkfifo(file.c_str(), 0644), 0);
+  return root.string();
+}
+
+TEST_F(DaemonTest, OnceReportsHungCollectorAndExits) {
+  std::string root = HungTree(dir_);
+  WriteFile(config_, "collectors:\n  ib_port:\n    timeout: 300ms\n");
+  Process once({"--once", "--config", config_, "--sysfs.root", root});
+  ASSERT_EQ(once.Wait(), 0) << once.Stderr();
+  std::string out = once.Stdout();
+  EXPECT_THAT(out,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 0"));
+  EXPECT_THAT(
+      out,
+      HasSubstr(
+          "fabric_collector_duration_seconds{collector=\"ib_port\"} 0.3\n"));
+  EXPECT_THAT(
+      out, HasSubstr("fabric_collector_success{collector=\"hw_counters\"} 1"));
+  EXPECT_THAT(out, HasSubstr("fabric_hw_counter_total{"));
+  EXPECT_THAT(out, Not(HasSubstr("fabric_port_state{")));
+  EXPECT_THAT(once.Stderr(), HasSubstr("ib_port: collection overran"));
+}
+
+TEST_F(DaemonTest, DaemonReportsHungCollectorKeepsServingAndStops) {
+  std::string root = HungTree(dir_);
+  WriteFile(config_,
+            "collectors:\n  ib_port:\n    interval: 100ms\n"
+            "    timeout: 300ms\n");
+  Process daemon({"--config", config_, "--sysfs.root", root,
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    return text.find("fabric_collector_success{collector=\"ib_port\"} 0") !=
+           std::string::npos;
+  })) << text
+      << daemon.Stderr();
+  EXPECT_THAT(
+      text, HasSubstr("fabric_collector_success{collector=\"hw_counters\"} 1"));
+  EXPECT_THAT(text, Not(HasSubstr("fabric_port_state{")));
+  // Still serving while the collection stays stuck.
+  EXPECT_THAT(Scrape(daemon.Port()), HasSubstr("fabric_hw_counter_total{"));
+  // Never a second ib_port collection while the first is stuck.
+  EXPECT_EQ(daemon.Stderr().find("late collection returned"),
+            std::string::npos);
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("exiting anyway"));
 }
 
 // A bound unix datagram socket standing in for systemd's notify socket.
