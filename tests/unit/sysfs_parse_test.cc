@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <vector>
 
 namespace fabric {
@@ -189,6 +191,33 @@ TEST(SysfsParseTest, Rate) {
       EXPECT_DOUBLE_EQ(r.value.bytes_per_second, c.bytes_per_second);
       EXPECT_EQ(r.value.lanes, c.lanes);
       EXPECT_EQ(r.value.speed, c.speed);
+    }
+  }
+}
+
+// Random inputs from an alphabet that looks like sysfs values: no parser may
+// crash, and an accepted decimal must round-trip.
+TEST(SysfsParseTest, RandomInputsNeverCrashAndRoundTrip) {
+  const std::string alphabet = "0123456789abcdefxX:() ./-GbsecN\n\t\xff";
+  std::mt19937 rng(42);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    const int len = static_cast<int>(rng() % 28);
+    for (int j = 0; j < len; ++j) text += alphabet[rng() % alphabet.size()];
+    auto u = ParseU64(text);
+    if (u.ok()) {
+      std::string digits(TrimValue(text));
+      digits.erase(0,
+                   std::min(digits.find_first_not_of('0'), digits.size() - 1));
+      EXPECT_EQ(std::to_string(u.value), digits) << "input '" << text << "'";
+    }
+    ParseHex(text);
+    ParseGuid(text);
+    ParseGidInterfaceId(text);
+    ParseState(text);
+    auto rate = ParseRate(text);
+    if (rate.ok()) {
+      EXPECT_GE(rate.value.bytes_per_second, 0);
     }
   }
 }
