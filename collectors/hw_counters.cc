@@ -200,10 +200,14 @@ std::uint64_t Q32Unwrapper::Update(const std::string& device,
     return raw;
   }
   if (!inserted && raw < state.last) {
-    if (state.last >= kTwo32 / 2) {
+    // The increase a wrap would imply; more than half the range within one
+    // poll is not plausible (even 800 Mpps for 1 s is < 2^31), so it is a
+    // reset instead.
+    const std::uint64_t implied = kTwo32 - state.last + raw;
+    if (state.last < kTwo32 && implied < kTwo32 / 2) {
       state.offset += kTwo32;
     } else {
-      state.offset = 0;  // reset, not a wrap
+      state.offset = 0;
     }
   }
   state.last = raw;

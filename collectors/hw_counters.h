@@ -34,8 +34,9 @@ bool IsQCounter32(std::string_view counter);
 // Turns successive raw 32-bit samples into a monotonically increasing 64-bit
 // value.
 //   - first sample of a key: exported as read;
-//   - raw < last and last was in the upper half of the 32-bit range: a wrap,
-//     add 2^32 (at mlx5 rates a counter cannot advance 2^31 within a poll);
+//   - raw < last and the increase a wrap would imply (2^32 - last + raw) is
+//     below 2^31: a wrap, add 2^32 (at mlx5 rates a counter cannot advance
+//     2^31 within a poll);
 //   - raw < last otherwise: a genuine reset (firmware reset); start over from
 //     raw, and Prometheus sees an ordinary counter reset;
 //   - raw above 2^32-1: the kernel reports it as 64-bit after all; pass it

@@ -102,6 +102,9 @@ TEST(Q32UnwrapperTest, FirstSampleWrapAndReset) {
   // A drop from the lower half cannot be a wrap within one poll: a reset.
   EXPECT_EQ(u.Update("mlx5_0", "1/out_of_sequence", 0), 0u);
   EXPECT_EQ(u.Update("mlx5_0", "1/out_of_sequence", 7), 7u);
+  // Nor can a small drop within the upper half (it would imply ~2^32).
+  EXPECT_EQ(u.Update("mlx5_0", "1/out_of_sequence", 3000000000u), 3000000000u);
+  EXPECT_EQ(u.Update("mlx5_0", "1/out_of_sequence", 2900000000u), 2900000000u);
   // Keys are independent.
   EXPECT_EQ(u.Update("mlx5_0", "1/packet_seq_err", 3), 3u);
   // A value above 32 bits is passed through.
