@@ -71,6 +71,7 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
   if (int e = Ioctl(netdev, &drv)) {
     // EOPNOTSUPP: a netdev without ethtool ops at all; no stats, not an error.
     if (e != EOPNOTSUPP) result.error = Errno(e);
+    strings_.erase(netdev);  // gone or stat-less: keep the cache bounded
     return result;
   }
   result.stats.driver.assign(drv.driver,
@@ -104,7 +105,8 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
   }
 
   auto cached = strings_.find(netdev);
-  if (cached == strings_.end() || cached->second.size() != n) {
+  if (cached == strings_.end() || cached->second.names.size() != n ||
+      cached->second.driver != result.stats.driver) {
     std::uint32_t cap = n + Slack(n);
     std::vector<std::uint8_t> buf(sizeof(ethtool_gstrings) +
                                   std::size_t{cap} * ETH_GSTRING_LEN);
@@ -128,7 +130,10 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
       const char* s = base + std::size_t{i} * ETH_GSTRING_LEN;
       names.emplace_back(s, strnlen(s, ETH_GSTRING_LEN));
     }
-    cached = strings_.insert_or_assign(netdev, std::move(names)).first;
+    cached = strings_
+                 .insert_or_assign(
+                     netdev, StringTable{result.stats.driver, std::move(names)})
+                 .first;
   }
 
   std::uint32_t cap = n + Slack(n);
@@ -148,7 +153,7 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
     result.error = Errno(EAGAIN);
     return result;
   }
-  result.stats.names = cached->second;
+  result.stats.names = cached->second.names;
   result.stats.values.assign(st->data, st->data + n);
   return result;
 }

@@ -5,7 +5,7 @@
 // The socket is created in the constructor, so the source reads netdevs of
 // the network namespace the constructing thread was in (tests construct one
 // inside a namespace they created). The string table of each netdev is
-// cached and re-read when the driver's statistic count changes (mlx5 adds
+// cached and re-read when the driver or its statistic count changes (mlx5 adds
 // rx/tx_prioN_pause* when PFC is enabled on a priority), so a steady-state
 // collection is three ioctls: GDRVINFO, GSSET_INFO, GSTATS.
 //
@@ -41,7 +41,11 @@ class IoctlEthtoolSource final : public EthtoolSource {
 
   int fd_ = -1;
   std::error_code socket_error_;
-  std::map<std::string, std::vector<std::string>, std::less<>> strings_;
+  struct StringTable {
+    std::string driver;  // a re-created netdev with another driver re-reads
+    std::vector<std::string> names;
+  };
+  std::map<std::string, StringTable, std::less<>> strings_;
   std::atomic<std::uint64_t> ioctls_{0};
 };
 
