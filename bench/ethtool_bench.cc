@@ -113,8 +113,8 @@ void BM_ParseAndEmitMlx5(benchmark::State& s) {
   RoceNetdev where{"mlx5_0", "1", "ens1f0np0"};
   for (auto _ : s) {
     MetricSink sink;
-    EmitEthtoolMetrics(ParseEthtoolStats(t.stats.names, t.stats.values),
-                       where, sink);
+    EmitEthtoolMetrics(ParseEthtoolStats(t.stats.names, t.stats.values), where,
+                       sink);
     benchmark::DoNotOptimize(sink.Take());
   }
   s.counters["stats"] = static_cast<double>(t.stats.names.size());
@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   if (::geteuid() == 0) {
     std::string ns = "fmbench" + std::to_string(::getpid());
     if (Sh("ip netns add " + ns)) {
-      if (Sh("ip -n " + ns + " link add va type veth peer name vb")) g_netns = ns;
+      if (Sh("ip -n " + ns + " link add va type veth peer name vb"))
+        g_netns = ns;
     }
   }
   benchmark::Initialize(&argc, argv);
