@@ -6,6 +6,7 @@
 // Needs root (CAP_SYS_ADMIN for netns); skips with the reason otherwise.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -84,6 +85,14 @@ TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
       EXPECT_EQ(ParseEthtoolStats(r.stats.names, r.stats.values).recognized,
                 0u);
     }
+    // Values are real: veth reports its peer's ifindex as a statistic.
+    EthtoolResult va = source.Stats("va");
+    ASSERT_TRUE(va.ok());
+    auto it =
+        std::find(va.stats.names.begin(), va.stats.names.end(), "peer_ifindex");
+    ASSERT_NE(it, va.stats.names.end());
+    EXPECT_EQ(va.stats.values[it - va.stats.names.begin()],
+              ::if_nametoindex("vb"));
     // Steady state: the string table is cached, so a collection is
     // GDRVINFO + GSSET_INFO + GSTATS.
     std::uint64_t before = source.ioctl_count();
