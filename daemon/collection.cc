@@ -16,11 +16,12 @@ double UnixNow() {
 }
 
 std::vector<NamedCollector> BuildCollectors(
-    const Config& config, std::shared_ptr<const Sysfs> sysfs) {
+    const Config& config, std::shared_ptr<const Sysfs> sysfs,
+    const std::function<bool(const std::string&)>& want) {
   std::vector<NamedCollector> out;
   for (const auto& name : CollectorNames()) {
     CollectorConfig cc = config.Collector(name);
-    if (!cc.enabled) continue;
+    if (!cc.enabled || (want && !want(name))) continue;
     CollectorEnv env;
     env.sysfs = sysfs;
     env.devices = config.DevicesFor(name);
@@ -33,6 +34,16 @@ std::vector<NamedCollector> BuildCollectors(
     out.push_back({name, cc, std::move(collector)});
   }
   return out;
+}
+
+bool SameCollectorSettings(const Config& a, const Config& b,
+                           const std::string& name) {
+  CollectorConfig ca = a.Collector(name), cb = b.Collector(name);
+  DeviceFilter da = a.DevicesFor(name), db = b.DevicesFor(name);
+  return ca.enabled && cb.enabled && ca.interval == cb.interval &&
+         ca.timeout == cb.timeout && ca.netdevs == cb.netdevs &&
+         da.include == db.include && da.exclude == db.exclude &&
+         a.sysfs_root == b.sysfs_root;
 }
 
 std::shared_ptr<Snapshot> RunCollection(const std::string& name,

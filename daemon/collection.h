@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,9 +26,17 @@ struct NamedCollector {
 };
 
 // The enabled collectors of `config`, in registry order, reading through
-// `sysfs`. Names the registry cannot build are skipped with a warning.
-std::vector<NamedCollector> BuildCollectors(const Config& config,
-                                            std::shared_ptr<const Sysfs> sysfs);
+// `sysfs`, limited to names `want` accepts when given. Names the registry
+// cannot build are skipped with a warning.
+std::vector<NamedCollector> BuildCollectors(
+    const Config& config, std::shared_ptr<const Sysfs> sysfs,
+    const std::function<bool(const std::string&)>& want = nullptr);
+
+// True when collector `name` runs identically under `a` and `b` (enabled in
+// both, same interval, timeout, device filter, netdevs and sysfs root), so a
+// reload can keep it running with its state (e.g. congestion windows).
+bool SameCollectorSettings(const Config& a, const Config& b,
+                           const std::string& name);
 
 // Runs `collector` once. `last_success_seconds` is carried over from the
 // previous snapshot (0 = never) and updated on success.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -65,12 +66,17 @@ class Daemon {
   }
 
  private:
+  // Starts pollers for the enabled collectors that are not running yet.
   void StartPollers() {
     auto sysfs =
         std::shared_ptr<const Sysfs>(MakeRealSysfs(config_.sysfs_root));
-    std::vector<std::string> names;
-    for (auto& c : BuildCollectors(config_, sysfs)) {
-      names.push_back(c.name);
+    auto running = [this](const std::string& name) {
+      return std::any_of(pollers_.begin(), pollers_.end(),
+                         [&](const auto& p) { return p->name() == name; });
+    };
+    for (auto& c : BuildCollectors(
+             config_, sysfs,
+             [&](const std::string& name) { return !running(name); })) {
       auto poller = std::make_shared<Poller>(io_, workers_, std::move(c),
                                              store_, in_flight_);
       poller->Start();
@@ -78,10 +84,7 @@ class Daemon {
     }
     // Drop snapshots of collectors this config no longer runs.
     for (const auto& snap : store_->All()) {
-      if (std::find(names.begin(), names.end(), snap->collector) ==
-          names.end()) {
-        store_->Remove(snap->collector);
-      }
+      if (!running(snap->collector)) store_->Remove(snap->collector);
     }
     spdlog::info("reading {} with {} collector(s)", config_.sysfs_root,
                  pollers_.size());
@@ -90,6 +93,21 @@ class Daemon {
   void StopPollers() {
     for (auto& p : pollers_) p->Stop();
     pollers_.clear();
+  }
+
+  // Stops the pollers whose settings differ under `next`; the others keep
+  // running with their state.
+  void StopChangedPollers(const Config& next) {
+    std::vector<std::shared_ptr<Poller>> kept;
+    for (auto& p : pollers_) {
+      if (SameCollectorSettings(config_, next, p->name())) {
+        kept.push_back(p);
+      } else {
+        spdlog::info("{}: settings changed, restarting", p->name());
+        p->Stop();
+      }
+    }
+    pollers_ = std::move(kept);
   }
 
   void WaitSignal() {
@@ -148,9 +166,9 @@ class Daemon {
       http_ = std::move(http);
       spdlog::info("listening on {}", http_->BoundAddress());
     }
+    StopChangedPollers(*config);
     config_ = std::move(*config);
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
-    StopPollers();
     StartPollers();
     spdlog::info("reload done");
   }

@@ -253,6 +253,27 @@ TEST_F(DaemonTest, ServesReloadsAndStopsCleanly) {
   EXPECT_THAT(daemon.Stderr(), HasSubstr("stopped"));
 }
 
+TEST_F(DaemonTest, ReloadRestartsOnlyChangedCollectors) {
+  WriteFile(config_, "log_level: info\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  WriteFile(config_,
+            "log_level: info\ncollectors:\n  ib_port:\n"
+            "    interval: 2s\n");
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("reload done") != std::string::npos;
+  })) << daemon.Stderr();
+  std::string log = daemon.Stderr();
+  EXPECT_THAT(log, HasSubstr("ib_port: settings changed, restarting"));
+  EXPECT_THAT(log, Not(HasSubstr("hw_counters: settings changed")));
+  EXPECT_THAT(Scrape(daemon.Port()),
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"}"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
 TEST_F(DaemonTest, ReloadRebindsWhenListenAddressChanges) {
   WriteFile(config_, "listen_address: \"127.0.0.1:0\"\n");
   Process daemon({"--config", config_, "--sysfs.root", H100()});

@@ -1,0 +1,68 @@
+// Tests for daemon/collection.h: building collectors from a config and
+// deciding which collectors a reload may keep running.
+#include <gtest/gtest.h>
+
+#include "collectors/registry.h"
+#include "daemon/collection.h"
+
+namespace fabric {
+namespace {
+
+Config Parse(const std::string& yaml) {
+  std::string error;
+  auto config = ParseConfig(yaml, CollectorNames(), &error);
+  EXPECT_TRUE(config) << error;
+  return config.value_or(Config{});
+}
+
+TEST(CollectionTest, BuildsEnabledCollectorsInRegistryOrder) {
+  auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs("/nonexistent"));
+  auto all = BuildCollectors(Config{}, sysfs);
+  std::vector<std::string> names;
+  for (const auto& c : all) names.push_back(c.name);
+  EXPECT_EQ(names, CollectorNames());
+
+  auto fewer = BuildCollectors(
+      Parse("collectors:\n  ib_port:\n    enabled: false\n"), sysfs);
+  for (const auto& c : fewer) EXPECT_NE(c.name, "ib_port");
+  EXPECT_EQ(fewer.size(), all.size() - 1);
+
+  auto only = BuildCollectors(Config{}, sysfs, [](const std::string& name) {
+    return name == "hw_counters";
+  });
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_EQ(only[0].name, "hw_counters");
+}
+
+TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
+  Config base = Parse("log_level: info\n");
+  EXPECT_TRUE(
+      SameCollectorSettings(base, Parse("log_level: debug\n"), "ib_port"));
+  EXPECT_TRUE(SameCollectorSettings(
+      base, Parse("listen_address: \"127.0.0.1:1\"\n"), "ib_port"));
+  Config slower = Parse("collectors:\n  ib_port:\n    interval: 5s\n");
+  EXPECT_FALSE(SameCollectorSettings(base, slower, "ib_port"));
+  EXPECT_TRUE(SameCollectorSettings(base, slower, "hw_counters"));
+  EXPECT_FALSE(SameCollectorSettings(base, Parse("devices:\n  exclude: [x]\n"),
+                                     "hw_counters"));
+  EXPECT_FALSE(
+      SameCollectorSettings(base, Parse("sysfs_root: /other\n"), "ib_port"));
+  EXPECT_FALSE(SameCollectorSettings(
+      base, Parse("collectors:\n  ib_port:\n    enabled: false\n"), "ib_port"));
+}
+
+TEST(CollectionTest, RunCollectionOnMissingTreeIsAnEmptySuccess) {
+  // A host without /sys/class/infiniband: success with no samples.
+  auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs("/nonexistent"));
+  for (auto& c : BuildCollectors(Config{}, sysfs, [](const std::string& n) {
+         return n == "ib_port";
+       })) {
+    auto snap = RunCollection(c.name, *c.collector, 0);
+    EXPECT_EQ(snap->collector, "ib_port");
+    EXPECT_TRUE(snap->success);
+    EXPECT_GT(snap->last_success_seconds, 0);
+  }
+}
+
+}  // namespace
+}  // namespace fabric
