@@ -172,7 +172,9 @@ Collected RunRoce(std::shared_ptr<const Sysfs> fs, RoceOptions options,
   return {sink.Take(), ok, skipped};
 }
 
-TEST(RoceCollectorTest, FullHostThroughInjectedSources) {
+// The RoceHost tree read through fake ethtool/DCB sources with data on
+// every kind of metric.
+Collected FullHost() {
   auto ethtool = std::make_unique<FakeEthtool>();
   ethtool->results["ens1f0np0"] =
       FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
@@ -198,7 +200,11 @@ TEST(RoceCollectorTest, FullHostThroughInjectedSources) {
   broken.error = std::make_error_code(std::errc::bad_message);
   dcb->results["ens3np0"] = broken;
 
-  Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), std::move(dcb));
+  return RunRoce(RoceHost(), {}, std::move(ethtool), std::move(dcb));
+}
+
+TEST(RoceCollectorTest, FullHostThroughInjectedSources) {
+  Collected c = FullHost();
   EXPECT_TRUE(c.ok);
   // ENODEV for ens2f0np0, EBADMSG from DCB, garbage rp/enable/4.
   EXPECT_EQ(c.skipped, 3u);
@@ -379,6 +385,22 @@ TEST(RoceCollectorTest, RecordedH100TreeHasNoNetdevsToRead) {
   Collected c = RunRoce(fs, {}, std::move(ethtool), nullptr);
   EXPECT_TRUE(c.ok);
   EXPECT_TRUE(c.families.empty());
+}
+
+// docs/metrics.md must list every family the collector can emit; the
+// golden trees exercise only a few of them, so check the full host here.
+TEST(RoceCollectorTest, EveryEmittedFamilyIsInMetricsDoc) {
+  std::string doc = ReadFile(testing::SourceDir() + "/docs/metrics.md");
+  std::size_t from = doc.find("\n## roce\n");
+  ASSERT_NE(from, std::string::npos);
+  std::size_t to = doc.find("\n## ", from + 1);
+  std::string section = doc.substr(from, to - from);
+  Collected c = FullHost();
+  ASSERT_GE(c.families.size(), 20u);
+  for (const auto& f : c.families) {
+    EXPECT_NE(section.find("| `" + f.name + "` |"), std::string::npos)
+        << f.name << " is not in the ## roce table of docs/metrics.md";
+  }
 }
 
 TEST(RoceGidTypeTest, Labels) {
