@@ -6,6 +6,8 @@
 #include <linux/dcbnl.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -401,6 +403,27 @@ TEST(RoceCollectorTest, EveryEmittedFamilyIsInMetricsDoc) {
     EXPECT_NE(section.find("| `" + f.name + "` |"), std::string::npos)
         << f.name << " is not in the ## roce table of docs/metrics.md";
   }
+}
+
+TEST(RoceCollectorTest, FullHostExpositionPassesPromtool) {
+  if (std::system("promtool --version >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "promtool not installed";
+  }
+  Collected c = FullHost();
+  std::string path = ::testing::TempDir() + "roce_full_host.prom";
+  {
+    std::ofstream out(path);
+    out << ToText(c.families);
+  }
+  std::string cmd = "promtool check metrics < " + path + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string output;
+  char buf[256];
+  while (std::fgets(buf, sizeof(buf), p)) output += buf;
+  int status = ::pclose(p);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "");
 }
 
 TEST(RoceGidTypeTest, Labels) {
