@@ -132,6 +132,11 @@ class NicIdentityCollector final : public Collector {
       for (const std::string& nd : *nets) {
         auto mode = fs.Read("class/net/" + nd + "/compat/devlink/mode");
         if (mode.ok() && Trim(mode.data) == "switchdev") return "dpu";
+        // The host-PF representor (pf0hpf, pf1hpf) exists only on the Arm
+        // side of a DPU; upstream kernels have no compat/devlink/mode file.
+        auto name = fs.Read("class/net/" + nd + "/phys_port_name");
+        std::string_view pn = name.ok() ? Trim(name.data) : "";
+        if (pn.starts_with("pf") && pn.ends_with("hpf")) return "dpu";
       }
     }
     return "unknown";

@@ -9,9 +9,11 @@
 // A bond device (mlx5_bond_N, RoCE LAG) reports the first PF's hca_type, so
 // it identifies like its PFs; bond="1" marks it.
 //
-// DPU vs NIC mode: mode="dpu" only when a netdev of the device has its
-// eswitch in switchdev (class/net/<if>/compat/devlink/mode == "switchdev"),
-// which on a BlueField is the Arm (ECPF) side in DPU mode. From the host, a
+// DPU vs NIC mode: mode="dpu" only when a netdev of the device
+// (device/net/*) has its eswitch in switchdev (class/net/<if>/compat/devlink/
+// mode == "switchdev", MLNX_OFED) or is the host-PF representor
+// (phys_port_name pf<N>hpf): both exist only on the Arm (ECPF) side of a
+// BlueField in DPU mode. From the host, a
 // BlueField in NIC mode and one in DPU mode expose the same PCI id and
 // sysfs, so mode="unknown" there; ConnectX devices are mode="nic".
 //

@@ -116,7 +116,14 @@ TEST(RoceIdentityTest, PciIdWinsAndSwitchdevMeansDpu) {
   fs->File("class/infiniband/mlx5_2/hca_type", "MT41692\n");
   fs->File("class/infiniband/mlx5_2/device/net/ens1/ifindex", "4\n");
   fs->File("class/net/ens1/compat/devlink/mode", "legacy\n");
+  // Upstream kernel on the Arm side: no compat file, but the host-PF
+  // representor is among the device's netdevs.
+  fs->File("class/infiniband/mlx5_3/hca_type", "MT41692\n");
+  fs->File("class/infiniband/mlx5_3/device/net/p0/ifindex", "6\n");
+  fs->File("class/infiniband/mlx5_3/device/net/pf0hpf/ifindex", "7\n");
+  fs->File("class/net/pf0hpf/phys_port_name", "pf0hpf\n");
   auto got = Identify(fs);
+  EXPECT_EQ(got["mlx5_3"]["mode"], "dpu");
   EXPECT_EQ(got["mlx5_0"]["model"], "BlueField-2");
   EXPECT_EQ(got["mlx5_0"]["mode"], "dpu");
   EXPECT_EQ(got["mlx5_1"]["model"], "ConnectX-6 Dx");
