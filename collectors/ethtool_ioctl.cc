@@ -3,11 +3,13 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace fabric {
@@ -154,8 +156,26 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
     return result;
   }
   result.stats.names = cached->second.names;
+  result.stats.hw_address = HwAddress(netdev);
   result.stats.values.assign(st->data, st->data + n);
   return result;
+}
+
+std::string IoctlEthtoolSource::HwAddress(const std::string& netdev) {
+  struct ifreq ifr;
+  std::memset(&ifr, 0, sizeof(ifr));
+  std::memcpy(ifr.ifr_name, netdev.data(), netdev.size());
+  ioctls_.fetch_add(1, std::memory_order_relaxed);
+  if (::ioctl(fd_, SIOCGIFHWADDR, &ifr) != 0 ||
+      ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER) {
+    return "";
+  }
+  char buf[18];
+  const auto* a =
+      reinterpret_cast<const unsigned char*>(ifr.ifr_hwaddr.sa_data);
+  std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1],
+                a[2], a[3], a[4], a[5]);
+  return buf;
 }
 
 std::unique_ptr<EthtoolSource> MakeRealEthtoolSource() {

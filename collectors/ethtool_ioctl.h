@@ -7,7 +7,8 @@
 // inside a namespace they created). The string table of each netdev is
 // cached and re-read when the driver or its statistic count changes (mlx5 adds
 // rx/tx_prioN_pause* when PFC is enabled on a priority), so a steady-state
-// collection is three ioctls: GDRVINFO, GSSET_INFO, GSTATS.
+// collection is four ioctls: GDRVINFO, GSSET_INFO, GSTATS and SIOCGIFHWADDR
+// (the address lets the collector check it reads the tree's interface).
 //
 // Thread-safety: one Stats() call at a time per instance (it updates the
 // cache); ioctl_count() may be read from any thread.
@@ -38,6 +39,8 @@ class IoctlEthtoolSource final : public EthtoolSource {
 
  private:
   int Ioctl(const std::string& netdev, void* data);
+  // SIOCGIFHWADDR, formatted like class/net/<if>/address; "" if not Ethernet.
+  std::string HwAddress(const std::string& netdev);
 
   int fd_ = -1;
   std::error_code socket_error_;

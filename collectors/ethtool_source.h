@@ -28,6 +28,11 @@ struct EthtoolStats {
   std::string driver;              // ETHTOOL_GDRVINFO driver, e.g. "mlx5_core"
   std::vector<std::string> names;  // ETH_SS_STATS strings, driver order
   std::vector<std::uint64_t> values;  // ETHTOOL_GSTATS, same order as names
+  // Current Ethernet address as sysfs prints it ("0c:42:a1:..."), or empty
+  // when unknown. The collector compares it with class/net/<if>/address of
+  // the tree it monitors so a recorded tree never gets a same-named host
+  // interface's counters. Simulated sources may leave it empty.
+  std::string hw_address;
 };
 
 struct EthtoolResult {

@@ -143,9 +143,14 @@ class RoceCollector final : public Collector {
 
     std::size_t ethtool_failed = 0;
     for (const RoceNetdev& t : targets) {
+      bool foreign = false;  // same name, another interface than the tree's
       if (ethtool_) {
         EthtoolResult r = ethtool_->Stats(t.netdev);
-        if (r.ok()) {
+        if (r.ok() && IsForeign(t.netdev, r.stats.hw_address)) {
+          foreign = true;
+          sink.Skip("netdev " + t.netdev +
+                    ": address differs from class/net/<if>/address");
+        } else if (r.ok()) {
           sink.Gauge("fabric_roce_netdev_info",
                      "Netdev read by the roce collector, with its ethtool "
                      "driver (ETHTOOL_GDRVINFO).",
@@ -160,7 +165,7 @@ class RoceCollector final : public Collector {
         }
       }
       CollectEcn(t, sink);
-      if (dcb_) {
+      if (dcb_ && !foreign) {
         DcbResult d = dcb_->Ieee(t.netdev);
         if (d.ok()) {
           EmitDcbMetrics(d.ieee, t, sink);
@@ -175,6 +180,14 @@ class RoceCollector final : public Collector {
     // The source as a whole failed only if every netdev failed for a reason
     // other than having disappeared (e.g. the socket could not be created).
     return targets.empty() || ethtool_failed < targets.size();
+  }
+
+  // True when the kernel's interface of that name has another address than
+  // the tree says: the tree is a recording or simulation, not this host.
+  bool IsForeign(const std::string& netdev, const std::string& hw_address) {
+    if (hw_address.empty()) return false;
+    auto r = env_.sysfs->Read("class/net/" + netdev + "/address");
+    return r.ok() && Trim(r.data) != hw_address;
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {

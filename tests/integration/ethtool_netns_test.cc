@@ -81,6 +81,7 @@ TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
       ASSERT_FALSE(r.stats.names.empty()) << end;
       EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
       EXPECT_TRUE(Has(r.stats.names, "peer_ifindex")) << end;
+      EXPECT_EQ(r.stats.hw_address.size(), 17u) << r.stats.hw_address;
       // veth has no mlx5 counters: an empty RoCE view, no error.
       EXPECT_EQ(ParseEthtoolStats(r.stats.names, r.stats.values).recognized,
                 0u);
@@ -94,14 +95,15 @@ TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
     EXPECT_EQ(va.stats.values[it - va.stats.names.begin()],
               ::if_nametoindex("vb"));
     // Steady state: the string table is cached, so a collection is
-    // GDRVINFO + GSSET_INFO + GSTATS.
+    // GDRVINFO + GSSET_INFO + GSTATS + SIOCGIFHWADDR.
     std::uint64_t before = source.ioctl_count();
     ASSERT_TRUE(source.Stats("va").ok());
-    EXPECT_EQ(source.ioctl_count() - before, 3u);
+    EXPECT_EQ(source.ioctl_count() - before, 4u);
     // lo of the namespace: no driver statistics, which is not an error.
     EthtoolResult lo = source.Stats("lo");
     EXPECT_TRUE(lo.ok()) << lo.error.message();
     EXPECT_TRUE(lo.stats.names.empty());
+    EXPECT_EQ(lo.stats.hw_address, "");  // not Ethernet
     // The host's interfaces are not visible from in here.
     EthtoolResult missing = source.Stats("nosuchdev0");
     EXPECT_EQ(missing.error, std::errc::no_such_device);

@@ -79,7 +79,10 @@ class FakeEthtool final : public EthtoolSource {
 class FakeDcb final : public DcbSource {
  public:
   std::map<std::string, DcbResult> results;
+  std::shared_ptr<std::vector<std::string>> calls =
+      std::make_shared<std::vector<std::string>>();
   DcbResult Ieee(const std::string& netdev) override {
+    calls->push_back(netdev);
     auto it = results.find(netdev);
     if (it != results.end()) return it->second;
     DcbResult r;
@@ -329,7 +332,7 @@ TEST(RoceCollectorTest, VanishedNetdevsAreSkipsNotFailure) {
 
 TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
   auto ethtool = std::make_unique<FakeEthtool>();
-  ethtool->results["eth9"].stats = {"virtio_net", {"rx_prio3_pause"}, {5}};
+  ethtool->results["eth9"].stats = {"virtio_net", {"rx_prio3_pause"}, {5}, ""};
   ethtool->results["ens1f0np0"].stats.driver = "mlx5_core";
   auto calls = ethtool->calls;
   RoceOptions options;
@@ -347,6 +350,39 @@ TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
   // ghost0, the garbage ECN value, and the 4 other discovered netdevs this
   // fake has no stats for (ENODEV).
   EXPECT_EQ(c.skipped, 1u + 1u + 4u);
+}
+
+TEST(RoceCollectorTest, SameNamedInterfaceWithAnotherAddressIsNotRead) {
+  auto fs = RoceHost();
+  fs->File("class/net/ens1f0np0/address", "0c:42:a1:00:00:01\n");
+  fs->File("class/net/ens3np0/address", "0c:42:a1:00:00:03\n");
+  auto ethtool = std::make_unique<FakeEthtool>();
+  // The kernel's ens1f0np0 is another interface than the tree's.
+  ethtool->results["ens1f0np0"] =
+      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
+  ethtool->results["ens1f0np0"].stats.hw_address = "02:fc:00:00:00:01";
+  ethtool->results["ens3np0"] =
+      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
+  ethtool->results["ens3np0"].stats.hw_address = "0c:42:a1:00:00:03";
+  auto dcb = std::make_unique<FakeDcb>();
+  auto dcb_calls = dcb->calls;
+  Collected c = RunRoce(fs, {}, std::move(ethtool), std::move(dcb));
+  EXPECT_FALSE(
+      Value(c.families, "fabric_roce_netdev_info", {{"netdev", "ens1f0np0"}}));
+  EXPECT_FALSE(
+      Value(c.families, "fabric_pfc_pause_frames_total",
+            {{"netdev", "ens1f0np0"}, {"priority", "3"}, {"direction", "rx"}}));
+  EXPECT_EQ(std::count(dcb_calls->begin(), dcb_calls->end(), "ens1f0np0"), 0);
+  // The tree's own ECN config of ens1f0np0 is still reported.
+  EXPECT_EQ(
+      Value(c.families, "fabric_roce_ecn_enabled",
+            {{"netdev", "ens1f0np0"}, {"priority", "3"}, {"point", "np"}}),
+      1);
+  // Matching address: read as usual.
+  EXPECT_EQ(
+      Value(c.families, "fabric_pfc_pause_frames_total",
+            {{"netdev", "ens3np0"}, {"priority", "3"}, {"direction", "rx"}}),
+      4500);
 }
 
 TEST(RoceCollectorTest, ReadsEcnConfigOfRecordedEth0) {
