@@ -1,0 +1,272 @@
+#include "simulator/mad.h"
+
+#include <iba/ib_types.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "simulator/runner.h"
+
+namespace fabric::sim {
+namespace {
+
+// PortInfo LinkWidthActive encoding (IBA 14.2.5.6): 1x=1, 4x=2, 8x=4,
+// 12x=8, 2x=16.
+std::uint8_t WidthCode(int lanes) {
+  switch (lanes) {
+    case 1:
+      return 1;
+    case 2:
+      return 16;
+    case 8:
+      return 4;
+    case 12:
+      return 8;
+    default:
+      return 2;
+  }
+}
+
+std::uint32_t Cap32(std::uint64_t v) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xffffffffu));
+}
+
+// Ports of the node owning `lid` (an HCA has one port; a switch many).
+std::vector<const Port*> NodePorts(const Cluster& c, std::uint16_t lid) {
+  std::vector<const Port*> out;
+  for (const auto& p : c.ports()) {
+    if (p.lid == lid && lid != 0) out.push_back(&p);
+  }
+  return out;
+}
+
+const Port* SelectPort(const std::vector<const Port*>& ports, int num) {
+  if (ports.size() == 1 && ports[0]->host >= 0) return ports[0];
+  for (const Port* p : ports) {
+    if (p->port_num == num) return p;
+  }
+  return nullptr;
+}
+
+void SetStatus(Mad& response, ib_net16_t status) {
+  auto* hdr = reinterpret_cast<ib_mad_t*>(response.data());
+  hdr->status = status;
+}
+
+void FillNodeInfo(const Cluster& c, const std::vector<const Port*>& ports,
+                  std::uint8_t* data) {
+  ib_node_info_t ni{};
+  const Port& p = *ports[0];
+  const bool hca = p.host >= 0;
+  ni.base_version = 1;
+  ni.class_version = 1;
+  ni.node_type = hca ? IB_NODE_TYPE_CA : IB_NODE_TYPE_SWITCH;
+  ni.num_ports = static_cast<std::uint8_t>(hca ? 1 : ports.size());
+  ni.sys_guid = cl_hton64(p.guid);
+  ni.node_guid = cl_hton64(p.guid);
+  ni.port_guid = cl_hton64(p.guid);
+  ni.partition_cap = cl_hton16(128);
+  std::uint16_t device_id = 0xd2f2;  // Quantum-2 switch
+  if (hca) {
+    const Device& d = c.devices()[p.device_index];
+    device_id = d.hca_type == "MT41692" ? 0xa2dc : 0x1021;  // BF-3 / CX-7
+  }
+  ni.device_id = cl_hton16(device_id);
+  ni.revision = cl_hton32(0);
+  // PortNum (local port the MAD came in on) in the top byte, VendorID 0x02c9.
+  ni.port_num_vendor_id =
+      cl_hton32((static_cast<std::uint32_t>(p.port_num) << 24) | 0x02c9u);
+  std::memcpy(data, &ni, sizeof(ni));
+}
+
+void FillPortInfo(const Cluster& c, const Port& p, std::uint8_t* data) {
+  ib_port_info_t pi{};
+  pi.base_lid = cl_hton16(p.lid);
+  pi.master_sm_base_lid = cl_hton16(c.master_sm().lid);
+  pi.capability_mask = cl_hton32(p.host >= 0 ? 0xa751e848u : 0x0);
+  pi.local_port_num = static_cast<std::uint8_t>(p.port_num);
+  pi.link_width_enabled = pi.link_width_supported = WidthCode(p.nominal_lanes);
+  pi.link_width_active = WidthCode(p.lanes);
+  // LinkSpeedSupported (high nibble) | PortState (low nibble).
+  const std::uint8_t state = p.up ? IB_LINK_ACTIVE : IB_LINK_DOWN;
+  pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | state);
+  // PortPhysicalState (high nibble, 5 LinkUp / 2 Polling) | LinkDownDefault.
+  pi.state_info2 = static_cast<std::uint8_t>(((p.up ? 5u : 2u) << 4) | 2u);
+  // LinkSpeedExtActive (high nibble) 8 = NDR | LinkSpeedExtSupported.
+  pi.link_speed_ext = 0x88;
+  pi.mtu_smsl = static_cast<std::uint8_t>(IB_MTU_LEN_4096 << 4);
+  pi.mtu_cap = IB_MTU_LEN_4096;
+  std::memcpy(data, &pi, sizeof(pi));
+}
+
+void FillPortCounters(const Port& p, std::uint8_t port_select,
+                      std::uint8_t* data) {
+  const PortCounters& k = p.counters;
+  ib_port_counters_t pc{};
+  pc.port_select = port_select;
+  pc.counter_select = cl_hton16(0xffff);
+  pc.symbol_err_cnt =
+      cl_hton16(static_cast<std::uint16_t>(k.Get(Ctr::kSymbolError)));
+  pc.link_err_recover =
+      static_cast<std::uint8_t>(k.Get(Ctr::kLinkErrorRecovery));
+  pc.link_downed = static_cast<std::uint8_t>(k.Get(Ctr::kLinkDowned));
+  pc.rcv_err =
+      cl_hton16(static_cast<std::uint16_t>(k.Get(Ctr::kPortRcvErrors)));
+  pc.rcv_rem_phys_err = cl_hton16(
+      static_cast<std::uint16_t>(k.Get(Ctr::kPortRcvRemotePhysicalErrors)));
+  pc.rcv_switch_relay_err = cl_hton16(
+      static_cast<std::uint16_t>(k.Get(Ctr::kPortRcvSwitchRelayErrors)));
+  pc.xmit_discards =
+      cl_hton16(static_cast<std::uint16_t>(k.Get(Ctr::kPortXmitDiscards)));
+  pc.xmit_constraint_err =
+      static_cast<std::uint8_t>(k.Get(Ctr::kPortXmitConstraintErrors));
+  pc.rcv_constraint_err =
+      static_cast<std::uint8_t>(k.Get(Ctr::kPortRcvConstraintErrors));
+  pc.link_int_buffer_overrun =
+      static_cast<std::uint8_t>((k.Get(Ctr::kLocalLinkIntegrityErrors) << 4) |
+                                k.Get(Ctr::kExcessiveBufferOverrunErrors));
+  pc.vl15_dropped =
+      cl_hton16(static_cast<std::uint16_t>(k.Get(Ctr::kVL15Dropped)));
+  pc.xmit_data = cl_hton32(Cap32(k.Get(Ctr::kPortXmitData)));
+  pc.rcv_data = cl_hton32(Cap32(k.Get(Ctr::kPortRcvData)));
+  pc.xmit_pkts = cl_hton32(Cap32(k.Get(Ctr::kPortXmitPackets)));
+  pc.rcv_pkts = cl_hton32(Cap32(k.Get(Ctr::kPortRcvPackets)));
+  pc.xmit_wait = cl_hton32(Cap32(k.Get(Ctr::kPortXmitWait)));
+  std::memcpy(data, &pc, sizeof(pc));
+}
+
+void FillPortCountersExt(const Port& p, std::uint8_t port_select,
+                         std::uint8_t* data) {
+  const PortCounters& k = p.counters;
+  ib_port_counters_ext_t e{};
+  e.port_select = port_select;
+  e.counter_select = cl_hton16(0xff);
+  e.xmit_data = cl_hton64(k.Get(Ctr::kPortXmitData));
+  e.rcv_data = cl_hton64(k.Get(Ctr::kPortRcvData));
+  e.xmit_pkts = cl_hton64(k.Get(Ctr::kPortXmitPackets));
+  e.rcv_pkts = cl_hton64(k.Get(Ctr::kPortRcvPackets));
+  e.unicast_xmit_pkts = cl_hton64(k.Get(Ctr::kUnicastXmitPackets));
+  e.unicast_rcv_pkts = cl_hton64(k.Get(Ctr::kUnicastRcvPackets));
+  e.multicast_xmit_pkts = cl_hton64(k.Get(Ctr::kMulticastXmitPackets));
+  e.multicast_rcv_pkts = cl_hton64(k.Get(Ctr::kMulticastRcvPackets));
+  e.xmit_wait = cl_hton64(k.Get(Ctr::kPortXmitWait));
+  std::memcpy(data, &e, sizeof(e));
+}
+
+class SimMadTransport : public MadTransport {
+ public:
+  using Access =
+      std::function<void(const std::function<void(const Cluster&)>&)>;
+  explicit SimMadTransport(Access access) : access_(std::move(access)) {}
+  MadResult Send(std::uint16_t dlid, const Mad& request,
+                 std::chrono::milliseconds) override {
+    MadResult result;
+    access_([&](const Cluster& c) { result = AnswerMad(c, dlid, request); });
+    return result;
+  }
+
+ private:
+  Access access_;
+};
+
+}  // namespace
+
+MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
+  MadResult out;
+  const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
+  if (hdr->base_ver != 1) {
+    out.error = std::make_error_code(std::errc::invalid_argument);
+    return out;
+  }
+  const auto ports = NodePorts(c, dlid);
+  if (ports.empty()) {
+    out.error = std::make_error_code(std::errc::host_unreachable);
+    return out;
+  }
+  out.response = request;
+  auto* rhdr = reinterpret_cast<ib_mad_t*>(out.response.data());
+  rhdr->method = IB_MAD_METHOD_GET_RESP;
+  rhdr->status = 0;
+  if (hdr->method != IB_MAD_METHOD_GET) {
+    // fabricmon's simulator, like fabricmon, never changes the fabric.
+    SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD);
+    return out;
+  }
+  const std::uint32_t attr_mod = cl_ntoh32(hdr->attr_mod);
+  if (hdr->mgmt_class == IB_MCLASS_SUBN_LID) {
+    auto* smp = reinterpret_cast<ib_smp_t*>(out.response.data());
+    std::memset(smp->data, 0, sizeof(smp->data));
+    if (hdr->attr_id == IB_MAD_ATTR_SM_INFO) {
+      const SubnetManager* sm = nullptr;
+      for (const auto& s : c.sms()) {
+        if (s.lid == dlid) sm = &s;
+      }
+      if (!sm) {
+        SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
+        return out;
+      }
+      if (!sm->alive) {
+        out.error = std::make_error_code(std::errc::timed_out);
+        return out;
+      }
+      ib_sm_info_t si{};
+      si.guid = cl_hton64(sm->guid);
+      si.act_count = cl_hton32(sm->act_count);
+      si.pri_state =
+          static_cast<std::uint8_t>((sm->priority << 4) | (sm->state & 0x0f));
+      std::memcpy(smp->data, &si, sizeof(si));
+      return out;
+    }
+    if (hdr->attr_id == IB_MAD_ATTR_NODE_INFO) {
+      FillNodeInfo(c, ports, smp->data);
+      return out;
+    }
+    if (hdr->attr_id == IB_MAD_ATTR_PORT_INFO) {
+      const int num = attr_mod == 0 ? ports[0]->port_num
+                                    : static_cast<int>(attr_mod & 0xff);
+      const Port* p = SelectPort(ports, num);
+      if (!p) {
+        SetStatus(out.response, IB_MAD_STATUS_INVALID_FIELD);
+        return out;
+      }
+      FillPortInfo(c, *p, smp->data);
+      return out;
+    }
+  } else if (hdr->mgmt_class == IB_MCLASS_PERF) {
+    auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(out.response.data());
+    const std::uint8_t port_select = pm->data[1];
+    std::memset(pm->data, 0, sizeof(pm->data));
+    const Port* p = SelectPort(ports, port_select);
+    if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS ||
+        hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
+      if (!p) {
+        SetStatus(out.response, IB_MAD_STATUS_INVALID_FIELD);
+        return out;
+      }
+      if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS) {
+        FillPortCounters(*p, port_select, pm->data);
+      } else {
+        FillPortCountersExt(*p, port_select, pm->data);
+      }
+      return out;
+    }
+  }
+  SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
+  return out;
+}
+
+std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster) {
+  return std::make_unique<SimMadTransport>(
+      [&cluster](const std::function<void(const Cluster&)>& fn) {
+        fn(cluster);
+      });
+}
+
+std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner) {
+  return std::make_unique<SimMadTransport>(
+      [&runner](const std::function<void(const Cluster&)>& fn) {
+        runner.WithCluster(fn);
+      });
+}
+
+}  // namespace fabric::sim
