@@ -1,0 +1,104 @@
+#include "simulator/ethtool.h"
+
+#include <functional>
+
+#include "simulator/runner.h"
+
+namespace fabric::sim {
+namespace {
+
+class SimEthtoolSource : public EthtoolSource {
+ public:
+  using Access =
+      std::function<void(const std::function<void(const Cluster&)>&)>;
+  SimEthtoolSource(Access access, int host)
+      : access_(std::move(access)), host_(host) {}
+  EthtoolResult Stats(const std::string& netdev) override {
+    EthtoolResult r;
+    access_([&](const Cluster& c) { r = SimEthtoolStats(c, host_, netdev); });
+    return r;
+  }
+
+ private:
+  Access access_;
+  int host_;
+};
+
+}  // namespace
+
+EthtoolResult SimEthtoolStats(const Cluster& c, int host,
+                              const std::string& netdev) {
+  EthtoolResult r;
+  const Port* port = nullptr;
+  if (host >= 0 && host < static_cast<int>(c.hosts().size())) {
+    for (int d : c.hosts()[host].devices) {
+      const Device& dev = c.devices()[d];
+      if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
+        port = &c.ports()[dev.ports.at(0)];
+      }
+    }
+  }
+  if (!port) {
+    r.error = std::make_error_code(std::errc::no_such_device);
+    return r;
+  }
+  EthtoolStats& s = r.stats;
+  s.driver = "mlx5_core";
+  auto add = [&](const std::string& name, std::uint64_t value) {
+    s.names.push_back(name);
+    s.values.push_back(value);
+  };
+  auto stat = [&](const std::string& name) -> std::uint64_t {
+    auto it = port->ethtool.find(name);
+    return it == port->ethtool.end() ? 0 : it->second;
+  };
+  // mlx5_core order: software counters, per-priority traffic, per-priority
+  // PFC, pause-storm events.
+  add("rx_packets", port->rx_bytes / kBytesPerPacket);
+  add("rx_bytes", port->rx_bytes);
+  add("tx_packets", port->tx_bytes / kBytesPerPacket);
+  add("tx_bytes", port->tx_bytes);
+  add("rx_ecn_mark", stat("rx_ecn_mark"));
+  for (int p = 0; p < 8; ++p) {
+    const std::string n = std::to_string(p);
+    add("rx_prio" + n + "_bytes", stat("rx_prio" + n + "_bytes"));
+    add("rx_prio" + n + "_packets", stat("rx_prio" + n + "_packets"));
+    add("rx_prio" + n + "_discards", 0);
+    add("tx_prio" + n + "_bytes", stat("tx_prio" + n + "_bytes"));
+    add("tx_prio" + n + "_packets", stat("tx_prio" + n + "_packets"));
+  }
+  for (int p = 0; p < 8; ++p) {
+    const std::string n = std::to_string(p);
+    add("rx_prio" + n + "_pause", stat("rx_prio" + n + "_pause"));
+    add("rx_prio" + n + "_pause_duration",
+        stat("rx_prio" + n + "_pause_duration"));
+    add("tx_prio" + n + "_pause", stat("tx_prio" + n + "_pause"));
+    add("tx_prio" + n + "_pause_duration",
+        stat("tx_prio" + n + "_pause_duration"));
+    add("rx_prio" + n + "_pause_transition",
+        stat("rx_prio" + n + "_pause_transition"));
+  }
+  add("tx_pause_storm_warning_events", stat("tx_pause_storm_warning_events"));
+  add("tx_pause_storm_error_events", stat("tx_pause_storm_error_events"));
+  return r;
+}
+
+std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const Cluster& cluster,
+                                                    int host) {
+  return std::make_unique<SimEthtoolSource>(
+      [&cluster](const std::function<void(const Cluster&)>& fn) {
+        fn(cluster);
+      },
+      host);
+}
+
+std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const LiveRunner& runner,
+                                                    int host) {
+  return std::make_unique<SimEthtoolSource>(
+      [&runner](const std::function<void(const Cluster&)>& fn) {
+        runner.WithCluster(fn);
+      },
+      host);
+}
+
+}  // namespace fabric::sim

@@ -1,0 +1,31 @@
+// The simulator's ethtool view: an EthtoolSource (collectors/
+// ethtool_source.h) answering for the RoCE netdev of one simulated host
+// (bond0 of mlx5_bond_0) with mlx5_core statistic names and the model's
+// values: rx/tx_prioN_{bytes,packets,pause,pause_duration,pause_transition},
+// tx_pause_storm_{warning,error}_events, rx_ecn_mark and the totals.
+// Any other netdev, or the device while removed: ENODEV.
+//
+// Thread-safety: one Stats() at a time per instance; reads the model under
+// the LiveRunner's lock (or, for a bare Cluster, the caller must not step it
+// concurrently).
+#pragma once
+
+#include <memory>
+
+#include "collectors/ethtool_source.h"
+#include "simulator/model.h"
+
+namespace fabric::sim {
+
+class LiveRunner;
+
+std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const Cluster& cluster,
+                                                    int host);
+std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const LiveRunner& runner,
+                                                    int host);
+
+// The statistics of `netdev` on `host` (exposed for tests).
+EthtoolResult SimEthtoolStats(const Cluster& cluster, int host,
+                              const std::string& netdev);
+
+}  // namespace fabric::sim
