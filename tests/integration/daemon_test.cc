@@ -274,6 +274,32 @@ TEST_F(DaemonTest, ReloadRestartsOnlyChangedCollectors) {
   EXPECT_EQ(daemon.Wait(), 0);
 }
 
+TEST_F(DaemonTest, DeviceRemovedWhileRunningKeepsServing) {
+  fs::path root = dir_ / "sys";
+  fs::copy(H100(), root, fs::copy_options::recursive);
+  WriteFile(config_,
+            "collectors:\n  ib_port:\n    interval: 100ms\n"
+            "  hw_counters:\n    interval: 100ms\n");
+  Process daemon({"--config", config_, "--sysfs.root", root.string(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  const std::string gone = "fabric_port_state{device=\"mlx5_4\"";
+  ASSERT_TRUE(WaitFor(
+      [&] { return Scrape(daemon.Port()).find(gone) != std::string::npos; }));
+  fs::remove_all(root / "class/infiniband/mlx5_4");
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    // Every collector has polled since the removal (the slowest at 1s).
+    return !text.empty() && text.find("device=\"mlx5_4\"") == std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(text, HasSubstr("fabric_port_state{device=\"mlx5_1\""));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+}
+
 TEST_F(DaemonTest, ReloadRebindsWhenListenAddressChanges) {
   WriteFile(config_, "listen_address: \"127.0.0.1:0\"\n");
   Process daemon({"--config", config_, "--sysfs.root", H100()});
