@@ -8,10 +8,13 @@
 // trees, unless --keep) or until --duration of simulated-and-real time has
 // passed (then leaves them). --duration 0 renders once and exits: a frozen
 // tree, e.g. after --warmup of simulated time.
+#include <linux/magic.h>
 #include <signal.h>
+#include <sys/vfs.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -146,6 +149,19 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Renaming hundreds of files per tick is cheap on tmpfs but forces
+  // write-out on ext4 (replace-via-rename), which can lag real time badly.
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  struct statfs fs_info {};
+  if (forever || run.count() != 0) {  // live, not a frozen tree
+    if (::statfs(out.c_str(), &fs_info) == 0 && fs_info.f_type != TMPFS_MAGIC) {
+      std::fprintf(stderr,
+                   "fabricmon-sim: warning: %s is not on tmpfs; live "
+                   "rendering may lag real time (use /dev/shm)\n",
+                   out.c_str());
+    }
+  }
   fabric::sim::LiveRunner runner(config, out);
   runner.Warmup(warm);
   std::string error;
