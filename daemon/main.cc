@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "collectors/registry.h"
@@ -73,10 +74,18 @@ int Main(int argc, char** argv) {
     return 1;
   }
   spdlog::set_level(spdlog::level::from_str(config->log_level));
+  std::error_code ec;
+  const std::string source =
+      std::filesystem::exists(options.config_path, ec)
+          ? options.config_path
+          : options.config_path + " absent, built-in defaults";
   if (options.check_config) {
-    spdlog::info("config ok: {}", options.config_path);
+    // Printed even at log_level error/off: it is the command's answer.
+    std::cerr << "config ok: " << source << "\n";
     return 0;
   }
+  spdlog::info("fabricmon {} ({}), config {}", ThisBuild().version,
+               ThisBuild().revision, source);
 
   std::unique_ptr<Simulation> simulation;
   if (options.simulate) {

@@ -344,6 +344,8 @@ TEST_F(DaemonTest, CheckConfigAcceptsValidAndShippedConfigs) {
   Process shipped({"--check-config", "--config",
                    testing::SourceDir() + "/config/fabricmon.yaml"});
   EXPECT_EQ(shipped.Wait(), 0) << shipped.Stderr();
+  EXPECT_THAT(shipped.Stderr(), HasSubstr("config ok: "));
+  EXPECT_THAT(shipped.Stderr(), HasSubstr("config/fabricmon.yaml"));
 }
 
 TEST_F(DaemonTest, ExplicitMissingConfigIsAnError) {
