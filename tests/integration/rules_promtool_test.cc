@@ -38,7 +38,7 @@ TEST(RulesPromtoolTest, CheckRulesIsClean) {
   if (!HavePromtool()) GTEST_SKIP() << "promtool not installed";
   const auto [status, output] =
       RunShell("promtool check rules " + RulesDir() + "/recording_rules.yml " +
-          RulesDir() + "/alerting_rules.yml");
+               RulesDir() + "/alerting_rules.yml");
   EXPECT_EQ(status, 0) << output;
   EXPECT_EQ(output.find("WARNING"), std::string::npos) << output;
 }
@@ -52,7 +52,7 @@ TEST(RulesPromtoolTest, UnitTestsPass) {
     // promtool resolves rule_files relative to the test file's directory.
     const auto [status, output] =
         RunShell("cd " + RulesDir() + "/tests && promtool test rules " +
-            entry.path().filename().string());
+                 entry.path().filename().string());
     EXPECT_EQ(status, 0) << entry.path() << "\n" << output;
   }
   EXPECT_GT(files, 0);
