@@ -129,7 +129,9 @@ TEST(SimTimeline, ShippedScenarioFilesParse) {
     std::string error;
     const auto t = ParseTimeline(text.str(), &error);
     EXPECT_TRUE(t) << e.path() << ": " << error;
-    if (t) EXPECT_FALSE(t->events.empty()) << e.path();
+    if (t) {
+      EXPECT_FALSE(t->events.empty()) << e.path();
+    }
     ++files;
   }
   EXPECT_GE(files, 3);
