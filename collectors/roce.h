@@ -18,7 +18,9 @@
 // else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
 // its slaves, which carry the physical-port counters of a RoCE LAG
 // (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
-// are read, so a recorded tree never reads a same-named host interface.
+// are read, and one whose kernel address (EthtoolStats.hw_address) differs
+// from the tree's class/net/<if>/address is skipped, so a recorded tree
+// never gets a same-named host interface's counters.
 //
 // Thread-safety: one Collect() at a time per instance (collector.h); the
 // sources are owned by the instance.
