@@ -6,7 +6,9 @@
 // the demo's own trap (checked: no process of its session survives).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "tests/integration/sim_support.h"
@@ -60,15 +62,19 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   ASSERT_TRUE(rates);
   EXPECT_EQ(rates->size(), 4u * 9u);  // 4 hosts × 9 ports
   int checked = 0;
+  double worst = 0;
   for (const auto& s : *rates) {
     const std::string host = s.labels.at("host"), dev = s.labels.at("device");
     if (host == "host0" && dev == "mlx5_0") continue;  // the victim
     const double line = dev == "mlx5_bond_0" ? kRoceLineRate : kIbLineRate;
     const double offered = kLoad * kDuty * line;
     EXPECT_NEAR(s.value, offered, 0.05 * offered) << host << " " << dev;
+    worst = std::max(worst, std::abs(s.value - offered) / offered);
     ++checked;
   }
   EXPECT_EQ(checked, 35);
+  RecordProperty("worst_rate_error_percent", std::to_string(worst * 100));
+  std::printf("worst rate error vs offered load: %.2f%%\n", worst * 100);
 
   auto waits =
       PromQuery(prom_port, "increase(fabric_port_transmit_wait_total[15s])");
