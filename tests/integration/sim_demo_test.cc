@@ -47,7 +47,7 @@ class SimDemo : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!fs::exists("/usr/bin/prometheus")) GTEST_SKIP() << "no prometheus";
-    port_base_ = sim::FreePortRange(33915, 2);
+    port_base_ = sim::FreePortRange(sim::PidSpread(33915), 2);
     prom_port_ = sim::FreePortRange(port_base_ + 2, 1);
     ASSERT_GT(port_base_, 0);
     log_ = fs::temp_directory_path() /

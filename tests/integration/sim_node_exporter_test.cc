@@ -91,7 +91,7 @@ TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   ASSERT_EQ(once.exit_code, 0);
   const auto fm = ParseSamples(once.out);
 
-  const int port = sim::FreePortRange(35915, 1);
+  const int port = sim::FreePortRange(sim::PidSpread(35915), 1);
   const std::string log = (dir / "node_exporter.log").string();
   sim::Session ne("/usr/bin/prometheus-node-exporter --path.sysfs " +
                       host.string() +

@@ -29,7 +29,7 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   if (!std::filesystem::exists("/usr/bin/prometheus")) {
     GTEST_SKIP() << "/usr/bin/prometheus not installed";
   }
-  const int port_base = sim::FreePortRange(31915, 4);
+  const int port_base = sim::FreePortRange(sim::PidSpread(31915), 4);
   int prom_port = sim::FreePortRange(port_base + 4, 1);
   ASSERT_GT(port_base, 0);
   const std::string log =

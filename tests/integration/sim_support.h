@@ -39,6 +39,10 @@ inline bool PortFree(int port) {
   return ok;
 }
 
+// A start port spread by pid, so test processes ctest runs in parallel
+// (each gtest case is its own process) do not race for the same ports.
+inline int PidSpread(int from) { return from + (getpid() % 1000) * 8; }
+
 // First port p >= from with p .. p+count-1 all free on 127.0.0.1.
 inline int FreePortRange(int from, int count) {
   for (int base = from; base < 60000; base += count) {
