@@ -173,13 +173,21 @@ class Session {
     }
   }
   ~Session() {
+    const pid_t sid = pid_ > 0 ? pid_ : sid_done_;
     if (pid_ > 0) {
       Signal(SIGTERM);
       Wait(std::chrono::seconds(20));
     }
+    sid_done_ = sid;
     if (pid_ > 0) {  // last resort, only our own session
       kill(-pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    // Whatever the leader left behind in its session (a failing test must
+    // not leak daemons into the next one).
+    if (sid_done_ > 0) {
+      for (int pid : SessionProcesses(sid_done_)) kill(pid, SIGKILL);
     }
   }
   pid_t pid() const { return pid_; }
