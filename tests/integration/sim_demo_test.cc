@@ -3,6 +3,7 @@
 // its session behind and removes its temp dir.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -52,6 +53,10 @@ class SimDemo : public ::testing::Test {
     ASSERT_GT(port_base_, 0);
     log_ = fs::temp_directory_path() /
            ("sim_demo_test." + std::to_string(getpid()) + ".log");
+  }
+  void TearDown() override {
+    // Keep the log only when something failed (its path is in the message).
+    if (!HasFailure() && !log_.empty()) std::remove(log_.c_str());
   }
   // Waits until both daemons answer and Prometheus is ready.
   bool WaitUp(sim::Session& demo) {

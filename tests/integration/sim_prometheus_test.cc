@@ -33,7 +33,8 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   int prom_port = sim::FreePortRange(port_base + 4, 1);
   ASSERT_GT(port_base, 0);
   const std::string log =
-      std::filesystem::temp_directory_path() / "sim_prometheus_test.log";
+      std::filesystem::temp_directory_path() /
+      ("sim_prometheus_test." + std::to_string(getpid()) + ".log");
   sim::Session demo(SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
                         " --hosts 4 --scenario congestion-hotspot"
                         " --duration 75 --scrape-interval 1s --port-base " +
@@ -98,6 +99,7 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   EXPECT_NE(demo.Wait(30s), -1) << "demo.sh did not stop on SIGINT";
   std::this_thread::sleep_for(200ms);
   EXPECT_TRUE(sim::SessionProcesses(sid).empty());
+  if (!HasFailure()) std::remove(log.c_str());
 }
 
 }  // namespace
