@@ -1,7 +1,8 @@
 // `fabricmon --simulate[=SCENARIO]`: one simulated H100-like host rendered
 // live into a private temp directory by the fabric simulator (100 ms ticks,
-// real time), removed again when the Simulation is destroyed. SCENARIO is a
-// scenario name or the path of a YAML timeline (*.yaml / *.yml).
+// real time, after 60 s of simulated history), removed again when the
+// Simulation is destroyed. SCENARIO is a scenario name or the path of a YAML
+// timeline (*.yaml / *.yml).
 #include "daemon/simulate.h"
 
 #include <stdlib.h>
@@ -30,6 +31,9 @@ class LiveSimulation : public Simulation {
     fs::remove_all(root_, ec);
   }
   bool Start(std::string* error) {
+    // A minute of simulated history first: a real host's counters are never
+    // all zero, and `--simulate --once` should show the scenario at work.
+    runner_.Warmup(std::chrono::seconds(60));
     if (!runner_.RenderNow(error)) return false;
     runner_.Start();
     return true;
