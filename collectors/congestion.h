@@ -1,5 +1,5 @@
 // The `congestion` collector: polled fast (the daemon's
-// `collectors.congestion.interval`, recommended 200 ms, at most 1 s) and
+// `collectors.congestion.interval`, recommended 100 ms, at most 1 s) and
 // exporting per-port *peaks* over a sliding window, so a 15-30 s scrape
 // still sees a 300 ms all-reduce hotspot. See docs/congestion.md.
 //
@@ -53,7 +53,7 @@ struct CongestionOptions {
 
 // Recommended poll interval for this collector (the daemon's config sets
 // it: collectors.congestion.interval).
-inline constexpr std::chrono::milliseconds kCongestionRecommendedInterval{200};
+inline constexpr std::chrono::milliseconds kCongestionRecommendedInterval{100};
 
 // Monotonic seconds. Injected in tests.
 using MonotonicClock = std::function<double()>;

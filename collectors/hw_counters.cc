@@ -44,7 +44,7 @@ constexpr std::string_view kQCounters32[] = {
 };
 
 // hw_counters files that also get a dedicated, documented metric (in
-// addition to fabric_hw_counter_total{counter="<file>"}), because dashboards
+// addition to fabric_hw_counters_total{counter="<file>"}), because dashboards
 // and alerts are built on them.
 struct NamedSpec {
   std::string_view file;
@@ -161,13 +161,13 @@ class HwCountersCollector final : public Collector {
       Labels counter_labels = labels;
       counter_labels.emplace_back("counter", file);
       if (port.empty()) {
-        sink.Counter("fabric_device_hw_counter_total",
+        sink.Counter("fabric_device_hw_counters_total",
                      "Device-level hw_counters/<counter>, name as-is "
                      "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
                      counter_labels, static_cast<double>(value));
         continue;
       }
-      sink.Counter("fabric_hw_counter_total",
+      sink.Counter("fabric_hw_counters_total",
                    "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
                    "Q-counters unwrapped to 64 bits).",
                    counter_labels, static_cast<double>(value));

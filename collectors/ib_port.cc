@@ -47,7 +47,7 @@ constexpr std::string_view kErrors = "fabric_port_errors_total";
 constexpr std::string_view kErrorsHelp =
     "PortCounters error counters from counters/<error> (error = sysfs file "
     "name); these saturate at their field width, see "
-    "fabric_port_counter_saturated.";
+    "fabric_port_counters_saturated.";
 
 constexpr PortFileSpec kPortFiles[] = {
     {"state", "fabric_port_state", kGauge,
@@ -436,7 +436,7 @@ class IbPortCollector final : public Collector {
         const std::uint64_t max = (std::uint64_t{1} << spec.saturate_bits) - 1;
         Labels sat_labels = labels;
         sat_labels.emplace_back("counter", std::string(file));
-        sink.Gauge("fabric_port_counter_saturated",
+        sink.Gauge("fabric_port_counters_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
                    sat_labels, raw >= max ? 1 : 0);

@@ -48,7 +48,7 @@ struct CollectorConfig {
 
 // Built-in settings of collector `name` before the file is applied: the
 // CollectorConfig defaults, except where a collector needs its own (the
-// congestion collector polls at its recommended 200 ms with a 1 s timeout).
+// congestion collector polls at its recommended 100 ms with a 1 s timeout).
 CollectorConfig DefaultCollectorConfig(std::string_view name);
 
 struct Config {

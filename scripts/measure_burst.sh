@@ -18,9 +18,9 @@
 #               x 256 ns)[run:15s]) - the best a plain 30 s rate ever shows.
 # Expected: fabricmon / true >= 0.8, rate view / true < 0.1.
 #
-# Usage: [POLL=200ms] scripts/measure_burst.sh [BUILD_DIR] [RUN_SECONDS]
+# Usage: [POLL=100ms] scripts/measure_burst.sh [BUILD_DIR] [RUN_SECONDS]
 #   BUILD_DIR defaults to ./build; RUN_SECONDS (default 90) after a 15 s
-#   warm-up; POLL = collectors.congestion.interval (default 200 ms; at most
+#   warm-up; POLL = collectors.congestion.interval (default 100 ms; at most
 #   half the burst, e.g. 100 ms, guarantees one poll interval inside it).
 #
 # Caveat: the live simulator renders one ~600-file tree per host per tick;
@@ -62,7 +62,7 @@ WAITFILE=$HOST0/class/infiniband/mlx5_0/ports/1/counters/port_xmit_wait
 for _ in $(seq 100); do [[ -f $WAITFILE ]] && break; sleep 0.1; done
 [[ -f $WAITFILE ]] || { cat "$T/sim.log" >&2; exit 1; }
 
-POLL=${POLL:-200ms}
+POLL=${POLL:-100ms}
 printf 'collectors:\n  congestion:\n    interval: %s\n' "$POLL" >"$T/fabricmon.yaml"
 "$BUILD/fabricmon" --config "$T/fabricmon.yaml" --sysfs.root "$HOST0" \
   --web.listen-address 127.0.0.1:0 >"$T/fabricmon.log" 2>&1 &

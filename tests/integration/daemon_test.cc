@@ -428,7 +428,7 @@ TEST_F(DaemonTest, OnceReportsHungCollectorAndExits) {
           "fabric_collector_duration_seconds{collector=\"ib_port\"} 0.3\n"));
   EXPECT_THAT(
       out, HasSubstr("fabric_collector_success{collector=\"hw_counters\"} 1"));
-  EXPECT_THAT(out, HasSubstr("fabric_hw_counter_total{"));
+  EXPECT_THAT(out, HasSubstr("fabric_hw_counters_total{"));
   EXPECT_THAT(out, Not(HasSubstr("fabric_port_state{")));
   EXPECT_THAT(once.Stderr(), HasSubstr("ib_port: collection overran"));
 }
@@ -452,7 +452,7 @@ TEST_F(DaemonTest, DaemonReportsHungCollectorKeepsServingAndStops) {
       text, HasSubstr("fabric_collector_success{collector=\"hw_counters\"} 1"));
   EXPECT_THAT(text, Not(HasSubstr("fabric_port_state{")));
   // Still serving while the collection stays stuck.
-  EXPECT_THAT(Scrape(daemon.Port()), HasSubstr("fabric_hw_counter_total{"));
+  EXPECT_THAT(Scrape(daemon.Port()), HasSubstr("fabric_hw_counters_total{"));
   // Never a second ib_port collection while the first is stuck.
   EXPECT_EQ(daemon.Stderr().find("late collection returned"),
             std::string::npos);

@@ -90,13 +90,13 @@ TEST(ConfigTest, CongestionPollsFasterByDefault) {
   std::string error;
   auto config = ParseConfig("collectors:\n  congestion:\n    enabled: true\n",
                             kKnown, &error);
-  // Not in kKnown: rejected; with it known, the default is 200ms.
+  // Not in kKnown: rejected; with it known, the default is 100ms.
   EXPECT_FALSE(config);
   config = ParseConfig("collectors:\n  congestion:\n    enabled: true\n",
                        {"congestion"}, &error);
   ASSERT_TRUE(config) << error;
-  EXPECT_EQ(config->Collector("congestion").interval, milliseconds(200));
-  EXPECT_EQ(Config{}.Collector("congestion").interval, milliseconds(200));
+  EXPECT_EQ(config->Collector("congestion").interval, milliseconds(100));
+  EXPECT_EQ(Config{}.Collector("congestion").interval, milliseconds(100));
   EXPECT_EQ(Config{}.Collector("congestion").timeout, seconds(1));
 }
 

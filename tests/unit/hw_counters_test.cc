@@ -22,17 +22,17 @@ TEST(HwCountersTest, ProcfsTreeMlx5) {
   const std::map<std::string, std::string> port = {{"device", "mlx5_0"},
                                                    {"port", "1"}};
   // 25 files minus lifespan.
-  EXPECT_EQ(c.Find("fabric_hw_counter_total", port).size(), 24u);
+  EXPECT_EQ(c.Find("fabric_hw_counters_total", port).size(), 24u);
   EXPECT_TRUE(
-      c.Find("fabric_hw_counter_total", {{"counter", "lifespan"}}).empty());
+      c.Find("fabric_hw_counters_total", {{"counter", "lifespan"}}).empty());
   auto with = [&](const char* counter) {
     auto labels = port;
     labels["counter"] = counter;
     return labels;
   };
-  EXPECT_EQ(c.Value("fabric_hw_counter_total", with("rx_read_requests")),
+  EXPECT_EQ(c.Value("fabric_hw_counters_total", with("rx_read_requests")),
             175528982.0);
-  EXPECT_EQ(c.Value("fabric_hw_counter_total", with("resp_cqe_error")), 8109.0);
+  EXPECT_EQ(c.Value("fabric_hw_counters_total", with("resp_cqe_error")), 8109.0);
   EXPECT_EQ(c.Value("fabric_roce_out_of_sequence_total", port), 1.0);
   EXPECT_EQ(c.Value("fabric_roce_packet_sequence_errors_total", port), 1.0);
   EXPECT_EQ(c.Value("fabric_roce_local_ack_timeout_errors_total", port), 131.0);
@@ -42,7 +42,7 @@ TEST(HwCountersTest, ProcfsTreeMlx5) {
   EXPECT_EQ(c.Family("fabric_roce_cnp_sent_total"), nullptr);
   // mlx4_0 and hfi1_0 have no hw_counters/: nothing, and no skips.
   EXPECT_TRUE(
-      c.Find("fabric_hw_counter_total", {{"device", "mlx4_0"}}).empty());
+      c.Find("fabric_hw_counters_total", {{"device", "mlx4_0"}}).empty());
 }
 
 TEST(HwCountersTest, H100Tree) {
@@ -50,14 +50,14 @@ TEST(HwCountersTest, H100Tree) {
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.skipped, 0u);
   EXPECT_EQ(
-      c.Find("fabric_hw_counter_total", {{"counter", "rx_write_requests"}})
+      c.Find("fabric_hw_counters_total", {{"counter", "rx_write_requests"}})
           .size(),
       9u);
   EXPECT_EQ(
-      c.Value("fabric_hw_counter_total",
+      c.Value("fabric_hw_counters_total",
               {{"device", "mlx5_bond_0"}, {"counter", "rx_icrc_encapsulated"}}),
       0.0);
-  EXPECT_EQ(c.Value("fabric_hw_counter_total",
+  EXPECT_EQ(c.Value("fabric_hw_counters_total",
                     {{"device", "mlx5_4"}, {"counter", "rx_write_requests"}}),
             3809045607.0);
   EXPECT_EQ(c.Value("fabric_roce_adaptive_retransmissions_total",
@@ -77,12 +77,12 @@ TEST(HwCountersTest, SyntheticCongestionAndDeviceLevel) {
   EXPECT_EQ(c.Value("fabric_roce_ecn_marked_packets_total", port), 1500321.0);
   EXPECT_EQ(c.Value("fabric_roce_slow_restarts_total", port), 2.0);
   EXPECT_EQ(
-      c.Value("fabric_device_hw_counter_total",
+      c.Value("fabric_device_hw_counters_total",
               {{"device", "mlx5_2"}, {"counter", "synthetic_device_counter"}}),
       8.0);
   // Device-level series carry no port label.
   EXPECT_EQ(
-      c.Label("fabric_device_hw_counter_total",
+      c.Label("fabric_device_hw_counters_total",
               {{"device", "mlx5_2"}, {"counter", "out_of_buffer"}}, "port"),
       "<absent>");
 }
@@ -139,7 +139,7 @@ class HwCountersWrapTest : public ::testing::Test {
     auto v =
         c.Value("fabric_roce_out_of_sequence_total", {{"device", "mlx5_0"}});
     EXPECT_EQ(v,
-              c.Value("fabric_hw_counter_total",
+              c.Value("fabric_hw_counters_total",
                       {{"device", "mlx5_0"}, {"counter", "out_of_sequence"}}));
     return v.value_or(-1);
   }
@@ -167,7 +167,7 @@ TEST_F(HwCountersWrapTest, WrapThenDeviceReappears) {
   {
     auto c = testing::Run(*collector);
     EXPECT_TRUE(c.ok);
-    EXPECT_EQ(c.Family("fabric_hw_counter_total"), nullptr);
+    EXPECT_EQ(c.Family("fabric_hw_counters_total"), nullptr);
   }
   // Back with fresh counters: exported as read, a genuine reset.
   Write("12", "0");

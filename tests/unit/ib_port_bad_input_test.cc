@@ -160,7 +160,7 @@ TEST_F(BadInputTest, HwCountersSkipsAndCountsBrokenFiles) {
   EXPECT_EQ(c.Value("fabric_roce_cnp_sent_total", {{"device", "mlx5_0"}}), 5.0);
   EXPECT_EQ(c.Family("fabric_roce_out_of_sequence_total"), nullptr);
   EXPECT_TRUE(
-      c.Find("fabric_hw_counter_total", {{"device", "mlx5_9"}}).empty());
+      c.Find("fabric_hw_counters_total", {{"device", "mlx5_9"}}).empty());
   EXPECT_EQ(c.skipped, 2u);  // "bogus" + vanished mlx5_9
 }
 
@@ -169,7 +169,7 @@ TEST_F(BadInputTest, HwCountersUnreadableDirectory) {
   sysfs->errors["class/infiniband/mlx5_0/ports/1/hw_counters"] = EACCES;
   auto c = testing::RunOn(MakeHwCountersCollector, sysfs);
   ASSERT_TRUE(c.ok);
-  EXPECT_EQ(c.Family("fabric_hw_counter_total"), nullptr);
+  EXPECT_EQ(c.Family("fabric_hw_counters_total"), nullptr);
   EXPECT_EQ(c.skipped, 2u);  // the directory + vanished mlx5_9
 }
 

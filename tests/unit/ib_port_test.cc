@@ -77,7 +77,7 @@ TEST(IbPortTest, ProcfsTreeMlx4AndHfi1AndMlx5) {
             4.0);
   EXPECT_EQ(c.Family("fabric_device_info")->metric.size(), 3u);
   // Nothing saturated on this tree.
-  for (const auto* m : c.Find("fabric_port_counter_saturated", {})) {
+  for (const auto* m : c.Find("fabric_port_counters_saturated", {})) {
     EXPECT_EQ(m->gauge.value, 0.0);
   }
 }
@@ -120,12 +120,12 @@ TEST(IbPortTest, NodeExporterTreeLegacyCountersExtAndNoPma) {
             4294967295.0);
   EXPECT_EQ(
       c.Value(
-          "fabric_port_counter_saturated",
+          "fabric_port_counters_saturated",
           {{"device", "mlx4_0"}, {"port", "1"}, {"counter", "port_xmit_wait"}}),
       1.0);
   EXPECT_EQ(
       c.Value(
-          "fabric_port_counter_saturated",
+          "fabric_port_counters_saturated",
           {{"device", "mlx4_0"}, {"port", "1"}, {"counter", "link_downed"}}),
       0.0);
   EXPECT_EQ(c.Family("fabric_port_other_total"), nullptr);
@@ -155,17 +155,17 @@ TEST(IbPortTest, H100TreeNineDevicesBondIsEthernet) {
             230539874932483.0 * 4);
   // mlx5_1: link_downed 255 (8-bit) and excessive_buffer_overrun_errors 15
   // (4-bit) are at their maximum.
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_1"}, {"counter", "link_downed"}}),
             1.0);
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_1"},
                      {"counter", "excessive_buffer_overrun_errors"}}),
             1.0);
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_0"}, {"counter", "link_downed"}}),
             0.0);
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_0"}, {"counter", "port_rcv_errors"}}),
             0.0);
 }
@@ -191,10 +191,10 @@ TEST(IbPortTest, SyntheticTreeAttributesNetdevAndUnknownCounter) {
   EXPECT_EQ(c.Value("fabric_port_sm_lid", ib), 1.0);
   EXPECT_EQ(c.Value("fabric_port_sm_sl", ib), 0.0);
   EXPECT_EQ(c.Value("fabric_port_capability_mask", ib), double{0xa651e848});
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_3"}, {"counter", "symbol_error"}}),
             1.0);
-  EXPECT_EQ(c.Value("fabric_port_counter_saturated",
+  EXPECT_EQ(c.Value("fabric_port_counters_saturated",
                     {{"device", "mlx5_2"}, {"counter", "port_xmit_discards"}}),
             1.0);
   EXPECT_EQ(
