@@ -80,9 +80,7 @@ class RealSysfs final : public Sysfs {
   }
 
  private:
-  std::string Full(const std::string& path) const {
-    return root_ + "/" + path;
-  }
+  std::string Full(const std::string& path) const { return root_ + "/" + path; }
   std::string root_;
 };
 

@@ -32,7 +32,8 @@ TEST(HwCountersTest, ProcfsTreeMlx5) {
   };
   EXPECT_EQ(c.Value("fabric_hw_counters_total", with("rx_read_requests")),
             175528982.0);
-  EXPECT_EQ(c.Value("fabric_hw_counters_total", with("resp_cqe_error")), 8109.0);
+  EXPECT_EQ(c.Value("fabric_hw_counters_total", with("resp_cqe_error")),
+            8109.0);
   EXPECT_EQ(c.Value("fabric_roce_out_of_sequence_total", port), 1.0);
   EXPECT_EQ(c.Value("fabric_roce_packet_sequence_errors_total", port), 1.0);
   EXPECT_EQ(c.Value("fabric_roce_local_ack_timeout_errors_total", port), 131.0);
