@@ -45,6 +45,11 @@ struct CollectorEnv {
   // Extra netdevs the roce collector reads besides those backing RDMA ports
   // (for config `collectors.roce.netdevs`; empty = discovery only).
   std::vector<std::string> netdevs;
+  // Config `ethtool_dir`: when set, the roce and congestion collectors read
+  // ethtool statistics from `ethtool -S` dumps `<ethtool_dir>/<netdev>`
+  // (collectors/ethtool_file.h) instead of the kernel's ioctl; empty = the
+  // kernel.
+  std::string ethtool_dir;
 };
 
 }  // namespace fabric

@@ -3,6 +3,7 @@
 #include <exception>
 #include <set>
 
+#include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
@@ -167,7 +168,10 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     // and gid_attrs of every port, which is too much for every fast poll.
     std::map<std::string, Netdev> next;
     for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, env_.devices)) {
-      if (!env_.sysfs->IsDirectory("class/net/" + t.netdev)) continue;
+      if (options_.ethtool_is_kernel &&
+          !env_.sysfs->IsDirectory("class/net/" + t.netdev)) {
+        continue;
+      }
       auto old = netdevs_.find(t.netdev);
       next[t.netdev] = old != netdevs_.end() ? std::move(old->second)
                                              : Netdev{t.device, t.port, {}};
@@ -182,6 +186,10 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
       sink.Skip("ethtool " + name + ": " + r.error.message());
       for (auto& [_, w] : nd.pause) w.Add(t, std::nullopt);
       continue;
+    }
+    if (r.stats.skipped_lines > 0) {
+      sink.Skip("ethtool " + name + ": " +
+                std::to_string(r.stats.skipped_lines) + " malformed line(s)");
     }
     const RoceEthtoolStats stats =
         ParseEthtoolStats(r.stats.names, r.stats.values);
@@ -224,6 +232,12 @@ void CongestionCollector::EmitPfc(double now, MetricSink& sink) {
 }
 
 std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env) {
+  if (!env.ethtool_dir.empty()) {
+    CongestionOptions options;
+    options.ethtool_is_kernel = false;
+    return std::make_unique<CongestionCollector>(
+        env, options, MonotonicClock{}, MakeFileEthtoolSource(env.ethtool_dir));
+  }
   return std::make_unique<CongestionCollector>(
       env, CongestionOptions{}, MonotonicClock{}, MakeRealEthtoolSource());
 }

@@ -16,7 +16,10 @@
 // collector's DiscoverRoceNetdevs when the port set changes), one ethtool
 // statistics read per poll through an EthtoolSource gives
 // {rx,tx}_prio<p>_pause_duration (microseconds), whose per-interval share of
-// time is the PFC pause peak. mlx5 has no PFC counters in sysfs.
+// time is the PFC pause peak. mlx5 has no PFC counters in sysfs. Only
+// netdevs present in class/net/ of the tree are read, unless the source is
+// file-backed (CongestionOptions.ethtool_is_kernel false, config
+// `ethtool_dir`): its dumps belong to the tree, no host interface is read.
 //
 // Thread-safety: one Collect() at a time per instance (collector contract).
 #pragma once
@@ -49,6 +52,10 @@ struct CongestionOptions {
   // How often the `rate` attribute is re-read (it changes only when the
   // link retrains).
   double rate_refresh_seconds = 10.0;
+  // False when the EthtoolSource does not ask the running kernel (the
+  // file-backed source): the class/net filter, which keeps a recorded tree
+  // from reading a same-named host interface, is then not needed.
+  bool ethtool_is_kernel = true;
 };
 
 // Recommended poll interval for this collector (the daemon's config sets
@@ -101,7 +108,7 @@ class CongestionCollector final : public Collector {
 };
 
 // Factory for collectors/registry.cc: default options, steady clock, the
-// real ethtool ioctl source.
+// real ethtool ioctl source (the file source on env.ethtool_dir when set).
 std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env);
 
 }  // namespace fabric

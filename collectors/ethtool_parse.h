@@ -8,9 +8,9 @@
 // driver reported that statistic.
 //
 // ParseEthtoolText reads the text `ethtool -S <if>` prints (optionally with
-// the "NIC statistics:" header and indentation). It exists so the recorded
-// dumps in tests/fixtures can be fed through the same ParseEthtoolStats; the
-// daemon itself never parses text.
+// the "NIC statistics:" header and indentation): the recorded dumps in
+// tests/fixtures and the dumps the file-backed EthtoolSource
+// (collectors/ethtool_file.h) reads go through it and then ParseEthtoolStats.
 //
 // Thread-safety: pure functions.
 #pragma once

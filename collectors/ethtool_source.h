@@ -1,8 +1,9 @@
 // EthtoolSource: where the roce collector gets a netdev's driver statistics
 // (what `ethtool -S <netdev>` prints). The real implementation
-// (collectors/ethtool_ioctl.h) uses the SIOCETHTOOL ioctl; the simulator and
-// the tests provide their own. The collector only ever sees this interface,
-// so a fabric without NICs can still drive every code path above it.
+// (collectors/ethtool_ioctl.h) uses the SIOCETHTOOL ioctl; the file-backed
+// one (collectors/ethtool_file.h) reads `ethtool -S` text dumps; the
+// simulator and the tests provide their own. The collector only ever sees this
+// interface, so a fabric without NICs can still drive every code path above it.
 //
 // Contract for implementations:
 //   - Stats() never throws. A netdev that does not exist or cannot be
@@ -17,6 +18,7 @@
 // collector owns its source. Different instances are independent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <system_error>
@@ -33,6 +35,9 @@ struct EthtoolStats {
   // the tree it monitors so a recorded tree never gets a same-named host
   // interface's counters. Simulated sources may leave it empty.
   std::string hw_address;
+  // Input entries the source had to skip as malformed (the file source's
+  // unparsable lines); the collectors count them as skipped inputs.
+  std::size_t skipped_lines = 0;
 };
 
 struct EthtoolResult {

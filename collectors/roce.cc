@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/roce_rdma_netlink.h"
 
@@ -132,12 +133,16 @@ class RoceCollector final : public Collector {
       }
       // Only netdevs that exist in the tree being monitored: on /sys this is
       // every live netdev; on a recorded or simulated tree it keeps us from
-      // reading a host interface that merely has the same name.
-      std::erase_if(targets, [&](const RoceNetdev& t) {
-        if (env_.sysfs->IsDirectory("class/net/" + t.netdev)) return false;
-        sink.Skip("netdev " + t.netdev + " not in class/net");
-        return true;
-      });
+      // reading a host interface that merely has the same name. A
+      // file-backed ethtool source reads no host interface (its dumps
+      // belong to the tree), so there the filter would only hide data.
+      if (options_.ethtool_is_kernel) {
+        std::erase_if(targets, [&](const RoceNetdev& t) {
+          if (env_.sysfs->IsDirectory("class/net/" + t.netdev)) return false;
+          sink.Skip("netdev " + t.netdev + " not in class/net");
+          return true;
+        });
+      }
     }
     CollectPorts(sink);
 
@@ -146,7 +151,16 @@ class RoceCollector final : public Collector {
       bool foreign = false;  // same name, another interface than the tree's
       if (ethtool_) {
         EthtoolResult r = ethtool_->Stats(t.netdev);
-        if (r.ok() && IsForeign(t.netdev, r.stats.hw_address)) {
+        if (r.ok() && r.stats.skipped_lines > 0) {
+          sink.Skip("ethtool " + t.netdev + ": " +
+                    std::to_string(r.stats.skipped_lines) +
+                    " malformed line(s)");
+        }
+        // The address check compares the running kernel's interface with
+        // the tree's; a file-backed source is not the kernel (and has no
+        // address), so it does not apply there.
+        if (r.ok() && options_.ethtool_is_kernel &&
+            IsForeign(t.netdev, r.stats.hw_address)) {
           foreign = true;
           sink.Skip("netdev " + t.netdev +
                     ": address differs from class/net/<if>/address");
@@ -477,6 +491,14 @@ std::unique_ptr<Collector> MakeRoceCollector(
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env) {
   RoceOptions options;
   options.extra_netdevs = env.netdevs;
+  if (!env.ethtool_dir.empty()) {
+    // Statistics from dumps (a simulated or recorded tree): the kernel's
+    // DCB state of a same-named interface is not the tree's (roce.h).
+    options.ethtool_is_kernel = false;
+    return MakeRoceCollector(env, std::move(options),
+                             MakeFileEthtoolSource(env.ethtool_dir), nullptr,
+                             MakeRealRdmaStatSource());
+  }
   return MakeRoceCollector(env, std::move(options), MakeRealEthtoolSource(),
                            MakeRealDcbSource(), MakeRealRdmaStatSource());
 }

@@ -20,7 +20,9 @@
 // (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
 // are read, and one whose kernel address (EthtoolStats.hw_address) differs
 // from the tree's class/net/<if>/address is skipped, so a recorded tree
-// never gets a same-named host interface's counters.
+// never gets a same-named host interface's counters. Both checks guard the
+// kernel: with a file-backed ethtool source (RoceOptions.ethtool_is_kernel
+// false, config `ethtool_dir`) they are skipped.
 //
 // Thread-safety: one Collect() at a time per instance (collector.h); the
 // sources are owned by the instance.
@@ -54,6 +56,11 @@ struct RoceOptions {
   std::vector<std::string> extra_netdevs;
   // Tests: replaces discovery entirely when set.
   std::optional<std::vector<RoceNetdev>> netdevs;
+  // False when the EthtoolSource does not ask the running kernel (the
+  // file-backed source of collectors/ethtool_file.h): its netdev names then
+  // belong to the monitored tree by construction, so the class/net filter
+  // and the kernel address check are skipped.
+  bool ethtool_is_kernel = true;
 };
 
 std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& sysfs,
@@ -79,7 +86,10 @@ std::unique_ptr<Collector> MakeRoceCollector(
     std::unique_ptr<RdmaStatSource> rdma = nullptr);
 
 // The registry's factory: real ethtool ioctl, DCB and RDMA netlink sources,
-// env.netdevs as extra netdevs.
+// env.netdevs as extra netdevs. With env.ethtool_dir set: the file-backed
+// ethtool source on that directory and no DCB source (DCB netlink asks the
+// kernel, and without the ioctl's address nothing tells whether the
+// kernel's same-named netdev is the tree's).
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env);
 
 }  // namespace fabric
