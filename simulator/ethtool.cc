@@ -1,5 +1,6 @@
 #include "simulator/ethtool.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "simulator/runner.h"
@@ -81,6 +82,16 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   add("tx_pause_storm_warning_events", stat("tx_pause_storm_warning_events"));
   add("tx_pause_storm_error_events", stat("tx_pause_storm_error_events"));
   return r;
+}
+
+std::string EthtoolText(const EthtoolStats& stats) {
+  std::string out = "NIC statistics:\n";
+  const std::size_t n = std::min(stats.names.size(), stats.values.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    out += "     " + stats.names[i] + ": " + std::to_string(stats.values[i]) +
+           "\n";
+  }
+  return out;
 }
 
 std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const Cluster& cluster,

@@ -3,7 +3,9 @@
 // (bond0 of mlx5_bond_0) with mlx5_core statistic names and the model's
 // values: rx/tx_prioN_{bytes,packets,pause,pause_duration,pause_transition},
 // tx_pause_storm_{warning,error}_events, rx_ecn_mark and the totals.
-// Any other netdev, or the device while removed: ENODEV.
+// Any other netdev, or the device while removed: ENODEV. The renderer also
+// writes these statistics as `ethtool -S` text (EthtoolText) so a separate
+// process can read them (collectors/ethtool_file.h).
 //
 // Thread-safety: one Stats() at a time per instance; reads the model under
 // the LiveRunner's lock (or, for a bare Cluster, the caller must not step it
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "collectors/ethtool_source.h"
 #include "simulator/model.h"
@@ -27,5 +30,10 @@ std::unique_ptr<EthtoolSource> MakeSimEthtoolSource(const LiveRunner& runner,
 // The statistics of `netdev` on `host` (exposed for tests).
 EthtoolResult SimEthtoolStats(const Cluster& cluster, int host,
                               const std::string& netdev);
+
+// `stats` as `ethtool -S` prints them ("NIC statistics:" and one
+// "     name: value" line each): the dump the renderer writes per netdev
+// (<host>/ethtool/<netdev>) for the daemon's file-backed EthtoolSource.
+std::string EthtoolText(const EthtoolStats& stats);
 
 }  // namespace fabric::sim

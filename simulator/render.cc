@@ -8,6 +8,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "simulator/ethtool.h"
+
 namespace fabric::sim {
 namespace {
 
@@ -224,6 +226,9 @@ bool SysfsRenderer::Render(const Cluster& cluster, std::string* error) {
       NetFiles(cluster, device, &net_files);
       dirs.emplace_back("class/net/" + device.netdev, std::move(net_files));
     }
+    if (!device.netdev.empty() && !RenderEthtool(cluster, device, error)) {
+      return false;
+    }
     for (auto& [dir, files] : dirs) {
       auto it = written_.find(dir);
       if (!device.present) {
@@ -253,10 +258,42 @@ bool SysfsRenderer::Render(const Cluster& cluster, std::string* error) {
   return true;
 }
 
+bool SysfsRenderer::RenderEthtool(const Cluster& cluster, const Device& device,
+                                  std::string* error) {
+  const std::string relative = std::string(kEthtoolDir) + "/" + device.netdev;
+  auto it = ethtool_written_.find(device.netdev);
+  if (!device.present) {
+    // A removed HCA's netdev is gone: no dump, so readers see ENODEV.
+    if (it != ethtool_written_.end()) {
+      if (::unlink((root_ / relative).c_str()) != 0 && errno != ENOENT) {
+        *error = "unlink " + (root_ / relative).string() + ": " +
+                 std::strerror(errno);
+        return false;
+      }
+      ethtool_written_.erase(it);
+    }
+    return true;
+  }
+  const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
+  if (!stats.ok()) return true;  // not this host's netdev
+  std::string text = EthtoolText(stats.stats);
+  if (it != ethtool_written_.end() && it->second == text) return true;
+  std::error_code ec;
+  fs::create_directories(root_ / kEthtoolDir, ec);
+  if (ec) {
+    *error = "mkdir " + (root_ / kEthtoolDir).string() + ": " + ec.message();
+    return false;
+  }
+  if (!WriteAtomic(relative, text, error)) return false;
+  ethtool_written_[device.netdev] = std::move(text);
+  return true;
+}
+
 void SysfsRenderer::Remove() {
   std::error_code ec;
   fs::remove_all(root_, ec);
   written_.clear();
+  ethtool_written_.clear();
 }
 
 }  // namespace fabric::sim

@@ -2,6 +2,9 @@
 //   <root>/class/infiniband/<dev>/{board_id,fw_ver,hca_type,node_guid,...}
 //   <root>/class/infiniband/<dev>/ports/1/{state,rate,...,counters/,hw_counters/}
 //   <root>/class/net/bond0/{operstate,speed,...,ecn/roce_np|roce_rp/...}
+//   <root>/ethtool/bond0   (`ethtool -S` text of the RoCE netdev, outside
+//                           class/: not sysfs, read by the daemon's
+//                           file-backed EthtoolSource; simulator/ethtool.h)
 // with the layout of the recorded H100 tree (tests/fixtures/real/
 // sysfs-gpud-h100) plus the attributes real kernels also have there (lid,
 // sm_lid, node_guid, ...; docs/simulator.md lists them).
@@ -9,8 +12,8 @@
 // Readers never see a half-written value: each changed file is written to a
 // staging directory (<root>/.sim-staging, outside class/) and renamed over
 // the old one; a device that appears is built complete in staging and
-// renamed into place; a removed device is renamed away first. Unchanged
-// files are not rewritten.
+// renamed into place; a removed device is renamed away first (and its
+// netdev's ethtool dump unlinked). Unchanged files are not rewritten.
 //
 // Thread-safety: none; one thread renders (the model must not change
 // during Render()).
@@ -39,6 +42,9 @@ class SysfsRenderer {
 
   const std::filesystem::path& root() const { return root_; }
 
+  // Directory of the ethtool dumps below the root: <root>/ethtool/<netdev>.
+  static constexpr const char* kEthtoolDir = "ethtool";
+
  private:
   using Files = std::map<std::string, std::string>;  // relative path -> data
   void DeviceFiles(const Cluster& cluster, const Device& device,
@@ -49,12 +55,16 @@ class SysfsRenderer {
   bool InstallDir(const std::string& relative, const Files& files,
                   std::string* error);
   bool RemoveDir(const std::string& relative, std::string* error);
+  // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev>.
+  bool RenderEthtool(const Cluster& cluster, const Device& device,
+                     std::string* error);
 
   std::filesystem::path root_;
   std::filesystem::path staging_;
   int host_;
   std::uint64_t serial_ = 0;
   std::map<std::string, Files> written_;  // top dir (device/netdev) -> files
+  std::map<std::string, std::string> ethtool_written_;  // netdev -> dump
 };
 
 }  // namespace fabric::sim

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "collectors/ethtool_file.h"
+#include "simulator/ethtool.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
 #include "tests/support/paths.h"
@@ -183,6 +185,53 @@ TEST(SimRender, FaultsShowInTheFiles) {
   EXPECT_EQ(Read(ib / "mlx5_0/ports/1/sm_lid"), "0x2\n");
   EXPECT_EQ(Read(ib / "mlx5_1/ports/1/state"), "4: ACTIVE\n");
   EXPECT_EQ(Read(ib / "mlx5_bond_0/ports/1/sm_lid"), "0x0\n");
+}
+
+TEST(SimRender, EthtoolDumpOfTheRoceNetdevOutsideClass) {
+  TempDir tmp;
+  Cluster c(Config(Scenario::kPfcStorm));
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  // One dump per RoCE netdev, at <root>/ethtool/<netdev>, and nothing else.
+  EXPECT_EQ(Entries(tmp.path() / "ethtool"), std::set<std::string>{"bond0"});
+  const fs::path dump = tmp.path() / "ethtool/bond0";
+  EXPECT_EQ(Read(dump).rfind("NIC statistics:\n     rx_packets: ", 0), 0u);
+  for (int i = 0; i < 20; ++i) c.Step();  // t = 2 s of storm
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  // The file source reads back exactly the simulated source's statistics.
+  const EthtoolResult want = SimEthtoolStats(c, 0, "bond0");
+  ASSERT_TRUE(want.ok());
+  FileEthtoolSource files((tmp.path() / "ethtool").string());
+  const EthtoolResult got = files.Stats("bond0");
+  ASSERT_TRUE(got.ok()) << got.error.message();
+  EXPECT_EQ(got.stats.skipped_lines, 0u);
+  EXPECT_EQ(got.stats.names, want.stats.names);
+  EXPECT_EQ(got.stats.values, want.stats.values);
+  EXPECT_NE(Read(dump).find("     tx_prio3_pause: 20000\n"), std::string::npos);
+  EXPECT_EQ(files.Stats("eth0").error, std::errc::no_such_device);
+  // Replaced by rename: no temp files left in ethtool/ or staging.
+  EXPECT_EQ(Entries(tmp.path() / "ethtool"), std::set<std::string>{"bond0"});
+  EXPECT_TRUE(fs::is_empty(tmp.path() / ".sim-staging"));
+}
+
+TEST(SimRender, EthtoolDumpGoesWithARemovedRoceDevice) {
+  TempDir tmp;
+  SimConfig config = Config(Scenario::kDeviceRemoved, seconds(1), seconds(1));
+  config.timeline.events[0].device = "mlx5_bond_0";
+  Cluster c(config);
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  FileEthtoolSource files((tmp.path() / "ethtool").string());
+  EXPECT_TRUE(files.Stats("bond0").ok());
+  for (int i = 0; i < 15; ++i) c.Step();  // t = 1.5 s: removed
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_FALSE(fs::exists(tmp.path() / "class/net/bond0"));
+  EXPECT_EQ(files.Stats("bond0").error, std::errc::no_such_device);
+  for (int i = 0; i < 10; ++i) c.Step();  // t = 2.5 s: back
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_TRUE(files.Stats("bond0").ok());
 }
 
 }  // namespace
