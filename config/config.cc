@@ -157,6 +157,15 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
     } else if (name == "sysfs_root") {
       config.sysfs_root = Scalar(value, name);
       if (config.sysfs_root.empty()) Fail(name, value.Mark(), "is empty");
+    } else if (name == "ethtool_dir") {
+      std::string dir = value.IsNull() ? "" : Scalar(value, name);
+      if (!ValidEthtoolDir(dir)) {
+        Fail(name, value.Mark(),
+             Quote(dir) +
+                 " is not an absolute directory path (e.g. "
+                 "\"/dev/shm/sim/host0/ethtool\"; empty = the kernel)");
+      }
+      config.ethtool_dir = dir;
     } else if (name == "log_level") {
       std::string level = Scalar(value, name);
       if (!ValidLogLevel(level)) {
@@ -185,8 +194,8 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
       }
     } else {
       Fail(name, kv.first.Mark(),
-           "unknown key (expected listen_address, sysfs_root, log_level, "
-           "devices, collectors)");
+           "unknown key (expected listen_address, sysfs_root, ethtool_dir, "
+           "log_level, devices, collectors)");
     }
   }
   return config;
@@ -275,6 +284,11 @@ bool ValidListenAddress(std::string_view address) {
       std::from_chars(port.data(), port.data() + port.size(), value);
   return ec == std::errc() && end == port.data() + port.size() &&
          !port.empty() && value <= 65535;
+}
+
+bool ValidEthtoolDir(std::string_view dir) {
+  return dir.empty() ||
+         (dir.front() == '/' && dir.find('\0') == std::string_view::npos);
 }
 
 bool ValidLogLevel(std::string_view level) {

@@ -54,6 +54,11 @@ CollectorConfig DefaultCollectorConfig(std::string_view name);
 struct Config {
   std::string listen_address = ":10915";
   std::string sysfs_root = "/sys";
+  // `ethtool_dir`: absolute directory of `ethtool -S` dumps, one file per
+  // netdev (<dir>/<netdev>), that the roce and congestion collectors read
+  // instead of the kernel's ethtool ioctl (the simulator writes them to
+  // <host>/ethtool; `--simulate` sets it). Empty = the kernel.
+  std::string ethtool_dir;
   std::string log_level = "info";
   DeviceFilter devices;  // global `devices.{include,exclude}`
   // Only collectors that appear in the file; the rest use defaults
@@ -81,6 +86,9 @@ std::optional<Config> LoadConfigFile(
 
 // Checks a listen address of the form HOST:PORT, ":PORT" or "[v6]:PORT".
 bool ValidListenAddress(std::string_view address);
+
+// Checks an `ethtool_dir` value: empty (the kernel) or an absolute path.
+bool ValidEthtoolDir(std::string_view dir);
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).
 bool ValidLogLevel(std::string_view level);

@@ -26,6 +26,7 @@ std::vector<NamedCollector> BuildCollectors(
     env.sysfs = sysfs;
     env.devices = config.DevicesFor(name);
     env.netdevs = cc.netdevs;
+    env.ethtool_dir = config.ethtool_dir;
     std::unique_ptr<Collector> collector = MakeCollector(name, env);
     if (!collector) {
       spdlog::warn("collector {} is listed but could not be built", name);
@@ -43,7 +44,7 @@ bool SameCollectorSettings(const Config& a, const Config& b,
   return ca.enabled && cb.enabled && ca.interval == cb.interval &&
          ca.timeout == cb.timeout && ca.netdevs == cb.netdevs &&
          da.include == db.include && da.exclude == db.exclude &&
-         a.sysfs_root == b.sysfs_root;
+         a.sysfs_root == b.sysfs_root && a.ethtool_dir == b.ethtool_dir;
 }
 
 std::shared_ptr<Snapshot> RunCollection(const std::string& name,

@@ -33,7 +33,8 @@ std::vector<NamedCollector> BuildCollectors(
     const std::function<bool(const std::string&)>& want = nullptr);
 
 // True when collector `name` runs identically under `a` and `b` (enabled in
-// both, same interval, timeout, device filter, netdevs and sysfs root), so a
+// both, same interval, timeout, device filter, netdevs, sysfs root and
+// ethtool_dir), so a
 // reload can keep it running with its state (e.g. congestion windows).
 bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name);

@@ -154,8 +154,12 @@ class Daemon {
       spdlog::error("reload rejected, keeping the running config: {}", error);
       return;
     }
-    // --simulate owns the sysfs root for the life of the process.
-    if (options_.simulate) config->sysfs_root = config_.sysfs_root;
+    // --simulate owns the sysfs root and the ethtool dumps for the life of
+    // the process.
+    if (options_.simulate) {
+      config->sysfs_root = config_.sysfs_root;
+      config->ethtool_dir = config_.ethtool_dir;
+    }
     if (config->listen_address != config_.listen_address) {
       auto http =
           HttpExporter::Start(config->listen_address, collectable_, &error);

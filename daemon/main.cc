@@ -95,6 +95,8 @@ int Main(int argc, char** argv) {
       return 1;
     }
     config->sysfs_root = simulation->sysfs_root();
+    // The simulated NIC's ethtool statistics: dumps next to its tree.
+    config->ethtool_dir = simulation->ethtool_dir();
     spdlog::info("simulating scenario {} under {}",
                  options.simulate->empty() ? "steady" : *options.simulate,
                  config->sysfs_root);

@@ -39,6 +39,9 @@ class LiveSimulation : public Simulation {
     return true;
   }
   std::string sysfs_root() const override { return root_.string(); }
+  std::string ethtool_dir() const override {
+    return (root_ / sim::SysfsRenderer::kEthtoolDir).string();
+  }
 
  private:
   fs::path root_;

@@ -76,6 +76,7 @@ TEST(ConfigTest, EmptyDocumentGivesDefaults) {
   ASSERT_TRUE(config) << error;
   EXPECT_EQ(config->listen_address, ":10915");
   EXPECT_EQ(config->sysfs_root, "/sys");
+  EXPECT_EQ(config->ethtool_dir, "");  // the kernel's ethtool ioctl
   EXPECT_EQ(config->log_level, "info");
   EXPECT_TRUE(config->devices.include.empty());
   EXPECT_TRUE(config->devices.exclude.empty());
@@ -105,6 +106,7 @@ TEST(ConfigTest, EveryKey) {
   auto config = ParseConfig(R"(
 listen_address: "127.0.0.1:9999"
 sysfs_root: /host/sys
+ethtool_dir: /dev/shm/sim/host0/ethtool
 log_level: debug
 devices:
   include: [mlx5_0, "mlx5_[0-9]+"]
@@ -124,6 +126,7 @@ collectors:
   ASSERT_TRUE(config) << error;
   EXPECT_EQ(config->listen_address, "127.0.0.1:9999");
   EXPECT_EQ(config->sysfs_root, "/host/sys");
+  EXPECT_EQ(config->ethtool_dir, "/dev/shm/sim/host0/ethtool");
   EXPECT_EQ(config->log_level, "debug");
   EXPECT_THAT(config->devices.include,
               ::testing::ElementsAre("mlx5_0", "mlx5_[0-9]+"));
@@ -244,6 +247,32 @@ TEST(ConfigTest, LoadFileMissingAndPresent) {
   std::remove(path.c_str());
 }
 
+TEST(ConfigTest, EthtoolDirIsAnAbsolutePathOrEmpty) {
+  std::string error;
+  for (const char* ok : {"ethtool_dir: /var/lib/dumps\n", "ethtool_dir:\n",
+                         "ethtool_dir: \"\"\n", "ethtool_dir: /\n"}) {
+    auto config = ParseConfig(ok, kKnown, &error);
+    ASSERT_TRUE(config) << ok << error;
+  }
+  EXPECT_EQ(ParseConfig("ethtool_dir:\n", kKnown, &error)->ethtool_dir, "");
+  EXPECT_THAT(ParseError("log_level: info\nethtool_dir: sim/host0/ethtool\n"),
+              HasSubstr("config error: ethtool_dir (line 2): "
+                        "\"sim/host0/ethtool\" is not an absolute directory "
+                        "path"));
+  EXPECT_THAT(ParseError("ethtool_dir: [/a, /b]\n"),
+              HasSubstr("ethtool_dir (line 1): expected a single value"));
+  EXPECT_THAT(ParseError("ethtool_dir: {dir: /a}\n"),
+              HasSubstr("ethtool_dir (line 1): expected a single value"));
+  // Not a per-collector key.
+  EXPECT_THAT(ParseError("collectors:\n  roce:\n    ethtool_dir: /a\n"),
+              HasSubstr("collectors.roce.ethtool_dir (line 3): unknown key"));
+  EXPECT_TRUE(ValidEthtoolDir(""));
+  EXPECT_TRUE(ValidEthtoolDir("/x"));
+  EXPECT_FALSE(ValidEthtoolDir("x"));
+  EXPECT_FALSE(ValidEthtoolDir("./x"));
+  EXPECT_FALSE(ValidEthtoolDir(std::string_view("/a\0b", 4)));
+}
+
 TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
   // config/fabricmon.yaml documents every key with its default; loading it
   // must give exactly the built-in defaults.
@@ -254,6 +283,7 @@ TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
   Config defaults;
   EXPECT_EQ(example->listen_address, defaults.listen_address);
   EXPECT_EQ(example->sysfs_root, defaults.sysfs_root);
+  EXPECT_EQ(example->ethtool_dir, defaults.ethtool_dir);
   EXPECT_EQ(example->log_level, defaults.log_level);
   EXPECT_EQ(example->devices.include, defaults.devices.include);
   EXPECT_EQ(example->devices.exclude, defaults.devices.exclude);

@@ -47,6 +47,9 @@ TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
                                      "hw_counters"));
   EXPECT_FALSE(
       SameCollectorSettings(base, Parse("sysfs_root: /other\n"), "ib_port"));
+  // Another ethtool source: roce/congestion must be rebuilt.
+  EXPECT_FALSE(
+      SameCollectorSettings(base, Parse("ethtool_dir: /dumps\n"), "roce"));
   EXPECT_FALSE(SameCollectorSettings(
       base, Parse("collectors:\n  ib_port:\n    enabled: false\n"), "ib_port"));
 }

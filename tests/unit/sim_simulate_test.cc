@@ -31,6 +31,9 @@ TEST(SimSimulate, RendersALiveHostAndCleansUp) {
   ASSERT_TRUE(fs::exists(wait));
   EXPECT_TRUE(fs::exists(root / "class/infiniband/mlx5_bond_0"));
   EXPECT_TRUE(fs::exists(root / "class/net/bond0/ecn/roce_np/enable/3"));
+  // The RoCE netdev's ethtool dump, where --simulate points ethtool_dir.
+  EXPECT_EQ(fs::path(sim->ethtool_dir()), root / "ethtool");
+  EXPECT_TRUE(fs::is_regular_file(root / "ethtool/bond0"));
   // The tree moves: wait (bounded, no timing assertion) for the victim's
   // transmit-wait to leave zero.
   const auto deadline =
