@@ -1,0 +1,68 @@
+// Runs N in-process collections of a sysfs tree by ib_port + hw_counters
+// (the poll path of the daemon: Collect + MetricSink::Take) and, with
+// --text, also serialises the exposition each time. Made for callgrind,
+// whose instruction counts are stable on a shared machine where wall/CPU
+// timings are not:
+//
+//   valgrind --tool=callgrind <build>/bench/collect_profile 10
+//   -> divide the Ir of fabric::(anonymous)::Run by N
+//
+// Usage: collect_profile [N] [--text] [TREE]  (TREE defaults to the H100 tree)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "collectors/hw_counters.h"
+#include "collectors/ib_port.h"
+#include "core/metric_sink.h"
+#include "core/sysfs.h"
+
+namespace fabric {
+namespace {
+
+std::size_t Run(Collector& ib, Collector& hw, bool text) {
+  MetricSink sink;
+  ib.Collect(sink);
+  hw.Collect(sink);
+  auto families = sink.Take();
+  std::size_t n = 0;
+  for (const auto& f : families) n += f.metric.size();
+  if (text) n += ToText(families).size();
+  return n;
+}
+
+int Main(int argc, char** argv) {
+  int runs = 10;
+  bool text = false;
+  std::string tree =
+      FABRICMON_SOURCE_DIR "/tests/fixtures/real/sysfs-gpud-h100";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--text") {
+      text = true;
+    } else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') {
+      runs = std::atoi(arg.c_str());
+    } else {
+      tree = arg;
+    }
+  }
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(tree);
+  auto ib = MakeIbPortCollector(env);
+  auto hw = MakeHwCountersCollector(env);
+  std::size_t check = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < runs; ++i) check += Run(*ib, *hw, text);
+  double us = std::chrono::duration<double, std::micro>(
+                  std::chrono::steady_clock::now() - start)
+                  .count();
+  std::printf("%d collections, %.1f us each (wall), checksum %zu\n", runs,
+              us / runs, check);
+  return 0;
+}
+
+}  // namespace
+}  // namespace fabric
+
+int main(int argc, char** argv) { return fabric::Main(argc, argv); }
