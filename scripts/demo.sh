@@ -115,7 +115,11 @@ done
 targets=""
 for ((i = 0; i < hosts; i++)); do
   port=$((port_base + i))
-  "$build/fabricmon" --sysfs.root "$sim/host$i" \
+  # PFC/ethtool statistics: the simulator's `ethtool -S` dumps of the host.
+  printf 'ethtool_dir: "%s"\n' "$(realpath "$sim")/host$i/ethtool" \
+    >"$work/fabricmon-$i.yaml"
+  "$build/fabricmon" --config "$work/fabricmon-$i.yaml" \
+    --sysfs.root "$sim/host$i" \
     --web.listen-address "127.0.0.1:$port" --log.level warn \
     >"$work/fabricmon-$i.log" 2>&1 &
   pids+=($!)
