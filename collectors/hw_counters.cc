@@ -94,7 +94,9 @@ class HwCountersCollector final : public Collector {
 
   bool Collect(MetricSink& sink) noexcept override {
     try {
-      IbDeviceList list = ListIbDevices(*env_.sysfs, env_.devices, sink);
+      if (!reader_) reader_ = env_.sysfs->NewReader();
+      reader_->Begin();
+      IbDeviceList list = ListIbDevices(*reader_, env_.devices, sink);
       std::set<std::string> present;
       for (const auto& device : list.devices) {
         if (CollectDevice(device, sink)) present.insert(device);
@@ -112,7 +114,7 @@ class HwCountersCollector final : public Collector {
  private:
   // Returns false when the device vanished.
   bool CollectDevice(const std::string& device, MetricSink& sink) {
-    auto ports = ListIbPorts(*env_.sysfs, device);
+    auto ports = ListIbPorts(*reader_, device);
     if (!ports) {
       sink.Skip(IbDevicePath(device) + ": ports/ not listable");
       return false;
@@ -129,7 +131,9 @@ class HwCountersCollector final : public Collector {
   void CollectDir(const std::string& device, const std::string& port,
                   const std::string& dir, MetricSink& sink) {
     std::error_code error;
-    auto files = env_.sysfs->List(dir, &error);
+    // hw_counters/ is an attribute group the driver registers with the
+    // device: its entries do not change while the directory exists.
+    const auto* files = reader_->List(dir, /*stable=*/true, &error);
     if (!files) {
       // Absent is normal: only some drivers have hw_counters at all.
       if (error != std::errc::no_such_file_or_directory &&
@@ -138,42 +142,44 @@ class HwCountersCollector final : public Collector {
       }
       return;
     }
-    Labels labels = {{"device", device}};
-    if (!port.empty()) labels.emplace_back("port", port);
     for (const auto& file : *files) {
       if (file == kLifespan) continue;
-      const std::string path = dir + "/" + file;
-      ReadResult r = env_.sysfs->Read(path);
+      ReadResult r = reader_->Read(dir, file);
       if (!r.ok()) {
-        sink.Skip(path + ": " + r.error.message());
+        sink.Skip(dir + "/" + file + ": " + r.error.message());
         continue;
       }
       auto parsed = ParseU64(r.data);
       if (!parsed.ok()) {
-        sink.Skip(path + ": " + std::string(ParseStatusName(parsed.status)));
+        sink.Skip(dir + "/" + file + ": " +
+                  std::string(ParseStatusName(parsed.status)));
         continue;
       }
       std::uint64_t value = parsed.value;
       if (IsQCounter32(file)) {
-        value = unwrapper_.Update(
-            device, (port.empty() ? "-" : port) + "/" + file, value);
+        key_.assign(port.empty() ? std::string_view("-") : port);
+        key_.push_back('/');
+        key_.append(file);
+        value = unwrapper_.Update(device, key_, value);
       }
-      Labels counter_labels = labels;
-      counter_labels.emplace_back("counter", file);
       if (port.empty()) {
         sink.Counter("fabric_device_hw_counters_total",
                      "Device-level hw_counters/<counter>, name as-is "
                      "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
-                     counter_labels, static_cast<double>(value));
+                     Labels{{"device", device}, {"counter", file}},
+                     static_cast<double>(value));
         continue;
       }
-      sink.Counter("fabric_hw_counters_total",
-                   "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
-                   "Q-counters unwrapped to 64 bits).",
-                   counter_labels, static_cast<double>(value));
+      sink.Counter(
+          "fabric_hw_counters_total",
+          "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
+          "Q-counters unwrapped to 64 bits).",
+          Labels{{"device", device}, {"port", port}, {"counter", file}},
+          static_cast<double>(value));
       for (const auto& named : kNamed) {
         if (named.file == file) {
-          sink.Counter(named.metric, named.help, labels,
+          sink.Counter(named.metric, named.help,
+                       Labels{{"device", device}, {"port", port}},
                        static_cast<double>(value));
         }
       }
@@ -181,7 +187,11 @@ class HwCountersCollector final : public Collector {
   }
 
   CollectorEnv env_;
+  // Created on the first Collect(); keeps directory handles and open
+  // counter files from one collection to the next (core/sysfs.h).
+  std::unique_ptr<SysfsReader> reader_;
   Q32Unwrapper unwrapper_;
+  std::string key_;  // reused "<port>/<counter>" unwrap key
 };
 
 }  // namespace
@@ -193,7 +203,13 @@ bool IsQCounter32(std::string_view counter) {
 
 std::uint64_t Q32Unwrapper::Update(const std::string& device,
                                    const std::string& key, std::uint64_t raw) {
-  auto [it, inserted] = devices_[device].try_emplace(key);
+  // Two lookups and no allocation once the key exists (the steady state).
+  auto dev = devices_.find(device);
+  if (dev == devices_.end()) dev = devices_.try_emplace(device).first;
+  auto& keys = dev->second;
+  auto it = keys.find(key);
+  const bool inserted = it == keys.end();
+  if (inserted) it = keys.try_emplace(key).first;
   State& state = it->second;
   if (raw >= kTwo32) {
     state = {raw, 0};

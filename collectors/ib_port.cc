@@ -159,15 +159,18 @@ constexpr std::string_view kOtherCounterHelp =
     "A counters/ or counters_ext/ file fabricmon has no dedicated metric for, "
     "value as read (no unit conversion).";
 
-// The counters/ row for `file` ("port_rcv_data"), or nullptr.
-const PortFileSpec* FindCounter(std::string_view file) {
-  for (const auto& spec : kPortFiles) {
+constexpr std::size_t kNumPortFiles = std::size(kPortFiles);
+
+// Index of the counters/ row for `file` ("port_rcv_data"), or kNumPortFiles.
+std::size_t FindCounter(std::string_view file) {
+  for (std::size_t i = 0; i < kNumPortFiles; ++i) {
+    const auto& spec = kPortFiles[i];
     if (spec.format == Format::kCounter &&
         spec.file.substr(kCountersPrefix.size()) == file) {
-      return &spec;
+      return i;
     }
   }
-  return nullptr;
+  return kNumPortFiles;
 }
 
 // Parses an attribute file per its format.
@@ -198,6 +201,15 @@ bool IsAbsent(const std::error_code& error) {
          error == std::errc::not_a_directory;
 }
 
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out.append(dir);
+  out.push_back('/');
+  out.append(name);
+  return out;
+}
+
 class IbPortCollector final : public Collector {
  public:
   explicit IbPortCollector(CollectorEnv env) : env_(std::move(env)) {}
@@ -206,7 +218,9 @@ class IbPortCollector final : public Collector {
 
   bool Collect(MetricSink& sink) noexcept override {
     try {
-      IbDeviceList list = ListIbDevices(*env_.sysfs, env_.devices, sink);
+      if (!reader_) reader_ = env_.sysfs->NewReader();
+      reader_->Begin();
+      IbDeviceList list = ListIbDevices(*reader_, env_.devices, sink);
       for (const auto& device : list.devices) CollectDevice(device, sink);
       return list.ok;
     } catch (const std::exception& e) {
@@ -225,38 +239,46 @@ class IbPortCollector final : public Collector {
   // Reads an attribute that may legitimately be absent (hfi1 has no
   // hca_type, most trees no node_desc). Absent = nullopt without a skip;
   // any other read error is a skipped input.
-  std::optional<std::string> ReadAttr(const std::string& path,
+  std::optional<std::string> ReadAttr(std::string_view dir,
+                                      std::string_view name,
                                       MetricSink& sink) const {
-    ReadResult r = env_.sysfs->Read(path);
+    ReadResult r = reader_->Read(dir, name);
     if (!r.ok()) {
-      if (!IsAbsent(r.error)) sink.Skip(path + ": " + r.error.message());
+      if (!IsAbsent(r.error)) {
+        sink.Skip(JoinPath(dir, name) + ": " + r.error.message());
+      }
       return std::nullopt;
     }
-    return std::string(TrimValue(r.data));
+    std::string_view trimmed = TrimValue(r.data);
+    if (trimmed.size() == r.data.size()) return std::move(r.data);
+    return std::string(trimmed);
   }
 
   // Reads and parses a u64 file that was listed (so it should exist).
-  std::optional<std::uint64_t> ReadCounter(const std::string& path,
+  std::optional<std::uint64_t> ReadCounter(std::string_view dir,
+                                           std::string_view name,
                                            MetricSink& sink) const {
-    ReadResult r = env_.sysfs->Read(path);
+    ReadResult r = reader_->Read(dir, name);
     if (!r.ok()) {
-      sink.Skip(path + ": " + r.error.message());
+      sink.Skip(JoinPath(dir, name) + ": " + r.error.message());
       return std::nullopt;
     }
     auto parsed = ParseU64(r.data);
     if (!parsed.ok()) {
-      sink.Skip(path + ": " + std::string(ParseStatusName(parsed.status)));
+      sink.Skip(JoinPath(dir, name) + ": " +
+                std::string(ParseStatusName(parsed.status)));
       return std::nullopt;
     }
     return parsed.value;
   }
 
-  std::string GuidAttr(const std::string& path, MetricSink& sink) const {
-    auto text = ReadAttr(path, sink);
+  std::string GuidAttr(std::string_view dir, std::string_view name,
+                       MetricSink& sink) const {
+    auto text = ReadAttr(dir, name, sink);
     if (!text) return {};
     auto guid = ParseGuid(*text);
     if (!guid.ok()) {
-      sink.Skip(path + ": bad GUID");
+      sink.Skip(JoinPath(dir, name) + ": bad GUID");
       return {};
     }
     return FormatGuid(guid.value);
@@ -264,88 +286,95 @@ class IbPortCollector final : public Collector {
 
   void CollectDevice(const std::string& device, MetricSink& sink) const {
     const std::string dir = IbDevicePath(device);
-    auto ports = ListIbPorts(*env_.sysfs, device);
+    auto ports = ListIbPorts(*reader_, device);
     if (!ports) {
       // Vanished between the listing and now (hot unplug, driver reload).
       sink.Skip(dir + ": ports/ not listable");
       return;
     }
     DeviceAttrs attrs;
-    attrs.node_guid = GuidAttr(dir + "/node_guid", sink);
-    attrs.hca_type = ReadAttr(dir + "/hca_type", sink).value_or("");
-    attrs.fw_ver = ReadAttr(dir + "/fw_ver", sink).value_or("");
-    std::string sys_image_guid = GuidAttr(dir + "/sys_image_guid", sink);
-    std::string board_id = ReadAttr(dir + "/board_id", sink).value_or("");
-    std::string node_desc = ReadAttr(dir + "/node_desc", sink).value_or("");
+    attrs.node_guid = GuidAttr(dir, "node_guid", sink);
+    attrs.hca_type = ReadAttr(dir, "hca_type", sink).value_or("");
+    attrs.fw_ver = ReadAttr(dir, "fw_ver", sink).value_or("");
+    std::string sys_image_guid = GuidAttr(dir, "sys_image_guid", sink);
+    std::string board_id = ReadAttr(dir, "board_id", sink).value_or("");
+    std::string node_desc = ReadAttr(dir, "node_desc", sink).value_or("");
     sink.Gauge("fabric_device_info",
                "RDMA device inventory from class/infiniband/<device> "
                "attributes; value is always 1.",
-               {{"device", device},
-                {"hca_type", attrs.hca_type},
-                {"fw_ver", attrs.fw_ver},
-                {"board_id", board_id},
-                {"node_guid", attrs.node_guid},
-                {"sys_image_guid", sys_image_guid},
-                {"node_desc", node_desc}},
+               Labels{{"device", device},
+                      {"hca_type", attrs.hca_type},
+                      {"fw_ver", attrs.fw_ver},
+                      {"board_id", std::move(board_id)},
+                      {"node_guid", attrs.node_guid},
+                      {"sys_image_guid", std::move(sys_image_guid)},
+                      {"node_desc", std::move(node_desc)}},
                1);
-    for (const auto& port : *ports) CollectPort(device, port, attrs, sink);
+    std::string port_dir = dir + "/ports/";
+    const std::size_t base = port_dir.size();
+    for (const auto& port : *ports) {
+      port_dir.resize(base);
+      port_dir.append(port);
+      CollectPort(device, port, port_dir, attrs, sink);
+    }
   }
 
   void CollectPort(const std::string& device, const std::string& port,
-                   const DeviceAttrs& attrs, MetricSink& sink) const {
-    const std::string dir = IbDevicePath(device) + "/ports/" + port;
-    const Labels labels = {{"device", device}, {"port", port}};
-
+                   const std::string& dir, const DeviceAttrs& attrs,
+                   MetricSink& sink) const {
     for (const auto& spec : kPortFiles) {
       if (spec.format == Format::kCounter) continue;
-      const std::string path = dir + "/" + std::string(spec.file);
-      auto text = ReadAttr(path, sink);
+      auto text = ReadAttr(dir, spec.file, sink);
       if (!text) continue;
       auto value = ParseAttribute(spec.format, *text);
       if (!value.ok()) {
-        sink.Skip(path + ": " + std::string(ParseStatusName(value.status)));
+        sink.Skip(JoinPath(dir, spec.file) + ": " +
+                  std::string(ParseStatusName(value.status)));
         continue;
       }
-      sink.Gauge(spec.metric, spec.help, labels,
+      sink.Gauge(spec.metric, spec.help,
+                 Labels{{"device", device}, {"port", port}},
                  static_cast<double>(value.value));
     }
-    if (auto text = ReadAttr(dir + "/rate", sink)) {
+    if (auto text = ReadAttr(dir, "rate", sink)) {
       auto rate = ParseRate(*text);
       if (rate.ok()) {
         sink.Gauge("fabric_port_rate_bytes_per_second",
                    "Active link rate from ports/<n>/rate (Gb/sec x 1e9 / 8).",
-                   labels, rate.value.bytes_per_second);
+                   Labels{{"device", device}, {"port", port}},
+                   rate.value.bytes_per_second);
         if (rate.value.lanes > 0) {
           sink.Gauge("fabric_port_link_width_lanes",
                      "Active link width in lanes from ports/<n>/rate (4X = 4).",
-                     labels, rate.value.lanes);
+                     Labels{{"device", device}, {"port", port}},
+                     rate.value.lanes);
         }
       } else if (rate.status != ParseStatus::kNotAvailable) {
         sink.Skip(dir + "/rate: " + std::string(ParseStatusName(rate.status)));
       }
     }
 
-    std::string link_layer = ReadAttr(dir + "/link_layer", sink).value_or("");
+    std::string link_layer = ReadAttr(dir, "link_layer", sink).value_or("");
     sink.Gauge("fabric_port_info",
                "RDMA port inventory; value is always 1. port_guid from "
                "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
-               {{"device", device},
-                {"port", port},
-                {"link_layer", link_layer},
-                {"node_guid", attrs.node_guid},
-                {"port_guid", PortGuid(dir)},
-                {"hca_type", attrs.hca_type},
-                {"fw_ver", attrs.fw_ver},
-                {"netdev", Netdev(device, port)}},
+               Labels{{"device", device},
+                      {"port", port},
+                      {"link_layer", std::move(link_layer)},
+                      {"node_guid", attrs.node_guid},
+                      {"port_guid", PortGuid(dir)},
+                      {"hca_type", attrs.hca_type},
+                      {"fw_ver", attrs.fw_ver},
+                      {"netdev", Netdev(device, port, dir)}},
                1);
 
-    CollectCounters(dir, labels, sink);
+    CollectCounters(device, port, dir, sink);
   }
 
   // Port GUID = interface id of GID 0. Optional: recorded trees often lack
   // gids/, and reading it is not a counter, so failures are not skips.
   std::string PortGuid(const std::string& dir) const {
-    ReadResult r = env_.sysfs->Read(dir + "/gids/0");
+    ReadResult r = reader_->Read(dir, "gids/0");
     if (!r.ok()) return {};
     auto guid = ParseGidInterfaceId(r.data);
     return guid.ok() ? FormatGuid(guid.value) : std::string();
@@ -356,28 +385,30 @@ class IbPortCollector final : public Collector {
   // back to the device's device/net/: a single entry is ours, several (one
   // PCI function serving two ports, e.g. mlx4) are told apart by the
   // netdev's dev_port (0-based port index) or, on older kernels, dev_id.
-  std::string Netdev(const std::string& device, const std::string& port) const {
-    const std::string dir = IbDevicePath(device);
-    ReadResult r =
-        env_.sysfs->Read(dir + "/ports/" + port + "/gid_attrs/ndevs/0");
+  std::string Netdev(const std::string& device, const std::string& port,
+                     const std::string& port_dir) const {
+    ReadResult r = reader_->Read(port_dir, "gid_attrs/ndevs/0");
     if (r.ok()) {
       std::string_view name = TrimValue(r.data);
       if (!name.empty()) return std::string(name);
     }
-    auto nets = env_.sysfs->List(dir + "/device/net");
+    const std::string net_dir = IbDevicePath(device) + "/device/net";
+    // Not stable: netdevs are renamed (udev) and come and go with their
+    // driver, independently of the RDMA device.
+    const auto* nets = reader_->List(net_dir, /*stable=*/false, nullptr);
     if (!nets || nets->empty()) return {};
     if (nets->size() == 1) return nets->front();
     auto port_num = ParseU64(port);
     if (!port_num.ok() || port_num.value == 0) return {};
     for (const auto& net : *nets) {
-      const std::string base = dir + "/device/net/" + net;
-      ReadResult dev_port = env_.sysfs->Read(base + "/dev_port");
+      const std::string base = JoinPath(net_dir, net);
+      ReadResult dev_port = reader_->Read(base, "dev_port");
       if (dev_port.ok()) {
         auto v = ParseU64(dev_port.data);
         if (v.ok() && v.value == port_num.value - 1) return net;
         continue;
       }
-      ReadResult dev_id = env_.sysfs->Read(base + "/dev_id");
+      ReadResult dev_id = reader_->Read(base, "dev_id");
       if (dev_id.ok()) {
         auto v = ParseHex(dev_id.data);
         if (v.ok() && v.value == port_num.value - 1) return net;
@@ -386,71 +417,90 @@ class IbPortCollector final : public Collector {
     return {};
   }
 
-  void CollectCounters(const std::string& dir, const Labels& labels,
-                       MetricSink& sink) const {
-    std::map<std::string, std::uint64_t, std::less<>> values;
+  void CollectCounters(const std::string& device, const std::string& port,
+                       const std::string& dir, MetricSink& sink) const {
+    // Values by kPortFiles row; files without a row go to `others`, sorted
+    // by name (a counters_ext/ value replaces a counters/ one of the same
+    // name, as the map did before).
+    std::uint64_t values[kNumPortFiles];
+    bool have[kNumPortFiles] = {};
     std::map<std::string, std::uint64_t, std::less<>> others;
     std::error_code error;
-    if (auto files = env_.sysfs->List(dir + "/counters", &error)) {
+    const std::string counters_dir = dir + "/counters";
+    if (const auto* files = reader_->List(counters_dir, true, &error)) {
       for (const auto& file : *files) {
-        auto value = ReadCounter(dir + "/counters/" + file, sink);
+        auto value = ReadCounter(counters_dir, file, sink);
         if (!value) continue;
-        if (FindCounter(file)) {
-          values[file] = *value;
+        const std::size_t row = FindCounter(file);
+        if (row < kNumPortFiles) {
+          values[row] = *value;
+          have[row] = true;
         } else {
           others[file] = *value;
         }
       }
     } else if (!IsAbsent(error)) {
-      sink.Skip(dir + "/counters: " + error.message());
+      sink.Skip(counters_dir + ": " + error.message());
     }
     // An absent counters/ is normal (soft-RoCE rxe has only hw_counters/).
 
-    if (auto files = env_.sysfs->List(dir + "/counters_ext", &error)) {
+    const std::string ext_dir = dir + "/counters_ext";
+    if (const auto* files = reader_->List(ext_dir, true, &error)) {
       for (const auto& file : *files) {
-        auto value = ReadCounter(dir + "/counters_ext/" + file, sink);
+        auto value = ReadCounter(ext_dir, file, sink);
         if (!value) continue;
         if (const ExtSpec* ext = FindExt(file)) {
-          values[std::string(ext->counters_file)] = *value;
+          const std::size_t row = FindCounter(ext->counters_file);
+          if (row < kNumPortFiles) {
+            values[row] = *value;
+            have[row] = true;
+          }
         } else {
           others[file] = *value;
         }
       }
     }
 
-    for (const auto& spec : kPortFiles) {
-      if (spec.format != Format::kCounter) continue;
+    for (std::size_t row = 0; row < kNumPortFiles; ++row) {
+      const auto& spec = kPortFiles[row];
+      if (spec.format != Format::kCounter || !have[row]) continue;
       const std::string_view file = spec.file.substr(kCountersPrefix.size());
-      auto it = values.find(file);
-      if (it == values.end()) continue;
-      const std::uint64_t raw = it->second;
+      const std::uint64_t raw = values[row];
       const double value = static_cast<double>(raw) * spec.multiplier;
       if (spec.metric == kErrors) {
-        Labels error_labels = labels;
-        error_labels.emplace_back("error", std::string(file));
-        sink.Counter(kErrors, kErrorsHelp, error_labels, value);
+        sink.Counter(kErrors, kErrorsHelp,
+                     Labels{{"device", device},
+                            {"port", port},
+                            {"error", std::string(file)}},
+                     value);
       } else {
-        sink.Counter(spec.metric, spec.help, labels, value);  // all kCounter
+        sink.Counter(spec.metric, spec.help,
+                     Labels{{"device", device}, {"port", port}},
+                     value);  // all kCounter
       }
       if (spec.saturate_bits > 0) {
         const std::uint64_t max = (std::uint64_t{1} << spec.saturate_bits) - 1;
-        Labels sat_labels = labels;
-        sat_labels.emplace_back("counter", std::string(file));
         sink.Gauge("fabric_port_counters_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
-                   sat_labels, raw >= max ? 1 : 0);
+                   Labels{{"device", device},
+                          {"port", port},
+                          {"counter", std::string(file)}},
+                   raw >= max ? 1 : 0);
       }
     }
     for (const auto& [file, raw] : others) {
-      Labels other_labels = labels;
-      other_labels.emplace_back("counter", file);
-      sink.Counter(kOtherCounter, kOtherCounterHelp, other_labels,
-                   static_cast<double>(raw));
+      sink.Counter(
+          kOtherCounter, kOtherCounterHelp,
+          Labels{{"device", device}, {"port", port}, {"counter", file}},
+          static_cast<double>(raw));
     }
   }
 
   CollectorEnv env_;
+  // Created on the first Collect(); keeps directory handles and open
+  // attribute files from one collection to the next (core/sysfs.h).
+  mutable std::unique_ptr<SysfsReader> reader_;
 };
 
 }  // namespace
@@ -461,9 +511,17 @@ std::string IbDevicePath(const std::string& device) {
 
 IbDeviceList ListIbDevices(const Sysfs& sysfs, const DeviceFilter& filter,
                            MetricSink& sink) {
+  auto reader = sysfs.NewReader();
+  reader->Begin();
+  return ListIbDevices(*reader, filter, sink);
+}
+
+IbDeviceList ListIbDevices(SysfsReader& reader, const DeviceFilter& filter,
+                           MetricSink& sink) {
   IbDeviceList out;
   std::error_code error;
-  auto names = sysfs.List("class/infiniband", &error);
+  // Not stable: devices come and go without class/infiniband changing.
+  const auto* names = reader.List("class/infiniband", false, &error);
   if (!names) {
     if (!IsAbsent(error)) {
       sink.Skip("class/infiniband: " + error.message());
@@ -471,19 +529,28 @@ IbDeviceList ListIbDevices(const Sysfs& sysfs, const DeviceFilter& filter,
     }
     return out;
   }
-  for (auto& name : *names) {
-    if (filter.Allows(name)) out.devices.push_back(std::move(name));
+  for (const auto& name : *names) {
+    if (filter.Allows(name)) out.devices.push_back(name);
   }
   return out;
 }
 
 std::optional<std::vector<std::string>> ListIbPorts(const Sysfs& sysfs,
                                                     const std::string& device) {
-  auto entries = sysfs.List(IbDevicePath(device) + "/ports");
+  auto reader = sysfs.NewReader();
+  reader->Begin();
+  return ListIbPorts(*reader, device);
+}
+
+std::optional<std::vector<std::string>> ListIbPorts(SysfsReader& reader,
+                                                    const std::string& device) {
+  // ports/<n> exist from the device's registration to its removal.
+  const auto* entries =
+      reader.List(IbDevicePath(device) + "/ports", true, nullptr);
   if (!entries) return std::nullopt;
   std::vector<std::string> ports;
-  for (auto& entry : *entries) {
-    if (ParseU64(entry).ok()) ports.push_back(std::move(entry));
+  for (const auto& entry : *entries) {
+    if (ParseU64(entry).ok()) ports.push_back(entry);
   }
   std::sort(ports.begin(), ports.end(), [](const auto& a, const auto& b) {
     return a.size() != b.size() ? a.size() < b.size() : a < b;

@@ -30,11 +30,16 @@ struct IbDeviceList {
 // (the host simply has no RDMA stack loaded).
 IbDeviceList ListIbDevices(const Sysfs& sysfs, const DeviceFilter& filter,
                            MetricSink& sink);
+// The same through a collector's reader (within its collection).
+IbDeviceList ListIbDevices(SysfsReader& reader, const DeviceFilter& filter,
+                           MetricSink& sink);
 
 // Port numbers (directory names under ports/, numeric only, sorted
 // numerically) of `device`; empty optional when ports/ cannot be listed,
 // e.g. because the device vanished after the listing.
 std::optional<std::vector<std::string>> ListIbPorts(const Sysfs& sysfs,
+                                                    const std::string& device);
+std::optional<std::vector<std::string>> ListIbPorts(SysfsReader& reader,
                                                     const std::string& device);
 
 // "class/infiniband/<device>"

@@ -17,10 +17,9 @@ bool LabelsLess(const prometheus::ClientMetric& a,
 
 }  // namespace
 
-prometheus::ClientMetric* MetricSink::Add(std::string_view name,
-                                          std::string_view help,
-                                          prometheus::MetricType type,
-                                          const Labels& labels) {
+prometheus::MetricFamily* MetricSink::Family(std::string_view name,
+                                             std::string_view help,
+                                             prometheus::MetricType type) {
   auto it = families_.find(name);
   if (it == families_.end()) {
     prometheus::MetricFamily family;
@@ -32,9 +31,31 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name,
     Skip(std::string("type conflict for ") + std::string(name));
     return nullptr;
   }
-  prometheus::ClientMetric& metric = it->second.metric.emplace_back();
+  return &it->second;
+}
+
+prometheus::ClientMetric* MetricSink::Add(std::string_view name,
+                                          std::string_view help,
+                                          prometheus::MetricType type,
+                                          const Labels& labels) {
+  prometheus::MetricFamily* family = Family(name, help, type);
+  if (!family) return nullptr;
+  prometheus::ClientMetric& metric = family->metric.emplace_back();
   metric.label.reserve(labels.size());
   for (const auto& [k, v] : labels) metric.label.push_back({k, v});
+  return &metric;
+}
+
+prometheus::ClientMetric* MetricSink::Add(std::string_view name,
+                                          std::string_view help,
+                                          prometheus::MetricType type,
+                                          Labels&& labels) {
+  prometheus::MetricFamily* family = Family(name, help, type);
+  if (!family) return nullptr;
+  prometheus::ClientMetric& metric = family->metric.emplace_back();
+  metric.label.reserve(labels.size());
+  for (auto& [k, v] : labels)
+    metric.label.push_back({std::move(k), std::move(v)});
   return &metric;
 }
 
@@ -48,6 +69,22 @@ void MetricSink::Counter(std::string_view name, std::string_view help,
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        const Labels& labels, double value) {
   if (auto* m = Add(name, help, prometheus::MetricType::Gauge, labels)) {
+    m->gauge.value = value;
+  }
+}
+
+void MetricSink::Counter(std::string_view name, std::string_view help,
+                         Labels&& labels, double value) {
+  if (auto* m =
+          Add(name, help, prometheus::MetricType::Counter, std::move(labels))) {
+    m->counter.value = value;
+  }
+}
+
+void MetricSink::Gauge(std::string_view name, std::string_view help,
+                       Labels&& labels, double value) {
+  if (auto* m =
+          Add(name, help, prometheus::MetricType::Gauge, std::move(labels))) {
     m->gauge.value = value;
   }
 }

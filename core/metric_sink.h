@@ -28,8 +28,14 @@ class MetricSink {
   // (and counted as a skip) instead of producing invalid exposition.
   void Counter(std::string_view name, std::string_view help,
                const Labels& labels, double value);
-  void Gauge(std::string_view name, std::string_view help,
-             const Labels& labels, double value);
+  void Gauge(std::string_view name, std::string_view help, const Labels& labels,
+             double value);
+  // The same, taking the label strings over instead of copying them (a
+  // collection adds hundreds of samples).
+  void Counter(std::string_view name, std::string_view help, Labels&& labels,
+               double value);
+  void Gauge(std::string_view name, std::string_view help, Labels&& labels,
+             double value);
   // Adds a fully built histogram sample.
   void Histogram(std::string_view name, std::string_view help,
                  const Labels& labels,
@@ -45,9 +51,13 @@ class MetricSink {
   std::vector<prometheus::MetricFamily> Take();
 
  private:
+  prometheus::MetricFamily* Family(std::string_view name, std::string_view help,
+                                   prometheus::MetricType type);
   prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
                                 prometheus::MetricType type,
                                 const Labels& labels);
+  prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
+                                prometheus::MetricType type, Labels&& labels);
 
   std::map<std::string, prometheus::MetricFamily, std::less<>> families_;
   std::uint64_t skipped_ = 0;

@@ -79,6 +79,10 @@ class RealSysfs final : public Sysfs {
     return ::stat(Full(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
 
+  std::unique_ptr<SysfsReader> NewReader() const override {
+    return MakeRealSysfsReader(root_, SysfsCacheMode::kAuto);
+  }
+
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
   std::string root_;

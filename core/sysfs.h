@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct ReadResult {
   std::error_code error;  // errno of the failed open/read, else empty
   bool ok() const { return !error; }
 };
+
+class SysfsReader;
 
 class Sysfs {
  public:
@@ -37,9 +40,62 @@ class Sysfs {
   // Target of a symlink, or empty when `path` is not a readable symlink.
   virtual std::string ReadLink(const std::string& path) const = 0;
   virtual bool IsDirectory(const std::string& path) const = 0;
+  // A reader for one collector's polls (see SysfsReader). This default goes
+  // through Read/List above on every call, so test fakes keep seeing every
+  // path; the real implementation caches. The reader refers to this object,
+  // which must outlive it.
+  virtual std::unique_ptr<SysfsReader> NewReader() const;
+};
+
+// The reads of one collector, collection after collection. A collection
+// reads the same few hundred files every poll, and on this kind of VM each
+// open/read/close costs ~4 us of syscalls, so the real reader keeps what it
+// can prove still valid from one collection to the next (directory handles,
+// listings, open file descriptors) and re-reads the data each time:
+//
+//  - on sysfs (statfs magic SYSFS_MAGIC): attribute files are never replaced
+//    in place; a removed device's files fail with ENODEV, and a re-created
+//    or renamed device directory is a new kernfs node with a new inode
+//    number. Each directory is re-stat()ed once per collection and dropped
+//    with everything in it when its identity changed; a read error from a
+//    kept descriptor drops the directory and retries with a fresh open.
+//  - on local disk/memory filesystems (ext4, tmpfs, xfs, btrfs: recorded
+//    trees, the simulator, which replaces files by rename): every directory
+//    used, and each of its ancestors up to the root, carries an inotify
+//    watch; Begin() drains the events and drops whatever was created,
+//    deleted, renamed or chmod-ed below the root, and re-stat()s the root
+//    itself (nothing watched reports its replacement). Directories reached
+//    through a symlink are not watched and so not kept across collections.
+//  - anything else: handles live for one collection only.
+//
+// Not thread-safe: one reader per collector, used by one Collect() at a
+// time. Pointers returned by List() stay valid until the next Begin().
+class SysfsReader {
+ public:
+  virtual ~SysfsReader() = default;
+  // Starts a collection (applies pending invalidations, closes handles the
+  // previous collection did not use). Call once at the top of Collect().
+  virtual void Begin() = 0;
+  // Reads `dir`/`name` like Sysfs::Read("dir/name"); `name` may contain '/'.
+  virtual ReadResult Read(std::string_view dir, std::string_view name) = 0;
+  // Like Sysfs::List(dir): sorted entries, or nullptr with `error` set.
+  // `stable` says the kernel creates the directory's entries together with
+  // the directory (attribute groups such as counters/ or hw_counters/), so
+  // on sysfs a listing holds as long as the directory is the same node;
+  // pass false for directories whose entries come and go on their own
+  // (class/infiniband, device/net).
+  virtual const std::vector<std::string>* List(std::string_view dir,
+                                               bool stable,
+                                               std::error_code* error) = 0;
 };
 
 // Reads the real filesystem below `root`.
 std::unique_ptr<Sysfs> MakeRealSysfs(std::string root);
+
+// How a real reader keeps handles across collections (see SysfsReader).
+// kAuto picks by the filesystem of the root; tests force the others.
+enum class SysfsCacheMode { kAuto, kPerCollection, kSysfs, kInotify };
+std::unique_ptr<SysfsReader> MakeRealSysfsReader(std::string root,
+                                                 SysfsCacheMode mode);
 
 }  // namespace fabric

@@ -1,0 +1,624 @@
+// SysfsReader implementations: the forwarding one behind Sysfs::NewReader()
+// and the caching one for real trees. See core/sysfs.h for the rules that
+// make the caching correct; the comments here say how each is enforced.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "core/sysfs.h"
+
+namespace fabric {
+namespace {
+
+// sysfs attributes are at most PAGE_SIZE; recorded trees may hold a little
+// more (same bound as RealSysfs::Read).
+constexpr std::size_t kMaxRead = 16384;
+
+// statfs f_type values (linux/magic.h).
+constexpr long kSysfsMagic = 0x62656572;
+constexpr long kExtMagic = 0xEF53;  // ext2/3/4
+constexpr long kTmpfsMagic = 0x01021994;
+constexpr long kXfsMagic = 0x58465342;
+constexpr long kBtrfsMagic = 0x9123683E;
+
+// What invalidates a watched directory's handles: entries appearing,
+// vanishing or being renamed, permission changes (a kept descriptor would
+// otherwise go on reading a file chmod-ed unreadable), and the directory
+// itself going away. In-place writes are not needed: a kept descriptor
+// reads the new bytes of the same inode.
+constexpr std::uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                                     IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF |
+                                     IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
+
+std::error_code Errno(int e) { return {e, std::system_category()}; }
+
+std::string Join(std::string_view dir, std::string_view name) {
+  std::string out;
+  out.reserve(dir.size() + 1 + name.size());
+  out.append(dir);
+  if (!dir.empty()) out.push_back('/');
+  out.append(name);
+  return out;
+}
+
+// Reads a freshly opened descriptor like RealSysfs::Read: one bounded read,
+// stopping at the first short one (kernfs returns a whole attribute at
+// once), read() rather than pread() so that FIFOs and the like behave as
+// with a plain open/read.
+bool ReadFresh(int fd, std::string* out, int* err) {
+  char buf[kMaxRead];
+  std::size_t used = 0;
+  while (used < kMaxRead) {
+    ssize_t n = ::read(fd, buf + used, kMaxRead - used);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = errno;
+      return false;
+    }
+    used += static_cast<std::size_t>(n);
+    if (n == 0 || used < kMaxRead) break;
+  }
+  out->assign(buf, used);
+  return true;
+}
+
+// Re-reads a kept descriptor of a regular file from offset 0: one pread()
+// instead of open+read+close. On sysfs a read at offset 0 regenerates the
+// attribute (seq_file restarts at 0), so the value is as fresh as with a
+// new open.
+bool ReadKept(int fd, std::string* out, int* err) {
+  char buf[kMaxRead];
+  std::size_t used = 0;
+  while (used < kMaxRead) {
+    ssize_t n =
+        ::pread(fd, buf + used, kMaxRead - used, static_cast<off_t>(used));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = errno;
+      return false;
+    }
+    used += static_cast<std::size_t>(n);
+    if (n == 0 || used < kMaxRead) break;
+  }
+  out->assign(buf, used);
+  return true;
+}
+
+bool IsAbsence(int e) { return e == ENOENT || e == ENOTDIR; }
+
+// Goes through the owning Sysfs's path-based calls every time, so fakes
+// and wrappers (tests) see each path exactly as before.
+class ForwardingReader final : public SysfsReader {
+ public:
+  explicit ForwardingReader(const Sysfs& sysfs) : sysfs_(sysfs) {}
+
+  void Begin() override { lists_.clear(); }
+
+  ReadResult Read(std::string_view dir, std::string_view name) override {
+    return sysfs_.Read(Join(dir, name));
+  }
+
+  const std::vector<std::string>* List(std::string_view dir, bool /*stable*/,
+                                       std::error_code* error) override {
+    auto names = sysfs_.List(std::string(dir), error);
+    if (!names) return nullptr;
+    // A deque keeps earlier results in place while a collector iterates
+    // one listing and asks for another.
+    lists_.push_back(std::move(*names));
+    return &lists_.back();
+  }
+
+ private:
+  const Sysfs& sysfs_;
+  std::deque<std::vector<std::string>> lists_;
+};
+
+class CachingReader final : public SysfsReader {
+ public:
+  CachingReader(std::string root, SysfsCacheMode mode)
+      : root_(std::move(root)) {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    requested_ = mode;
+    // Kept descriptors count against RLIMIT_NOFILE, which also has to cover
+    // sockets and the other collectors; take at most a quarter of it (256
+    // under the usual soft limit of 1024: the H100 tree's ib_port needs
+    // ~250) and read the rest with open/read/close.
+    rlimit limit{};
+    std::size_t soft = 1024;
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+        limit.rlim_cur != RLIM_INFINITY) {
+      soft = static_cast<std::size_t>(limit.rlim_cur);
+    }
+    max_fds_ = std::clamp<std::size_t>(soft / 4, 16, 8192);
+  }
+
+  ~CachingReader() override {
+    for (auto& [path, dir] : dirs_) Close(dir);
+    if (inotify_ >= 0) ::close(inotify_);
+  }
+
+  void Begin() override {
+    ++gen_;
+    if (!decided_) Decide();
+    switch (mode_) {
+      case SysfsCacheMode::kAuto:
+      case SysfsCacheMode::kPerCollection:
+        DropAll();
+        break;
+      case SysfsCacheMode::kSysfs:
+        // Directories the last collection did not touch (a device that
+        // went away, a filtered one) give their descriptors back.
+        for (auto it = dirs_.begin(); it != dirs_.end();) {
+          if (it->second.used + 1 < gen_) {
+            Close(it->second);
+            it = dirs_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        break;
+      case SysfsCacheMode::kInotify:
+        Drain();
+        CheckRoot();
+        // Directories without a watch (behind a symlink, or out of watches)
+        // only live for one collection.
+        for (auto it = dirs_.begin(); it != dirs_.end();) {
+          if (!it->second.cacheable) {
+            Close(it->second);
+            it = dirs_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        break;
+    }
+  }
+
+  ReadResult Read(std::string_view dir, std::string_view name) override {
+    if (name.find('/') != std::string_view::npos) {
+      const std::string full = Join(dir, name);
+      const std::size_t slash = full.rfind('/');
+      return ReadIn(std::string_view(full).substr(0, slash),
+                    std::string_view(full).substr(slash + 1));
+    }
+    return ReadIn(dir, name);
+  }
+
+  const std::vector<std::string>* List(std::string_view path, bool stable,
+                                       std::error_code* error) override {
+    Dir& dir = Use(path);
+    if (dir.fd < 0) {
+      if (error) *error = Errno(dir.error);
+      return nullptr;
+    }
+    const bool keep = (mode_ == SysfsCacheMode::kInotify && dir.cacheable) ||
+                      (mode_ == SysfsCacheMode::kSysfs && stable);
+    if (dir.listed && (dir.listed_gen == gen_ || keep)) return &dir.names;
+    int fd = ::openat(dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      if (error) *error = Errno(errno);
+      return nullptr;
+    }
+    DIR* d = ::fdopendir(fd);
+    if (d == nullptr) {
+      if (error) *error = Errno(errno);
+      ::close(fd);
+      return nullptr;
+    }
+    dir.names.clear();
+    while (dirent* entry = ::readdir(d)) {
+      std::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      dir.names.emplace_back(name);
+    }
+    ::closedir(d);
+    std::sort(dir.names.begin(), dir.names.end());
+    dir.listed = true;
+    dir.listed_gen = gen_;
+    return &dir.names;
+  }
+
+ private:
+  struct File {
+    int fd = -1;    // kept descriptor, or -1
+    int error = 0;  // inotify mode: the file is known to be absent (ENOENT)
+  };
+
+  struct Dir {
+    bool opened = false;  // open attempted (fd or error is set)
+    int fd = -1;          // O_PATH descriptor; -1 when `error` says why not
+    int error = 0;
+    bool cacheable = false;     // inotify mode: changes reach us as events
+    int wd = -1;                // inotify watch
+    dev_t dev = 0;              // sysfs mode: identity at open
+    ino_t ino = 0;              // (and the root in inotify mode)
+    std::uint64_t checked = 0;  // collection it was last validated in
+    std::uint64_t used = 0;     // collection it was last used in
+    bool listed = false;
+    std::uint64_t listed_gen = 0;
+    std::vector<std::string> names;
+    std::map<std::string, File, std::less<>> files;
+  };
+
+  std::string Full(std::string_view path) const {
+    if (path.empty()) return root_;
+    std::string out;
+    out.reserve(root_.size() + 1 + path.size());
+    out.append(root_);
+    out.push_back('/');
+    out.append(path);
+    return out;
+  }
+
+  void Decide() {
+    mode_ = SysfsCacheMode::kPerCollection;
+    SysfsCacheMode want = requested_;
+    if (want == SysfsCacheMode::kAuto) {
+      struct statfs fs;
+      if (::statfs(root_.c_str(), &fs) != 0) return;  // try again next time
+      decided_ = true;
+      const long type = static_cast<long>(fs.f_type);
+      if (type == kSysfsMagic) {
+        want = SysfsCacheMode::kSysfs;
+      } else if (type == kExtMagic || type == kTmpfsMagic ||
+                 type == kXfsMagic || type == kBtrfsMagic) {
+        // Local filesystems, where inotify reports every change made on
+        // this machine. Network and FUSE filesystems do not qualify.
+        want = SysfsCacheMode::kInotify;
+      } else {
+        want = SysfsCacheMode::kPerCollection;
+      }
+    }
+    decided_ = true;
+    if (want == SysfsCacheMode::kInotify) {
+      inotify_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+      if (inotify_ < 0) want = SysfsCacheMode::kPerCollection;
+    }
+    mode_ = want;
+  }
+
+  void CloseFile(File& file) {
+    if (file.fd >= 0) {
+      ::close(file.fd);
+      --open_fds_;
+    }
+    file.fd = -1;
+  }
+
+  // Closes everything a directory entry holds, including its watch.
+  void Close(Dir& dir) {
+    for (auto& [name, file] : dir.files) CloseFile(file);
+    dir.files.clear();
+    if (dir.fd >= 0) ::close(dir.fd);
+    dir.fd = -1;
+    if (dir.wd >= 0) {
+      ::inotify_rm_watch(inotify_, dir.wd);
+      watches_.erase(dir.wd);
+      dir.wd = -1;
+    }
+    dir.listed = false;
+    dir.names.clear();
+  }
+
+  void DropAll() {
+    for (auto& [path, dir] : dirs_) Close(dir);
+    dirs_.clear();
+  }
+
+  // Drops `prefix` and every directory below it ("" = everything).
+  void DropSubtree(const std::string& prefix) {
+    if (prefix.empty()) {
+      DropAll();
+      return;
+    }
+    for (auto it = dirs_.lower_bound(prefix); it != dirs_.end();) {
+      const std::string& key = it->first;
+      if (key.compare(0, prefix.size(), prefix) != 0) break;
+      if (key.size() == prefix.size() || key[prefix.size()] == '/') {
+        Close(it->second);
+        it = dirs_.erase(it);
+      } else {
+        ++it;  // a sibling such as "<prefix>-x" sorts in between
+      }
+    }
+  }
+
+  // The root has no watched parent to report its removal or replacement,
+  // and its own IN_DELETE_SELF only comes once the last descriptor on it is
+  // closed (we hold one), so compare its identity once per collection.
+  void CheckRoot() {
+    auto it = dirs_.find(std::string_view());
+    if (it == dirs_.end() || it->second.fd < 0) return;
+    struct stat st;
+    if (::stat(root_.c_str(), &st) != 0 || st.st_ino != it->second.ino ||
+        st.st_dev != it->second.dev) {
+      DropAll();
+    }
+  }
+
+  // Applies the queued inotify events.
+  void Drain() {
+    alignas(inotify_event) char buf[16384];
+    for (;;) {
+      ssize_t n = ::read(inotify_, buf, sizeof(buf));
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) continue;
+        return;  // EAGAIN: nothing (more) queued
+      }
+      for (char* p = buf; p < buf + n;) {
+        const auto* event = reinterpret_cast<const inotify_event*>(p);
+        Handle(*event);
+        p += sizeof(inotify_event) + event->len;
+      }
+    }
+  }
+
+  void Handle(const inotify_event& event) {
+    if (event.mask & IN_Q_OVERFLOW) {
+      DropAll();  // events were lost: trust nothing
+      return;
+    }
+    auto watch = watches_.find(event.wd);
+    if (watch == watches_.end()) return;  // a watch we already dropped
+    const std::string path = watch->second;
+    if (event.mask &
+        (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT)) {
+      DropSubtree(path);
+      return;
+    }
+    if (event.len == 0) {
+      // chmod of the directory itself (its parent's watch reports it too,
+      // except for the root).
+      if (event.mask & IN_ATTRIB) DropSubtree(path);
+      return;
+    }
+    const std::string_view name(event.name);  // NUL-padded
+    auto it = dirs_.find(path);
+    if (it != dirs_.end()) {
+      Dir& dir = it->second;
+      if (auto f = dir.files.find(name); f != dir.files.end()) {
+        CloseFile(f->second);
+        dir.files.erase(f);
+      }
+      if (event.mask & (IN_DELETE | IN_MOVED_FROM)) dir.listed = false;
+      if ((event.mask & (IN_CREATE | IN_MOVED_TO)) && dir.listed &&
+          !std::binary_search(dir.names.begin(), dir.names.end(), name)) {
+        // A rename over an existing entry (how the simulator writes) keeps
+        // the listing; a new name does not.
+        dir.listed = false;
+      }
+    }
+    DropSubtree(Join(path, name));
+  }
+
+  // Opens `dir` by its full path (sysfs and per-collection modes).
+  void OpenByPath(Dir& dir, std::string_view path) {
+    dir.fd = ::open(Full(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    dir.error = dir.fd < 0 ? errno : 0;
+    if (dir.fd >= 0 && mode_ == SysfsCacheMode::kSysfs) {
+      struct stat st;
+      if (::fstat(dir.fd, &st) == 0) {
+        dir.dev = st.st_dev;
+        dir.ino = st.st_ino;
+      }
+    }
+  }
+
+  // inotify mode: watch the directory (after its parent, so that its own
+  // creation, removal or replacement is reported) and open it.
+  void OpenWatched(Dir& dir, std::string_view path) {
+    if (path.empty()) {
+      dir.wd = ::inotify_add_watch(inotify_, root_.c_str(), kWatchMask);
+      if (dir.wd >= 0) watches_[dir.wd] = std::string();
+      dir.fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      dir.error = dir.fd < 0 ? errno : 0;
+      struct stat st;
+      if (dir.fd >= 0 && ::fstat(dir.fd, &st) == 0) {
+        dir.dev = st.st_dev;
+        dir.ino = st.st_ino;
+      }
+      // An absent root is reported by nothing we watch: per collection.
+      dir.cacheable = dir.wd >= 0 && dir.fd >= 0;
+      return;
+    }
+    const std::size_t slash = path.rfind('/');
+    const std::string_view parent_path = slash == std::string_view::npos
+                                             ? std::string_view()
+                                             : path.substr(0, slash);
+    const std::string name(
+        slash == std::string_view::npos ? path : path.substr(slash + 1));
+    Dir& parent = Use(parent_path);
+    if (parent.fd < 0) {
+      // Missing because an ancestor is: whatever reports the ancestor's
+      // creation (its own parent's watch) drops this entry too.
+      dir.error = parent.error;
+      dir.cacheable = parent.cacheable && IsAbsence(parent.error);
+      return;
+    }
+    if (!parent.cacheable) {
+      dir.fd =
+          ::openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      dir.error = dir.fd < 0 ? errno : 0;
+      return;
+    }
+    struct stat st;
+    if (::fstatat(parent.fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      dir.error = errno;
+      dir.cacheable = IsAbsence(dir.error);  // the parent's watch sees it come
+      return;
+    }
+    if (S_ISLNK(st.st_mode)) {
+      // Where it points is not watched (real sysfs's class/infiniband/<dev>
+      // links live in sysfs mode; this is a recorded tree that copied them).
+      dir.fd =
+          ::openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      dir.error = dir.fd < 0 ? errno : 0;
+      return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      dir.error = ENOTDIR;
+      dir.cacheable = true;
+      return;
+    }
+    dir.wd = ::inotify_add_watch(inotify_, Full(path).c_str(), kWatchMask);
+    if (dir.wd >= 0) watches_[dir.wd] = std::string(path);
+    dir.fd = ::openat(parent.fd, name.c_str(),
+                      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    dir.error = dir.fd < 0 ? errno : 0;
+    dir.cacheable = dir.wd >= 0 && (dir.fd >= 0 || IsAbsence(dir.error));
+  }
+
+  // The entry for `path`, opened and validated for this collection.
+  Dir& Use(std::string_view path) {
+    auto it = dirs_.find(path);
+    if (it == dirs_.end()) it = dirs_.emplace(std::string(path), Dir()).first;
+    Dir& dir = it->second;
+    dir.used = gen_;
+    if (dir.checked == gen_) return dir;
+    dir.checked = gen_;
+    switch (mode_) {
+      case SysfsCacheMode::kAuto:
+      case SysfsCacheMode::kPerCollection:
+        // Entries were dropped at Begin(): this one is new.
+        if (!dir.opened) OpenByPath(dir, path);
+        break;
+      case SysfsCacheMode::kSysfs:
+        if (dir.fd >= 0) {
+          // Same kernfs node as when opened? A re-created or renamed device
+          // directory has another inode number. (Once per collection, and
+          // before any listing of it is handed out in this collection.)
+          struct stat st;
+          if (::stat(Full(path).c_str(), &st) != 0) {
+            const int error = errno;
+            Close(dir);
+            dir.error = error;
+            break;
+          }
+          if (st.st_ino == dir.ino && st.st_dev == dir.dev) break;
+          Close(dir);
+        }
+        OpenByPath(dir, path);  // failures are retried every collection
+        break;
+      case SysfsCacheMode::kInotify:
+        // A cacheable entry stays valid until an event drops it; the others
+        // were dropped at Begin(), so an unopened entry is a new one.
+        if (!dir.opened) OpenWatched(dir, path);
+        break;
+    }
+    dir.opened = true;
+    return dir;
+  }
+
+  ReadResult ReadIn(std::string_view dir_path, std::string_view name) {
+    ReadResult result;
+    Dir& dir = Use(dir_path);
+    if (dir.fd < 0) {
+      result.error = Errno(dir.error);
+      return result;
+    }
+    auto kept = dir.files.find(name);
+    if (kept != dir.files.end()) {
+      File& file = kept->second;
+      if (file.fd >= 0) {
+        int error = 0;
+        if (ReadKept(file.fd, &result.data, &error)) return result;
+        CloseFile(file);
+        dir.files.erase(kept);
+        if (mode_ == SysfsCacheMode::kSysfs &&
+            (error == ENODEV || error == ENOENT || error == ESTALE)) {
+          // The node went away under us. Read this one by path (dir.fd
+          // may be the removed directory, and dir.names may be in use, so
+          // the directory is left alone); the next collection's identity
+          // check re-opens the directory if it was re-created.
+          return ReadByPath(dir_path, name);
+        }
+      } else if (file.error != 0) {
+        result.error = Errno(file.error);  // known absent (inotify mode)
+        return result;
+      }
+    }
+    char cname[256];
+    if (name.size() >= sizeof(cname)) {
+      result.error = Errno(ENAMETOOLONG);
+      return result;
+    }
+    std::memcpy(cname, name.data(), name.size());
+    cname[name.size()] = '\0';
+    int fd = ::openat(dir.fd, cname, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int error = errno;
+      result.error = Errno(error);
+      if (error == ENOENT && mode_ == SysfsCacheMode::kInotify &&
+          dir.cacheable) {
+        // Its creation would be an event on this watched directory.
+        dir.files[std::string(name)] = File{-1, error};
+      }
+      return result;
+    }
+    int error = 0;
+    if (!ReadFresh(fd, &result.data, &error)) {
+      ::close(fd);
+      result.error = Errno(error);
+      return result;
+    }
+    const bool keep = (mode_ == SysfsCacheMode::kSysfs ||
+                       (mode_ == SysfsCacheMode::kInotify && dir.cacheable)) &&
+                      open_fds_ < max_fds_;
+    struct stat st;
+    if (keep && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      dir.files[std::string(name)] = File{fd, 0};
+      ++open_fds_;
+    } else {
+      ::close(fd);
+    }
+    return result;
+  }
+
+  ReadResult ReadByPath(std::string_view dir_path, std::string_view name) {
+    ReadResult result;
+    int fd = ::open(Full(Join(dir_path, name)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      result.error = Errno(errno);
+      return result;
+    }
+    int error = 0;
+    if (!ReadFresh(fd, &result.data, &error)) result.error = Errno(error);
+    ::close(fd);
+    return result;
+  }
+
+  std::string root_;
+  SysfsCacheMode requested_ = SysfsCacheMode::kAuto;
+  SysfsCacheMode mode_ = SysfsCacheMode::kPerCollection;
+  bool decided_ = false;
+  int inotify_ = -1;
+  std::uint64_t gen_ = 0;
+  std::size_t open_fds_ = 0;
+  std::size_t max_fds_ = 256;
+  std::map<std::string, Dir, std::less<>> dirs_;
+  std::unordered_map<int, std::string> watches_;  // wd -> directory path
+};
+
+}  // namespace
+
+std::unique_ptr<SysfsReader> Sysfs::NewReader() const {
+  return std::make_unique<ForwardingReader>(*this);
+}
+
+std::unique_ptr<SysfsReader> MakeRealSysfsReader(std::string root,
+                                                 SysfsCacheMode mode) {
+  return std::make_unique<CachingReader>(std::move(root), mode);
+}
+
+}  // namespace fabric

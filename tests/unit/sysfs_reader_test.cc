@@ -1,0 +1,339 @@
+// The caching SysfsReader (core/sysfs.h): whatever it keeps between
+// collections, a collection must read what a fresh open/read would, on trees
+// changed the ways the simulator and the tests change them (files replaced
+// by rename, written in place, devices removed and re-created, directories
+// renamed in), and it must not hold on to descriptors without bound.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/sysfs.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::size_t OpenFds() {
+  std::size_t n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("fabricmon_reader_" + std::to_string(::getpid()) + "_" +
+             std::to_string(counter_++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void Write(const std::string& rel, const std::string& data) {
+    fs::create_directories((root_ / rel).parent_path());
+    std::ofstream(root_ / rel) << data;
+  }
+  // How the simulator writes: a new file renamed over the old one.
+  void Replace(const std::string& rel, const std::string& data) {
+    const fs::path tmp = root_.string() + ".tmp";
+    std::ofstream(tmp) << data;
+    fs::rename(tmp, root_ / rel);
+  }
+
+  std::unique_ptr<SysfsReader> Reader() {
+    return MakeRealSysfsReader(root_.string(), GetParam());
+  }
+
+  static std::string Text(SysfsReader& r, const std::string& dir,
+                          const std::string& name) {
+    ReadResult result = r.Read(dir, name);
+    return result.ok() ? result.data : "<" + result.error.message() + ">";
+  }
+
+  static std::vector<std::string> Names(SysfsReader& r, const std::string& dir,
+                                        bool stable) {
+    std::error_code error;
+    const auto* names = r.List(dir, stable, &error);
+    if (!names) return {"<" + error.message() + ">"};
+    return *names;
+  }
+
+  fs::path root_;
+  static inline int counter_ = 0;
+};
+
+const std::string kPort = "class/infiniband/mlx5_0/ports/1";
+const std::string kCounters = kPort + "/counters";
+
+TEST_P(SysfsReaderTest, ReadsWhatAFreshOpenReads) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  Write(kCounters + "/port_xmit_data", "2\n");
+  Write(kPort + "/state", "4: ACTIVE\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  EXPECT_EQ(Text(*r, kPort, "counters/port_xmit_data"), "2\n");
+  EXPECT_EQ(Names(*r, kCounters, true),
+            (std::vector<std::string>{"port_rcv_data", "port_xmit_data"}));
+  EXPECT_EQ(Text(*r, kPort, "lid"), "<No such file or directory>");
+  EXPECT_EQ(Names(*r, kPort + "/hw_counters", true),
+            std::vector<std::string>{"<No such file or directory>"});
+
+  // In place (the bad-input and wrap tests write this way).
+  Write(kCounters + "/port_rcv_data", "10\n");
+  // By rename (the simulator).
+  Replace(kCounters + "/port_xmit_data", "20\n");
+  // Files appearing that were absent.
+  Write(kPort + "/lid", "0x1\n");
+  Write(kPort + "/hw_counters/np_cnp_sent", "5\n");
+  for (int round = 0; round < 2; ++round) {
+    r->Begin();
+    EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "10\n");
+    EXPECT_EQ(Text(*r, kCounters, "port_xmit_data"), "20\n");
+    EXPECT_EQ(Text(*r, kPort, "lid"), "0x1\n");
+    EXPECT_EQ(Names(*r, kPort + "/hw_counters", true),
+              std::vector<std::string>{"np_cnp_sent"});
+    EXPECT_EQ(Text(*r, kPort + "/hw_counters", "np_cnp_sent"), "5\n");
+  }
+
+  // A file removed, then one added.
+  fs::remove(root_ / kCounters / "port_rcv_data");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"),
+            "<No such file or directory>");
+  EXPECT_EQ(Names(*r, kCounters, true),
+            std::vector<std::string>{"port_xmit_data"});
+  Write(kCounters + "/symbol_error", "3\n");
+  r->Begin();
+  EXPECT_EQ(Names(*r, kCounters, true),
+            (std::vector<std::string>{"port_xmit_data", "symbol_error"}));
+  EXPECT_EQ(Text(*r, kCounters, "symbol_error"), "3\n");
+}
+
+TEST_P(SysfsReaderTest, DeviceVanishesAndComesBackDifferent) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  Write("class/infiniband/mlx5_1/ports/1/counters/port_rcv_data", "7\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+
+  // Keep the removed tree alive elsewhere so its inode numbers cannot be
+  // handed to the new one.
+  const fs::path gone = root_.string() + ".gone";
+  fs::remove_all(gone);
+  fs::rename(root_ / "class/infiniband/mlx5_0", gone);
+  r->Begin();
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            std::vector<std::string>{"mlx5_1"});
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"),
+            "<No such file or directory>");
+  EXPECT_EQ(Names(*r, kCounters, true),
+            std::vector<std::string>{"<No such file or directory>"});
+
+  // Back after a driver reload, with another set of counters.
+  Write(kCounters + "/port_rcv_data", "2\n");
+  Write(kCounters + "/port_xmit_wait", "3\n");
+  r->Begin();
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  EXPECT_EQ(Names(*r, kCounters, true),
+            (std::vector<std::string>{"port_rcv_data", "port_xmit_wait"}));
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+  EXPECT_EQ(
+      Text(*r, "class/infiniband/mlx5_1/ports/1/counters", "port_rcv_data"),
+      "7\n");
+  fs::remove_all(gone);
+}
+
+// The simulator installs a device as a directory built elsewhere and
+// renamed into place.
+TEST_P(SysfsReaderTest, DirectoryRenamedIntoPlace) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  const fs::path staging = root_.string() + ".staging";
+  const fs::path old = root_.string() + ".old";
+  fs::remove_all(staging);
+  fs::remove_all(old);
+  fs::create_directories(staging / "ports/1/counters");
+  std::ofstream(staging / "ports/1/counters/port_rcv_data") << "99\n";
+  fs::rename(root_ / "class/infiniband/mlx5_0", old);
+  fs::rename(staging, root_ / "class/infiniband/mlx5_0");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "99\n");
+  fs::remove_all(old);
+}
+
+TEST_P(SysfsReaderTest, FollowsSymlinkedDeviceDirectories) {
+  const std::string pci = "devices/pci0000:00/0000:3b:00.0/infiniband/mlx5_4";
+  Write(pci + "/ports/1/counters/port_rcv_data", "5\n");
+  fs::create_directories(root_ / "class/infiniband");
+  fs::create_directory_symlink("../../" + pci,
+                               root_ / "class/infiniband/mlx5_4");
+  const std::string dir = "class/infiniband/mlx5_4/ports/1/counters";
+  auto r = Reader();
+  r->Begin();
+  EXPECT_EQ(Text(*r, dir, "port_rcv_data"), "5\n");
+  // Point the link at another directory.
+  const std::string other = "devices/pci0000:00/0000:5e:00.0/infiniband/mlx5_4";
+  Write(other + "/ports/1/counters/port_rcv_data", "6\n");
+  fs::remove(root_ / "class/infiniband/mlx5_4");
+  fs::create_directory_symlink("../../" + other,
+                               root_ / "class/infiniband/mlx5_4");
+  r->Begin();
+  EXPECT_EQ(Text(*r, dir, "port_rcv_data"), "6\n");
+}
+
+TEST_P(SysfsReaderTest, RootRemovedAndRecreated) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  fs::remove_all(root_);
+  r->Begin();
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            std::vector<std::string>{"<No such file or directory>"});
+  Write(kCounters + "/port_rcv_data", "2\n");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+}
+
+TEST_P(SysfsReaderTest, KeepsDescriptorsWithinABudget) {
+  // A quarter of RLIMIT_NOFILE at most; with a soft limit of 128 the reader
+  // may keep 32, and reads beyond that still work.
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = 128;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int i = 0; i < 100; ++i) {
+    Write(kCounters + "/c" + std::to_string(i), std::to_string(i) + "\n");
+  }
+  const std::size_t before = OpenFds();
+  {
+    auto r = Reader();
+    for (int round = 0; round < 3; ++round) {
+      r->Begin();
+      ASSERT_EQ(Names(*r, kCounters, true).size(), 100u);
+      for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(Text(*r, kCounters, "c" + std::to_string(i)),
+                  std::to_string(i) + "\n");
+      }
+    }
+    EXPECT_LE(OpenFds(), before + 32 + 16);  // kept files + dirs + inotify
+  }
+  EXPECT_EQ(OpenFds(), before);  // all given back
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SysfsReaderTest,
+                         ::testing::Values(SysfsCacheMode::kAuto,
+                                           SysfsCacheMode::kPerCollection,
+                                           SysfsCacheMode::kInotify),
+                         [](const auto& info) {
+                           switch (info.param) {
+                             case SysfsCacheMode::kAuto:
+                               return std::string("Auto");
+                             case SysfsCacheMode::kPerCollection:
+                               return std::string("PerCollection");
+                             case SysfsCacheMode::kInotify:
+                               return std::string("Inotify");
+                             case SysfsCacheMode::kSysfs:
+                               return std::string("Sysfs");
+                           }
+                           return std::string("Unknown");
+                         });
+
+// Sysfs mode relies on what kernfs guarantees (attribute files are never
+// replaced in place), so only the directory-level rules are tested here on
+// a disk tree: a directory that is a new node is re-read entirely; one that
+// is the same node keeps its stable listing.
+class SysfsModeTest : public SysfsReaderTest {};
+
+TEST_F(SysfsModeTest, NewDirectoryNodeIsReadAgain) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kSysfs);
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  EXPECT_EQ(Names(*r, kCounters, true),
+            std::vector<std::string>{"port_rcv_data"});
+  // Values are re-read from the kept descriptor every collection.
+  Write(kCounters + "/port_rcv_data", "2\n");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+
+  // Device removed: gone at once.
+  const fs::path gone = root_.string() + ".gone";
+  fs::remove_all(gone);
+  fs::rename(root_ / "class/infiniband/mlx5_0", gone);
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"),
+            "<No such file or directory>");
+  // Re-created (new inodes): new listing and values.
+  Write(kCounters + "/port_rcv_data", "3\n");
+  Write(kCounters + "/port_xmit_data", "4\n");
+  r->Begin();
+  EXPECT_EQ(Names(*r, kCounters, true),
+            (std::vector<std::string>{"port_rcv_data", "port_xmit_data"}));
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "3\n");
+  EXPECT_EQ(Text(*r, kCounters, "port_xmit_data"), "4\n");
+  fs::remove_all(gone);
+
+  // Unstable listings (class/infiniband) are taken every collection.
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            std::vector<std::string>{"mlx5_0"});
+  Write("class/infiniband/mlx5_1/ports/1/state", "4: ACTIVE\n");
+  r->Begin();
+  EXPECT_EQ(Names(*r, "class/infiniband", false),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+}
+
+TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
+  // The default NewReader() goes through Sysfs::Read/List with the joined
+  // path, so wrappers that fail or watch given paths keep working.
+  class Recorder final : public Sysfs {
+   public:
+    ReadResult Read(const std::string& path) const override {
+      paths.push_back("read " + path);
+      return {"1\n", {}};
+    }
+    std::optional<std::vector<std::string>> List(
+        const std::string& path, std::error_code*) const override {
+      paths.push_back("list " + path);
+      return std::vector<std::string>{"a"};
+    }
+    std::string ReadLink(const std::string&) const override { return {}; }
+    bool IsDirectory(const std::string&) const override { return true; }
+    mutable std::vector<std::string> paths;
+  } recorder;
+  auto r = recorder.NewReader();
+  r->Begin();
+  r->Read("class/infiniband/x/ports/1", "gids/0");
+  std::error_code error;
+  const auto* a = r->List("class/infiniband", false, &error);
+  const auto* b = r->List("class/infiniband/x/ports", true, &error);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(*a, std::vector<std::string>{"a"});  // still valid after b
+  EXPECT_EQ(recorder.paths,
+            (std::vector<std::string>{"read class/infiniband/x/ports/1/gids/0",
+                                      "list class/infiniband",
+                                      "list class/infiniband/x/ports"}));
+}
+
+}  // namespace
+}  // namespace fabric
