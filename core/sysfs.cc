@@ -17,7 +17,8 @@ constexpr std::size_t kMaxRead = 16384;
 
 class RealSysfs final : public Sysfs {
  public:
-  explicit RealSysfs(std::string root) : root_(std::move(root)) {
+  RealSysfs(std::string root, SysfsCacheMode mode)
+      : root_(std::move(root)), mode_(mode) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   }
 
@@ -80,18 +81,19 @@ class RealSysfs final : public Sysfs {
   }
 
   std::unique_ptr<SysfsReader> NewReader() const override {
-    return MakeRealSysfsReader(root_, SysfsCacheMode::kAuto);
+    return MakeRealSysfsReader(root_, mode_);
   }
 
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
   std::string root_;
+  SysfsCacheMode mode_;
 };
 
 }  // namespace
 
-std::unique_ptr<Sysfs> MakeRealSysfs(std::string root) {
-  return std::make_unique<RealSysfs>(std::move(root));
+std::unique_ptr<Sysfs> MakeRealSysfs(std::string root, SysfsCacheMode mode) {
+  return std::make_unique<RealSysfs>(std::move(root), mode);
 }
 
 }  // namespace fabric

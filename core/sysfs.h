@@ -89,12 +89,16 @@ class SysfsReader {
                                                std::error_code* error) = 0;
 };
 
-// Reads the real filesystem below `root`.
-std::unique_ptr<Sysfs> MakeRealSysfs(std::string root);
-
 // How a real reader keeps handles across collections (see SysfsReader).
-// kAuto picks by the filesystem of the root; tests force the others.
+// kAuto picks by the filesystem of the root; kPerCollection suits a single
+// collection (`--once`: watches and kept descriptors would never pay off);
+// tests force the others.
 enum class SysfsCacheMode { kAuto, kPerCollection, kSysfs, kInotify };
+
+// Reads the real filesystem below `root`; its readers use `mode`.
+std::unique_ptr<Sysfs> MakeRealSysfs(
+    std::string root, SysfsCacheMode mode = SysfsCacheMode::kAuto);
+
 std::unique_ptr<SysfsReader> MakeRealSysfsReader(std::string root,
                                                  SysfsCacheMode mode);
 

@@ -31,7 +31,9 @@ void SetUpLogging() {
 }
 
 int RunOnce(const Config& config) {
-  auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs(config.sysfs_root));
+  // One collection: nothing to gain from keeping handles for a next one.
+  auto sysfs = std::shared_ptr<const Sysfs>(
+      MakeRealSysfs(config.sysfs_root, SysfsCacheMode::kPerCollection));
   std::vector<std::shared_ptr<const Snapshot>> snapshots;
   bool abandoned = false;
   // One at a time, in registry order; each bounded by its timeout so a hung
