@@ -166,7 +166,7 @@ class HwCountersCollector final : public Collector {
         sink.Counter("fabric_device_hw_counters_total",
                      "Device-level hw_counters/<counter>, name as-is "
                      "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
-                     Labels{{"device", device}, {"counter", file}},
+                     Labels{{"counter", file}, {"device", device}},
                      static_cast<double>(value));
         continue;
       }
@@ -174,7 +174,7 @@ class HwCountersCollector final : public Collector {
           "fabric_hw_counters_total",
           "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
           "Q-counters unwrapped to 64 bits).",
-          Labels{{"device", device}, {"port", port}, {"counter", file}},
+          Labels{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(value));
       for (const auto& named : kNamed) {
         if (named.file == file) {

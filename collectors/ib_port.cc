@@ -239,10 +239,13 @@ class IbPortCollector final : public Collector {
   // Reads an attribute that may legitimately be absent (hfi1 has no
   // hca_type, most trees no node_desc). Absent = nullopt without a skip;
   // any other read error is a skipped input.
+  // `fixed`: set by the kernel when it creates the device (SysfsReader::
+  // ReadFixed), so a kept copy is as good as a new read.
   std::optional<std::string> ReadAttr(std::string_view dir,
-                                      std::string_view name,
-                                      MetricSink& sink) const {
-    ReadResult r = reader_->Read(dir, name);
+                                      std::string_view name, MetricSink& sink,
+                                      bool fixed = false) const {
+    ReadResult r =
+        fixed ? reader_->ReadFixed(dir, name) : reader_->Read(dir, name);
     if (!r.ok()) {
       if (!IsAbsent(r.error)) {
         sink.Skip(JoinPath(dir, name) + ": " + r.error.message());
@@ -274,7 +277,7 @@ class IbPortCollector final : public Collector {
 
   std::string GuidAttr(std::string_view dir, std::string_view name,
                        MetricSink& sink) const {
-    auto text = ReadAttr(dir, name, sink);
+    auto text = ReadAttr(dir, name, sink, /*fixed=*/true);
     if (!text) return {};
     auto guid = ParseGuid(*text);
     if (!guid.ok()) {
@@ -294,10 +297,12 @@ class IbPortCollector final : public Collector {
     }
     DeviceAttrs attrs;
     attrs.node_guid = GuidAttr(dir, "node_guid", sink);
-    attrs.hca_type = ReadAttr(dir, "hca_type", sink).value_or("");
-    attrs.fw_ver = ReadAttr(dir, "fw_ver", sink).value_or("");
+    attrs.hca_type =
+        ReadAttr(dir, "hca_type", sink, /*fixed=*/true).value_or("");
+    attrs.fw_ver = ReadAttr(dir, "fw_ver", sink, /*fixed=*/true).value_or("");
     std::string sys_image_guid = GuidAttr(dir, "sys_image_guid", sink);
-    std::string board_id = ReadAttr(dir, "board_id", sink).value_or("");
+    std::string board_id =
+        ReadAttr(dir, "board_id", sink, /*fixed=*/true).value_or("");
     std::string node_desc = ReadAttr(dir, "node_desc", sink).value_or("");
     sink.Gauge("fabric_device_info",
                "RDMA device inventory from class/infiniband/<device> "
@@ -354,7 +359,8 @@ class IbPortCollector final : public Collector {
       }
     }
 
-    std::string link_layer = ReadAttr(dir, "link_layer", sink).value_or("");
+    std::string link_layer =
+        ReadAttr(dir, "link_layer", sink, /*fixed=*/true).value_or("");
     sink.Gauge("fabric_port_info",
                "RDMA port inventory; value is always 1. port_guid from "
                "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
@@ -470,8 +476,8 @@ class IbPortCollector final : public Collector {
       if (spec.metric == kErrors) {
         sink.Counter(kErrors, kErrorsHelp,
                      Labels{{"device", device},
-                            {"port", port},
-                            {"error", std::string(file)}},
+                            {"error", std::string(file)},
+                            {"port", port}},
                      value);
       } else {
         sink.Counter(spec.metric, spec.help,
@@ -483,16 +489,16 @@ class IbPortCollector final : public Collector {
         sink.Gauge("fabric_port_counters_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
-                   Labels{{"device", device},
-                          {"port", port},
-                          {"counter", std::string(file)}},
+                   Labels{{"counter", std::string(file)},
+                          {"device", device},
+                          {"port", port}},
                    raw >= max ? 1 : 0);
       }
     }
     for (const auto& [file, raw] : others) {
       sink.Counter(
           kOtherCounter, kOtherCounterHelp,
-          Labels{{"device", device}, {"port", port}, {"counter", file}},
+          Labels{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(raw));
     }
   }

@@ -1,9 +1,9 @@
 #include "core/metric_sink.h"
 
+#include <prometheus/text_serializer.h>
+
 #include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <limits>
+#include <sstream>
 
 namespace fabric {
 namespace {
@@ -13,6 +13,46 @@ constexpr std::size_t kMaxReasons = 32;
 bool LabelsLess(const prometheus::ClientMetric& a,
                 const prometheus::ClientMetric& b) {
   return a.label < b.label;
+}
+
+// Stable sort of samples by label set, the same order as std::stable_sort
+// with LabelsLess. A per-family sort of a few hundred samples that way spends
+// its time moving ClientMetrics (large structs) and re-comparing label names,
+// so instead each sample gets one flat key -- name NUL value NUL ... -- in a
+// shared buffer, the keys are sorted as indices, and each sample is moved
+// once. NUL sorts below every other byte, so comparing keys bytewise gives
+// the order of comparing the label vectors pair by pair. A label containing a
+// NUL (never produced by our collectors, but possible from a hostile file)
+// would break that, so such a family takes the plain sort.
+void SortSamples(std::vector<prometheus::ClientMetric>& metrics) {
+  std::string keys;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;  // offset, length
+  spans.reserve(metrics.size());
+  for (const auto& metric : metrics) {
+    const std::size_t start = keys.size();
+    for (const auto& label : metric.label) {
+      if (label.name.find('\0') != std::string::npos ||
+          label.value.find('\0') != std::string::npos) {
+        std::stable_sort(metrics.begin(), metrics.end(), LabelsLess);
+        return;
+      }
+      keys.append(label.name).push_back('\0');
+      keys.append(label.value).push_back('\0');
+    }
+    spans.emplace_back(start, keys.size() - start);
+  }
+  auto key = [&](std::size_t i) {
+    return std::string_view(keys).substr(spans[i].first, spans[i].second);
+  };
+  std::vector<std::size_t> order(metrics.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(
+      order.begin(), order.end(),
+      [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+  std::vector<prometheus::ClientMetric> sorted;
+  sorted.reserve(metrics.size());
+  for (std::size_t i : order) sorted.push_back(std::move(metrics[i]));
+  metrics = std::move(sorted);
 }
 
 }  // namespace
@@ -127,213 +167,15 @@ void SortFamilies(std::vector<prometheus::MetricFamily>& families) {
     }
     if (!std::is_sorted(family.metric.begin(), family.metric.end(),
                         LabelsLess)) {
-      std::stable_sort(family.metric.begin(), family.metric.end(), LabelsLess);
+      SortSamples(family.metric);
     }
   }
 }
-
-namespace {
-
-// The serializer below writes exactly what prometheus::TextSerializer
-// (prometheus-cpp 1.0) writes -- the golden files are byte for byte its
-// output, and metric_sink_test.cc compares the two on random input -- but
-// into one std::string instead of through an ostream with locale-aware
-// double formatting, which was a third of a --once run's instructions.
-
-void AppendEscaped(std::string& out, std::string_view value) {
-  // Label values: backslash, quote and newline are escaped as \\, \" and \n.
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < value.size(); ++i) {
-    const char c = value[i];
-    if (c == '\\' || c == '"' || c == '\n') {
-      out.append(value.data() + start, i - start);
-      out.push_back('\\');
-      out.push_back(c == '\n' ? 'n' : c);
-      start = i + 1;
-    }
-  }
-  out.append(value.data() + start, value.size() - start);
-}
-
-// A double as prometheus-cpp prints it: "Nan", "+Inf", "-Inf", else
-// printf("%.16g") (it streams with precision max_digits10 - 1 in the
-// classic locale).
-void AppendDouble(std::string& out, double value) {
-  if (std::isnan(value)) {
-    out.append("Nan");
-    return;
-  }
-  if (std::isinf(value)) {
-    out.append(value < 0 ? "-Inf" : "+Inf");
-    return;
-  }
-  char buf[32];
-  // Whole numbers below 2^53 have at most 16 digits, which %.16g prints in
-  // full without an exponent; most samples are such counters. -0 keeps its
-  // sign under %.16g, so it takes the general path.
-  if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0 &&
-      !(value == 0 && std::signbit(value))) {
-    auto [end, ec] =
-        std::to_chars(buf, buf + sizeof(buf), static_cast<std::int64_t>(value));
-    out.append(buf, end);
-    return;
-  }
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value,
-                                 std::chars_format::general, 16);
-  out.append(buf, end);
-}
-
-void AppendUnsigned(std::string& out, std::uint64_t value) {
-  char buf[24];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  out.append(buf, end);
-}
-
-// Metric name, suffix and labels (plus an optional extra label, e.g. "le"),
-// then a space.
-void AppendHead(std::string& out, const prometheus::MetricFamily& family,
-                const prometheus::ClientMetric& metric,
-                std::string_view suffix = {}, std::string_view extra_name = {},
-                std::string_view extra_value = {}) {
-  out.append(family.name);
-  out.append(suffix);
-  if (!metric.label.empty() || !extra_name.empty()) {
-    out.push_back('{');
-    bool first = true;
-    for (const auto& label : metric.label) {
-      if (!first) out.push_back(',');
-      first = false;
-      out.append(label.name);
-      out.append("=\"");
-      AppendEscaped(out, label.value);
-      out.push_back('"');
-    }
-    if (!extra_name.empty()) {
-      if (!first) out.push_back(',');
-      out.append(extra_name);
-      out.append("=\"");
-      AppendEscaped(out, extra_value);
-      out.push_back('"');
-    }
-    out.push_back('}');
-  }
-  out.push_back(' ');
-}
-
-void AppendTail(std::string& out, const prometheus::ClientMetric& metric) {
-  if (metric.timestamp_ms != 0) {
-    out.push_back(' ');
-    char buf[24];
-    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), metric.timestamp_ms);
-    out.append(buf, end);
-  }
-  out.push_back('\n');
-}
-
-std::string DoubleText(double value) {
-  std::string s;
-  AppendDouble(s, value);
-  return s;
-}
-
-void AppendFamily(std::string& out, const prometheus::MetricFamily& family) {
-  using prometheus::MetricType;
-  if (!family.help.empty()) {
-    out.append("# HELP ");
-    out.append(family.name);
-    out.push_back(' ');
-    out.append(family.help);
-    out.push_back('\n');
-  }
-  out.append("# TYPE ");
-  out.append(family.name);
-  switch (family.type) {
-    case MetricType::Counter:
-      out.append(" counter\n");
-      break;
-    case MetricType::Gauge:
-      out.append(" gauge\n");
-      break;
-    case MetricType::Summary:
-      out.append(" summary\n");
-      break;
-    case MetricType::Untyped:
-      out.append(" untyped\n");
-      break;
-    case MetricType::Histogram:
-      out.append(" histogram\n");
-      break;
-  }
-  for (const auto& metric : family.metric) {
-    switch (family.type) {
-      case MetricType::Counter:
-        AppendHead(out, family, metric);
-        AppendDouble(out, metric.counter.value);
-        AppendTail(out, metric);
-        break;
-      case MetricType::Gauge:
-        AppendHead(out, family, metric);
-        AppendDouble(out, metric.gauge.value);
-        AppendTail(out, metric);
-        break;
-      case MetricType::Untyped:
-        AppendHead(out, family, metric);
-        AppendDouble(out, metric.untyped.value);
-        AppendTail(out, metric);
-        break;
-      case MetricType::Summary: {
-        const auto& sum = metric.summary;
-        AppendHead(out, family, metric, "_count");
-        AppendUnsigned(out, sum.sample_count);
-        AppendTail(out, metric);
-        AppendHead(out, family, metric, "_sum");
-        AppendDouble(out, sum.sample_sum);
-        AppendTail(out, metric);
-        for (const auto& q : sum.quantile) {
-          AppendHead(out, family, metric, "", "quantile",
-                     DoubleText(q.quantile));
-          AppendDouble(out, q.value);
-          AppendTail(out, metric);
-        }
-        break;
-      }
-      case MetricType::Histogram: {
-        const auto& hist = metric.histogram;
-        AppendHead(out, family, metric, "_count");
-        AppendUnsigned(out, hist.sample_count);
-        AppendTail(out, metric);
-        AppendHead(out, family, metric, "_sum");
-        AppendDouble(out, hist.sample_sum);
-        AppendTail(out, metric);
-        double last = -std::numeric_limits<double>::infinity();
-        for (const auto& b : hist.bucket) {
-          AppendHead(out, family, metric, "_bucket", "le",
-                     DoubleText(b.upper_bound));
-          last = b.upper_bound;
-          AppendUnsigned(out, b.cumulative_count);
-          AppendTail(out, metric);
-        }
-        if (last != std::numeric_limits<double>::infinity()) {
-          AppendHead(out, family, metric, "_bucket", "le", "+Inf");
-          AppendUnsigned(out, hist.sample_count);
-          AppendTail(out, metric);
-        }
-        break;
-      }
-    }
-  }
-}
-
-}  // namespace
 
 std::string ToText(const std::vector<prometheus::MetricFamily>& families) {
-  std::size_t samples = 0;
-  for (const auto& family : families) samples += family.metric.size();
-  std::string out;
-  // ~100 bytes a sample line plus HELP/TYPE; one or two reallocations at most.
-  out.reserve(samples * 112 + families.size() * 160);
-  for (const auto& family : families) AppendFamily(out, family);
-  return out;
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
 }
 
 }  // namespace fabric

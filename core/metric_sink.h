@@ -12,9 +12,10 @@
 #include <prometheus/metric_family.h>
 
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace fabric {
@@ -59,7 +60,18 @@ class MetricSink {
   prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
                                 prometheus::MetricType type, Labels&& labels);
 
-  std::map<std::string, prometheus::MetricFamily, std::less<>> families_;
+  // Hashed: a family is looked up once per sample, and names share long
+  // prefixes ("fabric_port_...") that make ordered lookups compare a lot.
+  // Take() sorts by name.
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const {
+      return std::hash<std::string_view>{}(name);
+    }
+  };
+  std::unordered_map<std::string, prometheus::MetricFamily, NameHash,
+                     std::equal_to<>>
+      families_;
   std::uint64_t skipped_ = 0;
   std::vector<std::string> reasons_;  // capped, for logging
 };
@@ -68,7 +80,8 @@ class MetricSink {
 // code that merges families from several snapshots.
 void SortFamilies(std::vector<prometheus::MetricFamily>& families);
 
-// Prometheus text exposition (format 0.0.4) of `families`.
+// Prometheus text exposition (format 0.0.4) of `families`, written by
+// prometheus-cpp's TextSerializer (what the Exposer serves too).
 std::string ToText(const std::vector<prometheus::MetricFamily>& families);
 
 }  // namespace fabric

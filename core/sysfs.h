@@ -78,6 +78,14 @@ class SysfsReader {
   virtual void Begin() = 0;
   // Reads `dir`/`name` like Sysfs::Read("dir/name"); `name` may contain '/'.
   virtual ReadResult Read(std::string_view dir, std::string_view name) = 0;
+  // The same for an attribute whose value the kernel fixes when it creates
+  // the device (node_guid, fw_ver, hca_type, link_layer...): the real reader
+  // may hand back the content it read earlier for as long as it keeps the
+  // file (until the directory is re-created or, on local filesystems, the
+  // file changes), instead of reading it again.
+  virtual ReadResult ReadFixed(std::string_view dir, std::string_view name) {
+    return Read(dir, name);
+  }
   // Like Sysfs::List(dir): sorted entries, or nullptr with `error` set.
   // `stable` says the kernel creates the directory's entries together with
   // the directory (attribute groups such as counters/ or hw_counters/), so

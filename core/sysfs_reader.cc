@@ -37,9 +37,11 @@ constexpr long kBtrfsMagic = 0x9123683E;
 // otherwise go on reading a file chmod-ed unreadable), and the directory
 // itself going away. In-place writes are not needed: a kept descriptor
 // reads the new bytes of the same inode.
-constexpr std::uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
-                                     IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF |
-                                     IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
+// IN_MODIFY: a file written in place drops its entry, and with it the
+// content ReadFixed() remembered (data files are re-read every time anyway).
+constexpr std::uint32_t kWatchMask =
+    IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+    IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
 std::error_code Errno(int e) { return {e, std::system_category()}; }
 
@@ -186,13 +188,11 @@ class CachingReader final : public SysfsReader {
   }
 
   ReadResult Read(std::string_view dir, std::string_view name) override {
-    if (name.find('/') != std::string_view::npos) {
-      const std::string full = Join(dir, name);
-      const std::size_t slash = full.rfind('/');
-      return ReadIn(std::string_view(full).substr(0, slash),
-                    std::string_view(full).substr(slash + 1));
-    }
-    return ReadIn(dir, name);
+    return Split(dir, name, /*fixed=*/false);
+  }
+
+  ReadResult ReadFixed(std::string_view dir, std::string_view name) override {
+    return Split(dir, name, /*fixed=*/true);
   }
 
   const std::vector<std::string>* List(std::string_view path, bool stable,
@@ -233,6 +233,8 @@ class CachingReader final : public SysfsReader {
   struct File {
     int fd = -1;    // kept descriptor, or -1
     int error = 0;  // inotify mode: the file is known to be absent (ENOENT)
+    bool has_fixed = false;  // ReadFixed(): `fixed` holds the content
+    std::string fixed;
   };
 
   struct Dir {
@@ -312,12 +314,14 @@ class CachingReader final : public SysfsReader {
   }
 
   void DropAll() {
+    last_dir_ = nullptr;
     for (auto& [path, dir] : dirs_) Close(dir);
     dirs_.clear();
   }
 
   // Drops `prefix` and every directory below it ("" = everything).
   void DropSubtree(const std::string& prefix) {
+    last_dir_ = nullptr;
     if (prefix.empty()) {
       DropAll();
       return;
@@ -481,6 +485,21 @@ class CachingReader final : public SysfsReader {
 
   // The entry for `path`, opened and validated for this collection.
   Dir& Use(std::string_view path) {
+    // Collectors read a directory's files one after another, so most calls
+    // name the directory of the previous one: skip the map lookup then.
+    // Entries are only erased in Begin(), which starts a new generation, so
+    // a pointer from this generation is still valid.
+    if (last_dir_ != nullptr && last_gen_ == gen_ && path == last_path_) {
+      return *last_dir_;
+    }
+    Dir& dir = Lookup(path);
+    last_dir_ = &dir;
+    last_gen_ = gen_;
+    last_path_.assign(path);
+    return dir;
+  }
+
+  Dir& Lookup(std::string_view path) {
     auto it = dirs_.find(path);
     if (it == dirs_.end()) it = dirs_.emplace(std::string(path), Dir()).first;
     Dir& dir = it->second;
@@ -520,7 +539,20 @@ class CachingReader final : public SysfsReader {
     return dir;
   }
 
-  ReadResult ReadIn(std::string_view dir_path, std::string_view name) {
+  // Reads `name` in the directory its last '/' names.
+  ReadResult Split(std::string_view dir, std::string_view name, bool fixed) {
+    if (name.find('/') != std::string_view::npos) {
+      const std::string full = Join(dir, name);
+      const std::size_t slash = full.rfind('/');
+      return ReadIn(std::string_view(full).substr(0, slash),
+                    std::string_view(full).substr(slash + 1), fixed);
+    }
+    return ReadIn(dir, name, fixed);
+  }
+
+  // `fixed`: the content may come from (and goes into) the kept entry.
+  ReadResult ReadIn(std::string_view dir_path, std::string_view name,
+                    bool fixed) {
     ReadResult result;
     Dir& dir = Use(dir_path);
     if (dir.fd < 0) {
@@ -531,8 +563,15 @@ class CachingReader final : public SysfsReader {
     if (kept != dir.files.end()) {
       File& file = kept->second;
       if (file.fd >= 0) {
+        if (fixed && file.has_fixed) {
+          result.data = file.fixed;
+          return result;
+        }
         int error = 0;
-        if (ReadKept(file.fd, &result.data, &error)) return result;
+        if (ReadKept(file.fd, &result.data, &error)) {
+          if (fixed) Remember(file, result.data);
+          return result;
+        }
         CloseFile(file);
         dir.files.erase(kept);
         if (mode_ == SysfsCacheMode::kSysfs &&
@@ -562,7 +601,7 @@ class CachingReader final : public SysfsReader {
       if (error == ENOENT && mode_ == SysfsCacheMode::kInotify &&
           dir.cacheable) {
         // Its creation would be an event on this watched directory.
-        dir.files[std::string(name)] = File{-1, error};
+        dir.files[std::string(name)].error = error;
       }
       return result;
     }
@@ -577,12 +616,23 @@ class CachingReader final : public SysfsReader {
                       open_fds_ < max_fds_;
     struct stat st;
     if (keep && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-      dir.files[std::string(name)] = File{fd, 0};
+      File& file = dir.files[std::string(name)];
+      file = File();
+      file.fd = fd;
+      if (fixed) Remember(file, result.data);
       ++open_fds_;
     } else {
       ::close(fd);
     }
     return result;
+  }
+
+  // Only what a fixed attribute can be: a short line, not a whole page.
+  static void Remember(File& file, const std::string& data) {
+    constexpr std::size_t kMaxFixed = 256;
+    if (data.size() > kMaxFixed) return;
+    file.fixed = data;
+    file.has_fixed = true;
   }
 
   ReadResult ReadByPath(std::string_view dir_path, std::string_view name) {
@@ -607,6 +657,10 @@ class CachingReader final : public SysfsReader {
   std::size_t open_fds_ = 0;
   std::size_t max_fds_ = 256;
   std::map<std::string, Dir, std::less<>> dirs_;
+  // The directory of the latest Use() (see there).
+  Dir* last_dir_ = nullptr;
+  std::uint64_t last_gen_ = 0;
+  std::string last_path_;
   std::unordered_map<int, std::string> watches_;  // wd -> directory path
 };
 

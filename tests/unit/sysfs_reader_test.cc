@@ -121,6 +121,39 @@ TEST_P(SysfsReaderTest, ReadsWhatAFreshOpenReads) {
   EXPECT_EQ(Text(*r, kCounters, "symbol_error"), "3\n");
 }
 
+// ReadFixed() may answer from a remembered copy, but never one older than
+// the file: written in place, replaced by rename, or its device re-created.
+TEST_P(SysfsReaderTest, FixedAttributesFollowEveryChange) {
+  const std::string dev = "class/infiniband/mlx5_0";
+  Write(dev + "/fw_ver", "28.39.1002\n");
+  auto r = Reader();
+  auto fixed = [&] {
+    ReadResult result = r->ReadFixed(dev, "fw_ver");
+    return result.ok() ? result.data : "<" + result.error.message() + ">";
+  };
+  for (int round = 0; round < 2; ++round) {
+    r->Begin();
+    EXPECT_EQ(fixed(), "28.39.1002\n");
+    EXPECT_EQ(fixed(), "28.39.1002\n");  // within one collection too
+  }
+  Write(dev + "/fw_ver", "28.40.1000\n");
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.40.1000\n");
+  Replace(dev + "/fw_ver", "28.41.1000\n");
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.41.1000\n");
+  const fs::path gone = root_.string() + ".gone";
+  fs::remove_all(gone);
+  fs::rename(root_ / dev, gone);
+  r->Begin();
+  EXPECT_EQ(fixed(), "<No such file or directory>");
+  Write(dev + "/fw_ver", "28.42.1000\n");
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.42.1000\n");
+  EXPECT_EQ(Text(*r, dev, "fw_ver"), "28.42.1000\n");
+  fs::remove_all(gone);
+}
+
 TEST_P(SysfsReaderTest, DeviceVanishesAndComesBackDifferent) {
   Write(kCounters + "/port_rcv_data", "1\n");
   Write("class/infiniband/mlx5_1/ports/1/counters/port_rcv_data", "7\n");
