@@ -25,9 +25,12 @@
 #     too coarse for a ~10 ms scrape. Scrape cost = median(scrape) -
 #     median(idle), i.e. node_exporter's start-up/shutdown cost is removed.
 #   fabricmon daemon (steady state, what a node actually runs): the daemon
-#     with only ib_port + hw_counters polling every 100 ms, CPU from
-#     /proc/<pid>/stat over 10 s after start-up, minus the same daemon with
-#     every collector disabled, divided by the number of polls (100).
+#     with only ib_port + hw_counters polling every 100 ms, CPU summed over
+#     its threads from /proc/<pid>/task/*/schedstat over 10 s after
+#     start-up, minus the same daemon with every collector disabled, divided
+#     by the number of polls (100); median of 3. Then the cost of one scrape
+#     (exposition + HTTP) of what those polls collected: 50 back-to-back
+#     GETs against a daemon whose polls are 600 s apart.
 #   Medians, not means: the build machines are shared and a single run
 #   that lost its CPU caches to a neighbour's compile skews a mean.
 set -euo pipefail
@@ -146,14 +149,22 @@ if ne_scrape > 0:
 print("peak RSS ratio fabricmon/node_exporter: %.3f" % (fm_rss / ne_rss))
 
 def proc_cpu(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # Nanoseconds on CPU summed over the daemon's threads (schedstat), far
+    # finer than /proc/<pid>/stat's 10 ms ticks.
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass  # thread gone
+    return total / 1e9
 
-def daemon_cpu(enabled, seconds=10.0):
+def daemon_cpu(enabled, seconds=10.0, interval="100ms", scrapes=0):
     cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     cfg.write("collectors:\n" + "".join(
-        "  %s:\n    enabled: %s\n    interval: 100ms\n" % (c, "true" if c in enabled else "false")
+        "  %s:\n    enabled: %s\n    interval: %s\n"
+        % (c, "true" if c in enabled else "false", interval)
         for c in ("ib_port", "hw_counters", "congestion", "roce", "nic_identity")))
     cfg.close()
     port = free_port()
@@ -165,14 +176,31 @@ def daemon_cpu(enabled, seconds=10.0):
         except OSError:
             time.sleep(0.05)
     time.sleep(1.0)
-    c0 = proc_cpu(pid); time.sleep(seconds); c1 = proc_cpu(pid)
+    c0 = proc_cpu(pid)
+    if scrapes:
+        for _ in range(scrapes):
+            get(port, "/metrics")
+    else:
+        time.sleep(seconds)
+    c1 = proc_cpu(pid)
     os.kill(pid, signal.SIGTERM); os.wait4(pid, 0)
+    os.unlink(cfg.name)
     return c1 - c0
 
-active = daemon_cpu(("ib_port", "hw_counters")); idle = daemon_cpu(())
-per_poll = (active - idle) / 100
+polls = []
+for _ in range(3):
+    polls.append((daemon_cpu(("ib_port", "hw_counters")) - daemon_cpu(())) / 100)
+per_poll = statistics.median(polls)
 print("fabricmon daemon ib_port+hw_counters every 100 ms: %.2f ms CPU per poll "
-      "(active %.0f ms, idle %.0f ms over 10 s)" % (per_poll * 1e3, active * 1e3, idle * 1e3))
+      "(median of 3 x 10 s, idle daemon subtracted)" % (per_poll * 1e3))
+# One scrape of what the polls collected: exposition + HTTP (polls every
+# 600 s, so none runs while 50 scrapes are served back to back).
+scrape = statistics.median(
+    [daemon_cpu(("ib_port", "hw_counters"), interval="600s", scrapes=50) / 50
+     for _ in range(3)])
+print("fabricmon daemon one scrape of ib_port+hw_counters: %.2f ms CPU" % (scrape * 1e3))
 if ne_scrape > 0:
     print("CPU ratio daemon poll / node_exporter scrape: %.3f" % (per_poll / ne_scrape))
+    print("CPU ratio daemon poll + scrape / node_exporter scrape: %.3f"
+          % ((per_poll + scrape) / ne_scrape))
 PY
