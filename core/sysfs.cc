@@ -8,12 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "core/fd_read.h"
+
 namespace fabric {
 namespace {
-
-// sysfs attributes are at most PAGE_SIZE; allow a little more for recorded
-// trees that were written by other tools.
-constexpr std::size_t kMaxRead = 16384;
 
 class RealSysfs final : public Sysfs {
  public:
@@ -29,24 +27,11 @@ class RealSysfs final : public Sysfs {
       result.error = {errno, std::system_category()};
       return result;
     }
-    // A stack buffer instead of a zero-filled 16 KiB string per read, and
-    // stop at the first short read: sysfs (kernfs) returns a whole attribute
-    // in one read(), as does a regular file, so the usual extra read() that
-    // returns 0 is one syscall per file saved (collections read hundreds).
-    char buf[kMaxRead];
-    std::size_t used = 0;
-    while (used < kMaxRead) {
-      ssize_t n = ::read(fd, buf + used, kMaxRead - used);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        result.error = {errno, std::system_category()};
-        break;
-      }
-      used += static_cast<std::size_t>(n);
-      if (n == 0 || used < kMaxRead) break;
+    int error = 0;
+    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error)) {
+      result.error = {error, std::system_category()};
     }
     ::close(fd);
-    if (result.ok()) result.data.assign(buf, used);
     return result;
   }
 

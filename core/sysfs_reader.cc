@@ -16,14 +16,11 @@
 #include <map>
 #include <unordered_map>
 
+#include "core/fd_read.h"
 #include "core/sysfs.h"
 
 namespace fabric {
 namespace {
-
-// sysfs attributes are at most PAGE_SIZE; recorded trees may hold a little
-// more (same bound as RealSysfs::Read).
-constexpr std::size_t kMaxRead = 16384;
 
 // statfs f_type values (linux/magic.h).
 constexpr long kSysfsMagic = 0x62656572;
@@ -52,49 +49,6 @@ std::string Join(std::string_view dir, std::string_view name) {
   if (!dir.empty()) out.push_back('/');
   out.append(name);
   return out;
-}
-
-// Reads a freshly opened descriptor like RealSysfs::Read: one bounded read,
-// stopping at the first short one (kernfs returns a whole attribute at
-// once), read() rather than pread() so that FIFOs and the like behave as
-// with a plain open/read.
-bool ReadFresh(int fd, std::string* out, int* err) {
-  char buf[kMaxRead];
-  std::size_t used = 0;
-  while (used < kMaxRead) {
-    ssize_t n = ::read(fd, buf + used, kMaxRead - used);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *err = errno;
-      return false;
-    }
-    used += static_cast<std::size_t>(n);
-    if (n == 0 || used < kMaxRead) break;
-  }
-  out->assign(buf, used);
-  return true;
-}
-
-// Re-reads a kept descriptor of a regular file from offset 0: one pread()
-// instead of open+read+close. On sysfs a read at offset 0 regenerates the
-// attribute (seq_file restarts at 0), so the value is as fresh as with a
-// new open.
-bool ReadKept(int fd, std::string* out, int* err) {
-  char buf[kMaxRead];
-  std::size_t used = 0;
-  while (used < kMaxRead) {
-    ssize_t n =
-        ::pread(fd, buf + used, kMaxRead - used, static_cast<off_t>(used));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *err = errno;
-      return false;
-    }
-    used += static_cast<std::size_t>(n);
-    if (n == 0 || used < kMaxRead) break;
-  }
-  out->assign(buf, used);
-  return true;
 }
 
 bool IsAbsence(int e) { return e == ENOENT || e == ENOTDIR; }
@@ -568,7 +522,7 @@ class CachingReader final : public SysfsReader {
           return result;
         }
         int error = 0;
-        if (ReadKept(file.fd, &result.data, &error)) {
+        if (ReadAttribute(file.fd, /*from_start=*/true, &result.data, &error)) {
           if (fixed) Remember(file, result.data);
           return result;
         }
@@ -606,7 +560,7 @@ class CachingReader final : public SysfsReader {
       return result;
     }
     int error = 0;
-    if (!ReadFresh(fd, &result.data, &error)) {
+    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error)) {
       ::close(fd);
       result.error = Errno(error);
       return result;
@@ -643,7 +597,8 @@ class CachingReader final : public SysfsReader {
       return result;
     }
     int error = 0;
-    if (!ReadFresh(fd, &result.data, &error)) result.error = Errno(error);
+    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error))
+      result.error = Errno(error);
     ::close(fd);
     return result;
   }
