@@ -38,6 +38,17 @@ struct DeviceFilter {
   bool Allows(std::string_view device) const;
 };
 
+// Settings only the congestion collector reads (config
+// `collectors.congestion.window` and `.xmit_wait_tick_ns`; see
+// docs/congestion.md for what the tick is and why it is an assumption).
+struct CongestionSettings {
+  // Sliding window the exported peaks cover.
+  double window_seconds = 60.0;
+  // Duration of one port_xmit_wait tick.
+  double xmit_wait_tick_seconds = 256e-9;
+  bool operator==(const CongestionSettings&) const = default;
+};
+
 // What a collector may touch, all injectable.
 struct CollectorEnv {
   std::shared_ptr<const Sysfs> sysfs;
@@ -50,6 +61,7 @@ struct CollectorEnv {
   // (collectors/ethtool_file.h) instead of the kernel's ioctl; empty = the
   // kernel.
   std::string ethtool_dir;
+  CongestionSettings congestion;
 };
 
 }  // namespace fabric

@@ -126,6 +126,11 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
   sink.Gauge("fabric_congestion_window_seconds",
              "Length of the sliding window the congestion peak gauges cover.",
              {}, options_.window_seconds);
+  sink.Gauge("fabric_congestion_xmit_wait_tick_seconds",
+             "Duration of one port_xmit_wait tick assumed by "
+             "fabric_port_transmit_wait_peak_ratio (config "
+             "collectors.congestion.xmit_wait_tick_ns).",
+             {}, options_.xmit_wait_tick_seconds);
   for (auto& [key, port] : ports_) {
     port.window.Expire(end);
     const CongestionPeaks p = port.window.Peaks(end);
@@ -232,14 +237,16 @@ void CongestionCollector::EmitPfc(double now, MetricSink& sink) {
 }
 
 std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env) {
+  CongestionOptions options;
+  options.window_seconds = env.congestion.window_seconds;
+  options.xmit_wait_tick_seconds = env.congestion.xmit_wait_tick_seconds;
   if (!env.ethtool_dir.empty()) {
-    CongestionOptions options;
     options.ethtool_is_kernel = false;
     return std::make_unique<CongestionCollector>(
         env, options, MonotonicClock{}, MakeFileEthtoolSource(env.ethtool_dir));
   }
-  return std::make_unique<CongestionCollector>(
-      env, CongestionOptions{}, MonotonicClock{}, MakeRealEthtoolSource());
+  return std::make_unique<CongestionCollector>(env, options, MonotonicClock{},
+                                               MakeRealEthtoolSource());
 }
 
 }  // namespace fabric

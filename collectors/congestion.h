@@ -40,7 +40,7 @@ namespace fabric {
 
 struct CongestionOptions {
   // Sliding window the peaks are taken over.
-  double window_seconds = 60.0;
+  double window_seconds = CongestionSettings{}.window_seconds;
   // Duration of one port_xmit_wait tick. The IB spec defines the tick as
   // (PortSamplesControl.Tick + 1) x symbol time (4 ns at SDR); it is not in
   // sysfs (read it with `perfquery -c <lid> <port>`) and NVIDIA notes the
@@ -48,7 +48,8 @@ struct CongestionOptions {
   // (Tick = 63, 64 x 4 ns), the same assumption the simulator renders
   // (simulator/model.h kXmitWaitTickSeconds) and the recording rule
   // fabric:config:xmit_wait_tick_seconds uses; see docs/congestion.md.
-  double xmit_wait_tick_seconds = 256e-9;
+  // Config: collectors.congestion.xmit_wait_tick_ns.
+  double xmit_wait_tick_seconds = CongestionSettings{}.xmit_wait_tick_seconds;
   // How often the `rate` attribute is re-read (it changes only when the
   // link retrains).
   double rate_refresh_seconds = 10.0;

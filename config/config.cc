@@ -108,14 +108,41 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   return out;
 }
 
+// A tick length in nanoseconds: a positive number up to 1 ms (fractions
+// allowed; the IB tick is a multiple of the 4 ns SDR symbol time).
+double TickNanoseconds(const YAML::Node& node, const std::string& key) {
+  std::string text = Scalar(node, key);
+  double value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() ||
+      !(value > 0 && value <= 1e6)) {
+    Fail(key, node.Mark(),
+         Quote(text) +
+             " is not a tick length in ns (a number in (0, 1e6], "
+             "e.g. 256)");
+  }
+  return value;
+}
+
 CollectorConfig Collector(const YAML::Node& node, const std::string& key,
-                          CollectorConfig out) {
+                          bool congestion, CollectorConfig out) {
   if (node.IsNull()) return out;
   RequireMap(node, key);
+  std::optional<YAML::Mark> window_mark;
   for (const auto& kv : node) {
     std::string name = kv.first.as<std::string>();
     std::string path = Join(key, name);
-    if (name == "enabled") {
+    if (congestion && name == "window") {
+      out.congestion.window_seconds =
+          std::chrono::duration<double>(Duration(kv.second, path)).count();
+      window_mark = kv.second.Mark();
+    } else if (congestion && name == "xmit_wait_tick_ns") {
+      out.congestion.xmit_wait_tick_seconds =
+          TickNanoseconds(kv.second, path) * 1e-9;
+    } else if (name == "window" || name == "xmit_wait_tick_ns") {
+      Fail(path, kv.first.Mark(), "only collectors.congestion has this key");
+    } else if (name == "enabled") {
       out.enabled = Bool(kv.second, path);
     } else if (name == "interval") {
       out.interval = Duration(kv.second, path);
@@ -128,8 +155,16 @@ CollectorConfig Collector(const YAML::Node& node, const std::string& key,
     } else {
       Fail(path, kv.first.Mark(),
            "unknown key (expected enabled, interval, timeout, devices, "
-           "netdevs)");
+           "netdevs" +
+               std::string(congestion ? ", window, xmit_wait_tick_ns)" : ")"));
     }
+  }
+  // A peak needs at least two polls inside the window.
+  const double interval = std::chrono::duration<double>(out.interval).count();
+  if (congestion && out.congestion.window_seconds < 2 * interval) {
+    Fail(Join(key, "window"), window_mark.value_or(node.Mark()),
+         "must be at least two poll intervals (" +
+             FormatDuration(out.interval) + " x 2)");
   }
   return out;
 }
@@ -190,7 +225,8 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
                "unknown collector (known: " + KnownList(known) + ")");
         }
         config.collectors[cname] =
-            Collector(c.second, path, DefaultCollectorConfig(cname));
+            Collector(c.second, path, cname == "congestion",
+                      DefaultCollectorConfig(cname));
       }
     } else {
       Fail(name, kv.first.Mark(),

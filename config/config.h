@@ -44,6 +44,9 @@ struct CollectorConfig {
   // `collectors.<name>.netdevs`: extra network interfaces to read besides
   // those backing RDMA ports (used by roce; others ignore it).
   std::vector<std::string> netdevs;
+  // `collectors.congestion.window` and `.xmit_wait_tick_ns` (only accepted
+  // under congestion).
+  CongestionSettings congestion;
 };
 
 // Built-in settings of collector `name` before the file is applied: the

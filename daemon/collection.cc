@@ -27,6 +27,7 @@ std::vector<NamedCollector> BuildCollectors(
     env.devices = config.DevicesFor(name);
     env.netdevs = cc.netdevs;
     env.ethtool_dir = config.ethtool_dir;
+    env.congestion = cc.congestion;
     std::unique_ptr<Collector> collector = MakeCollector(name, env);
     if (!collector) {
       spdlog::warn("collector {} is listed but could not be built", name);
@@ -43,8 +44,9 @@ bool SameCollectorSettings(const Config& a, const Config& b,
   DeviceFilter da = a.DevicesFor(name), db = b.DevicesFor(name);
   return ca.enabled && cb.enabled && ca.interval == cb.interval &&
          ca.timeout == cb.timeout && ca.netdevs == cb.netdevs &&
-         da.include == db.include && da.exclude == db.exclude &&
-         a.sysfs_root == b.sysfs_root && a.ethtool_dir == b.ethtool_dir;
+         ca.congestion == cb.congestion && da.include == db.include &&
+         da.exclude == db.exclude && a.sysfs_root == b.sysfs_root &&
+         a.ethtool_dir == b.ethtool_dir;
 }
 
 std::shared_ptr<Snapshot> RunCollection(const std::string& name,

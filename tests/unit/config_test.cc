@@ -101,6 +101,50 @@ TEST(ConfigTest, CongestionPollsFasterByDefault) {
   EXPECT_EQ(Config{}.Collector("congestion").timeout, seconds(1));
 }
 
+TEST(ConfigTest, CongestionWindowAndTick) {
+  const std::vector<std::string> known = {"congestion", "ib_port"};
+  std::string error;
+  auto config = ParseConfig(
+      "collectors:\n  congestion:\n    window: 30s\n"
+      "    xmit_wait_tick_ns: 32\n",
+      known, &error);
+  ASSERT_TRUE(config) << error;
+  const CongestionSettings got = config->Collector("congestion").congestion;
+  EXPECT_DOUBLE_EQ(got.window_seconds, 30);
+  EXPECT_DOUBLE_EQ(got.xmit_wait_tick_seconds, 32e-9);
+  // Defaults (docs/congestion.md): 60 s, 256 ns.
+  EXPECT_EQ(Config{}.Collector("congestion").congestion, CongestionSettings{});
+  EXPECT_DOUBLE_EQ(CongestionSettings{}.window_seconds, 60);
+  EXPECT_DOUBLE_EQ(CongestionSettings{}.xmit_wait_tick_seconds, 256e-9);
+  ASSERT_TRUE(
+      ParseConfig("collectors:\n  congestion:\n    xmit_wait_tick_ns: 2.5\n",
+                  known, &error))
+      << error;
+
+  auto bad = [&](std::string_view yaml) {
+    std::string e;
+    EXPECT_FALSE(ParseConfig(yaml, known, &e)) << yaml;
+    return e;
+  };
+  for (std::string_view tick :
+       {"0", "-4", "fast", "1e7", "nan", "inf", "256ns", "", "0x10"}) {
+    EXPECT_THAT(bad("collectors:\n  congestion:\n    xmit_wait_tick_ns: \"" +
+                    std::string(tick) + "\"\n"),
+                HasSubstr("collectors.congestion.xmit_wait_tick_ns (line 3): "))
+        << tick;
+  }
+  EXPECT_THAT(bad("collectors:\n  congestion:\n    window: 1m30\n"),
+              HasSubstr("collectors.congestion.window (line 3): "));
+  EXPECT_THAT(bad("collectors:\n  congestion:\n    interval: 1s\n"
+                  "    window: 1500ms\n"),
+              HasSubstr("collectors.congestion.window (line 4): must be at "
+                        "least two poll intervals"));
+  // Only the congestion collector has them.
+  EXPECT_THAT(bad("collectors:\n  ib_port:\n    window: 30s\n"),
+              HasSubstr("collectors.ib_port.window (line 3): only "
+                        "collectors.congestion has this key"));
+}
+
 TEST(ConfigTest, EveryKey) {
   std::string error;
   auto config = ParseConfig(R"(
@@ -291,7 +335,9 @@ TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
     EXPECT_TRUE(c.enabled) << name;
     EXPECT_EQ(c.interval, DefaultCollectorConfig(name).interval) << name;
     EXPECT_EQ(c.timeout, DefaultCollectorConfig(name).timeout) << name;
+    EXPECT_EQ(c.congestion, DefaultCollectorConfig(name).congestion) << name;
   }
+  EXPECT_TRUE(example->collectors.count("congestion"));
 }
 
 }  // namespace

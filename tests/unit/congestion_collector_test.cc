@@ -356,8 +356,11 @@ TEST_F(CongestionCollectorTest, NoInfinibandIsSuccessWithNoPorts) {
   bool ok = false;
   auto fams = Collect(&ok);
   EXPECT_TRUE(ok);
-  ASSERT_EQ(fams.size(), 1u);
+  ASSERT_EQ(fams.size(), 2u);
   EXPECT_EQ(fams[0].name, "fabric_congestion_window_seconds");
+  EXPECT_EQ(fams[1].name, "fabric_congestion_xmit_wait_tick_seconds");
+  EXPECT_DOUBLE_EQ(fams[1].metric[0].gauge.value,
+                   options.xmit_wait_tick_seconds);
 }
 
 TEST_F(CongestionCollectorTest, DeviceFilterApplies) {

@@ -2,6 +2,8 @@
 // deciding which collectors a reload may keep running.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "collectors/registry.h"
 #include "daemon/collection.h"
 
@@ -34,6 +36,27 @@ TEST(CollectionTest, BuildsEnabledCollectorsInRegistryOrder) {
   EXPECT_EQ(only[0].name, "hw_counters");
 }
 
+// collectors.congestion.{window,xmit_wait_tick_ns} reach the collector it
+// builds (which exports both as gauges).
+TEST(CollectionTest, CongestionSettingsReachTheCollector) {
+  auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs("/nonexistent"));
+  auto built = BuildCollectors(
+      Parse("collectors:\n  congestion:\n    window: 30s\n"
+            "    xmit_wait_tick_ns: 32\n"),
+      sysfs, [](const std::string& name) { return name == "congestion"; });
+  ASSERT_EQ(built.size(), 1u);
+  MetricSink sink;
+  ASSERT_TRUE(built[0].collector->Collect(sink));
+  std::map<std::string, double> gauges;
+  for (const auto& family : sink.Take()) {
+    if (family.metric.size() == 1 && family.metric[0].label.empty()) {
+      gauges[family.name] = family.metric[0].gauge.value;
+    }
+  }
+  EXPECT_DOUBLE_EQ(gauges["fabric_congestion_window_seconds"], 30);
+  EXPECT_DOUBLE_EQ(gauges["fabric_congestion_xmit_wait_tick_seconds"], 32e-9);
+}
+
 TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
   Config base = Parse("log_level: info\n");
   EXPECT_TRUE(
@@ -52,6 +75,13 @@ TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
       SameCollectorSettings(base, Parse("ethtool_dir: /dumps\n"), "roce"));
   EXPECT_FALSE(SameCollectorSettings(
       base, Parse("collectors:\n  ib_port:\n    enabled: false\n"), "ib_port"));
+  // Another tick or window: congestion is rebuilt with it.
+  EXPECT_FALSE(SameCollectorSettings(
+      base, Parse("collectors:\n  congestion:\n    xmit_wait_tick_ns: 32\n"),
+      "congestion"));
+  EXPECT_FALSE(SameCollectorSettings(
+      base, Parse("collectors:\n  congestion:\n    window: 30s\n"),
+      "congestion"));
 }
 
 TEST(CollectionTest, RunCollectionOnMissingTreeIsAnEmptySuccess) {
