@@ -38,9 +38,8 @@ Labels Base(const RoceNetdev& w) {
   return {{"device", w.device}, {"port", w.port}, {"netdev", w.netdev}};
 }
 
-Labels With(Labels l,
-            std::initializer_list<std::pair<std::string, std::string>> extra) {
-  for (const auto& e : extra) l.push_back(e);
+Labels With(Labels l, std::initializer_list<Labels::value_type> extra) {
+  l.insert(l.end(), extra.begin(), extra.end());
   return l;
 }
 

@@ -10,9 +10,17 @@ namespace {
 
 constexpr std::size_t kMaxReasons = 32;
 
+// a.label < b.label (lexicographic over {name, value} pairs), comparing
+// each string once: Label's operator< compares names twice per pair, and
+// this runs for every adjacent pair of every family to check sortedness.
 bool LabelsLess(const prometheus::ClientMetric& a,
                 const prometheus::ClientMetric& b) {
-  return a.label < b.label;
+  const std::size_t n = std::min(a.label.size(), b.label.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (int c = a.label[i].name.compare(b.label[i].name)) return c < 0;
+    if (int c = a.label[i].value.compare(b.label[i].value)) return c < 0;
+  }
+  return a.label.size() < b.label.size();
 }
 
 // Stable sort of samples by label set, the same order as std::stable_sort
@@ -81,8 +89,7 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name,
   prometheus::MetricFamily* family = Family(name, help, type);
   if (!family) return nullptr;
   prometheus::ClientMetric& metric = family->metric.emplace_back();
-  metric.label.reserve(labels.size());
-  for (const auto& [k, v] : labels) metric.label.push_back({k, v});
+  metric.label = labels;
   return &metric;
 }
 
@@ -93,9 +100,7 @@ prometheus::ClientMetric* MetricSink::Add(std::string_view name,
   prometheus::MetricFamily* family = Family(name, help, type);
   if (!family) return nullptr;
   prometheus::ClientMetric& metric = family->metric.emplace_back();
-  metric.label.reserve(labels.size());
-  for (auto& [k, v] : labels)
-    metric.label.push_back({std::move(k), std::move(v)});
+  metric.label = std::move(labels);
   return &metric;
 }
 

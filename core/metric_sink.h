@@ -20,7 +20,9 @@
 
 namespace fabric {
 
-using Labels = std::vector<std::pair<std::string, std::string>>;
+// A sample's labels, {name, value} each: the prometheus-cpp type itself, so a
+// sample takes them over without a copy.
+using Labels = std::vector<prometheus::ClientMetric::Label>;
 
 class MetricSink {
  public:
