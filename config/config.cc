@@ -159,9 +159,11 @@ CollectorConfig Collector(const YAML::Node& node, const std::string& key,
                std::string(congestion ? ", window, xmit_wait_tick_ns)" : ")"));
     }
   }
-  // A peak needs at least two polls inside the window.
+  // A peak needs at least two polls inside the window (a disabled
+  // collector's settings are not used).
   const double interval = std::chrono::duration<double>(out.interval).count();
-  if (congestion && out.congestion.window_seconds < 2 * interval) {
+  if (congestion && out.enabled &&
+      out.congestion.window_seconds < 2 * interval) {
     Fail(Join(key, "window"), window_mark.value_or(node.Mark()),
          "must be at least two poll intervals (" +
              FormatDuration(out.interval) + " x 2)");

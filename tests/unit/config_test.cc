@@ -139,6 +139,12 @@ TEST(ConfigTest, CongestionWindowAndTick) {
                   "    window: 1500ms\n"),
               HasSubstr("collectors.congestion.window (line 4): must be at "
                         "least two poll intervals"));
+  std::string e;
+  EXPECT_TRUE(
+      ParseConfig("collectors:\n  congestion:\n    enabled: false\n"
+                  "    interval: 10m\n",
+                  known, &e))
+      << e;
   // Only the congestion collector has them.
   EXPECT_THAT(bad("collectors:\n  ib_port:\n    window: 30s\n"),
               HasSubstr("collectors.ib_port.window (line 3): only "
