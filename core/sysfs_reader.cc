@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "core/fd_read.h"
@@ -32,10 +33,9 @@ constexpr long kBtrfsMagic = 0x9123683E;
 // What invalidates a watched directory's handles: entries appearing,
 // vanishing or being renamed, permission changes (a kept descriptor would
 // otherwise go on reading a file chmod-ed unreadable), and the directory
-// itself going away. In-place writes are not needed: a kept descriptor
-// reads the new bytes of the same inode.
-// IN_MODIFY: a file written in place drops its entry, and with it the
-// content ReadFixed() remembered (data files are re-read every time anyway).
+// itself going away. In-place writes (IN_MODIFY) would not matter to a kept
+// descriptor, which reads the new bytes of the same inode, but they drop the
+// entry and with it the content ReadFixed() remembered.
 constexpr std::uint32_t kWatchMask =
     IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
     IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
@@ -187,8 +187,7 @@ class CachingReader final : public SysfsReader {
   struct File {
     int fd = -1;    // kept descriptor, or -1
     int error = 0;  // inotify mode: the file is known to be absent (ENOENT)
-    bool has_fixed = false;  // ReadFixed(): `fixed` holds the content
-    std::string fixed;
+    std::optional<std::string> fixed;  // content kept for ReadFixed()
   };
 
   struct Dir {
@@ -517,8 +516,8 @@ class CachingReader final : public SysfsReader {
     if (kept != dir.files.end()) {
       File& file = kept->second;
       if (file.fd >= 0) {
-        if (fixed && file.has_fixed) {
-          result.data = file.fixed;
+        if (fixed && file.fixed) {
+          result.data = *file.fixed;
           return result;
         }
         int error = 0;
@@ -584,9 +583,7 @@ class CachingReader final : public SysfsReader {
   // Only what a fixed attribute can be: a short line, not a whole page.
   static void Remember(File& file, const std::string& data) {
     constexpr std::size_t kMaxFixed = 256;
-    if (data.size() > kMaxFixed) return;
-    file.fixed = data;
-    file.has_fixed = true;
+    if (data.size() <= kMaxFixed) file.fixed = data;
   }
 
   ReadResult ReadByPath(std::string_view dir_path, std::string_view name) {
