@@ -23,16 +23,29 @@ bool LabelsLess(const prometheus::ClientMetric& a,
   return a.label.size() < b.label.size();
 }
 
-// Stable sort of samples by label set, the same order as std::stable_sort
-// with LabelsLess. A per-family sort of a few hundred samples that way spends
-// its time moving ClientMetrics (large structs) and re-comparing label names,
-// so instead each sample gets one flat key -- name NUL value NUL ... -- in a
-// shared buffer, the keys are sorted as indices, and each sample is moved
-// once. NUL sorts below every other byte, so comparing keys bytewise gives
-// the order of comparing the label vectors pair by pair. A label containing a
+// True when every sample's labels sort strictly before the next one's: the
+// only order a stable sort can produce from any emission order of distinct
+// label sets.
+bool StrictlySorted(const std::vector<prometheus::ClientMetric>& metrics) {
+  for (std::size_t i = 1; i < metrics.size(); ++i) {
+    if (!LabelsLess(metrics[i - 1], metrics[i])) return false;
+  }
+  return true;
+}
+
+// The index order of a stable sort of samples by label set, the same order
+// as std::stable_sort with LabelsLess. A per-family sort of a few hundred
+// samples that way spends its time moving ClientMetrics (large structs) and
+// re-comparing label names, so instead each sample gets one flat key -- name
+// NUL value NUL ... -- in a shared buffer and the keys are sorted as indices.
+// NUL sorts below every other byte, so comparing keys bytewise gives the
+// order of comparing the label vectors pair by pair. A label containing a
 // NUL (never produced by our collectors, but possible from a hostile file)
-// would break that, so such a family takes the plain sort.
-void SortSamples(std::vector<prometheus::ClientMetric>& metrics) {
+// would break that, so such a family takes the plain comparison.
+std::vector<std::uint32_t> SortedOrder(
+    const std::vector<prometheus::ClientMetric>& metrics) {
+  std::vector<std::uint32_t> order(metrics.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::string keys;
   std::vector<std::pair<std::size_t, std::size_t>> spans;  // offset, length
   spans.reserve(metrics.size());
@@ -41,26 +54,56 @@ void SortSamples(std::vector<prometheus::ClientMetric>& metrics) {
     for (const auto& label : metric.label) {
       if (label.name.find('\0') != std::string::npos ||
           label.value.find('\0') != std::string::npos) {
-        std::stable_sort(metrics.begin(), metrics.end(), LabelsLess);
-        return;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::uint32_t a, std::uint32_t b) {
+                           return LabelsLess(metrics[a], metrics[b]);
+                         });
+        return order;
       }
       keys.append(label.name).push_back('\0');
       keys.append(label.value).push_back('\0');
     }
     spans.emplace_back(start, keys.size() - start);
   }
-  auto key = [&](std::size_t i) {
+  auto key = [&](std::uint32_t i) {
     return std::string_view(keys).substr(spans[i].first, spans[i].second);
   };
-  std::vector<std::size_t> order(metrics.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(
       order.begin(), order.end(),
-      [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
-  std::vector<prometheus::ClientMetric> sorted;
-  sorted.reserve(metrics.size());
-  for (std::size_t i : order) sorted.push_back(std::move(metrics[i]));
-  metrics = std::move(sorted);
+      [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
+  return order;
+}
+
+// metrics[i] becomes the old metrics[order[i]]; each sample moves once.
+void Permute(std::vector<prometheus::ClientMetric>& metrics,
+             const std::vector<std::uint32_t>& order) {
+  std::vector<prometheus::ClientMetric> out;
+  out.reserve(metrics.size());
+  for (std::uint32_t i : order) out.push_back(std::move(metrics[i]));
+  metrics = std::move(out);
+}
+
+// Undoes Permute(metrics, order).
+void Unpermute(std::vector<prometheus::ClientMetric>& metrics,
+               const std::vector<std::uint32_t>& order) {
+  std::vector<prometheus::ClientMetric> out(metrics.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    out[order[i]] = std::move(metrics[i]);
+  }
+  metrics = std::move(out);
+}
+
+void SortSamples(prometheus::MetricFamily& family, SampleOrder* cache) {
+  auto& metrics = family.metric;
+  std::vector<std::uint32_t>* last = cache ? cache->Find(family.name) : nullptr;
+  if (last && last->size() == metrics.size()) {
+    Permute(metrics, *last);
+    if (StrictlySorted(metrics)) return;
+    Unpermute(metrics, *last);  // the samples changed: sort from scratch
+  }
+  std::vector<std::uint32_t> order = SortedOrder(metrics);
+  Permute(metrics, order);
+  if (cache) cache->Remember(family.name, std::move(order));
 }
 
 }  // namespace
@@ -147,16 +190,27 @@ void MetricSink::Skip(std::string_view what) {
   if (reasons_.size() < kMaxReasons) reasons_.emplace_back(what);
 }
 
-std::vector<prometheus::MetricFamily> MetricSink::Take() {
+std::vector<std::uint32_t>* SampleOrder::Find(std::string_view family) {
+  auto it = orders_.find(family);
+  return it == orders_.end() ? nullptr : &it->second;
+}
+
+void SampleOrder::Remember(const std::string& family,
+                           std::vector<std::uint32_t> order) {
+  orders_[family] = std::move(order);
+}
+
+std::vector<prometheus::MetricFamily> MetricSink::Take(SampleOrder* order) {
   std::vector<prometheus::MetricFamily> out;
   out.reserve(families_.size());
   for (auto& [name, family] : families_) out.push_back(std::move(family));
   families_.clear();
-  SortFamilies(out);
+  SortFamilies(out, order);
   return out;
 }
 
-void SortFamilies(std::vector<prometheus::MetricFamily>& families) {
+void SortFamilies(std::vector<prometheus::MetricFamily>& families,
+                  SampleOrder* order) {
   // Collectors emit in (nearly) sorted order already, and comparing label
   // vectors is most of the cost of a sort, so check before sorting: a sorted
   // range is left as it is by both sorts below, so the result is the same.
@@ -172,7 +226,7 @@ void SortFamilies(std::vector<prometheus::MetricFamily>& families) {
     }
     if (!std::is_sorted(family.metric.begin(), family.metric.end(),
                         LabelsLess)) {
-      SortSamples(family.metric);
+      SortSamples(family, order);
     }
   }
 }

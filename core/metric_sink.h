@@ -24,6 +24,32 @@ namespace fabric {
 // sample takes them over without a copy.
 using Labels = std::vector<prometheus::ClientMetric::Label>;
 
+// Hashes std::string keys and looks them up by std::string_view.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const {
+    return std::hash<std::string_view>{}(name);
+  }
+};
+
+// The order one collector's samples took when they were last sorted, per
+// family, as a permutation of the order the collector emitted them in. A
+// collector emits the same label sets in the same order poll after poll, so
+// applying the last permutation and checking the result is sorted replaces
+// a sort with two linear passes; when the check fails the family is sorted
+// afresh and its new order remembered. Owned next to the collector and used
+// by one collection at a time (no locking).
+class SampleOrder {
+ public:
+  std::vector<std::uint32_t>* Find(std::string_view family);
+  void Remember(const std::string& family, std::vector<std::uint32_t> order);
+
+ private:
+  std::unordered_map<std::string, std::vector<std::uint32_t>, NameHash,
+                     std::equal_to<>>
+      orders_;
+};
+
 class MetricSink {
  public:
   // Adds one sample. `help` and the type are taken from the first call for a
@@ -50,8 +76,10 @@ class MetricSink {
   std::uint64_t skipped() const { return skipped_; }
   const std::vector<std::string>& skip_reasons() const { return reasons_; }
 
-  // Returns the families sorted and leaves the sink empty.
-  std::vector<prometheus::MetricFamily> Take();
+  // Returns the families sorted and leaves the sink empty. With `order`,
+  // sorts by the order the previous collection's samples took (see
+  // SampleOrder); the result is the same either way.
+  std::vector<prometheus::MetricFamily> Take(SampleOrder* order = nullptr);
 
  private:
   prometheus::MetricFamily* Family(std::string_view name, std::string_view help,
@@ -65,12 +93,6 @@ class MetricSink {
   // Hashed: a family is looked up once per sample, and names share long
   // prefixes ("fabric_port_...") that make ordered lookups compare a lot.
   // Take() sorts by name.
-  struct NameHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view name) const {
-      return std::hash<std::string_view>{}(name);
-    }
-  };
   std::unordered_map<std::string, prometheus::MetricFamily, NameHash,
                      std::equal_to<>>
       families_;
@@ -78,9 +100,11 @@ class MetricSink {
   std::vector<std::string> reasons_;  // capped, for logging
 };
 
-// Sorts families by name and each family's samples by label set. Exposed for
-// code that merges families from several snapshots.
-void SortFamilies(std::vector<prometheus::MetricFamily>& families);
+// Sorts families by name and each family's samples by label set, reusing and
+// updating `order` when given. Exposed for code that merges families from
+// several snapshots.
+void SortFamilies(std::vector<prometheus::MetricFamily>& families,
+                  SampleOrder* order = nullptr);
 
 // Prometheus text exposition (format 0.0.4) of `families`, written by
 // prometheus-cpp's TextSerializer (what the Exposer serves too).

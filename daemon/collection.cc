@@ -49,16 +49,16 @@ bool SameCollectorSettings(const Config& a, const Config& b,
          a.ethtool_dir == b.ethtool_dir;
 }
 
-std::shared_ptr<Snapshot> RunCollection(const std::string& name,
-                                        Collector& collector,
+std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
                                         double last_success_seconds) {
+  const std::string& name = c.name;
   auto snap = std::make_shared<Snapshot>();
   snap->collector = name;
   MetricSink sink;
   auto start = std::chrono::steady_clock::now();
   // Collect() is noexcept by contract; a violation terminates, as an
   // invariant violation should.
-  snap->success = collector.Collect(sink);
+  snap->success = c.collector->Collect(sink);
   snap->duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -67,7 +67,7 @@ std::shared_ptr<Snapshot> RunCollection(const std::string& name,
   for (const auto& reason : sink.skip_reasons()) {
     spdlog::debug("{}: skipped {}", name, reason);
   }
-  snap->families = sink.Take();
+  snap->families = sink.Take(c.order.get());
   snap->last_success_seconds =
       snap->success ? snap->timestamp_seconds : last_success_seconds;
   return snap;
@@ -88,7 +88,7 @@ std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
 std::shared_ptr<Snapshot> RunCollectionWithTimeout(const NamedCollector& c,
                                                    bool* abandoned) {
   auto task = std::make_shared<std::packaged_task<std::shared_ptr<Snapshot>()>>(
-      [c] { return RunCollection(c.name, *c.collector, 0); });
+      [c] { return RunCollection(c, 0); });
   auto result = task->get_future();
   // Detached so a read stuck in the kernel cannot block the caller; the
   // task owns a copy of `c`, so the collector outlives it.

@@ -15,6 +15,7 @@
 
 #include "collectors/collector.h"
 #include "config/config.h"
+#include "core/metric_sink.h"
 #include "core/snapshot.h"
 
 namespace fabric {
@@ -23,6 +24,8 @@ struct NamedCollector {
   std::string name;
   CollectorConfig config;
   std::shared_ptr<Collector> collector;
+  // Lives and dies with `collector`: a rebuilt collector starts afresh.
+  std::shared_ptr<SampleOrder> order = std::make_shared<SampleOrder>();
 };
 
 // The enabled collectors of `config`, in registry order, reading through
@@ -39,10 +42,9 @@ std::vector<NamedCollector> BuildCollectors(
 bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name);
 
-// Runs `collector` once. `last_success_seconds` is carried over from the
-// previous snapshot (0 = never) and updated on success.
-std::shared_ptr<Snapshot> RunCollection(const std::string& name,
-                                        Collector& collector,
+// Runs `c` once. `last_success_seconds` is carried over from the previous
+// snapshot (0 = never) and updated on success.
+std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
                                         double last_success_seconds);
 
 // The snapshot published for a collection still running at its deadline:

@@ -80,9 +80,10 @@ void Poller::Tick() {
     if (!ec) self->OnDeadline(generation);
   });
   in_flight_->Add();
+  // c_ is fixed at construction, so reading it from the worker is safe.
   boost::asio::post(workers_, [self = shared_from_this(), generation,
-                               collector = c_.collector, last = last_success_] {
-    auto snapshot = RunCollection(self->c_.name, *collector, last);
+                               last = last_success_] {
+    auto snapshot = RunCollection(self->c_, last);
     boost::asio::post(self->io_, [self, generation, snapshot] {
       self->OnDone(generation, snapshot);
     });

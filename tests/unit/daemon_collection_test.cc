@@ -90,7 +90,7 @@ TEST(CollectionTest, RunCollectionOnMissingTreeIsAnEmptySuccess) {
   for (auto& c : BuildCollectors(Config{}, sysfs, [](const std::string& n) {
          return n == "ib_port";
        })) {
-    auto snap = RunCollection(c.name, *c.collector, 0);
+    auto snap = RunCollection(c, 0);
     EXPECT_EQ(snap->collector, "ib_port");
     EXPECT_TRUE(snap->success);
     EXPECT_GT(snap->last_success_seconds, 0);

@@ -51,10 +51,12 @@ TEST(MetricSinkTest, SortLeavesSortedInputAlone) {
   }
 }
 
-// SortFamilies sorts samples by flat keys; it must give exactly what a
-// stable sort by label vector gives: prefixes of names and values, label
-// sets of different lengths, equal label sets (their order kept), and a
-// NUL inside a value (which takes the fallback).
+// SortFamilies sorts samples by flat keys, or by the order a SampleOrder
+// remembers; it must give exactly what a stable sort by label vector gives:
+// prefixes of names and values, label sets of different lengths, equal label
+// sets (their order kept), a NUL inside a value (which takes the fallback),
+// and a remembered order that no longer fits (a value changed, the samples
+// were emitted in another order).
 TEST(MetricSinkTest, SampleSortMatchesStableSortByLabels) {
   std::mt19937_64 rng(7);
   auto text = [&](bool nul) {
@@ -74,19 +76,54 @@ TEST(MetricSinkTest, SampleSortMatchesStableSortByLabels) {
       std::sort(metrics[i].label.begin(), metrics[i].label.end());
       metrics[i].gauge.value = static_cast<double>(i);  // identifies it
     }
-    auto want = metrics;
-    std::stable_sort(
-        want.begin(), want.end(),
-        [](const auto& a, const auto& b) { return a.label < b.label; });
-    std::vector<prometheus::MetricFamily> families(1);
-    families[0].metric = metrics;
-    SortFamilies(families);
-    ASSERT_EQ(families[0].metric.size(), want.size());
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      ASSERT_EQ(families[0].metric[i].gauge.value, want[i].gauge.value)
-          << "round " << round << " position " << i;
+    // The same samples again (the remembered order fits), then with one
+    // value changed or the emission order reversed (it may not).
+    std::vector<std::vector<prometheus::ClientMetric>> inputs = {metrics,
+                                                                 metrics};
+    auto changed = metrics;
+    if (!changed.empty() && !changed[0].label.empty()) {
+      changed[0].label[0].value = text(nul);
+      std::sort(changed[0].label.begin(), changed[0].label.end());
+    }
+    inputs.push_back(changed);
+    inputs.emplace_back(metrics.rbegin(), metrics.rend());
+    SampleOrder order;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      auto want = inputs[k];
+      std::stable_sort(
+          want.begin(), want.end(),
+          [](const auto& a, const auto& b) { return a.label < b.label; });
+      std::vector<prometheus::MetricFamily> families(1);
+      families[0].name = "fabric_x";
+      families[0].metric = inputs[k];
+      SortFamilies(families, k == 0 ? nullptr : &order);
+      ASSERT_EQ(families[0].metric.size(), want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(families[0].metric[i].gauge.value, want[i].gauge.value)
+            << "round " << round << " input " << k << " position " << i;
+      }
     }
   }
+}
+
+TEST(MetricSinkTest, SampleOrderIsRememberedPerFamily) {
+  auto emit = [](MetricSink& sink) {
+    for (const char* device : {"b", "a"}) {
+      sink.Gauge("fabric_x", "x", {{"device", device}}, 1);
+      sink.Gauge("fabric_y", "y", {{"device", device}, {"port", "1"}}, 1);
+    }
+  };
+  SampleOrder order;
+  MetricSink first;
+  emit(first);
+  first.Take(&order);
+  ASSERT_NE(order.Find("fabric_x"), nullptr);
+  EXPECT_EQ(*order.Find("fabric_x"), (std::vector<std::uint32_t>{1, 0}));
+  EXPECT_EQ(order.Find("fabric_z"), nullptr);
+  MetricSink second;
+  emit(second);
+  auto families = second.Take(&order);
+  EXPECT_EQ(families[1].metric[0].label[0].value, "a");
 }
 
 }  // namespace
