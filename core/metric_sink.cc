@@ -218,16 +218,18 @@ void SortFamilies(std::vector<prometheus::MetricFamily>& families,
   if (!std::is_sorted(families.begin(), families.end(), by_name)) {
     std::sort(families.begin(), families.end(), by_name);
   }
-  for (auto& family : families) {
-    for (auto& metric : family.metric) {
-      if (!std::is_sorted(metric.label.begin(), metric.label.end())) {
-        std::sort(metric.label.begin(), metric.label.end());
-      }
+  for (auto& family : families) SortFamily(family, order);
+}
+
+void SortFamily(prometheus::MetricFamily& family, SampleOrder* order) {
+  for (auto& metric : family.metric) {
+    if (!std::is_sorted(metric.label.begin(), metric.label.end())) {
+      std::sort(metric.label.begin(), metric.label.end());
     }
-    if (!std::is_sorted(family.metric.begin(), family.metric.end(),
-                        LabelsLess)) {
-      SortSamples(family, order);
-    }
+  }
+  if (!std::is_sorted(family.metric.begin(), family.metric.end(),
+                      LabelsLess)) {
+    SortSamples(family, order);
   }
 }
 

@@ -105,6 +105,8 @@ class MetricSink {
 // several snapshots.
 void SortFamilies(std::vector<prometheus::MetricFamily>& families,
                   SampleOrder* order = nullptr);
+// Sorts one family's samples (and each sample's labels) the same way.
+void SortFamily(prometheus::MetricFamily& family, SampleOrder* order = nullptr);
 
 // Prometheus text exposition (format 0.0.4) of `families`, written by
 // prometheus-cpp's TextSerializer (what the Exposer serves too).

@@ -1,6 +1,7 @@
 #include "exporters/exposition.h"
 
 #include <map>
+#include <set>
 
 #include "core/metric_sink.h"
 
@@ -13,6 +14,7 @@ std::vector<prometheus::MetricFamily> BuildExposition(
     const BuildInfo& build) {
   MetricSink self;
   std::map<std::string, prometheus::MetricFamily> merged;
+  std::set<std::string> appended;  // got samples from a second collector
   for (const auto& snap : snapshots) {
     if (!snap) continue;
     const Labels labels = {{"collector", snap->collector}};
@@ -41,6 +43,7 @@ std::vector<prometheus::MetricFamily> BuildExposition(
       if (it->second.type != family.type) continue;
       it->second.metric.insert(it->second.metric.end(), family.metric.begin(),
                                family.metric.end());
+      appended.insert(family.name);
     }
   }
   self.Gauge("fabric_build_info",
@@ -51,10 +54,15 @@ std::vector<prometheus::MetricFamily> BuildExposition(
     // Self-metric names are reserved: a collector emitting one loses it.
     merged[family.name] = std::move(family);
   }
+  // The map orders families by name, and a snapshot's families come sorted
+  // from MetricSink::Take(), so only appended ones need their samples sorted
+  // (this runs on every scrape).
   std::vector<prometheus::MetricFamily> out;
   out.reserve(merged.size());
-  for (auto& [name, family] : merged) out.push_back(std::move(family));
-  SortFamilies(out);
+  for (auto& [name, family] : merged) {
+    if (appended.contains(name)) SortFamily(family);
+    out.push_back(std::move(family));
+  }
   return out;
 }
 
