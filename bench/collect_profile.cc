@@ -7,11 +7,18 @@
 //   valgrind --tool=callgrind <build>/bench/collect_profile 10
 //   -> divide the Ir of fabric::(anonymous)::Run by N
 //
-// Usage: collect_profile [N] [--text] [TREE]  (TREE defaults to the H100 tree)
+// With --pause MS it sleeps MS milliseconds between collections, as the
+// daemon's poll interval does, and reports the thread CPU time per
+// collection: caches go cold between polls, which a tight loop hides.
+//
+// Usage: collect_profile [N] [--text] [--pause MS] [TREE]
+//   (TREE defaults to the H100 tree)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
+#include <thread>
 
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
@@ -35,12 +42,15 @@ std::size_t Run(Collector& ib, Collector& hw, SampleOrder& order, bool text) {
 int Main(int argc, char** argv) {
   int runs = 10;
   bool text = false;
+  int pause_ms = 0;
   std::string tree =
       FABRICMON_SOURCE_DIR "/tests/fixtures/real/sysfs-gpud-h100";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--text") {
       text = true;
+    } else if (arg == "--pause" && i + 1 < argc) {
+      pause_ms = std::atoi(argv[++i]);
     } else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') {
       runs = std::atoi(arg.c_str());
     } else {
@@ -53,13 +63,27 @@ int Main(int argc, char** argv) {
   auto hw = MakeHwCountersCollector(env);
   SampleOrder order;  // kept across runs, as next to a daemon's collector
   std::size_t check = 0;
+  auto thread_us = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+  };
+  double cpu_us = 0;
   auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < runs; ++i) check += Run(*ib, *hw, order, text);
+  for (int i = 0; i < runs; ++i) {
+    if (pause_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    }
+    const double before = thread_us();
+    check += Run(*ib, *hw, order, text);
+    cpu_us += thread_us() - before;
+  }
   double us = std::chrono::duration<double, std::micro>(
                   std::chrono::steady_clock::now() - start)
                   .count();
-  std::printf("%d collections, %.1f us each (wall), checksum %zu\n", runs,
-              us / runs, check);
+  std::printf("%d collections, %.1f us each (wall, pauses included), "
+              "%.1f us CPU each, checksum %zu\n",
+              runs, us / runs, cpu_us / runs, check);
   return 0;
 }
 

@@ -1,36 +1,37 @@
 #!/usr/bin/env bash
 # Compares the cost of one full collection of a sysfs tree (default: the
-# H100 tree, 9 devices) by `fabricmon --once` and by node_exporter's
-# infiniband collector serving one scrape.
+# H100 tree, 9 devices) by fabricmon and by node_exporter's infiniband
+# collector.
 #
 # Usage: bench/compare_node_exporter.sh [FABRICMON_BINARY] [RUNS] [TREE]
 #   defaults: build/fabricmon, 20, tests/fixtures/real/sysfs-gpud-h100
+#   Needs <build>/bench/spawn_rusage next to the binary (built with it).
 #
-# Method (all figures are per collection, averaged over RUNS):
-#   fabricmon: each run is a fresh `fabricmon --once --config /dev/null
-#     --sysfs.root TREE`; CPU = user+sys and peak RSS = ru_maxrss from
-#     wait4() on the exited child (the same numbers /usr/bin/time -f "%U %S
-#     %M" prints, but with microsecond rather than 10 ms resolution). This
-#     includes process start-up, config, all enabled collectors and
-#     serialisation. For reference the same is measured on an empty tree
-#     (start-up + no devices) and subtracted in a second ratio, and with a
-#     config that enables only ib_port + hw_counters (the part comparable to
+# Method (medians over RUNS, or over 3 daemons for the steady-state parts):
+#   One-shot processes are started by bench/spawn_rusage, which reports the
+#   CPU (user+sys) and peak RSS (ru_maxrss) of the process alone: forking
+#   from Python would charge each child ~7 ms for the interpreter's page
+#   tables and report the interpreter's RSS when it is the larger.
+#   fabricmon --once: a whole process (start-up, config, every enabled
+#     collector, serialisation, exit) on TREE, on an empty tree (= start-up)
+#     and with only ib_port + hw_counters enabled (the part comparable to
 #     node_exporter's infiniband collector).
-#   node_exporter: each run starts `prometheus-node-exporter --path.sysfs
-#     TREE --collector.disable-defaults --collector.infiniband` on a free
-#     127.0.0.1 port, waits until GET / (the landing page, which does not
-#     collect) answers, then either scrapes /metrics once ("scrape") or not
-#     ("idle"), then SIGTERMs it and reads user+sys and ru_maxrss (= VmHWM)
-#     from wait4(). /proc/<pid>/stat would give the same CPU in 10 ms ticks,
-#     too coarse for a ~10 ms scrape. Scrape cost = median(scrape) -
-#     median(idle), i.e. node_exporter's start-up/shutdown cost is removed.
-#   fabricmon daemon (steady state, what a node actually runs): the daemon
-#     with only ib_port + hw_counters polling every 100 ms, CPU summed over
-#     its threads from /proc/<pid>/task/*/schedstat over 10 s after
-#     start-up, minus the same daemon with every collector disabled, divided
-#     by the number of polls (100); median of 3. Then the cost of one scrape
-#     (exposition + HTTP) of what those polls collected: 50 back-to-back
-#     GETs against a daemon whose polls are 600 s apart.
+#   node_exporter first scrape: `prometheus-node-exporter --path.sysfs TREE
+#     --collector.disable-defaults --collector.infiniband` on a free loopback
+#     port, GET /metrics once or not at all, SIGTERM; scrape cost =
+#     median(scrape run) - median(idle run), which removes start-up.
+#   Steady state (what a node runs all day), CPU summed over the process's
+#     threads from /proc/<pid>/task/*/schedstat (ns; /proc/<pid>/stat's 10 ms
+#     ticks are too coarse):
+#     node_exporter: 20 scrapes 100 ms apart after a warm-up scrape.
+#     fabricmon: the daemon polling ib_port + hw_counters every 100 ms for
+#       10 s, minus the same daemon with every collector disabled, per poll;
+#       plus one scrape of what the polls collected (30 GETs 100 ms apart
+#       against a daemon whose polls are 600 s apart).
+#     Spaced, not back to back, on both sides: a process that runs every
+#     100 ms finds its caches cold (ib_port + hw_counters in process: 1.0 ms
+#     CPU per collection in a tight loop, 1.8 ms with 100 ms pauses,
+#     `<build>/bench/collect_profile 50 --pause 100`).
 #   Medians, not means: the build machines are shared and a single run
 #   that lost its CPU caches to a neighbour's compile skews a mean.
 set -euo pipefail
@@ -42,36 +43,44 @@ exec python3 - "$BIN" "$RUNS" "$TREE" <<'PY'
 import http.client, os, signal, socket, statistics, subprocess, sys, tempfile, time
 
 binary, runs, tree = sys.argv[1], int(sys.argv[2]), os.path.abspath(sys.argv[3])
+helper = os.path.join(os.path.dirname(binary), "bench", "spawn_rusage")
+if not os.access(helper, os.X_OK):
+    raise SystemExit("%s not found: build the bench targets first" % helper)
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
+median = statistics.median
 
-def run_child(argv, stdout):
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(os.devnull, os.O_RDWR)
-        os.dup2(stdout if stdout is not None else fd, 1)
-        os.dup2(fd, 2)
-        os.execv(argv[0], argv)
-    return pid
-
-def cpu_rss(rusage):
-    return rusage.ru_utime + rusage.ru_stime, rusage.ru_maxrss  # s, KiB
+class Child:
+    """A process run by spawn_rusage; finish() returns (cpu s, peak KiB)."""
+    def __init__(self, argv, out=os.devnull):
+        self.proc = subprocess.Popen([helper, out] + argv, stdout=subprocess.PIPE, text=True)
+        self.pid = int(self.proc.stdout.readline().split()[1])
+    def finish(self):
+        line = self.proc.stdout.read().split()
+        self.proc.wait()
+        assert line and line[0] == "rusage", "spawn_rusage failed"
+        utime, stime, rss, code = map(int, line[1:5])
+        return (utime + stime) / 1e6, rss, code
 
 # Only the collectors that cover what node_exporter's infiniband collector
 # reads (the default config also runs congestion, roce and nic_identity).
-ib_config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-ib_config.write("collectors:\n" + "".join(
-    "  %s:\n    enabled: %s\n" % (c, "true" if c in ("ib_port", "hw_counters") else "false")
-    for c in ("ib_port", "hw_counters", "congestion", "roce", "nic_identity")))
-ib_config.close()
+def write_config(enabled, interval=None):
+    cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    cfg.write("collectors:\n" + "".join(
+        "  %s:\n    enabled: %s\n%s" % (c, "true" if c in enabled else "false",
+                                       "    interval: %s\n" % interval if interval else "")
+        for c in ("ib_port", "hw_counters", "congestion", "roce", "nic_identity")))
+    cfg.close()
+    return cfg.name
+
+IB = ("ib_port", "hw_counters")
+ib_config = write_config(IB)
 
 def fabricmon_once(root, config="/dev/null"):
-    with tempfile.TemporaryFile() as out:
-        pid = run_child([binary, "--once", "--config", config,
-                         "--sysfs.root", root], out.fileno())
-        _, status, ru = os.wait4(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0, "fabricmon failed"
-        out.seek(0)
-        text = out.read().decode()
-    return cpu_rss(ru) + (text,)
+    with tempfile.NamedTemporaryFile() as out:
+        cpu, rss, code = Child([binary, "--once", "--config", config,
+                                "--sysfs.root", root], out.name).finish()
+        assert code == 0, "fabricmon failed"
+        return cpu, rss, open(out.name).read()
 
 def free_port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
@@ -82,75 +91,33 @@ def get(port, path):
     c.request("GET", path); r = c.getresponse(); body = r.read().decode(); c.close()
     return r.status, body
 
-def node_exporter(scrape):
-    port = free_port()
-    pid = run_child(["/usr/bin/prometheus-node-exporter", "--path.sysfs=" + tree,
-                     "--collector.disable-defaults", "--collector.infiniband",
-                     "--web.listen-address=127.0.0.1:%d" % port], None)
-    body = ""
+def wait_up(child, port, path):
     for _ in range(200):  # bounded wait, 10 s
         try:
-            get(port, "/"); break
+            return get(port, path)
         except OSError:
             time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL); os.wait4(pid, 0)
-        raise SystemExit("node_exporter did not come up")
+    os.kill(child.pid, signal.SIGKILL); child.finish()
+    raise SystemExit("%s did not come up" % path)
+
+def node_exporter_argv(port):
+    return [NODE_EXPORTER, "--path.sysfs=" + tree, "--collector.disable-defaults",
+            "--collector.infiniband", "--web.listen-address=127.0.0.1:%d" % port]
+
+def node_exporter_first(scrape):
+    port = free_port()
+    child = Child(node_exporter_argv(port))
+    wait_up(child, port, "/")  # the landing page does not collect
+    body = ""
     if scrape:
         status, body = get(port, "/metrics")
         assert status == 200
-    os.kill(pid, signal.SIGTERM)
-    _, _, ru = os.wait4(pid, 0)
-    return cpu_rss(ru) + (body,)
-
-def series(text, prefix):
-    return sum(1 for l in text.splitlines() if l.startswith(prefix))
-
-empty = tempfile.mkdtemp()
-os.makedirs(os.path.join(empty, "class/infiniband"))
-
-fm = [fabricmon_once(tree) for _ in range(runs)]
-fm0 = [fabricmon_once(empty) for _ in range(runs)]
-fmi = [fabricmon_once(tree, ib_config.name) for _ in range(runs)]
-ne = [node_exporter(True) for _ in range(runs)]
-ne0 = [node_exporter(False) for _ in range(runs)]
-
-mean = lambda xs: statistics.median(xs)
-fm_cpu = mean([x[0] for x in fm]); fm0_cpu = mean([x[0] for x in fm0])
-fmi_cpu = mean([x[0] for x in fmi])
-ne_cpu = mean([x[0] for x in ne]); ne0_cpu = mean([x[0] for x in ne0])
-ne_scrape = ne_cpu - ne0_cpu
-fm_rss = max(x[1] for x in fm); ne_rss = max(x[1] for x in ne); ne0_rss = max(x[1] for x in ne0)
-fm_text, ne_text = fm[0][2], ne[0][2]
-
-print("tree: %s, runs: %d" % (tree, runs))
-print("fabricmon --once            CPU %.2f ms/collection (median; stdev %.2f), peak RSS %d KiB"
-      % (fm_cpu * 1e3, statistics.stdev([x[0] for x in fm]) * 1e3, fm_rss))
-print("fabricmon --once empty tree CPU %.2f ms (start-up), collection alone %.2f ms"
-      % (fm0_cpu * 1e3, (fm_cpu - fm0_cpu) * 1e3))
-print("fabricmon --once ib_port+hw_counters only CPU %.2f ms, minus start-up %.2f ms"
-      % (fmi_cpu * 1e3, (fmi_cpu - fm0_cpu) * 1e3))
-print("node_exporter scrape run    CPU %.2f ms, idle run %.2f ms -> %.2f ms/scrape; "
-      "VmHWM %d KiB (idle %d KiB)" % (ne_cpu * 1e3, ne0_cpu * 1e3, ne_scrape * 1e3,
-                                       ne_rss, ne0_rss))
-print("series: fabricmon %d (fabric_port_*/hw/roce/device: %d), node_exporter node_infiniband_* %d"
-      % (sum(1 for l in fm_text.splitlines() if l and not l.startswith("#")),
-         sum(series(fm_text, p) for p in ("fabric_port_", "fabric_hw_counter",
-              "fabric_device_info", "fabric_device_hw_counter", "fabric_roce_cnp",
-              "fabric_roce_ecn", "fabric_roce_out", "fabric_roce_packet",
-              "fabric_roce_local", "fabric_roce_adaptive", "fabric_roce_slow")),
-         series(ne_text, "node_infiniband_")))
-if ne_scrape > 0:
-    print("CPU ratio fabricmon/node_exporter: %.3f (whole --once process), %.3f "
-          "(collection alone, start-up removed on both sides)"
-          % (fm_cpu / ne_scrape, (fm_cpu - fm0_cpu) / ne_scrape))
-    print("CPU ratio ib_port+hw_counters only: %.3f (whole process), %.3f (start-up removed)"
-          % (fmi_cpu / ne_scrape, (fmi_cpu - fm0_cpu) / ne_scrape))
-print("peak RSS ratio fabricmon/node_exporter: %.3f" % (fm_rss / ne_rss))
+    os.kill(child.pid, signal.SIGTERM)
+    cpu, rss, _ = child.finish()
+    return cpu, rss, body
 
 def proc_cpu(pid):
-    # Nanoseconds on CPU summed over the daemon's threads (schedstat), far
-    # finer than /proc/<pid>/stat's 10 ms ticks.
+    # Nanoseconds on CPU summed over the process's threads.
     total = 0
     for tid in os.listdir("/proc/%d/task" % pid):
         try:
@@ -160,47 +127,86 @@ def proc_cpu(pid):
             pass  # thread gone
     return total / 1e9
 
-def daemon_cpu(enabled, seconds=10.0, interval="100ms", scrapes=0):
-    cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    cfg.write("collectors:\n" + "".join(
-        "  %s:\n    enabled: %s\n    interval: %s\n"
-        % (c, "true" if c in enabled else "false", interval)
-        for c in ("ib_port", "hw_counters", "congestion", "roce", "nic_identity")))
-    cfg.close()
+def steady(argv_for_port, scrapes=0, seconds=0.0, gap=0.1):
+    """CPU of a serving process over `scrapes` GETs `gap` s apart, or over
+    `seconds` without scrapes."""
     port = free_port()
-    pid = run_child([binary, "--config", cfg.name, "--sysfs.root", tree,
-                     "--web.listen-address", "127.0.0.1:%d" % port], None)
-    for _ in range(200):
-        try:
-            get(port, "/metrics"); break
-        except OSError:
-            time.sleep(0.05)
+    child = Child(argv_for_port(port))
+    wait_up(child, port, "/metrics")
     time.sleep(1.0)
-    c0 = proc_cpu(pid)
-    if scrapes:
-        for _ in range(scrapes):
-            get(port, "/metrics")
-    else:
-        time.sleep(seconds)
-    c1 = proc_cpu(pid)
-    os.kill(pid, signal.SIGTERM); os.wait4(pid, 0)
-    os.unlink(cfg.name)
+    c0 = proc_cpu(child.pid)
+    for _ in range(scrapes):
+        time.sleep(gap)
+        get(port, "/metrics")
+    time.sleep(seconds)
+    c1 = proc_cpu(child.pid)
+    os.kill(child.pid, signal.SIGTERM)
+    child.finish()
     return c1 - c0
 
-polls = []
-for _ in range(3):
-    polls.append((daemon_cpu(("ib_port", "hw_counters")) - daemon_cpu(())) / 100)
-per_poll = statistics.median(polls)
+def daemon(enabled, interval):
+    cfg = write_config(enabled, interval)
+    return lambda port: [binary, "--config", cfg, "--sysfs.root", tree,
+                         "--web.listen-address", "127.0.0.1:%d" % port]
+
+empty = tempfile.mkdtemp()
+os.makedirs(os.path.join(empty, "class/infiniband"))
+
+fm = [fabricmon_once(tree) for _ in range(runs)]
+fm0 = [fabricmon_once(empty) for _ in range(runs)]
+fmi = [fabricmon_once(tree, ib_config) for _ in range(runs)]
+ne = [node_exporter_first(True) for _ in range(runs)]
+ne0 = [node_exporter_first(False) for _ in range(runs)]
+
+fm_cpu = median([x[0] for x in fm]); fm0_cpu = median([x[0] for x in fm0])
+fmi_cpu = median([x[0] for x in fmi])
+ne_first = median([x[0] for x in ne]) - median([x[0] for x in ne0])
+fm_rss = max(x[1] for x in fm); fmi_rss = max(x[1] for x in fmi)
+ne_rss = max(x[1] for x in ne); ne0_rss = max(x[1] for x in ne0)
+fm_text, ne_text = fm[0][2], ne[0][2]
+
+def series(text, prefix):
+    return sum(1 for l in text.splitlines() if l.startswith(prefix))
+
+ms = lambda s: s * 1e3
+print("tree: %s, runs: %d" % (tree, runs))
+print("fabricmon --once, all default collectors: CPU %.2f ms (stdev %.2f), peak RSS %d KiB"
+      % (ms(fm_cpu), ms(statistics.stdev([x[0] for x in fm])), fm_rss))
+print("fabricmon --once, empty tree (start-up):  CPU %.2f ms" % ms(fm0_cpu))
+print("fabricmon --once, ib_port+hw_counters:    CPU %.2f ms, %.2f ms without start-up; "
+      "peak RSS %d KiB" % (ms(fmi_cpu), ms(fmi_cpu - fm0_cpu), fmi_rss))
+print("node_exporter first scrape: %.2f ms CPU (scrape run - idle run); peak RSS %d KiB "
+      "(idle %d KiB)" % (ms(ne_first), ne_rss, ne0_rss))
+print("series: fabricmon %d (fabric_port_*/hw/roce/device: %d), node_exporter node_infiniband_* %d"
+      % (sum(1 for l in fm_text.splitlines() if l and not l.startswith("#")),
+         sum(series(fm_text, p) for p in ("fabric_port_", "fabric_hw_counter",
+              "fabric_device_info", "fabric_device_hw_counter", "fabric_roce_cnp",
+              "fabric_roce_ecn", "fabric_roce_out", "fabric_roce_packet",
+              "fabric_roce_local", "fabric_roce_adaptive", "fabric_roce_slow")),
+         series(ne_text, "node_infiniband_")))
+
+ne_steady = median([steady(node_exporter_argv, scrapes=20) / 20 for _ in range(3)])
+print("node_exporter steady scrape: %.2f ms CPU (median of 3 x 20 scrapes 100 ms apart)"
+      % ms(ne_steady))
+polls = [(steady(daemon(IB, "100ms"), seconds=10) - steady(daemon((), "100ms"), seconds=10)) / 100
+         for _ in range(3)]
+per_poll = median(polls)
 print("fabricmon daemon ib_port+hw_counters every 100 ms: %.2f ms CPU per poll "
-      "(median of 3 x 10 s, idle daemon subtracted)" % (per_poll * 1e3))
-# One scrape of what the polls collected: exposition + HTTP (polls every
-# 600 s, so none runs while 50 scrapes are served back to back).
-scrape = statistics.median(
-    [daemon_cpu(("ib_port", "hw_counters"), interval="600s", scrapes=50) / 50
-     for _ in range(3)])
-print("fabricmon daemon one scrape of ib_port+hw_counters: %.2f ms CPU" % (scrape * 1e3))
-if ne_scrape > 0:
-    print("CPU ratio daemon poll / node_exporter scrape: %.3f" % (per_poll / ne_scrape))
-    print("CPU ratio daemon poll + scrape / node_exporter scrape: %.3f"
-          % ((per_poll + scrape) / ne_scrape))
+      "(median of 3 x 10 s, idle daemon subtracted)" % ms(per_poll))
+scrape = median([steady(daemon(IB, "600s"), scrapes=30) / 30 for _ in range(3)])
+print("fabricmon daemon one scrape of ib_port+hw_counters: %.2f ms CPU" % ms(scrape))
+
+print("\nCPU ratios fabricmon / node_exporter (target <= 0.2):")
+rows = [
+    ("daemon poll + scrape / steady scrape", per_poll + scrape, ne_steady),
+    ("daemon poll + scrape / first scrape", per_poll + scrape, ne_first),
+    ("daemon poll / steady scrape", per_poll, ne_steady),
+    ("--once ib_port+hw_counters without start-up / first scrape", fmi_cpu - fm0_cpu, ne_first),
+    ("--once ib_port+hw_counters, whole process / first scrape", fmi_cpu, ne_first),
+    ("--once all collectors, whole process / first scrape", fm_cpu, ne_first),
+]
+for label, a, b in rows:
+    print("  %-60s %.3f" % (label, a / b if b > 0 else float("nan")))
+print("peak RSS ratio, --once ib_port+hw_counters / node_exporter: %.3f; all collectors: %.3f"
+      % (fmi_rss / ne_rss, fm_rss / ne_rss))
 PY
