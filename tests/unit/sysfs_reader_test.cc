@@ -335,6 +335,35 @@ TEST_F(SysfsModeTest, NewDirectoryNodeIsReadAgain) {
             (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
 }
 
+// On sysfs a fixed attribute is read once per device node: kernfs never
+// rewrites it, so an in-place write (which only a disk tree allows) is not
+// seen, while a re-created device directory is read afresh.
+TEST_F(SysfsModeTest, FixedAttributeIsKeptUntilTheDeviceIsRecreated) {
+  const std::string dev = "class/infiniband/mlx5_0";
+  Write(dev + "/fw_ver", "28.39.1002\n");
+  auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kSysfs);
+  auto fixed = [&] {
+    ReadResult result = r->ReadFixed(dev, "fw_ver");
+    return result.ok() ? result.data : "<" + result.error.message() + ">";
+  };
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.39.1002\n");
+  Write(dev + "/fw_ver", "28.40.1000\n");
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.39.1002\n");  // remembered, not read again
+  EXPECT_EQ(Text(*r, dev, "fw_ver"), "28.40.1000\n");  // Read() does read
+
+  const fs::path gone = root_.string() + ".gone";
+  fs::remove_all(gone);
+  fs::rename(root_ / dev, gone);
+  r->Begin();
+  EXPECT_EQ(fixed(), "<No such file or directory>");
+  Write(dev + "/fw_ver", "28.41.1000\n");
+  r->Begin();
+  EXPECT_EQ(fixed(), "28.41.1000\n");
+  fs::remove_all(gone);
+}
+
 TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
   // The default NewReader() goes through Sysfs::Read/List with the joined
   // path, so wrappers that fail or watch given paths keep working.
