@@ -16,13 +16,10 @@
 //
 // Everything binds to 127.0.0.1 and lives in a temporary directory that is
 // removed at the end. Bounded: each case gives up after kFireTimeout.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -41,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/http.h"
 #include "tests/support/paths.h"
 
 extern char** environ;
@@ -112,65 +110,6 @@ class Child {
   pid_t pid_ = -1;
   int status_ = 0;
 };
-
-// A free loopback TCP port (bound, read back, released).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// Minimal HTTP/1.0 GET on 127.0.0.1; returns the body, or empty on error.
-std::optional<std::string> HttpGet(int port, const std::string& target) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return std::nullopt;
-  }
-  const std::string req =
-      "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return std::nullopt;
-  }
-  std::string resp;
-  char buf[16384];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-  close(fd);
-  const auto body = resp.find("\r\n\r\n");
-  if (resp.rfind("HTTP/1.", 0) != 0 || body == std::string::npos) {
-    return std::nullopt;
-  }
-  if (resp.find(" 200 ") > resp.find("\r\n")) return std::nullopt;
-  return resp.substr(body + 4);
-}
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  char hex[4];
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
 
 struct Alert {
   std::string name, state;
@@ -251,7 +190,7 @@ class Stack {
         << "scrape_configs:\n  - job_name: fabricmon\n    static_configs:\n"
         << "      - targets: ['" << targets_[0] << "', '" << targets_[1]
         << "']\n";
-    prom_port_ = FreePort();
+    prom_port_ = testing::FreeLoopbackPort();
     prometheus_ = std::make_unique<Child>(
         std::vector<std::string>{
             "/usr/bin/prometheus",
@@ -286,7 +225,8 @@ class Stack {
   std::optional<
       std::vector<std::pair<std::map<std::string, std::string>, std::string>>>
   Query(const std::string& expr) {
-    auto body = HttpGet(prom_port_, "/api/v1/query?query=" + UrlEncode(expr));
+    auto body = testing::HttpGetOk(prom_port_, "/api/v1/query?query=" +
+                                                  testing::UrlEncode(expr));
     if (!body) return std::nullopt;
     pt::ptree tree;
     std::istringstream in(*body);
@@ -312,7 +252,7 @@ class Stack {
 
   std::vector<Alert> Alerts() {
     std::vector<Alert> out;
-    auto body = HttpGet(prom_port_, "/api/v1/alerts");
+    auto body = testing::HttpGetOk(prom_port_, "/api/v1/alerts");
     if (!body) return out;
     pt::ptree tree;
     std::istringstream in(*body);

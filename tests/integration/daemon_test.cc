@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -27,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/http.h"
 #include "tests/support/paths.h"
 
 extern char** environ;
@@ -150,31 +150,9 @@ class Process {
   bool exited_ = false;
 };
 
-// Minimal HTTP/1.1 GET over a plain socket; returns the body or "" on error.
+// The body of a 200 answer to GET `path`, or "" on any failure.
 std::string Scrape(int port, const std::string& path = "/metrics") {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "";
-  }
-  std::string req = "GET " + path +
-                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return "";
-  }
-  std::string response;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) response.append(buf, n);
-  close(fd);
-  if (response.rfind("HTTP/1.1 200", 0) != 0) return "";
-  auto body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
+  return testing::HttpGetOk(port, path).value_or("");
 }
 
 std::string H100() { return testing::Fixture("real/sysfs-gpud-h100"); }

@@ -9,12 +9,9 @@
 // counters_ext/ value in place of the counters/ one (docs/metrics.md), so when
 // node_exporter has node_infiniband_legacy_X for a port, fabricmon's metric
 // must equal legacy_X and node_exporter's 32-bit port_X is not compared.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +23,7 @@
 #include <thread>
 
 #include "tests/integration/fabricmon_run.h"
+#include "tests/support/http.h"
 
 namespace fabric {
 namespace {
@@ -228,52 +226,10 @@ int Compare(const std::vector<Sample>& node, const std::vector<Sample>& fabric,
   return compared;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// HTTP/1.0 GET of 127.0.0.1:port/metrics; nullopt if not connectable.
-std::optional<std::string> Scrape(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  const std::string req =
-      "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/plain\r\n\r\n";
-  if (::write(fd, req.data(), req.size()) < 0) {
-    ::close(fd);
-    return std::nullopt;
-  }
-  std::string resp;
-  char buf[65536];
-  ssize_t n;
-  while ((n = ::read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-  ::close(fd);
-  auto body = resp.find("\r\n\r\n");
-  if (resp.rfind("HTTP/1.", 0) != 0 ||
-      resp.find(" 200 ") == std::string::npos || body == std::string::npos) {
-    return std::nullopt;
-  }
-  return resp.substr(body + 4);
-}
-
 // node_exporter on one tree; killed on destruction.
 class NodeExporter {
  public:
-  explicit NodeExporter(const std::string& root) : port_(FreePort()) {
+  explicit NodeExporter(const std::string& root) : port_(testing::FreeLoopbackPort()) {
     const std::string sysfs = "--path.sysfs=" + root;
     const std::string listen =
         "--web.listen-address=127.0.0.1:" + std::to_string(port_);
@@ -298,7 +254,7 @@ class NodeExporter {
   // the test instead of hanging it.
   std::optional<std::string> ScrapeWhenReady() {
     for (int i = 0; i < 200; ++i) {
-      if (auto body = Scrape(port_)) return body;
+      if (auto body = testing::HttpGetOk(port_, "/metrics")) return body;
       int status;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
@@ -318,7 +274,7 @@ class ParityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParityTest, AgreesWithNodeExporter) {
   const std::string tree = GetParam();
-  // FreePort() can race with another process taking the port; node_exporter
+  // FreeLoopbackPort() can race with another process taking the port; node_exporter
   // then exits at once, so retry on a fresh port a few times.
   std::optional<std::string> scraped;
   for (int attempt = 0; attempt < 3 && !scraped; ++attempt) {

@@ -62,9 +62,9 @@ class SimDemo : public ::testing::Test {
   bool WaitUp(sim::Session& demo) {
     const auto end = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < end && demo.running()) {
-      if (sim::HttpGet(port_base_, "/metrics") &&
-          sim::HttpGet(port_base_ + 1, "/metrics") &&
-          sim::HttpGet(prom_port_, "/-/ready")) {
+      if (fabric::testing::HttpGetOk(port_base_, "/metrics") &&
+          fabric::testing::HttpGetOk(port_base_ + 1, "/metrics") &&
+          fabric::testing::HttpGetOk(prom_port_, "/-/ready")) {
         return true;
       }
       std::this_thread::sleep_for(200ms);
@@ -79,7 +79,7 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   sim::Session demo(DemoCommand(port_base_, prom_port_, ""), log_);
   const pid_t sid = demo.pid();
   ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
-  auto metrics = sim::HttpGet(port_base_ + 1, "/metrics");
+  auto metrics = fabric::testing::HttpGetOk(port_base_ + 1, "/metrics");
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->find("fabric_port_transmit_bytes_total{device=\"mlx5_0\""),
             std::string::npos);
@@ -95,8 +95,8 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   EXPECT_TRUE(sim::SessionProcesses(sid).empty());
   EXPECT_FALSE(fs::exists(simdir));
   EXPECT_FALSE(fs::exists(logs));
-  EXPECT_FALSE(sim::HttpGet(port_base_, "/metrics"));
-  EXPECT_FALSE(sim::HttpGet(prom_port_, "/-/ready"));
+  EXPECT_FALSE(fabric::testing::HttpGetOk(port_base_, "/metrics"));
+  EXPECT_FALSE(fabric::testing::HttpGetOk(prom_port_, "/-/ready"));
   EXPECT_NE(Slurp(log_).find("Prometheus: http://127.0.0.1:" +
                              std::to_string(prom_port_)),
             std::string::npos);

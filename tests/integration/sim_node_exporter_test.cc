@@ -102,7 +102,7 @@ TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   std::optional<std::string> text;
   for (int i = 0; i < 100 && !text; ++i) {
     std::this_thread::sleep_for(100ms);
-    text = sim::HttpGet(port, "/metrics");
+    text = fabric::testing::HttpGetOk(port, "/metrics");
   }
   ASSERT_TRUE(text) << "node_exporter did not answer";
   const auto ne_samples = ParseSamples(*text);

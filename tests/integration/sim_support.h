@@ -1,5 +1,5 @@
-// Helpers for the simulator's integration tests: loopback ports, a minimal
-// HTTP GET, Prometheus instant queries, and running a script in its own
+// Helpers for the simulator's integration tests: ranges of loopback ports,
+// Prometheus instant queries (HTTP through tests/support/http.h), and running a script in its own
 // session so the test can prove every process it started is gone.
 // Thread-safety: none needed (test-only, single thread).
 #pragma once
@@ -24,6 +24,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/http.h"
 
 namespace fabric::testing::sim {
 
@@ -53,51 +55,6 @@ inline int FreePortRange(int from, int count) {
   return -1;
 }
 
-inline std::optional<std::string> HttpGet(int port, const std::string& target) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return std::nullopt;
-  }
-  const std::string req =
-      "GET " + target + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return std::nullopt;
-  }
-  std::string resp;
-  char buf[16384];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-  close(fd);
-  const auto body = resp.find("\r\n\r\n");
-  if (resp.rfind("HTTP/1.", 0) != 0 || body == std::string::npos ||
-      resp.find(" 200 ") > resp.find("\r\n")) {
-    return std::nullopt;
-  }
-  return resp.substr(body + 4);
-}
-
-inline std::string UrlEncode(const std::string& s) {
-  std::string out;
-  char hex[4];
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      std::snprintf(hex, sizeof(hex), "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
 struct Sample {
   std::map<std::string, std::string> labels;
   double value = 0;
@@ -106,7 +63,8 @@ struct Sample {
 // Instant query; nullopt when Prometheus is not answering or errs.
 inline std::optional<std::vector<Sample>> PromQuery(int port,
                                                     const std::string& expr) {
-  auto body = HttpGet(port, "/api/v1/query?query=" + UrlEncode(expr));
+  auto body = fabric::testing::HttpGetOk(
+      port, "/api/v1/query?query=" + fabric::testing::UrlEncode(expr));
   if (!body) return std::nullopt;
   namespace pt = boost::property_tree;
   pt::ptree tree;

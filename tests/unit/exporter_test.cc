@@ -2,15 +2,11 @@
 // failed-collector policy, and serving over HTTP with port 0.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cstring>
 
 #include "core/metric_sink.h"
 #include "exporters/exposition.h"
 #include "exporters/http_exporter.h"
+#include "tests/support/http.h"
 
 namespace fabric {
 namespace {
@@ -144,27 +140,6 @@ TEST(HttpExporterTest, CivetAddress) {
   EXPECT_EQ(CivetAddress("[::1]:80"), "[::1]:80");
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "";
-  }
-  std::string req = "GET " + path +
-                    " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, n);
-  close(fd);
-  return out;
-}
-
 TEST(HttpExporterTest, ServesSnapshotsOnPortZero) {
   auto store = std::make_shared<SnapshotStore>();
   MetricSink sink;
@@ -179,17 +154,20 @@ TEST(HttpExporterTest, ServesSnapshotsOnPortZero) {
   ASSERT_GT(http->port(), 0);
   EXPECT_EQ(http->BoundAddress(), "127.0.0.1:" + std::to_string(http->port()));
 
-  std::string response = HttpGet(http->port(), "/metrics");
-  EXPECT_THAT(response, HasSubstr("200 OK"));
-  EXPECT_THAT(response, HasSubstr("fabric_port_transmit_bytes_total{device="
-                                  "\"mlx5_0\",port=\"1\"} 42\n"));
+  auto response = testing::HttpGet(http->port(), "/metrics");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_THAT(response->content_type, HasSubstr("text/plain"));
+  EXPECT_THAT(response->body, HasSubstr("fabric_port_transmit_bytes_total{"
+                                        "device=\"mlx5_0\",port=\"1\"} 42\n"));
 
   // A newer snapshot is what the next scrape sees.
   MetricSink sink2;
   sink2.Counter("fabric_port_transmit_bytes_total", "tx",
                 {{"device", "mlx5_0"}, {"port", "1"}}, 43);
   store->Publish(Snap("ib_port", true, sink2.Take()));
-  EXPECT_THAT(HttpGet(http->port(), "/metrics"), HasSubstr("port=\"1\"} 43\n"));
+  EXPECT_THAT(testing::HttpGetOk(http->port(), "/metrics").value_or(""),
+              HasSubstr("port=\"1\"} 43\n"));
 }
 
 TEST(HttpExporterTest, BindFailureIsAnError) {
