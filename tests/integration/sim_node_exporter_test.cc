@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "tests/integration/fabricmon_run.h"
+#include "tests/integration/node_exporter_mapping.h"
 #include "tests/integration/sim_support.h"
 #include "tests/support/paths.h"
 
@@ -17,41 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-struct Target {
-  std::string metric;
-  std::string error;  // fabric_port_errors_total{error=...} when set
-};
-
-// node_exporter 1.5.0 infiniband metric -> fabricmon metric.
-const std::map<std::string, Target> kMapping = {
-    {"port_data_received_bytes_total", {"fabric_port_receive_bytes_total", ""}},
-    {"port_data_transmitted_bytes_total",
-     {"fabric_port_transmit_bytes_total", ""}},
-    {"port_packets_received_total", {"fabric_port_receive_packets_total", ""}},
-    {"port_packets_transmitted_total",
-     {"fabric_port_transmit_packets_total", ""}},
-    {"unicast_packets_received_total",
-     {"fabric_port_unicast_receive_packets_total", ""}},
-    {"unicast_packets_transmitted_total",
-     {"fabric_port_unicast_transmit_packets_total", ""}},
-    {"port_transmit_wait_total", {"fabric_port_transmit_wait_total", ""}},
-    {"state_id", {"fabric_port_state", ""}},
-    {"physical_state_id", {"fabric_port_physical_state", ""}},
-    {"rate_bytes_per_second", {"fabric_port_rate_bytes_per_second", ""}},
-    {"symbol_error_total", {"fabric_port_errors_total", "symbol_error"}},
-    {"link_downed_total", {"fabric_port_errors_total", "link_downed"}},
-    {"link_error_recovery_total",
-     {"fabric_port_errors_total", "link_error_recovery"}},
-    {"local_link_integrity_errors_total",
-     {"fabric_port_errors_total", "local_link_integrity_errors"}},
-    {"excessive_buffer_overrun_errors_total",
-     {"fabric_port_errors_total", "excessive_buffer_overrun_errors"}},
-    {"port_errors_received_total",
-     {"fabric_port_errors_total", "port_rcv_errors"}},
-    {"port_discards_transmitted_total",
-     {"fabric_port_errors_total", "port_xmit_discards"}},
-};
 
 TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   if (!fs::exists("/usr/bin/prometheus-node-exporter")) {
@@ -118,8 +84,8 @@ TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   for (const auto& [name, value] : ne_samples) {
     std::smatch m;
     if (!std::regex_match(name, m, series)) continue;
-    auto it = kMapping.find(m[1]);
-    if (it == kMapping.end()) continue;
+    auto it = Mapping().find(m[1]);
+    if (it == Mapping().end()) continue;
     std::string key = it->second.metric + "{device=\"" + m[2].str() + "\",";
     if (!it->second.error.empty()) {
       key += "error=\"" + it->second.error + "\",";
