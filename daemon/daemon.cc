@@ -1,7 +1,6 @@
 #include "daemon/daemon.h"
 
 #include <spdlog/spdlog.h>
-#include <systemd/sd-daemon.h>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -13,6 +12,7 @@
 #include "collectors/registry.h"
 #include "daemon/collection.h"
 #include "daemon/poller.h"
+#include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
 #include "exporters/http_exporter.h"
 
@@ -49,7 +49,7 @@ class Daemon {
     StartPollers();
     WaitSignal();
     StartWatchdog();
-    sd_notify(0, "READY=1\nSTATUS=serving /metrics");
+    SystemdNotify("READY=1\nSTATUS=serving /metrics");
     io_.run();
 
     // Stopped. Scrapes end first, then wait (bounded) for collections.
@@ -120,7 +120,7 @@ class Daemon {
       }
       spdlog::info("received {}, stopping",
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
-      sd_notify(0, "STOPPING=1");
+      SystemdNotify("STOPPING=1");
       StopPollers();
       watchdog_timer_.cancel();
       io_.stop();
@@ -128,8 +128,8 @@ class Daemon {
   }
 
   void StartWatchdog() {
-    std::uint64_t usec = 0;
-    if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0) return;
+    const std::uint64_t usec = SystemdWatchdogUsec();
+    if (usec == 0) return;
     // Half the watchdog period, as sd_watchdog_enabled(3) recommends; the
     // ping comes from the event loop, so it proves the loop is alive.
     watchdog_period_ = std::chrono::microseconds(usec / 2);
@@ -138,7 +138,7 @@ class Daemon {
   }
 
   void PingWatchdog() {
-    sd_notify(0, "WATCHDOG=1");
+    SystemdNotify("WATCHDOG=1");
     watchdog_timer_.expires_after(watchdog_period_);
     watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) PingWatchdog();
