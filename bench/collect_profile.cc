@@ -81,9 +81,10 @@ int Main(int argc, char** argv) {
   double us = std::chrono::duration<double, std::micro>(
                   std::chrono::steady_clock::now() - start)
                   .count();
-  std::printf("%d collections, %.1f us each (wall, pauses included), "
-              "%.1f us CPU each, checksum %zu\n",
-              runs, us / runs, cpu_us / runs, check);
+  std::printf(
+      "%d collections, %.1f us each (wall, pauses included), "
+      "%.1f us CPU each, checksum %zu\n",
+      runs, us / runs, cpu_us / runs, check);
   return 0;
 }
 

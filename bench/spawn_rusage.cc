@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid;
-  if (int err = posix_spawn(&pid, argv[2], &files, nullptr, argv + 2, environ)) {
+  if (int err =
+          posix_spawn(&pid, argv[2], &files, nullptr, argv + 2, environ)) {
     std::fprintf(stderr, "spawn_rusage: cannot run %s (errno %d)\n", argv[2],
                  err);
     return 127;

@@ -227,8 +227,7 @@ void SortFamily(prometheus::MetricFamily& family, SampleOrder* order) {
       std::sort(metric.label.begin(), metric.label.end());
     }
   }
-  if (!std::is_sorted(family.metric.begin(), family.metric.end(),
-                      LabelsLess)) {
+  if (!std::is_sorted(family.metric.begin(), family.metric.end(), LabelsLess)) {
     SortSamples(family, order);
   }
 }

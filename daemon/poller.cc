@@ -81,14 +81,14 @@ void Poller::Tick() {
   });
   in_flight_->Add();
   // c_ is fixed at construction, so reading it from the worker is safe.
-  boost::asio::post(workers_, [self = shared_from_this(), generation,
-                               last = last_success_] {
-    auto snapshot = RunCollection(self->c_, last);
-    boost::asio::post(self->io_, [self, generation, snapshot] {
-      self->OnDone(generation, snapshot);
-    });
-    self->in_flight_->Done();
-  });
+  boost::asio::post(
+      workers_, [self = shared_from_this(), generation, last = last_success_] {
+        auto snapshot = RunCollection(self->c_, last);
+        boost::asio::post(self->io_, [self, generation, snapshot] {
+          self->OnDone(generation, snapshot);
+        });
+        self->in_flight_->Done();
+      });
 }
 
 void Poller::OnDeadline(std::uint64_t generation) {

@@ -225,8 +225,8 @@ class Stack {
   std::optional<
       std::vector<std::pair<std::map<std::string, std::string>, std::string>>>
   Query(const std::string& expr) {
-    auto body = testing::HttpGetOk(prom_port_, "/api/v1/query?query=" +
-                                                  testing::UrlEncode(expr));
+    auto body = testing::HttpGetOk(
+        prom_port_, "/api/v1/query?query=" + testing::UrlEncode(expr));
     if (!body) return std::nullopt;
     pt::ptree tree;
     std::istringstream in(*body);

@@ -178,7 +178,8 @@ int Compare(const std::vector<Sample>& node, const std::vector<Sample>& fabric,
 // node_exporter on one tree; killed on destruction.
 class NodeExporter {
  public:
-  explicit NodeExporter(const std::string& root) : port_(testing::FreeLoopbackPort()) {
+  explicit NodeExporter(const std::string& root)
+      : port_(testing::FreeLoopbackPort()) {
     const std::string sysfs = "--path.sysfs=" + root;
     const std::string listen =
         "--web.listen-address=127.0.0.1:" + std::to_string(port_);
@@ -223,8 +224,8 @@ class ParityTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ParityTest, AgreesWithNodeExporter) {
   const std::string tree = GetParam();
-  // FreeLoopbackPort() can race with another process taking the port; node_exporter
-  // then exits at once, so retry on a fresh port a few times.
+  // FreeLoopbackPort() can race with another process taking the port;
+  // node_exporter then exits at once, so retry on a fresh port a few times.
   std::optional<std::string> scraped;
   for (int attempt = 0; attempt < 3 && !scraped; ++attempt) {
     NodeExporter node(testing::Fixture(tree));

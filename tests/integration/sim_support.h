@@ -1,7 +1,7 @@
 // Helpers for the simulator's integration tests: ranges of loopback ports,
-// Prometheus instant queries (HTTP through tests/support/http.h), and running a script in its own
-// session so the test can prove every process it started is gone.
-// Thread-safety: none needed (test-only, single thread).
+// Prometheus instant queries (HTTP through tests/support/http.h), and running a
+// script in its own session so the test can prove every process it started is
+// gone. Thread-safety: none needed (test-only, single thread).
 #pragma once
 
 #include <arpa/inet.h>

@@ -41,10 +41,9 @@ std::optional<HttpResponse> HttpGet(int port, const std::string& target) {
                 result = ec;
                 return;
               }
-              http::async_read(stream, buffer, response,
-                               [&](beast::error_code ec, std::size_t) {
-                                 result = ec;
-                               });
+              http::async_read(
+                  stream, buffer, response,
+                  [&](beast::error_code ec, std::size_t) { result = ec; });
             });
       });
   io.run();
