@@ -79,10 +79,19 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   sim::Session demo(DemoCommand(port_base_, prom_port_, ""), log_);
   const pid_t sid = demo.pid();
   ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
-  auto metrics = fabric::testing::HttpGetOk(port_base_ + 1, "/metrics");
+  // Serving starts before the first poll has published (slow under a
+  // sanitizer or a loaded CI machine), so wait for the first samples.
+  const std::string series =
+      "fabric_port_transmit_bytes_total{device=\"mlx5_0\"";
+  std::optional<std::string> metrics;
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  do {
+    metrics = fabric::testing::HttpGetOk(port_base_ + 1, "/metrics");
+    if (metrics && metrics->find(series) != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  } while (std::chrono::steady_clock::now() < until);
   ASSERT_TRUE(metrics);
-  EXPECT_NE(metrics->find("fabric_port_transmit_bytes_total{device=\"mlx5_0\""),
-            std::string::npos);
+  EXPECT_NE(metrics->find(series), std::string::npos);
   const std::string simdir = SimDir(log_), logs = LogDir(log_);
   ASSERT_FALSE(simdir.empty()) << Slurp(log_);
   ASSERT_FALSE(logs.empty()) << Slurp(log_);
