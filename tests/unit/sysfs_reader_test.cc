@@ -38,11 +38,22 @@ class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
     fs::remove_all(root_);
     fs::create_directories(root_);
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override {
+    fs::remove_all(root_);
+    fs::remove_all(root_.string() + ".gone");
+  }
 
   void Write(const std::string& rel, const std::string& data) {
     fs::create_directories((root_ / rel).parent_path());
     std::ofstream(root_ / rel) << data;
+  }
+  // Removes `rel` from the tree the way a vanishing device does, but keeps
+  // it alive beside the root so its inode numbers cannot be handed to a
+  // re-created one (which would hide the re-creation).
+  void MoveAway(const std::string& rel) {
+    const fs::path gone = root_.string() + ".gone";
+    fs::remove_all(gone);
+    fs::rename(root_ / rel, gone);
   }
   // How the simulator writes: a new file renamed over the old one.
   void Replace(const std::string& rel, const std::string& data) {
@@ -55,10 +66,17 @@ class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
     return MakeRealSysfsReader(root_.string(), GetParam());
   }
 
+  // A read's content, or its error as "<message>".
+  static std::string Show(const ReadResult& result) {
+    return result.ok() ? result.data : "<" + result.error.message() + ">";
+  }
   static std::string Text(SysfsReader& r, const std::string& dir,
                           const std::string& name) {
-    ReadResult result = r.Read(dir, name);
-    return result.ok() ? result.data : "<" + result.error.message() + ">";
+    return Show(r.Read(dir, name));
+  }
+  static std::string Fixed(SysfsReader& r, const std::string& dir,
+                           const std::string& name) {
+    return Show(r.ReadFixed(dir, name));
   }
 
   static std::vector<std::string> Names(SysfsReader& r, const std::string& dir,
@@ -127,10 +145,7 @@ TEST_P(SysfsReaderTest, FixedAttributesFollowEveryChange) {
   const std::string dev = "class/infiniband/mlx5_0";
   Write(dev + "/fw_ver", "28.39.1002\n");
   auto r = Reader();
-  auto fixed = [&] {
-    ReadResult result = r->ReadFixed(dev, "fw_ver");
-    return result.ok() ? result.data : "<" + result.error.message() + ">";
-  };
+  auto fixed = [&] { return Fixed(*r, dev, "fw_ver"); };
   for (int round = 0; round < 2; ++round) {
     r->Begin();
     EXPECT_EQ(fixed(), "28.39.1002\n");
@@ -142,16 +157,13 @@ TEST_P(SysfsReaderTest, FixedAttributesFollowEveryChange) {
   Replace(dev + "/fw_ver", "28.41.1000\n");
   r->Begin();
   EXPECT_EQ(fixed(), "28.41.1000\n");
-  const fs::path gone = root_.string() + ".gone";
-  fs::remove_all(gone);
-  fs::rename(root_ / dev, gone);
+  MoveAway(dev);
   r->Begin();
   EXPECT_EQ(fixed(), "<No such file or directory>");
   Write(dev + "/fw_ver", "28.42.1000\n");
   r->Begin();
   EXPECT_EQ(fixed(), "28.42.1000\n");
   EXPECT_EQ(Text(*r, dev, "fw_ver"), "28.42.1000\n");
-  fs::remove_all(gone);
 }
 
 TEST_P(SysfsReaderTest, DeviceVanishesAndComesBackDifferent) {
@@ -163,11 +175,7 @@ TEST_P(SysfsReaderTest, DeviceVanishesAndComesBackDifferent) {
             (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
   EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
 
-  // Keep the removed tree alive elsewhere so its inode numbers cannot be
-  // handed to the new one.
-  const fs::path gone = root_.string() + ".gone";
-  fs::remove_all(gone);
-  fs::rename(root_ / "class/infiniband/mlx5_0", gone);
+  MoveAway("class/infiniband/mlx5_0");
   r->Begin();
   EXPECT_EQ(Names(*r, "class/infiniband", false),
             std::vector<std::string>{"mlx5_1"});
@@ -188,7 +196,6 @@ TEST_P(SysfsReaderTest, DeviceVanishesAndComesBackDifferent) {
   EXPECT_EQ(
       Text(*r, "class/infiniband/mlx5_1/ports/1/counters", "port_rcv_data"),
       "7\n");
-  fs::remove_all(gone);
 }
 
 // The simulator installs a device as a directory built elsewhere and
@@ -310,9 +317,7 @@ TEST_F(SysfsModeTest, NewDirectoryNodeIsReadAgain) {
   EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
 
   // Device removed: gone at once.
-  const fs::path gone = root_.string() + ".gone";
-  fs::remove_all(gone);
-  fs::rename(root_ / "class/infiniband/mlx5_0", gone);
+  MoveAway("class/infiniband/mlx5_0");
   r->Begin();
   EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"),
             "<No such file or directory>");
@@ -324,7 +329,6 @@ TEST_F(SysfsModeTest, NewDirectoryNodeIsReadAgain) {
             (std::vector<std::string>{"port_rcv_data", "port_xmit_data"}));
   EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "3\n");
   EXPECT_EQ(Text(*r, kCounters, "port_xmit_data"), "4\n");
-  fs::remove_all(gone);
 
   // Unstable listings (class/infiniband) are taken every collection.
   EXPECT_EQ(Names(*r, "class/infiniband", false),
@@ -342,10 +346,7 @@ TEST_F(SysfsModeTest, FixedAttributeIsKeptUntilTheDeviceIsRecreated) {
   const std::string dev = "class/infiniband/mlx5_0";
   Write(dev + "/fw_ver", "28.39.1002\n");
   auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kSysfs);
-  auto fixed = [&] {
-    ReadResult result = r->ReadFixed(dev, "fw_ver");
-    return result.ok() ? result.data : "<" + result.error.message() + ">";
-  };
+  auto fixed = [&] { return Fixed(*r, dev, "fw_ver"); };
   r->Begin();
   EXPECT_EQ(fixed(), "28.39.1002\n");
   Write(dev + "/fw_ver", "28.40.1000\n");
@@ -353,15 +354,12 @@ TEST_F(SysfsModeTest, FixedAttributeIsKeptUntilTheDeviceIsRecreated) {
   EXPECT_EQ(fixed(), "28.39.1002\n");  // remembered, not read again
   EXPECT_EQ(Text(*r, dev, "fw_ver"), "28.40.1000\n");  // Read() does read
 
-  const fs::path gone = root_.string() + ".gone";
-  fs::remove_all(gone);
-  fs::rename(root_ / dev, gone);
+  MoveAway(dev);
   r->Begin();
   EXPECT_EQ(fixed(), "<No such file or directory>");
   Write(dev + "/fw_ver", "28.41.1000\n");
   r->Begin();
   EXPECT_EQ(fixed(), "28.41.1000\n");
-  fs::remove_all(gone);
 }
 
 TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
