@@ -28,7 +28,10 @@ struct LocalPort {
   std::uint16_t sm_lid = 0;
   int state = 0;           // 4 active
   std::string link_layer;  // "InfiniBand" / "Ethernet"
-  bool usable() const { return state == 4 && link_layer == "InfiniBand"; }
+  // umad2sim reports the IB link layer as "IB".
+  bool usable() const {
+    return state == 4 && (link_layer == "InfiniBand" || link_layer == "IB");
+  }
 };
 
 // Every port of every local CA libibumad knows (empty when there is none;

@@ -59,11 +59,13 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   return out;
 }
 
-// posix_spawnp with stdin/stdout/stderr from the given fds (-1: /dev/null).
+// posix_spawnp with stdin/stdout/stderr from the given fds (-1: /dev/null),
+// in directory `cwd`: umad2sim writes its fake sysfs as ./sys-<pid> there.
 pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env,
-            int in_fd, int out_fd, int err_fd) {
+            int in_fd, int out_fd, int err_fd, const std::string& cwd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   const int fds[3] = {in_fd, out_fd, err_fd};
   for (int i = 0; i < 3; ++i) {
     if (fds[i] >= 0) {
@@ -218,10 +220,10 @@ bool IbsimFabric::Start(std::string* error) {
   }
   const int err = ::open((dir_ + "/ibsim.err").c_str(),
                          O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  ibsim_ =
-      Spawn({"ibsim", "-s", "-N", std::to_string(nodes + 16), "-S",
-             std::to_string(nodes + 16), "-P", std::to_string(ports + 64), net},
-            MergedEnv({"IBSIM_SOCKNAME=" + sockname_}), in[0], out[1], err);
+  ibsim_ = Spawn(
+      {"ibsim", "-s", "-N", std::to_string(nodes + 16), "-S",
+       std::to_string(nodes + 16), "-P", std::to_string(ports + 64), net},
+      MergedEnv({"IBSIM_SOCKNAME=" + sockname_}), in[0], out[1], err, dir_);
   ::close(in[0]);
   ::close(out[1]);
   if (err >= 0) ::close(err);
@@ -263,6 +265,7 @@ int IbsimFabric::StartOpenSm(const OpenSmOptions& options) {
   fs::create_directories(d);
   std::ofstream(d + "/opensm.conf")
       << "sm_priority " << options.priority << "\n"
+      << "sweep_interval " << options.sweep_interval << "\n"
       << "sminfo_polling_timeout 1000\n"
       << "polling_retry_number 2\n"
       << "log_file " << d << "/opensm.log\n"
@@ -274,8 +277,8 @@ int IbsimFabric::StartOpenSm(const OpenSmOptions& options) {
   auto env = ClientEnv(options.sim_host);
   env.push_back("OSM_CACHE_DIR=" + d);
   env.push_back("OSM_TMP_DIR=" + d);
-  const pid_t pid =
-      Spawn({"opensm", "-F", d + "/opensm.conf"}, MergedEnv(env), -1, out, out);
+  const pid_t pid = Spawn({"opensm", "-F", d + "/opensm.conf"}, MergedEnv(env),
+                          -1, out, out, d);
   if (out >= 0) ::close(out);
   opensms_.push_back(pid);
   return index;
@@ -331,7 +334,8 @@ ToolOutput IbsimFabric::Run(const std::vector<std::string>& argv,
       ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   std::vector<std::string> args = {"timeout", "-s", "KILL", "120"};
   args.insert(args.end(), argv.begin(), argv.end());
-  const pid_t pid = Spawn(args, MergedEnv(ClientEnv(sim_host)), -1, out, err);
+  const pid_t pid =
+      Spawn(args, MergedEnv(ClientEnv(sim_host)), -1, out, err, dir_);
   if (out >= 0) ::close(out);
   if (err >= 0) ::close(err);
   if (pid > 0) {

@@ -47,6 +47,9 @@ class IbsimFabric {
   struct OpenSmOptions {
     std::string sim_host;  // node the SM attaches as, e.g. "hca0"
     int priority = 0;
+    // Seconds between OpenSM's light sweeps; 0 turns them off so that no
+    // SM traffic moves the data counters a test reads.
+    int sweep_interval = 10;
   };
 
   explicit IbsimFabric(std::string netfile);
@@ -107,7 +110,7 @@ inline bool InCi() {
 // Starts `fabric` (an IbsimFabric) or ends the test: FAIL under CI=true,
 // GTEST_SKIP elsewhere, when the tools are missing; FAIL when ibsim does
 // not come up.
-#define FABRIC_START_IBSIM(fabric)                                    \
+#define FABRIC_START_IBSIM(ibsim_fabric)                                    \
   do {                                                                \
     const std::string missing_ = ::fabric::testing::MissingIbTools(); \
     if (!missing_.empty()) {                                          \
@@ -117,5 +120,5 @@ inline bool InCi() {
       GTEST_SKIP() << "not installed: " << missing_;                  \
     }                                                                 \
     std::string start_error_;                                         \
-    ASSERT_TRUE((fabric).Start(&start_error_)) << start_error_;       \
+    ASSERT_TRUE((ibsim_fabric).Start(&start_error_)) << start_error_;       \
   } while (0)
