@@ -5,14 +5,24 @@
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
 #include "collectors/roce.h"
+#if FABRICMON_WITH_RDMA
+#include "collectors/fabric.h"
+#include "collectors/sm.h"
+#endif
 
 namespace fabric {
 
 const std::vector<CollectorSpec>& CollectorSpecs() {
   static const std::vector<CollectorSpec> table = {
-      IbPortCollectorSpec(),     HwCountersCollectorSpec(),
-      CongestionCollectorSpec(), RoceCollectorSpec(),
-      NicIdentityCollectorSpec(),
+    IbPortCollectorSpec(),
+    HwCountersCollectorSpec(),
+    CongestionCollectorSpec(),
+    RoceCollectorSpec(),
+    NicIdentityCollectorSpec(),
+#if FABRICMON_WITH_RDMA
+    SmCollectorSpec(),
+    FabricCollectorSpec(),
+#endif
   };
   return table;
 }

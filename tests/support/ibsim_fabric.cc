@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -179,6 +180,7 @@ IbsimFabric::IbsimFabric(std::string netfile) : netfile_(std::move(netfile)) {
 }
 
 IbsimFabric::~IbsimFabric() {
+  for (pid_t pid : clients_) StopClient(pid);
   for (pid_t pid : opensms_) KillAndReap(pid);
   if (ibsim_ > 0) {
     if (console_in_ >= 0) {
@@ -306,6 +308,31 @@ bool IbsimFabric::WaitForMaster(std::chrono::seconds timeout,
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
   return false;
+}
+
+pid_t IbsimFabric::StartClient(const std::vector<std::string>& argv,
+                               const std::string& sim_host,
+                               const std::string& log) {
+  const int out =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid =
+      Spawn(argv, MergedEnv(ClientEnv(sim_host)), -1, out, out, dir_);
+  if (out >= 0) ::close(out);
+  if (pid > 0) clients_.push_back(pid);
+  return pid;
+}
+
+void IbsimFabric::StopClient(pid_t pid) {
+  if (pid <= 0) return;
+  auto it = std::find(clients_.begin(), clients_.end(), pid);
+  if (it == clients_.end()) return;
+  clients_.erase(it);
+  ::kill(pid, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  KillAndReap(pid);
 }
 
 std::vector<std::string> IbsimFabric::ClientEnv(

@@ -80,6 +80,14 @@ class IbsimFabric {
   // `sim_host` under umad2sim; killed after 120 s.
   ToolOutput Run(const std::vector<std::string>& argv,
                  const std::string& sim_host = "") const;
+  // Starts a long-running client (e.g. the fabricmon daemon) attached as
+  // `sim_host`, stdout+stderr to `log`; killed by StopClient or the
+  // destructor. Returns its pid (-1 on failure).
+  pid_t StartClient(const std::vector<std::string>& argv,
+                    const std::string& sim_host, const std::string& log);
+  // SIGTERM, then SIGKILL after 10 s; reaps it.
+  void StopClient(pid_t pid);
+
   // The environment a libibumad client of this fabric needs, as
   // "NAME=value" entries (LD_PRELOAD, IBSIM_SOCKNAME, SIM_HOST).
   std::vector<std::string> ClientEnv(const std::string& sim_host) const;
@@ -97,6 +105,7 @@ class IbsimFabric {
   int console_in_ = -1;   // ibsim's stdin
   int console_out_ = -1;  // ibsim's stdout
   std::vector<pid_t> opensms_;
+  std::vector<pid_t> clients_;
 };
 
 // Under CI=true a missing tool fails the test; elsewhere it skips it.
@@ -110,7 +119,7 @@ inline bool InCi() {
 // Starts `fabric` (an IbsimFabric) or ends the test: FAIL under CI=true,
 // GTEST_SKIP elsewhere, when the tools are missing; FAIL when ibsim does
 // not come up.
-#define FABRIC_START_IBSIM(ibsim_fabric)                                    \
+#define FABRIC_START_IBSIM(ibsim_fabric)                              \
   do {                                                                \
     const std::string missing_ = ::fabric::testing::MissingIbTools(); \
     if (!missing_.empty()) {                                          \
@@ -120,5 +129,5 @@ inline bool InCi() {
       GTEST_SKIP() << "not installed: " << missing_;                  \
     }                                                                 \
     std::string start_error_;                                         \
-    ASSERT_TRUE((ibsim_fabric).Start(&start_error_)) << start_error_;       \
+    ASSERT_TRUE((ibsim_fabric).Start(&start_error_)) << start_error_; \
   } while (0)
