@@ -73,15 +73,27 @@ class SmCollector : public Collector {
         continue;
       }
       open_failed_ = false;
-      if (port.sm_lid == 0) {
+      // The SM LID as the port has it now (a failover changes it; sysfs and
+      // umad2sim's copy of it may lag): PortInfo of the local port itself,
+      // a directed-route SMP of zero hops.
+      std::uint16_t sm_lid = port.sm_lid;
+      const MadResult pi = transport->Send(
+          {.mad = mad::DrSmpGet(mad::kAttrPortInfo,
+                                static_cast<std::uint32_t>(port.port), {})},
+          options);
+      if (pi.ok()) {
+        if (auto info = mad::DecodePortInfo(pi.response, &error)) {
+          sm_lid = info->sm_lid;
+        }
+      }
+      if (sm_lid == 0) {
         sink.Skip("sm: " + port.ca + " port has no SM LID");
         continue;
       }
       const MadResult r = transport->Send(
-          {.dlid = port.sm_lid, .mad = mad::SmpGet(mad::kAttrSmInfo, 0)},
-          options);
+          {.dlid = sm_lid, .mad = mad::SmpGet(mad::kAttrSmInfo, 0)}, options);
       if (!r.ok()) {
-        sink.Skip("sm: SMInfo at LID " + std::to_string(port.sm_lid) + ": " +
+        sink.Skip("sm: SMInfo at LID " + std::to_string(sm_lid) + ": " +
                   r.error.message());
         ok = false;
         continue;
@@ -95,16 +107,15 @@ class SmCollector : public Collector {
       if (emitted[si->guid]) continue;  // two ports, one SM
       emitted[si->guid] = true;
       std::string node;
-      const MadResult d =
-          transport->Send({.dlid = port.sm_lid,
-                           .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
-                          options);
+      const MadResult d = transport->Send(
+          {.dlid = sm_lid, .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
+          options);
       if (d.ok()) {
         if (auto desc = mad::DecodeNodeDescription(d.response, &error)) {
           node = *desc;
         }
       }
-      Emit(sink, *si, port.sm_lid, node);
+      Emit(sink, *si, sm_lid, node);
     }
     return ok;
   }
