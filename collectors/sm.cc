@@ -54,6 +54,9 @@ class SmCollector : public Collector {
   };
 
   bool CollectOnce(MetricSink& sink) {
+    // No MAD service here (a build without rdma-core, or a recorded or
+    // simulated tree instead of the live system): nothing to ask.
+    if (!env_.mad) return true;
     std::string error;
     std::vector<mad::LocalPort> usable;
     for (const auto& p : ports_(&error)) {

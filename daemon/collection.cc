@@ -57,6 +57,10 @@ CollectorEnv MakeCollectorEnv(const Config& config,
         std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<std::mutex>>>
         open;
   };
+  // MADs go to the live fabric: not when reading a recorded or simulated
+  // tree (`sysfs_root` elsewhere than /sys), where they would query
+  // whatever fabric this host happens to be on.
+  if (config.sysfs_root != "/sys" && config.sysfs_root != "/sys/") return env;
   // Touch libibumad once here, on one thread: ibsim's umad2sim sets itself
   // up lazily on the first call and aborts the process when two collector
   // threads make that first call at once.
