@@ -110,7 +110,14 @@ int main(int argc, char** argv) {
          "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
          "  sm: {enabled: true}\n"
          "  fabric: {enabled: true, timeout: 120s}\n";
-  std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu;
+  // The same process with no collector: its start-up and exit alone.
+  const std::string idle = fabric.dir() + "/idle.yaml";
+  std::ofstream(idle)
+      << "collectors:\n  ib_port: {enabled: false}\n"
+         "  hw_counters: {enabled: false}\n  congestion: {enabled: false}\n"
+         "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
+         "  sm: {enabled: false}\n  fabric: {enabled: false}\n";
+  std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
   for (int i = 0; i < runs; ++i) {
     const Cost f = Measure(fabric, {fabricmon, "--once", "--config", config},
                            "hca1", fabric.dir() + "/fabricmon.out");
@@ -123,6 +130,8 @@ int main(int argc, char** argv) {
         "ibqueryerrors x2 wall %.3f s cpu %.3f s (exit %d,%d)\n",
         i + 1, f.wall, f.cpu, f.exit_code, a.wall + b.wall, a.cpu + b.cpu,
         a.exit_code, b.exit_code);
+    idle_cpu.push_back(
+        Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
     fm_wall.push_back(f.wall);
     fm_cpu.push_back(f.cpu);
     peer_wall.push_back(a.wall + b.wall);
@@ -152,6 +161,8 @@ int main(int argc, char** argv) {
   std::printf("fabric %d switches %d HCAs, median of %d runs\n", switches, hcas,
               runs);
   std::printf("fabricmon --once (sm+fabric): wall %.3f s cpu %.3f s\n", fw, fc);
+  std::printf("fabricmon --once with no collector (start-up): cpu %.3f s\n",
+              Median(idle_cpu));
   std::printf(
       "ibqueryerrors --switch + --switch --counters: wall %.3f s "
       "cpu %.3f s\n",
