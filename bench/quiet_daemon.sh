@@ -3,16 +3,18 @@
 # CPU per second of running against the CPU of one node_exporter scrape,
 # and its wake-ups per second, both daemons running side by side.
 #
-# Usage: bench/quiet_daemon.sh [FABRICMON_BINARY] [SECONDS] [TREE]
-#   defaults: build/fabricmon, 30, tests/fixtures/real/sysfs-gpud-h100
+# Usage: bench/quiet_daemon.sh [FABRICMON_BINARY] [SECONDS] [TREE] [WARMUP]
+#   defaults: build/fabricmon, 30, tests/fixtures/real/sysfs-gpud-h100, 2
 #
 # Method:
 #   fabricmon --config /dev/null (the built-in defaults: congestion every
 #     100 ms, ib_port/hw_counters/roce/nic_identity every 1 s) --sysfs.root
 #     TREE, and prometheus-node-exporter --collector.disable-defaults
 #     --collector.infiniband --path.sysfs TREE, each on a free loopback port.
-#   After both serve, 2 s of start-up are let pass and each is scraped once
-#   (node_exporter's first scrape costs more than the later ones).
+#   After both serve, WARMUP seconds of start-up are let pass and each is
+#   scraped once (node_exporter's first scrape costs more than the later
+#   ones). The congestion peaks' window (60 s) fills during the first minute;
+#   WARMUP 60 measures a daemon that has run for longer.
 #   Then a window of SECONDS: both are scraped every 15 s (at 0, 15, ... s:
 #     one scrape per 15 s of window, a Prometheus default).
 #   fabricmon CPU per second of running: CPU over the window / its length,
@@ -35,6 +37,7 @@ bench_cd_root
 BIN="${1:-$BENCH_FABRICMON}"
 SECONDS_WINDOW="${2:-30}"
 TREE="$(realpath "${3:-$BENCH_TREE}")"
+WARMUP="${4:-2}"
 SCRAPE_GAP=15
 SETTLE=0.25
 
@@ -43,8 +46,9 @@ bench_require_exec "$NODE_EXPORTER" "apt-get install prometheus-node-exporter"
 [[ -d "$TREE/class/infiniband" ]] || bench_die "$TREE has no class/infiniband"
 [[ "$SECONDS_WINDOW" =~ ^[0-9]+$ && "$SECONDS_WINDOW" -ge 1 ]] ||
   bench_die "SECONDS must be a positive integer"
+[[ "$WARMUP" =~ ^[0-9]+$ ]] || bench_die "WARMUP must be a whole number of seconds"
 
-bench_setup_cleanup $((SECONDS_WINDOW + 90))
+bench_setup_cleanup $((SECONDS_WINDOW + WARMUP + 90))
 
 fm_port=$(bench_free_port)
 ne_port=$(bench_free_port)
@@ -66,7 +70,7 @@ bench_wait_http "$ne_port" / "$ne_pid" || {
   bench_die "node_exporter did not come up"
 }
 
-sleep 2
+sleep "$WARMUP"
 bench_get "$fm_port" /metrics "$BENCH_TMP/fabricmon.prom" ||
   bench_die "fabricmon scrape failed"
 bench_get "$ne_port" /metrics "$BENCH_TMP/node_exporter.prom" ||
@@ -112,12 +116,12 @@ fm_wake1=$(bench_wakeups "$fm_pid")
 t1=$(now_us)
 kill -0 "$fm_pid" 2>/dev/null || bench_die "fabricmon exited during the window"
 
-python3 - "$TREE" "$t0" "$t1" "$fm_ticks0" "$fm_ticks1" "$(getconf CLK_TCK)" \
+python3 - "$TREE:$WARMUP" "$t0" "$t1" "$fm_ticks0" "$fm_ticks1" "$(getconf CLK_TCK)" \
   "$fm_ns0" "$fm_ns1" "$fm_wake0" "$fm_wake1" "$SETTLE" \
   "$((ne_idle1 - ne_idle0))" "$((i1 - i0))" "${scrape_costs[@]}" <<'PY'
 import statistics, sys
 
-tree = sys.argv[1]
+tree, warmup = sys.argv[1].rsplit(":", 1)
 t0, t1 = int(sys.argv[2]) / 1e6, int(sys.argv[3]) / 1e6
 ticks0, ticks1, hz = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 ns0, ns1, wake0, wake1 = map(int, sys.argv[7:11])
@@ -132,7 +136,8 @@ wakeups = (wake1 - wake0) / window
 ratio = fm_cpu / ne_scrape if ne_scrape > 0 else float("nan")
 ms = lambda s: s * 1e3
 verdict = lambda ok: "met" if ok else "NOT met"
-print("tree: %s; window %.1f s, %d scrape(s) of each daemon 15 s apart" % (tree, window, len(scrapes)))
+print("tree: %s; window %.1f s after a %s s warm-up, %d scrape(s) of each daemon 15 s apart"
+      % (tree, window, warmup, len(scrapes)))
 print("fabricmon (--config /dev/null) CPU per second of running: %.2f ms/s "
       "(schedstat, all threads); %.2f ms/s from /proc/PID/stat utime+stime "
       "(10 ms ticks: +-%.2f ms/s)" % (ms(fm_cpu), ms(fm_cpu_stat), ms(1.0 / hz / window)))

@@ -9,8 +9,11 @@
 //   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
 //   and `rate` (re-read every `rate_refresh_seconds`).
 // Which of those files exist is probed once per port, when the port first
-// appears. Devices and ports that vanish lose their history; those that
-// (re)appear start a new baseline.
+// appears. Reads and listings go through the collector's SysfsReader, which
+// keeps descriptors and listings between polls on real trees (core/sysfs.h),
+// and a poll builds no strings: paths and labels are made per port once.
+// Devices and ports that vanish lose their history; those that (re)appear
+// start a new baseline.
 //
 // PFC: for each netdev behind an Ethernet (RoCE) port (found with the roce
 // collector's DiscoverRoceNetdevs when the port set changes), one ethtool
