@@ -2,6 +2,9 @@
 // sysfs and a stepped clock (no sleeping, no timing assertions).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -408,6 +411,92 @@ TEST(CongestionFixtureTest, RealTrees) {
   fams = sink.Take();
   EXPECT_FALSE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx4_0", "1"));
+}
+
+// The real reader keeps descriptors and listings between polls: on a
+// recorded tree (inotify mode) the collector must still see counters change
+// (in place, or replaced by rename as the simulator writes) and devices go
+// and come back.
+TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
+  namespace fs = std::filesystem;
+  std::string tmpl = ::testing::TempDir() + "/congestion-tree-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path root = tmpl;
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_on_exit{root};
+  fs::copy(testing::Fixture("real/sysfs-gpud-h100"), root,
+           fs::copy_options::recursive);
+  const fs::path ib = root / "class/infiniband";
+  auto wait_file = [&](const char* dev) {
+    return ib / dev / "ports/1/counters/port_xmit_wait";
+  };
+  auto read_u64 = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::uint64_t v = 0;
+    in >> v;
+    return v;
+  };
+  double now = 0;
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(root.string(), SysfsCacheMode::kInotify);
+  CongestionCollector c(env, {}, [&] { return now; });
+  MetricSink sink;
+  ASSERT_TRUE(c.Collect(sink));
+  sink.Take();
+
+  // 1 s later: mlx5_0 rewritten in place, mlx5_1 replaced by a rename.
+  // 1,000,000 ticks of 256 ns in 1 s = 0.256 of the time waiting.
+  const std::uint64_t w0 = read_u64(wait_file("mlx5_0"));
+  const std::uint64_t w1 = read_u64(wait_file("mlx5_1"));
+  std::ofstream(wait_file("mlx5_0"), std::ios::trunc) << w0 + 1'000'000;
+  const fs::path tmp = wait_file("mlx5_1").string() + ".new";
+  std::ofstream(tmp) << w1 + 2'000'000;
+  fs::rename(tmp, wait_file("mlx5_1"));
+  now = 1;
+  ASSERT_TRUE(c.Collect(sink));
+  EXPECT_EQ(sink.skipped(), 0u);
+  auto fams = sink.Take();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
+      0.256, 1e-9);
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"),
+      0.512, 1e-9);
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+
+  // mlx5_4 goes away: its series go with it.
+  const fs::path saved = root / "saved-mlx5_4";
+  fs::rename(ib / "mlx5_4", saved);
+  now = 2;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  EXPECT_TRUE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_5", "1"));
+
+  // It comes back with a counter far ahead: a new baseline, not a burst.
+  const std::uint64_t w4 = read_u64(saved / "ports/1/counters/port_xmit_wait");
+  std::ofstream(saved / "ports/1/counters/port_xmit_wait", std::ios::trunc)
+      << w4 + 1'000'000'000;
+  fs::rename(saved, ib / "mlx5_4");
+  now = 3;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  now = 4;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+  EXPECT_EQ(sink.skipped(), 0u);
 }
 
 // Scripted ethtool statistics per netdev; counts calls.
