@@ -141,8 +141,10 @@ print("tree: %s; window %.1f s after a %s s warm-up, %d scrape(s) of each daemon
 print("fabricmon (--config /dev/null) CPU per second of running: %.2f ms/s "
       "(schedstat, all threads); %.2f ms/s from /proc/PID/stat utime+stime "
       "(10 ms ticks: +-%.2f ms/s)" % (ms(fm_cpu), ms(fm_cpu_stat), ms(1.0 / hz / window)))
-print("node_exporter one scrape: %.2f ms CPU (median; each: %s)"
-      % (ms(ne_scrape), ", ".join("%.2f" % ms(s) for s in scrapes)))
+print("node_exporter one scrape: %.2f ms CPU (median; each: %s; idle %.2f ms/s, "
+      "%.2f ms of it taken out per scrape)"
+      % (ms(ne_scrape), ", ".join("%.2f" % ms(s) for s in scrapes),
+         ms(ne_idle_rate), ms(ne_idle_rate * settle)))
 print("ratio fabricmon CPU per second / one node_exporter scrape: %.3f "
       "(target <= 0.3, goal 0.15: %s)" % (ratio, verdict(ratio <= 0.3)))
 print("fabricmon wake-ups: %.1f per second (voluntary context switches, all threads; "
