@@ -2,7 +2,11 @@
 // sysfs and a stepped clock (no sleeping, no timing assertions).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <random>
 #include <set>
 
 #include "collectors/congestion.h"
@@ -409,6 +413,92 @@ TEST(CongestionFixtureTest, RealTrees) {
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx4_0", "1"));
 }
 
+// The real reader keeps descriptors and listings between polls: on a
+// recorded tree (inotify mode) the collector must still see counters change
+// (in place, or replaced by rename as the simulator writes) and devices go
+// and come back.
+TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
+  namespace fs = std::filesystem;
+  std::string tmpl = ::testing::TempDir() + "/congestion-tree-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path root = tmpl;
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_on_exit{root};
+  fs::copy(testing::Fixture("real/sysfs-gpud-h100"), root,
+           fs::copy_options::recursive);
+  const fs::path ib = root / "class/infiniband";
+  auto wait_file = [&](const char* dev) {
+    return ib / dev / "ports/1/counters/port_xmit_wait";
+  };
+  auto read_u64 = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::uint64_t v = 0;
+    in >> v;
+    return v;
+  };
+  double now = 0;
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(root.string(), SysfsCacheMode::kInotify);
+  CongestionCollector c(env, {}, [&] { return now; });
+  MetricSink sink;
+  ASSERT_TRUE(c.Collect(sink));
+  sink.Take();
+
+  // 1 s later: mlx5_0 rewritten in place, mlx5_1 replaced by a rename.
+  // 1,000,000 ticks of 256 ns in 1 s = 0.256 of the time waiting.
+  const std::uint64_t w0 = read_u64(wait_file("mlx5_0"));
+  const std::uint64_t w1 = read_u64(wait_file("mlx5_1"));
+  std::ofstream(wait_file("mlx5_0"), std::ios::trunc) << w0 + 1'000'000;
+  const fs::path tmp = wait_file("mlx5_1").string() + ".new";
+  std::ofstream(tmp) << w1 + 2'000'000;
+  fs::rename(tmp, wait_file("mlx5_1"));
+  now = 1;
+  ASSERT_TRUE(c.Collect(sink));
+  EXPECT_EQ(sink.skipped(), 0u);
+  auto fams = sink.Take();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
+      0.256, 1e-9);
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"),
+      0.512, 1e-9);
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+
+  // mlx5_4 goes away: its series go with it.
+  const fs::path saved = root / "saved-mlx5_4";
+  fs::rename(ib / "mlx5_4", saved);
+  now = 2;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  EXPECT_TRUE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_5", "1"));
+
+  // It comes back with a counter far ahead: a new baseline, not a burst.
+  const std::uint64_t w4 = read_u64(saved / "ports/1/counters/port_xmit_wait");
+  std::ofstream(saved / "ports/1/counters/port_xmit_wait", std::ios::trunc)
+      << w4 + 1'000'000'000;
+  fs::rename(saved, ib / "mlx5_4");
+  now = 3;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  now = 4;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+  EXPECT_EQ(sink.skipped(), 0u);
+}
+
 // Scripted ethtool statistics per netdev; counts calls.
 class FakeEthtool final : public EthtoolSource {
  public:
@@ -595,5 +685,90 @@ TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
   w.Expire(13.5);
   EXPECT_EQ(w.intervals(), 0u);
 }
+// The peaks come from per-field monotonic queues when asked at or after the
+// latest interval (every poll) and from a scan otherwise; both must equal
+// the definition: max over the intervals that ended in (now - window, now].
+TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
+  std::mt19937 random(7);
+  auto maybe = [&](std::uint64_t v) -> std::optional<std::uint64_t> {
+    if (random() % 10 == 0) return std::nullopt;  // unreadable this poll
+    return v;
+  };
+  PortWindow w(2.0, 1e-3);
+  CounterPeakWindow pfc(2.0, 1e-3);
+  std::vector<IntervalRatios> all;
+  std::vector<std::pair<double, double>> pfc_all;  // end, ratio
+  std::optional<CongestionSample> last;
+  bool pfc_has_last = false;  // the last PFC value was readable
+  double pfc_last_t = 0;
+  std::uint64_t pfc_last = 0;
+  std::uint64_t data = 0, wait = 0, cnp = 0, pause = 0;
+  double t = 0;
+  for (int i = 0; i < 400; ++i) {
+    t += 0.05 + (random() % 100) / 1000.0;
+    data += random() % 50'000'000;
+    wait += random() % 200;
+    cnp += random() % 1000;
+    // Now and then a counter goes backwards (reset): skipped interval.
+    if (random() % 40 == 0) wait = random() % 10;
+    pause += random() % 500;
+    CongestionSample s;
+    s.time_seconds = t;
+    s.xmit_data_words = maybe(data);
+    s.rcv_data_words = maybe(data / 2);
+    s.xmit_wait_ticks = maybe(wait);
+    s.cnp_handled = maybe(cnp);
+    s.cnp_sent = maybe(cnp / 3);
+    s.rate_bytes_per_second = 50e9;
+    if (last) all.push_back(ComputeInterval(*last, s, 1e-3));
+    last = s;
+    w.Add(s);
+    const auto p = maybe(pause);
+    if (p && pfc_has_last && *p >= pfc_last) {
+      pfc_all.emplace_back(
+          t, std::min(1.0, (*p - pfc_last) * 1e-3 / (t - pfc_last_t)));
+    }
+    pfc_has_last = p.has_value();
+    if (p) {
+      pfc_last = *p;
+      pfc_last_t = t;
+    }
+    pfc.Add(t, p);
+    // Ask at the latest end, a little after it and before it (the scan;
+    // Add() has already dropped what ended 2 s before the latest poll).
+    for (double now : {t, t + 0.7, t - 0.3}) {
+      const double from = std::max(now, t) - 2.0;
+      CongestionPeaks want;
+      std::optional<double> want_pfc;
+      for (const auto& r : all) {
+        if (r.end_seconds <= from || r.end_seconds > now) continue;
+        auto max = [](std::optional<double>& m, std::optional<double> v) {
+          if (v && (!m || *v > *m)) m = v;
+        };
+        max(want.transmit_utilization, r.transmit_utilization);
+        max(want.receive_utilization, r.receive_utilization);
+        max(want.transmit_wait, r.transmit_wait);
+        max(want.cnp_handled_per_second, r.cnp_handled_per_second);
+        max(want.cnp_sent_per_second, r.cnp_sent_per_second);
+      }
+      for (const auto& [end, ratio] : pfc_all) {
+        if (end <= from || end > now) continue;
+        if (!want_pfc || ratio > *want_pfc) want_pfc = ratio;
+      }
+      const CongestionPeaks got = w.Peaks(now);
+      SCOPED_TRACE(::testing::Message() << "poll " << i << " now " << now);
+      EXPECT_EQ(got.transmit_utilization, want.transmit_utilization);
+      EXPECT_EQ(got.receive_utilization, want.receive_utilization);
+      EXPECT_EQ(got.transmit_wait, want.transmit_wait);
+      EXPECT_EQ(got.cnp_handled_per_second, want.cnp_handled_per_second);
+      EXPECT_EQ(got.cnp_sent_per_second, want.cnp_sent_per_second);
+      EXPECT_EQ(pfc.Peak(now), want_pfc);
+    }
+  }
+  // The window kept only what the last 2 s hold (40 ms .. 150 ms polls).
+  EXPECT_LE(w.intervals(), 2.0 / 0.05 + 1);
+  EXPECT_GE(w.intervals(), 2.0 / 0.15 - 1);
+}
+
 }  // namespace
 }  // namespace fabric
