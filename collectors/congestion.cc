@@ -8,6 +8,7 @@
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
+#include "collectors/sysfs_parse.h"
 #include "config/duration.h"
 #include "config/yaml_keys.h"
 
@@ -67,9 +68,12 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
           std::string_view file) -> std::optional<std::uint64_t> {
     if (!present) return std::nullopt;
     const auto r = reader_->Read(dir, file);
-    auto v = r.ok() ? ParseCounter(r.data) : std::nullopt;
-    if (!v) sink.Skip(dir + "/" + std::string(file));
-    return v;
+    const auto v = r.ok() ? ParseU64(r.data) : Parsed<std::uint64_t>{};
+    if (!v.ok()) {
+      sink.Skip(dir + "/" + std::string(file));
+      return std::nullopt;
+    }
+    return v.value;
   };
   CongestionSample s;
   s.xmit_data_words =
@@ -83,7 +87,9 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
   s.cnp_sent = read_counter(port.has_cnp_sent, port.hw_dir, "np_cnp_sent");
   if (now - port.rate_read_at >= options_.rate_refresh_seconds) {
     const auto r = reader_->Read(port.dir, "rate");
-    port.rate = r.ok() ? ParseRateBytesPerSecond(r.data) : std::nullopt;
+    const auto rate = r.ok() ? ParseRate(r.data) : Parsed<PortRate>{};
+    port.rate =
+        rate.ok() ? std::optional(rate.value.bytes_per_second) : std::nullopt;
     port.rate_read_at = now;
   }
   s.rate_bytes_per_second = port.rate;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "collectors/sysfs_parse.h"
+
 namespace fabric {
 namespace {
 
@@ -28,17 +30,6 @@ double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
 void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
   if (v && (!peak || *v > *peak)) peak = v;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' ||
-                        s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  return s;
 }
 
 }  // namespace
@@ -190,31 +181,6 @@ std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
     MaxInto(peak, i.ratio);
   }
   return peak;
-}
-
-std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
-  text = Trim(text);
-  const auto space = text.find(' ');
-  if (space == std::string_view::npos) return std::nullopt;
-  if (text.substr(space + 1).rfind("Gb/sec", 0) != 0) return std::nullopt;
-  const std::string number(text.substr(0, space));
-  char* end = nullptr;
-  const double gbps = std::strtod(number.c_str(), &end);
-  if (number.empty() || end != number.c_str() + number.size() || gbps < 0) {
-    return std::nullopt;
-  }
-  return gbps * 125'000'000.0;
-}
-
-std::optional<std::uint64_t> ParseCounter(std::string_view text) {
-  text = Trim(text);
-  std::uint64_t value = 0;
-  const auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 }  // namespace fabric

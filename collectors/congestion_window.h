@@ -123,13 +123,4 @@ class CounterPeakWindow {
   SlidingMax peak_;
 };
 
-// "400 Gb/sec (4X NDR)" or "25 Gb/sec" or "2.5 Gb/sec (1X SDR)" -> bytes per
-// second (Gb/s x 125,000,000, as procfs and node_exporter do). Empty on
-// garbage.
-std::optional<double> ParseRateBytesPerSecond(std::string_view text);
-
-// A sysfs counter file: decimal digits with an optional trailing newline.
-// Empty for "N/A (no PMA)" and anything else.
-std::optional<std::uint64_t> ParseCounter(std::string_view text);
-
 }  // namespace fabric

@@ -12,6 +12,7 @@
 #include "collectors/congestion.h"
 #include "collectors/congestion_window.h"
 #include "collectors/registry.h"
+#include "collectors/sysfs_parse.h"
 #include "core/metric_sink.h"
 #include "tests/support/paths.h"
 
@@ -623,24 +624,21 @@ TEST(CongestionRegistryTest, Registered) {
   EXPECT_EQ(c->Name(), "congestion");
 }
 
-TEST(CongestionParseTest, Rate) {
-  EXPECT_EQ(ParseRateBytesPerSecond("400 Gb/sec (4X NDR)\n"), 50e9);
-  EXPECT_EQ(ParseRateBytesPerSecond("200 Gb/sec (2X NDR)"), 25e9);
-  EXPECT_EQ(ParseRateBytesPerSecond("2.5 Gb/sec (1X SDR)\n"), 312'500'000.0);
-  EXPECT_EQ(ParseRateBytesPerSecond("25 Gb/sec"), 3'125'000'000.0);
-  EXPECT_FALSE(ParseRateBytesPerSecond(""));
-  EXPECT_FALSE(ParseRateBytesPerSecond("fast"));
-  EXPECT_FALSE(ParseRateBytesPerSecond("x Gb/sec"));
-  EXPECT_FALSE(ParseRateBytesPerSecond("100 Mb/sec"));
-}
-
-TEST(CongestionParseTest, Counter) {
-  EXPECT_EQ(ParseCounter("123\n"), 123u);
-  EXPECT_EQ(ParseCounter("18446744073709551615"), UINT64_MAX);
-  EXPECT_FALSE(ParseCounter("N/A (no PMA)\n"));
-  EXPECT_FALSE(ParseCounter(""));
-  EXPECT_FALSE(ParseCounter("-1"));
-  EXPECT_FALSE(ParseCounter("12abc"));
+// The congestion collector reads `rate` and counters with sysfs_parse's
+// parsers: the forms it meets on real trees.
+TEST(CongestionParseTest, RateAndCounterForms) {
+  EXPECT_EQ(ParseRate("400 Gb/sec (4X NDR)\n").value.bytes_per_second, 50e9);
+  EXPECT_EQ(ParseRate("2.5 Gb/sec (1X SDR)\n").value.bytes_per_second,
+            312'500'000.0);
+  EXPECT_EQ(ParseRate("25 Gb/sec").value.bytes_per_second, 3'125'000'000.0);
+  for (std::string_view bad : {"", "fast", "x Gb/sec", "100 Mb/sec"}) {
+    EXPECT_FALSE(ParseRate(bad).ok()) << bad;
+  }
+  EXPECT_EQ(ParseU64("123\n").value, 123u);
+  EXPECT_EQ(ParseU64("18446744073709551615").value, UINT64_MAX);
+  for (std::string_view bad : {"N/A (no PMA)\n", "", "-1", "12abc"}) {
+    EXPECT_FALSE(ParseU64(bad).ok()) << bad;
+  }
 }
 
 CongestionSample Wait(double t, std::uint64_t ticks) {
