@@ -16,7 +16,8 @@
 //  - pfc-storm fires FabricPfcPauseStorm for host0's RoCE port (mlx5_bond_0,
 //    bond0, priority 3). PFC counters come from ethtool, not sysfs: each
 //    daemon reads the `ethtool -S` dumps the simulator writes next to its
-//    tree (config ethtool_dir = <host>/ethtool).
+//    tree (config ethtool_dir = <host>/ethtool), and its DCB dumps
+//    (collectors.roce.dcb_dir = <host>/dcb).
 //
 // Everything binds to 127.0.0.1 and lives in a temporary directory that is
 // removed at the end. Bounded: each case gives up after kFireTimeout.
@@ -155,7 +156,8 @@ class Stack {
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
       std::ofstream(config)
           << "ethtool_dir: " << (root / "ethtool").string() << "\n"
-          << "collectors:\n  congestion:\n    interval: 200ms\n";
+          << "collectors:\n  congestion:\n    interval: 200ms\n"
+          << "  roce:\n    dcb_dir: " << (root / "dcb").string() << "\n";
       const fs::path log = dir_ / ("fabricmon" + std::to_string(h) + ".log");
       daemons_.push_back(std::make_unique<Child>(
           std::vector<std::string>{testing::Binary("fabricmon"), "--config",

@@ -2,8 +2,10 @@
 // text iproute2's `dcb` prints (PFC, ETS, APP table with numeric and named
 // DSCP values), layout freedom and comments, unknown keys skipped, malformed
 // values rejecting the whole dump; FileDcbSource on a directory (missing
-// file = no DCB, unusable names, oversized files); and EmitDcbMetrics on a
-// parsed dump giving the fabric_roce_pfc_enabled/trust series.
+// file = no DCB, unusable names, oversized files); EmitDcbMetrics on a
+// parsed dump giving the fabric_roce_pfc_enabled/trust series; the roce
+// collector's `dcb_dir` setting (parsed through ParseConfig) and the
+// registry's roce collector reading a simulated host's DCB dump with it.
 #include "collectors/dcb_file.h"
 
 #include <gtest/gtest.h>
@@ -15,8 +17,14 @@
 #include <map>
 #include <string>
 
+#include "collectors/ethtool_file.h"
+#include "collectors/registry.h"
 #include "collectors/roce.h"
+#include "config/config.h"
 #include "core/metric_sink.h"
+#include "core/sysfs.h"
+#include "simulator/model.h"
+#include "simulator/render.h"
 
 namespace fabric {
 namespace {
@@ -195,6 +203,82 @@ TEST(DcbFileMetricsTest, ParsedDumpGivesPfcEnabledAndTrustSeries) {
   EXPECT_EQ(pfc_series, 8);
   EXPECT_EQ(pfc_on, 1);
   EXPECT_EQ(trust_dscp, 1);
+}
+
+std::vector<CollectorSpec> RoceSpec() {
+  for (const auto& spec : CollectorSpecs()) {
+    if (spec.name == "roce") return {spec};
+  }
+  ADD_FAILURE() << "no roce collector in this build";
+  return {};
+}
+
+TEST(DcbFileSettingsTest, DcbDirIsAnAbsolutePathDefaultEmpty) {
+  std::string error;
+  auto none = ParseConfig("log_level: info\n", RoceSpec(), &error);
+  ASSERT_TRUE(none) << error;
+  EXPECT_EQ(SettingsAs<RoceSettings>(none->Collector("roce")).dcb_dir, "");
+  auto set =
+      ParseConfig("collectors:\n  roce:\n    dcb_dir: /dev/shm/sim/host0/dcb\n",
+                  RoceSpec(), &error);
+  ASSERT_TRUE(set) << error;
+  EXPECT_EQ(SettingsAs<RoceSettings>(set->Collector("roce")).dcb_dir,
+            "/dev/shm/sim/host0/dcb");
+  EXPECT_FALSE(ParseConfig("collectors:\n  roce:\n    dcb_dir: sim/dcb\n",
+                           RoceSpec(), &error));
+  EXPECT_NE(error.find("collectors.roce.dcb_dir (line 3)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("not an absolute directory path"), std::string::npos)
+      << error;
+}
+
+// The registry's roce collector on a simulated host: ethtool and DCB from
+// the dumps the simulator writes, so fabric_roce_pfc_enabled and the trust
+// mode are exported without DCB netlink.
+TEST(DcbFileSettingsTest, RoceCollectorReadsTheSimulatorsDcbDump) {
+  std::string tmpl = (fs::temp_directory_path() / "dcb_roce.XXXXXX");
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path root = tmpl;
+  sim::SimConfig sim_config;
+  sim_config.hosts = 1;
+  sim::Cluster cluster(sim_config);
+  sim::SysfsRenderer renderer(root, 0);
+  std::string error;
+  ASSERT_TRUE(renderer.Render(cluster, &error)) << error;
+
+  auto config = ParseConfig(
+      "collectors:\n  roce:\n    dcb_dir: " + (root / "dcb").string() + "\n",
+      RoceSpec(), &error);
+  ASSERT_TRUE(config) << error;
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(root.string());
+  const std::string ethtool_dir = (root / "ethtool").string();
+  env.ethtool = [ethtool_dir] { return MakeFileEthtoolSource(ethtool_dir); };
+  env.ethtool_is_kernel = false;
+  auto collector = RoceSpec().at(0).make(env, config->Collector("roce"));
+  ASSERT_TRUE(collector);
+  MetricSink sink;
+  EXPECT_TRUE(collector->Collect(sink));
+  std::map<std::string, double> pfc;
+  std::string trust;
+  for (const auto& family : sink.Take()) {
+    for (const auto& m : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& l : m.label) labels[l.name] = l.value;
+      if (family.name == "fabric_roce_pfc_enabled") {
+        EXPECT_EQ(labels["netdev"], "bond0");
+        EXPECT_EQ(labels["device"], "mlx5_bond_0");
+        pfc[labels["priority"]] = m.gauge.value;
+      }
+      if (family.name == "fabric_roce_trust_info") trust = labels["trust"];
+    }
+  }
+  EXPECT_EQ(pfc.size(), 8u);
+  EXPECT_EQ(pfc["3"], 1);
+  EXPECT_EQ(pfc["0"], 0);
+  EXPECT_EQ(trust, "dscp");
+  std::error_code ec;
+  fs::remove_all(root, ec);
 }
 
 }  // namespace
