@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "collectors/dcb_file.h"
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/roce_rdma_netlink.h"
@@ -486,9 +487,16 @@ std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
   options.extra_netdevs = SettingsAs<RoceSettings>(config).netdevs;
   options.ethtool_is_kernel = env.ethtool_is_kernel;
   auto ethtool = env.ethtool ? env.ethtool() : nullptr;
-  // Statistics from dumps (a simulated or recorded tree): the kernel's DCB
-  // state of a same-named interface is not the tree's (roce.h).
-  auto dcb = env.ethtool_is_kernel ? MakeRealDcbSource() : nullptr;
+  // DCB from dumps when configured; else netlink, but not for statistics
+  // from dumps (a simulated or recorded tree): the kernel's DCB state of a
+  // same-named interface is not the tree's (roce.h).
+  const std::string& dcb_dir = SettingsAs<RoceSettings>(config).dcb_dir;
+  std::unique_ptr<DcbSource> dcb;
+  if (!dcb_dir.empty()) {
+    dcb = MakeFileDcbSource(dcb_dir);
+  } else if (env.ethtool_is_kernel) {
+    dcb = MakeRealDcbSource();
+  }
   return MakeRoceCollector(env, std::move(options), std::move(ethtool),
                            std::move(dcb), MakeRealRdmaStatSource());
 }
@@ -496,7 +504,7 @@ std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
 CollectorSpec RoceCollectorSpec() {
   CollectorSpec spec;
   spec.name = "roce";
-  spec.keys = {"netdevs"};
+  spec.keys = {"netdevs", "dcb_dir"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     RoceSettings settings;
@@ -506,6 +514,16 @@ CollectorSpec RoceCollectorSpec() {
             const std::string& key_path, const YAML::Mark&) {
           if (key == "netdevs") {
             settings.netdevs = config_keys::Names(value, key_path);
+          } else if (key == "dcb_dir") {
+            settings.dcb_dir =
+                value.IsNull() ? "" : config_keys::Scalar(value, key_path);
+            if (!settings.dcb_dir.empty() && settings.dcb_dir[0] != '/') {
+              config_keys::Fail(
+                  key_path, value.Mark(),
+                  config_keys::Quote(settings.dcb_dir) +
+                      " is not an absolute directory path (e.g. "
+                      "\"/dev/shm/sim/host0/dcb\"; empty = DCB netlink)");
+            }
           }
         });
     return std::make_shared<SettingsOf<RoceSettings>>(std::move(settings));
