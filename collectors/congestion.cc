@@ -30,10 +30,20 @@ CongestionCollector::CongestionCollector(CollectorEnv env,
 
 bool CongestionCollector::Collect(MetricSink& sink) noexcept {
   try {
-    return CollectImpl(sink);
+    return CollectImpl(sink, /*emit=*/true);
   } catch (const std::exception& e) {
     sink.Skip(std::string("congestion: ") + e.what());
     return false;
+  }
+}
+
+void CongestionCollector::Sample() noexcept {
+  // Skips of a sample are not reported: the next publish reads the same
+  // files and counts its own.
+  MetricSink scratch;
+  try {
+    CollectImpl(scratch, /*emit=*/false);
+  } catch (const std::exception&) {
   }
 }
 
@@ -99,7 +109,7 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
   return s;
 }
 
-bool CongestionCollector::CollectImpl(MetricSink& sink) {
+bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   const double now = clock_();
   if (!reader_) reader_ = env_.sysfs->NewReader();
   reader_->Begin();
@@ -149,6 +159,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
     dev = dev->second.ports.empty() ? devices_.erase(dev) : std::next(dev);
   }
   if (ethtool_) PollPfc(sink);
+  if (!emit) return true;
 
   const double end = clock_();
   sink.Gauge("fabric_congestion_window_seconds",

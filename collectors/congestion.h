@@ -72,6 +72,9 @@ struct CongestionOptions {
   // file-backed source): the class/net filter, which keeps a recorded tree
   // from reading a same-named host interface, is then not needed.
   bool ethtool_is_kernel = true;
+  // How often the daemon publishes the peaks (Collect) while it samples
+  // every interval (Sample): a peak reaches /metrics at most this late.
+  std::chrono::microseconds publish_interval = std::chrono::seconds(1);
 };
 
 // Recommended poll interval for this collector (the daemon's config sets
@@ -86,6 +89,11 @@ class CongestionCollector final : public Collector {
                       std::unique_ptr<EthtoolSource> ethtool = nullptr);
   std::string_view Name() const override { return "congestion"; }
   bool Collect(MetricSink& sink) noexcept override;
+  // Polls without emitting (the daemon calls it between publishes).
+  void Sample() noexcept override;
+  std::chrono::microseconds PublishInterval() const override {
+    return options_.publish_interval;
+  }
 
  private:
   // One port's state. The paths and labels are built once, when the port
@@ -115,7 +123,7 @@ class CongestionCollector final : public Collector {
     std::map<std::pair<int, int>, CounterPeakWindow> pause;
   };
 
-  bool CollectImpl(MetricSink& sink);
+  bool CollectImpl(MetricSink& sink, bool emit);
   void Probe(Port& port);
   CongestionSample Poll(Port& port, double now, MetricSink& sink);
   void PollPfc(MetricSink& sink);

@@ -169,6 +169,10 @@ std::unique_ptr<Collector> MakeNicIdentityCollector(
 CollectorSpec NicIdentityCollectorSpec() {
   CollectorSpec spec;
   spec.name = "nic_identity";
+  // A device's product never changes while it exists: reading it every
+  // second only costs CPU and wake-ups on a GPU node. A new device gets
+  // its model series within a minute.
+  spec.interval = std::chrono::minutes(1);
   spec.make = MakeNicIdentityCollector;
   return spec;
 }

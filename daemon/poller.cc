@@ -1,5 +1,6 @@
 #include "daemon/poller.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 namespace fabric {
@@ -95,8 +96,12 @@ void Poller::Start(boost::asio::io_context& io) {
 }
 
 void Poller::Loop(std::shared_ptr<State> s) {
+  // "fm:<collector>" in top -H, ps -L and /proc/PID/task/*/comm (15 chars).
+  pthread_setname_np(pthread_self(), ("fm:" + s->c.name).substr(0, 15).c_str());
   const auto interval = s->c.config.interval;
+  const auto publish_every = s->c.collector->PublishInterval();
   auto next = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> published;
   std::unique_lock lock(s->mu);
   while (!s->cv.wait_until(lock, next, [&] { return s->stop; })) {
     s->busy = true;
@@ -104,12 +109,22 @@ void Poller::Loop(std::shared_ptr<State> s) {
     s->busy_since = std::chrono::steady_clock::now();
     const double last = s->last_success;
     s->in_flight->Add();
+    // Publish at the first tick and once PublishInterval() has passed;
+    // sample only in between (collector.h).
+    const bool publish =
+        !published || s->busy_since - *published >= publish_every;
     lock.unlock();
-    auto snapshot = RunCollection(s->c, last);
+    std::shared_ptr<Snapshot> snapshot;
+    if (publish) {
+      published = s->busy_since;
+      snapshot = RunCollection(s->c, last);
+    } else {
+      s->c.collector->Sample();
+    }
     lock.lock();
     s->busy = false;
     ++s->completed;
-    if (!s->stop) s->Finished(std::move(snapshot));
+    if (!s->stop && snapshot) s->Finished(std::move(snapshot));
     s->in_flight->Done();
     const auto now = std::chrono::steady_clock::now();
     next += interval;

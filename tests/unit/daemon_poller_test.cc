@@ -220,6 +220,37 @@ TEST_F(PollerTest, StoppedPollerPublishesNothingMore) {
   EXPECT_EQ(gate_->stops_.load(), 1);
 }
 
+// A collector that publishes less often than it samples (congestion):
+// Collect() at the first tick and once per PublishInterval(), Sample() at
+// the ticks between.
+class SamplingCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "sampling"; }
+  bool Collect(MetricSink&) noexcept override {
+    ++collects;
+    return true;
+  }
+  void Sample() noexcept override { ++samples; }
+  std::chrono::microseconds PublishInterval() const override { return 1h; }
+  std::atomic<int> collects{0}, samples{0};
+};
+
+TEST_F(PollerTest, SamplesBetweenPublishes) {
+  auto sampling = std::make_shared<SamplingCollector>();
+  NamedCollector c;
+  c.name = "sampling";
+  c.config.interval = 1ms;
+  c.collector = sampling;
+  OnIo([&] {
+    poller_ = std::make_unique<Poller>(c, store_, in_flight_);
+    poller_->Start(io_);
+  });
+  ASSERT_TRUE(WaitFor([&] { return sampling->samples.load() >= 20; }));
+  EXPECT_EQ(sampling->collects.load(), 1);
+  ASSERT_NE(store_->Latest("sampling"), nullptr);
+  EXPECT_GE(poller_->completed(), 21u);
+}
+
 // The lifecycle hooks run on the io_context thread, once each; an idle
 // poller's thread is joined at Stop().
 TEST_F(PollerTest, StartAndStopHooksRunOnceOnTheIoThread) {
