@@ -7,68 +7,25 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <set>
 
 #include "collectors/congestion.h"
 #include "collectors/congestion_window.h"
 #include "collectors/registry.h"
 #include "collectors/sysfs_parse.h"
 #include "core/metric_sink.h"
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
 namespace {
 
-// In-memory sysfs: a map of file path -> contents; directories are implied
-// by the paths. Counts reads per path.
-class FakeSysfs final : public Sysfs {
- public:
-  std::map<std::string, std::string> files;
-  mutable std::map<std::string, int> reads;
-
-  ReadResult Read(const std::string& path) const override {
-    ReadResult r;
-    ++reads[path];
-    auto it = files.find(path);
-    if (it == files.end()) {
-      r.error = std::make_error_code(std::errc::no_such_file_or_directory);
-    } else {
-      r.data = it->second;
-    }
-    return r;
-  }
-  std::optional<std::vector<std::string>> List(
-      const std::string& path, std::error_code* error) const override {
-    std::set<std::string> names;
-    const std::string prefix = path + "/";
-    for (const auto& [p, _] : files) {
-      if (p.rfind(prefix, 0) != 0) continue;
-      const std::string rest = p.substr(prefix.size());
-      names.insert(rest.substr(0, rest.find('/')));
-    }
-    if (names.empty()) {
-      if (error)
-        *error = std::make_error_code(std::errc::no_such_file_or_directory);
-      return std::nullopt;
-    }
-    return std::vector<std::string>(names.begin(), names.end());
-  }
-  std::string ReadLink(const std::string&) const override { return {}; }
-  bool IsDirectory(const std::string& path) const override {
-    return List(path, nullptr).has_value();
-  }
-
-  void SetPort(const std::string& dev, const std::string& port,
-               const std::string& file, std::uint64_t value) {
-    files["class/infiniband/" + dev + "/ports/" + port + "/" + file] =
-        std::to_string(value) + "\n";
-  }
-  void RemoveDevice(const std::string& dev) {
-    std::erase_if(files, [&](const auto& kv) {
-      return kv.first.rfind("class/infiniband/" + dev + "/", 0) == 0;
-    });
-  }
-};
+// A port counter file as the kernel writes it.
+void SetPort(testing::FakeSysfs& fs, const std::string& dev,
+             const std::string& port, const std::string& file,
+             std::uint64_t value) {
+  fs.File("class/infiniband/" + dev + "/ports/" + port + "/" + file,
+          std::to_string(value) + "\n");
+}
 
 // A simulated IB port whose counters accrue in continuous time, so the test
 // can place a burst anywhere between polls.
@@ -82,15 +39,16 @@ struct SimPort {
     rcv_words += util * rate_bytes * dt / 4 / 2;
     wait_ticks += wait * dt / tick;
   }
-  void Render(FakeSysfs& fs, const std::string& dev, const std::string& port) {
-    fs.SetPort(dev, port, "counters/port_xmit_data",
-               static_cast<std::uint64_t>(xmit_words));
-    fs.SetPort(dev, port, "counters/port_rcv_data",
-               static_cast<std::uint64_t>(rcv_words));
-    fs.SetPort(dev, port, "counters/port_xmit_wait",
-               static_cast<std::uint64_t>(wait_ticks));
-    fs.files["class/infiniband/" + dev + "/ports/" + port + "/rate"] =
-        "400 Gb/sec (4X NDR)\n";
+  void Render(testing::FakeSysfs& fs, const std::string& dev,
+              const std::string& port) {
+    SetPort(fs, dev, port, "counters/port_xmit_data",
+            static_cast<std::uint64_t>(xmit_words));
+    SetPort(fs, dev, port, "counters/port_rcv_data",
+            static_cast<std::uint64_t>(rcv_words));
+    SetPort(fs, dev, port, "counters/port_xmit_wait",
+            static_cast<std::uint64_t>(wait_ticks));
+    fs.File("class/infiniband/" + dev + "/ports/" + port + "/rate",
+            "400 Gb/sec (4X NDR)\n");
   }
 };
 
@@ -110,7 +68,8 @@ std::optional<double> Value(const std::vector<prometheus::MetricFamily>& fams,
 
 class CongestionCollectorTest : public ::testing::Test {
  protected:
-  std::shared_ptr<FakeSysfs> fs = std::make_shared<FakeSysfs>();
+  std::shared_ptr<testing::FakeSysfs> fs =
+      std::make_shared<testing::FakeSysfs>();
   double now = 1000.0;
   CongestionOptions options;
   std::unique_ptr<CongestionCollector> collector;
@@ -226,18 +185,18 @@ TEST_F(CongestionCollectorTest, WindowLengthIsExportedAndConfigurable) {
 
 TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
   Make();
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 1'000'000'000);
-  fs->files["class/infiniband/mlx5_0/ports/1/rate"] = "400 Gb/sec (4X NDR)";
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 1'000'000'000);
+  fs->File("class/infiniband/mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)");
   Collect();
   now += 1;
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5);  // reset / wrap
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 5);  // reset / wrap
   auto fams = Collect();
   // Only a skipped interval so far: absent, not zero and not negative.
   EXPECT_FALSE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
   now += 1;
   // 0.256 s worth of 256 ns ticks (the default tick) in 1 s.
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5 + 1'000'000);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 5 + 1'000'000);
   fams = Collect();
   EXPECT_NEAR(
       *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
@@ -247,10 +206,10 @@ TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
 TEST_F(CongestionCollectorTest, TickDurationIsAnOption) {
   options.xmit_wait_tick_seconds = 64e-9;
   Make();
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 0);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 0);
   Collect();
   now += 1;
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 7'812'500);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 7'812'500);
   auto fams = Collect();
   EXPECT_NEAR(
       *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.5,
@@ -275,7 +234,7 @@ TEST_F(CongestionCollectorTest, DeviceVanishingDropsSeriesAndRebaselines) {
   EXPECT_TRUE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"));
 
-  fs->RemoveDevice("mlx5_1");
+  fs->Remove("class/infiniband/mlx5_1");
   now += 1;
   bool ok = false;
   fams = Collect(&ok);
@@ -304,17 +263,17 @@ TEST_F(CongestionCollectorTest, DeviceVanishingDropsSeriesAndRebaselines) {
 
 TEST_F(CongestionCollectorTest, RoceCnpPeaksPerSecond) {
   Make();
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 100);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 10);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/out_of_sequence", 1);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 100);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 10);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/out_of_sequence", 1);
   Collect();
   now += 0.5;
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 600);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 20);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 600);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 20);
   now += 0.0;
   Collect();
   now += 0.5;
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 650);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 650);
   auto fams = Collect();
   EXPECT_NEAR(*Value(fams, "fabric_roce_cnp_handled_peak_per_second",
                      "mlx5_bond_0", "1"),
@@ -324,33 +283,33 @@ TEST_F(CongestionCollectorTest, RoceCnpPeaksPerSecond) {
       20, 1e-6);
   // Files it does not need are never read.
   EXPECT_EQ(
-      fs->reads.count(
+      fs->Reads(
           "class/infiniband/mlx5_bond_0/ports/1/hw_counters/out_of_sequence"),
-      0u);
+      0);
 }
 
 TEST_F(CongestionCollectorTest, ReadsOnlyWhatItNeedsAndRateRarely) {
   Make();
   SimPort sim;
   sim.Render(*fs, "mlx5_0", "1");
-  fs->SetPort("mlx5_0", "1", "counters/symbol_error", 3);
+  SetPort(*fs, "mlx5_0", "1", "counters/symbol_error", 3);
   for (int i = 0; i < 10; ++i) {
     now += 0.2;
     Collect();
   }
   const std::string dir = "class/infiniband/mlx5_0/ports/1/";
-  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_wait"], 10);
-  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_data"], 10);
-  EXPECT_EQ(fs->reads.count(dir + "counters/symbol_error"), 0u);
-  EXPECT_EQ(fs->reads[dir + "rate"], 1);  // refreshed every 10 s
+  EXPECT_EQ(fs->Reads(dir + "counters/port_xmit_wait"), 10);
+  EXPECT_EQ(fs->Reads(dir + "counters/port_xmit_data"), 10);
+  EXPECT_EQ(fs->Reads(dir + "counters/symbol_error"), 0);
+  EXPECT_EQ(fs->Reads(dir + "rate"), 1);  // refreshed every 10 s
   // Absent hw_counters files are not tried at all.
-  EXPECT_EQ(fs->reads.count(dir + "hw_counters/rp_cnp_handled"), 0u);
+  EXPECT_EQ(fs->Reads(dir + "hw_counters/rp_cnp_handled"), 0);
 }
 
 TEST_F(CongestionCollectorTest, GarbageIsSkippedNotExported) {
   Make();
-  fs->files["class/infiniband/hfi1_0/ports/1/counters/port_xmit_wait"] =
-      "N/A (no PMA)\n";
+  fs->File("class/infiniband/hfi1_0/ports/1/counters/port_xmit_wait",
+           "N/A (no PMA)\n");
   MetricSink sink;
   EXPECT_TRUE(collector->Collect(sink));
   EXPECT_EQ(sink.skipped(), 1u);
@@ -379,9 +338,9 @@ TEST_F(CongestionCollectorTest, DeviceFilterApplies) {
   options.devices = DeviceFilter({}, {"mlx5_1"});
   collector = std::make_unique<CongestionCollector>(env, options,
                                                     [this] { return now; });
-  fs->SetPort("mlx5_1", "1", "counters/port_xmit_wait", 1);
+  SetPort(*fs, "mlx5_1", "1", "counters/port_xmit_wait", 1);
   Collect();
-  EXPECT_TRUE(fs->reads.empty());
+  EXPECT_EQ(fs->Reads(), 0);
 }
 
 // The recorded trees: a real H100 (8x ConnectX-7 IB + BlueField-3 RoCE bond)
@@ -548,10 +507,10 @@ std::optional<double> PfcPeak(const std::vector<prometheus::MetricFamily>& fams,
 
 TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
-  fs->files[port + "link_layer"] = "Ethernet\n";
-  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
-  fs->files["class/net/bond0/operstate"] = "up\n";
-  fs->SetPort("mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
+  fs->File(port + "link_layer", "Ethernet\n");
+  fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
+  fs->File("class/net/bond0/operstate", "up\n");
+  SetPort(*fs, "mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
   auto ethtool = std::make_unique<FakeEthtool>();
   FakeEthtool* eth = ethtool.get();
   eth->stats["bond0"] = {{"rx_prio3_pause_duration", 0},
@@ -588,14 +547,14 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
   // One ethtool read per poll; discovery did not run again.
   EXPECT_EQ(eth->calls["bond0"], 63);
-  EXPECT_EQ(fs->reads[port + "link_layer"], 1);
+  EXPECT_EQ(fs->Reads(port + "link_layer"), 1);
 }
 
 TEST_F(CongestionCollectorTest, PfcNetdevGoneIsSkippedAndRebaselined) {
   const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
-  fs->files[port + "link_layer"] = "Ethernet\n";
-  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
-  fs->files["class/net/bond0/operstate"] = "up\n";
+  fs->File(port + "link_layer", "Ethernet\n");
+  fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
+  fs->File("class/net/bond0/operstate", "up\n");
   auto ethtool = std::make_unique<FakeEthtool>();
   FakeEthtool* eth = ethtool.get();
   eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'000'000}};
@@ -623,7 +582,7 @@ TEST(CongestionRegistryTest, Registered) {
   const auto names = CollectorNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "congestion"), names.end());
   CollectorEnv env;
-  env.sysfs = std::make_shared<FakeSysfs>();
+  env.sysfs = std::make_shared<testing::FakeSysfs>();
   auto c = MakeCollector("congestion", env);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->Name(), "congestion");
