@@ -6,13 +6,15 @@
 // equal OpenSM's own OSM_VERSION string) and calls report() from its own
 // threads: the SM state manager, the PerfMgr and the MAD dispatcher pool,
 // sometimes with the subnet lock or PerfMgr's database lock held. Hence:
-//  - report() never blocks: a non-blocking, unconnected AF_UNIX SOCK_DGRAM
-//    socket, one sendto() per event with MSG_DONTWAIT. Unconnected so that
-//    every send resolves the path again: a restarted daemon (a new socket at
-//    the same path) receives events without OpenSM being restarted.
-//  - a datagram that cannot be sent (no daemon, daemon's queue full, any
-//    error) is dropped and counted; the count rides in the next datagram
-//    that gets through (Message::dropped is a delta).
+//  - report() never blocks: it encodes the event on its stack and copies
+//    it into the Sender's preallocated lock-free ring (osm/sender.h); the
+//    Sender's own thread writes the ring to the daemon's AF_UNIX SOCK_DGRAM
+//    socket. Why not sendto() straight from report(): see sender.h (the
+//    kernel's 10-datagram receive queue loses PerfMgr bursts).
+//  - an event that cannot be delivered (ring full, no daemon, send error,
+//    no data from OpenSM) is dropped and counted; the count rides in the
+//    next datagram that gets through (Message::dropped is a delta). A
+//    restarted daemon receives events again without OpenSM restarting.
 //  - no allocation in report() (a fixed stack buffer; the GUID cache is
 //    allocated once in create()), and no exception crosses the C ABI.
 //  - switch vs host ports: PerfMgr events carry only GUID, port and name, so
@@ -22,15 +24,10 @@
 //    answers from its own cache of earlier lookups, else sends "unknown".
 //
 // Thread-safety: report() may run on several OpenSM threads at once; the
-// socket is only used with sendto() (thread-safe), counters are atomics and
-// the cache is lock-free. create()/delete() run once, from OpenSM's
-// start-up and shut-down.
-#include <fcntl.h>
+// Sender's Enqueue() is multi-producer and the cache is lock-free.
+// create()/delete() run once, from OpenSM's start-up and shut-down.
 #include <pthread.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -41,6 +38,7 @@
 #include <string_view>
 
 #include "osm/event_wire.h"
+#include "osm/sender.h"
 
 // osm_event_plugin_t has a member named `delete`, a C++ keyword; the rename
 // changes only the member's name, not the struct's layout.
@@ -70,6 +68,9 @@ static_assert(OSM_EVENT_ID_MAX == kEventCount);
 static_assert(OSM_EPI_NODE_NAME_LEN - 1 == kNodeNameSize);
 
 constexpr char kDefaultSocket[] = "/run/fabricmon/osm-events.sock";
+// Datagrams queued between OpenSM's threads and the sender thread: a
+// PerfMgr sweep's burst for about 2,000 ports (two events each), ~0.9 MB.
+constexpr std::size_t kQueueSlots = 4096;
 
 // Node GUID -> node type, filled from successful subnet lookups. Fixed size,
 // open addressing with a short probe; when full, lookups simply miss. A
@@ -123,10 +124,7 @@ class TypeCache {
 
 struct Plugin {
   osm_opensm_t* osm = nullptr;
-  int fd = -1;
-  sockaddr_un addr{};
-  socklen_t addr_len = 0;
-  std::atomic<uint64_t> pending_dropped{0};
+  std::unique_ptr<Sender> sender;
   TypeCache cache;
 };
 
@@ -296,25 +294,17 @@ bool Translate(Plugin& p, osm_epi_event_id_t id, void* data, Message& m) {
 void Report(Plugin& p, osm_epi_event_id_t id, void* data) {
   Message m;
   if (!Translate(p, id, data, m)) {
-    p.pending_dropped.fetch_add(1, std::memory_order_relaxed);
+    p.sender->CountDrop();
     return;
   }
   m.monotonic_ns = MonotonicNs();
-  // Claim the drops counted so far; give them back (plus this event) if
-  // this datagram does not get through either.
-  m.dropped = p.pending_dropped.exchange(0, std::memory_order_relaxed);
   uint8_t buf[kMaxMessageSize];
   const std::size_t len = EncodeEvent(m, buf);
-  bool sent = false;
-  if (len > 0) {
-    const ssize_t n =
-        sendto(p.fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL,
-               reinterpret_cast<const sockaddr*>(&p.addr), p.addr_len);
-    sent = n == static_cast<ssize_t>(len);
+  if (len == 0) {
+    p.sender->CountDrop();
+    return;
   }
-  if (!sent) {
-    p.pending_dropped.fetch_add(m.dropped + 1, std::memory_order_relaxed);
-  }
+  p.sender->Enqueue(std::span<const uint8_t>(buf, len));
 }
 
 // The socket path: event_plugin_options, whitespace-trimmed, or the default.
@@ -339,29 +329,19 @@ void* Create(osm_opensm_t* osm) {
     return nullptr;
   }
   const std::string_view path = SocketPath(osm);
-  sockaddr_un addr{};
-  if (path.front() != '/' || path.size() >= sizeof(addr.sun_path)) {
-    Log(osm, OSM_LOG_ERROR,
-        "fabricmon_osm: event_plugin_options must be an absolute socket "
-        "path shorter than 108 bytes, got \"%s\"\n",
+  std::unique_ptr<Plugin> p(new (std::nothrow) Plugin);
+  if (!p) return nullptr;
+  std::string error;
+  p->sender = Sender::Create(path, kQueueSlots, &error);
+  if (!p->sender) {
+    Log(osm, OSM_LOG_ERROR, "fabricmon_osm: %s\n", error.c_str());
+    Log(osm, OSM_LOG_ERROR, "fabricmon_osm: event_plugin_options: \"%s\"\n",
         osm->subn.opt.event_plugin_options);
     return nullptr;
   }
-  std::unique_ptr<Plugin> p(new (std::nothrow) Plugin);
-  if (!p) return nullptr;
-  p->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (p->fd < 0) {
-    Log(osm, OSM_LOG_ERROR, "fabricmon_osm: socket(): %s\n",
-        std::strerror(errno));
-    return nullptr;
-  }
   p->osm = osm;
-  p->addr.sun_family = AF_UNIX;
-  std::memcpy(p->addr.sun_path, path.data(), path.size());
-  p->addr_len =
-      static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
   Log(osm, OSM_LOG_INFO, "fabricmon_osm: sending events to %s\n",
-      p->addr.sun_path);
+      std::string(path).c_str());
   return p.release();
 }
 
@@ -381,8 +361,7 @@ static void* FabricmonOsmCreate(osm_opensm_t* osm) {
 static void FabricmonOsmDelete(void* plugin_data) {
   auto* p = static_cast<fabric::osm::Plugin*>(plugin_data);
   if (p == nullptr) return;
-  if (p->fd >= 0) close(p->fd);
-  delete p;
+  delete p;  // joins the sender thread
 }
 
 static void FabricmonOsmReport(void* plugin_data, osm_epi_event_id_t event_id,

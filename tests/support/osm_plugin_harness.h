@@ -150,6 +150,24 @@ class DatagramReceiver {
     }
     return m;
   }
+  // Every event the plugin was given is either received or counted in a
+  // received datagram's `dropped`. Receives until `events` are accounted
+  // for (or a receive times out) and returns the datagrams.
+  struct Tally {
+    std::vector<osm::Message> messages;
+    uint64_t dropped = 0;
+    uint64_t accounted() const { return messages.size() + dropped; }
+  };
+  Tally ReceiveUntilAccounted(uint64_t events) {
+    Tally t;
+    while (t.accounted() < events) {
+      auto m = Receive();
+      if (!m) break;
+      t.dropped += m->dropped;
+      t.messages.push_back(*m);
+    }
+    return t;
+  }
   // Reads every queued datagram without waiting; returns how many.
   int Drain() {
     int n = 0;
