@@ -25,7 +25,7 @@ CollectorEnv H100() {
 // across polls, as it does next to a daemon's collector.
 template <auto Make>
 void BM_Collect(benchmark::State& state) {
-  auto collector = Make(H100());
+  auto collector = Make(H100(), CollectorConfig{});
   SampleOrder order;
   for (auto _ : state) {
     MetricSink sink;
@@ -37,8 +37,8 @@ BENCHMARK(BM_Collect<MakeIbPortCollector>)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Collect<MakeHwCountersCollector>)->Unit(benchmark::kMicrosecond);
 
 void BM_BothToText(benchmark::State& state) {
-  auto ib = MakeIbPortCollector(H100());
-  auto hw = MakeHwCountersCollector(H100());
+  auto ib = MakeIbPortCollector(H100(), CollectorConfig{});
+  auto hw = MakeHwCountersCollector(H100(), CollectorConfig{});
   SampleOrder order;
   std::size_t series = 0;
   for (auto _ : state) {

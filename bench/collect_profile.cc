@@ -59,8 +59,8 @@ int Main(int argc, char** argv) {
   }
   CollectorEnv env;
   env.sysfs = MakeRealSysfs(tree);
-  auto ib = MakeIbPortCollector(env);
-  auto hw = MakeHwCountersCollector(env);
+  auto ib = MakeIbPortCollector(env, CollectorConfig{});
+  auto hw = MakeHwCountersCollector(env, CollectorConfig{});
   SampleOrder order;  // kept across runs, as next to a daemon's collector
   std::size_t check = 0;
   auto thread_us = [] {

@@ -7,17 +7,13 @@
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
+#include "config/duration.h"
+#include "config/yaml_keys.h"
 
 namespace fabric {
 namespace {
 
 constexpr char kRoot[] = "class/infiniband";
-
-double SteadySeconds() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -97,7 +93,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
   std::set<Key> seen;
   if (devices) {
     for (const auto& device : *devices) {
-      if (!env_.devices.Allows(device)) continue;
+      if (!options_.devices.Allows(device)) continue;
       const std::string ports_dir =
           std::string(kRoot) + "/" + device + "/ports";
       const auto ports = env_.sysfs->List(ports_dir);
@@ -172,7 +168,7 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     // Rediscover only when ports came or went: discovery reads link_layer
     // and gid_attrs of every port, which is too much for every fast poll.
     std::map<std::string, Netdev> next;
-    for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, env_.devices)) {
+    for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
       if (options_.ethtool_is_kernel &&
           !env_.sysfs->IsDirectory("class/net/" + t.netdev)) {
         continue;
@@ -236,17 +232,60 @@ void CongestionCollector::EmitPfc(double now, MetricSink& sink) {
   }
 }
 
-std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env) {
+std::unique_ptr<Collector> MakeCongestionCollector(
+    const CollectorEnv& env, const CollectorConfig& config) {
+  const auto& settings = SettingsAs<CongestionSettings>(config);
   CongestionOptions options;
-  options.window_seconds = env.congestion.window_seconds;
-  options.xmit_wait_tick_seconds = env.congestion.xmit_wait_tick_seconds;
-  if (!env.ethtool_dir.empty()) {
-    options.ethtool_is_kernel = false;
-    return std::make_unique<CongestionCollector>(
-        env, options, MonotonicClock{}, MakeFileEthtoolSource(env.ethtool_dir));
-  }
-  return std::make_unique<CongestionCollector>(env, options, MonotonicClock{},
-                                               MakeRealEthtoolSource());
+  options.devices = config.devices;
+  options.window_seconds = settings.window_seconds;
+  options.xmit_wait_tick_seconds = settings.xmit_wait_tick_seconds;
+  options.ethtool_is_kernel = env.ethtool_is_kernel;
+  return std::make_unique<CongestionCollector>(
+      env, options, env.clock, env.ethtool ? env.ethtool() : nullptr);
+}
+
+CollectorSpec CongestionCollectorSpec() {
+  using namespace config_keys;
+  CollectorSpec spec;
+  spec.name = "congestion";
+  spec.interval = kCongestionRecommendedInterval;
+  spec.timeout = std::chrono::seconds(1);
+  spec.keys = {"window", "xmit_wait_tick_ns"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig& generic) {
+    CongestionSettings settings;
+    YAML::Mark window_mark = node.Mark();
+    ForEachKey(node, path,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark&) {
+                 if (key == "window") {
+                   settings.window_seconds =
+                       std::chrono::duration<double>(Duration(value, key_path))
+                           .count();
+                   window_mark = value.Mark();
+                 } else if (key == "xmit_wait_tick_ns") {
+                   // The IB tick is a multiple of the 4 ns SDR symbol time;
+                   // fractions are allowed, up to 1 ms.
+                   settings.xmit_wait_tick_seconds =
+                       Number(value, key_path, 0, 1e6,
+                              "a tick length in ns (a number in (0, 1e6], "
+                              "e.g. 256)") *
+                       1e-9;
+                 }
+               });
+    // A peak needs at least two polls inside the window (a disabled
+    // collector's settings are not used).
+    const double interval =
+        std::chrono::duration<double>(generic.interval).count();
+    if (generic.enabled && settings.window_seconds < 2 * interval) {
+      Fail(Join(path, "window"), window_mark,
+           "must be at least two poll intervals (" +
+               FormatDuration(generic.interval) + " x 2)");
+    }
+    return std::make_shared<SettingsOf<CongestionSettings>>(settings);
+  };
+  spec.make = MakeCongestionCollector;
+  return spec;
 }
 
 }  // namespace fabric

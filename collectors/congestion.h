@@ -38,7 +38,18 @@
 
 namespace fabric {
 
+// `collectors.congestion` keys of its own (see docs/congestion.md for what
+// the tick is and why it is an assumption).
+struct CongestionSettings {
+  // `window`: the sliding window the exported peaks cover.
+  double window_seconds = 60.0;
+  // `xmit_wait_tick_ns`: the duration of one port_xmit_wait tick.
+  double xmit_wait_tick_seconds = 256e-9;
+  bool operator==(const CongestionSettings&) const = default;
+};
+
 struct CongestionOptions {
+  DeviceFilter devices;
   // Sliding window the peaks are taken over.
   double window_seconds = CongestionSettings{}.window_seconds;
   // Duration of one port_xmit_wait tick. The IB spec defines the tick as
@@ -62,9 +73,6 @@ struct CongestionOptions {
 // Recommended poll interval for this collector (the daemon's config sets
 // it: collectors.congestion.interval).
 inline constexpr std::chrono::milliseconds kCongestionRecommendedInterval{100};
-
-// Monotonic seconds. Injected in tests.
-using MonotonicClock = std::function<double()>;
 
 class CongestionCollector final : public Collector {
  public:
@@ -108,8 +116,12 @@ class CongestionCollector final : public Collector {
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };
 
-// Factory for collectors/registry.cc: default options, steady clock, the
-// real ethtool ioctl source (the file source on env.ethtool_dir when set).
-std::unique_ptr<Collector> MakeCongestionCollector(const CollectorEnv& env);
+// Factory: the config's devices and settings, env's clock and ethtool
+// source.
+std::unique_ptr<Collector> MakeCongestionCollector(
+    const CollectorEnv& env, const CollectorConfig& config);
+// The registry row (keys `window`, `xmit_wait_tick_ns`; defaults 100 ms
+// interval, 1 s timeout).
+CollectorSpec CongestionCollectorSpec();
 
 }  // namespace fabric

@@ -88,7 +88,8 @@ constexpr std::string_view kLifespan = "lifespan";
 
 class HwCountersCollector final : public Collector {
  public:
-  explicit HwCountersCollector(CollectorEnv env) : env_(std::move(env)) {}
+  HwCountersCollector(CollectorEnv env, DeviceFilter devices)
+      : env_(std::move(env)), filter_(std::move(devices)) {}
 
   std::string_view Name() const override { return "hw_counters"; }
 
@@ -96,7 +97,7 @@ class HwCountersCollector final : public Collector {
     try {
       if (!reader_) reader_ = env_.sysfs->NewReader();
       reader_->Begin();
-      IbDeviceList list = ListIbDevices(*reader_, env_.devices, sink);
+      IbDeviceList list = ListIbDevices(*reader_, filter_, sink);
       std::set<std::string> present;
       for (const auto& device : list.devices) {
         if (CollectDevice(device, sink)) present.insert(device);
@@ -187,6 +188,7 @@ class HwCountersCollector final : public Collector {
   }
 
   CollectorEnv env_;
+  DeviceFilter filter_;
   // Created on the first Collect(); keeps directory handles and open
   // counter files from one collection to the next (core/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
@@ -242,8 +244,16 @@ std::size_t Q32Unwrapper::size() const {
   return n;
 }
 
-std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env) {
-  return std::make_unique<HwCountersCollector>(env);
+std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env,
+                                       const CollectorConfig& config) {
+  return std::make_unique<HwCountersCollector>(env, config.devices);
+}
+
+CollectorSpec HwCountersCollectorSpec() {
+  CollectorSpec spec;
+  spec.name = "hw_counters";
+  spec.make = MakeHwCountersCollector;
+  return spec;
 }
 
 }  // namespace fabric

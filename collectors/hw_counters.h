@@ -25,7 +25,10 @@
 
 namespace fabric {
 
-std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env);
+std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env,
+                                       const CollectorConfig& config);
+// The registry row: no settings of its own.
+CollectorSpec HwCountersCollectorSpec();
 
 // True for the mlx5 hw_counters that are 32-bit Q-counters (list from
 // counters-and-probes.md B.1c / kernel mlx5 counters.c).

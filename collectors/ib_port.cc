@@ -212,7 +212,8 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
 
 class IbPortCollector final : public Collector {
  public:
-  explicit IbPortCollector(CollectorEnv env) : env_(std::move(env)) {}
+  IbPortCollector(CollectorEnv env, DeviceFilter devices)
+      : env_(std::move(env)), devices_(std::move(devices)) {}
 
   std::string_view Name() const override { return "ib_port"; }
 
@@ -220,7 +221,7 @@ class IbPortCollector final : public Collector {
     try {
       if (!reader_) reader_ = env_.sysfs->NewReader();
       reader_->Begin();
-      IbDeviceList list = ListIbDevices(*reader_, env_.devices, sink);
+      IbDeviceList list = ListIbDevices(*reader_, devices_, sink);
       for (const auto& device : list.devices) CollectDevice(device, sink);
       return list.ok;
     } catch (const std::exception& e) {
@@ -504,6 +505,7 @@ class IbPortCollector final : public Collector {
   }
 
   CollectorEnv env_;
+  DeviceFilter devices_;
   // Created on the first Collect(); keeps directory handles and open
   // attribute files from one collection to the next (core/sysfs.h).
   mutable std::unique_ptr<SysfsReader> reader_;
@@ -564,8 +566,16 @@ std::optional<std::vector<std::string>> ListIbPorts(SysfsReader& reader,
   return ports;
 }
 
-std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env) {
-  return std::make_unique<IbPortCollector>(env);
+std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
+                                       const CollectorConfig& config) {
+  return std::make_unique<IbPortCollector>(env, config.devices);
+}
+
+CollectorSpec IbPortCollectorSpec() {
+  CollectorSpec spec;
+  spec.name = "ib_port";
+  spec.make = MakeIbPortCollector;
+  return spec;
 }
 
 }  // namespace fabric

@@ -18,7 +18,10 @@
 
 namespace fabric {
 
-std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env);
+std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
+                                       const CollectorConfig& config);
+// The registry row: no settings of its own.
+CollectorSpec IbPortCollectorSpec();
 
 // Result of listing class/infiniband.
 struct IbDeviceList {

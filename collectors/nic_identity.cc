@@ -71,7 +71,8 @@ std::string Hex4(std::uint32_t v) {
 
 class NicIdentityCollector final : public Collector {
  public:
-  explicit NicIdentityCollector(CollectorEnv env) : env_(std::move(env)) {}
+  NicIdentityCollector(CollectorEnv env, DeviceFilter devices)
+      : env_(std::move(env)), devices_(std::move(devices)) {}
   std::string_view Name() const override { return "nic_identity"; }
 
   bool Collect(MetricSink& sink) noexcept override {
@@ -90,7 +91,7 @@ class NicIdentityCollector final : public Collector {
     auto devices = fs.List("class/infiniband", &ec);
     if (!devices) return ec == std::errc::no_such_file_or_directory;
     for (const std::string& dev : *devices) {
-      if (!env_.devices.Allows(dev)) continue;
+      if (!devices_.Allows(dev)) continue;
       const std::string base = "class/infiniband/" + dev;
       std::optional<std::uint32_t> id;
       std::string source;
@@ -143,6 +144,7 @@ class NicIdentityCollector final : public Collector {
   }
 
   CollectorEnv env_;
+  DeviceFilter devices_;
 };
 
 }  // namespace
@@ -168,8 +170,16 @@ std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id) {
   return std::nullopt;
 }
 
-std::unique_ptr<Collector> MakeNicIdentityCollector(const CollectorEnv& env) {
-  return std::make_unique<NicIdentityCollector>(env);
+std::unique_ptr<Collector> MakeNicIdentityCollector(const CollectorEnv& env,
+                                       const CollectorConfig& config) {
+  return std::make_unique<NicIdentityCollector>(env, config.devices);
+}
+
+CollectorSpec NicIdentityCollectorSpec() {
+  CollectorSpec spec;
+  spec.name = "nic_identity";
+  spec.make = MakeNicIdentityCollector;
+  return spec;
 }
 
 }  // namespace fabric

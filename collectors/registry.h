@@ -1,6 +1,7 @@
-// The table of collectors the daemon can run, keyed by the name used in the
-// config file (`collectors.<name>`). Adding a collector = one line in
-// registry.cc.
+// The table of collectors the daemon can run: one row (CollectorSpec) per
+// collector, keyed by the name used in the config file
+// (`collectors.<name>`). Adding a collector = one row in registry.cc; see
+// docs/adding-a-collector.md.
 //
 // Thread-safety: the table is immutable; functions are safe from any thread.
 #pragma once
@@ -14,11 +15,17 @@
 
 namespace fabric {
 
-// Names of all collectors this build knows, in a stable order.
+// Every collector this build knows, in a stable order (the exposition and
+// `--once` follow it).
+const std::vector<CollectorSpec>& CollectorSpecs();
+
+// Their names, in the same order.
 std::vector<std::string> CollectorNames();
 
-// A new instance of collector `name`, or nullptr for an unknown name.
+// A new instance of collector `name` with `config` (default: enabled, all
+// devices, its default settings), or nullptr for an unknown name.
 std::unique_ptr<Collector> MakeCollector(std::string_view name,
-                                         const CollectorEnv& env);
+                                         const CollectorEnv& env,
+                                         const CollectorConfig& config = {});
 
 }  // namespace fabric

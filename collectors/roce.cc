@@ -9,6 +9,7 @@
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/roce_rdma_netlink.h"
+#include "config/yaml_keys.h"
 
 namespace fabric {
 namespace {
@@ -122,7 +123,7 @@ class RoceCollector final : public Collector {
     if (options_.netdevs) {
       targets = *options_.netdevs;
     } else {
-      targets = DiscoverRoceNetdevs(*env_.sysfs, env_.devices);
+      targets = DiscoverRoceNetdevs(*env_.sysfs, options_.devices);
       for (const std::string& extra : options_.extra_netdevs) {
         bool known =
             std::any_of(targets.begin(), targets.end(),
@@ -237,7 +238,7 @@ class RoceCollector final : public Collector {
     auto devices = fs.List("class/infiniband");
     if (!devices) return;
     for (const std::string& dev : *devices) {
-      if (!env_.devices.Allows(dev)) continue;
+      if (!options_.devices.Allows(dev)) continue;
       auto ports = fs.List("class/infiniband/" + dev + "/ports");
       if (!ports) continue;
       for (const std::string& port : *ports) {
@@ -487,19 +488,41 @@ std::unique_ptr<Collector> MakeRoceCollector(
                                          std::move(rdma));
 }
 
-std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env) {
+std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
+                                             const CollectorConfig& config) {
   RoceOptions options;
-  options.extra_netdevs = env.netdevs;
-  if (!env.ethtool_dir.empty()) {
-    // Statistics from dumps (a simulated or recorded tree): the kernel's
-    // DCB state of a same-named interface is not the tree's (roce.h).
-    options.ethtool_is_kernel = false;
-    return MakeRoceCollector(env, std::move(options),
-                             MakeFileEthtoolSource(env.ethtool_dir), nullptr,
-                             MakeRealRdmaStatSource());
-  }
-  return MakeRoceCollector(env, std::move(options), MakeRealEthtoolSource(),
-                           MakeRealDcbSource(), MakeRealRdmaStatSource());
+  options.devices = config.devices;
+  options.extra_netdevs = SettingsAs<RoceSettings>(config).netdevs;
+  options.ethtool_is_kernel = env.ethtool_is_kernel;
+  auto ethtool = env.ethtool ? env.ethtool() : nullptr;
+  // Statistics from dumps (a simulated or recorded tree): the kernel's DCB
+  // state of a same-named interface is not the tree's (roce.h).
+  auto dcb = env.ethtool_is_kernel ? MakeRealDcbSource() : nullptr;
+  return MakeRoceCollector(env, std::move(options), std::move(ethtool),
+                           std::move(dcb), MakeRealRdmaStatSource());
+}
+
+CollectorSpec RoceCollectorSpec() {
+  CollectorSpec spec;
+  spec.name = "roce";
+  spec.keys = {"netdevs"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig&) {
+    RoceSettings settings;
+    config_keys::ForEachKey(
+        node, path,
+        [&](const std::string& key, const YAML::Node& value,
+            const std::string& key_path, const YAML::Mark&) {
+          if (key == "netdevs") {
+            settings.netdevs = config_keys::Names(value, key_path);
+          }
+        });
+    return std::make_shared<SettingsOf<RoceSettings>>(std::move(settings));
+  };
+  spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
+    return MakeRoceCollector(env, config);
+  };
+  return spec;
 }
 
 }  // namespace fabric

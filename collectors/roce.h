@@ -51,6 +51,8 @@ struct RoceNetdev {
 };
 
 struct RoceOptions {
+  // Which RDMA devices' netdevs discovery reads.
+  DeviceFilter devices;
   // Read these too (config), labelled device="" port="" unless discovery
   // also found them.
   std::vector<std::string> extra_netdevs;
@@ -85,11 +87,22 @@ std::unique_ptr<Collector> MakeRoceCollector(
     std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb,
     std::unique_ptr<RdmaStatSource> rdma = nullptr);
 
-// The registry's factory: real ethtool ioctl, DCB and RDMA netlink sources,
-// env.netdevs as extra netdevs. With env.ethtool_dir set: the file-backed
-// ethtool source on that directory and no DCB source (DCB netlink asks the
-// kernel, and without the ioctl's address nothing tells whether the
-// kernel's same-named netdev is the tree's).
-std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env);
+// `collectors.roce` keys of its own.
+struct RoceSettings {
+  // `netdevs`: extra network interfaces to read besides those backing RDMA
+  // ports.
+  std::vector<std::string> netdevs;
+  bool operator==(const RoceSettings&) const = default;
+};
+
+// The registry's factory: env's ethtool source, DCB and RDMA netlink
+// sources, the settings' netdevs as extra netdevs. When env's ethtool source
+// reads dumps (config `ethtool_dir`) there is no DCB source: DCB netlink
+// asks the kernel, and without the ioctl's address nothing tells whether the
+// kernel's same-named netdev is the tree's.
+std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
+                                             const CollectorConfig& config);
+// The registry row (key `netdevs`).
+CollectorSpec RoceCollectorSpec();
 
 }  // namespace fabric

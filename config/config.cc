@@ -10,55 +10,12 @@
 #include <regex>
 #include <sstream>
 
-#include "collectors/congestion.h"
-#include "config/duration.h"
+#include "config/yaml_keys.h"
 
 namespace fabric {
 namespace {
 
-// Thrown inside this file only, caught by ParseConfig.
-struct ConfigError {
-  std::string message;
-};
-
-[[noreturn]] void Fail(const std::string& key, const YAML::Mark& mark,
-                       const std::string& what) {
-  std::string msg = "config error: " + key;
-  if (!mark.is_null()) msg += " (line " + std::to_string(mark.line + 1) + ")";
-  msg += ": " + what;
-  throw ConfigError{msg};
-}
-
-std::string Quote(const std::string& s) { return "\"" + s + "\""; }
-
-std::string Join(const std::string& prefix, const std::string& key) {
-  return prefix.empty() ? key : prefix + "." + key;
-}
-
-std::string Scalar(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) Fail(key, node.Mark(), "expected a single value");
-  return node.Scalar();
-}
-
-bool Bool(const YAML::Node& node, const std::string& key) {
-  std::string text = Scalar(node, key);
-  bool value;
-  if (!YAML::convert<bool>::decode(node, value)) {
-    Fail(key, node.Mark(), Quote(text) + " is not a boolean (true/false)");
-  }
-  return value;
-}
-
-std::chrono::microseconds Duration(const YAML::Node& node,
-                                   const std::string& key) {
-  std::string text = Scalar(node, key);
-  auto d = ParseDuration(text);
-  if (!d) {
-    Fail(key, node.Mark(),
-         Quote(text) + " is not a duration (e.g. \"500ms\", \"1s\", \"2m\")");
-  }
-  return *d;
-}
+using namespace config_keys;
 
 std::vector<std::string> Patterns(const YAML::Node& node,
                                   const std::string& key) {
@@ -78,17 +35,12 @@ std::vector<std::string> Patterns(const YAML::Node& node,
   return out;
 }
 
-std::vector<std::string> Names(const YAML::Node& node, const std::string& key) {
-  if (node.IsNull()) return {};
-  if (!node.IsSequence()) Fail(key, node.Mark(), "expected a list of names");
-  std::vector<std::string> out;
-  for (const auto& item : node) out.push_back(Scalar(item, key));
-  return out;
-}
-
-void RequireMap(const YAML::Node& node, const std::string& key) {
-  if (!node.IsMap()) Fail(key, node.Mark(), "expected a mapping of keys");
-}
+// A device filter override: a list that was not written keeps the value from
+// the level above.
+struct DeviceFilterOverride {
+  std::optional<std::vector<std::string>> include;
+  std::optional<std::vector<std::string>> exclude;
+};
 
 DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   DeviceFilterOverride out;
@@ -108,79 +60,52 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   return out;
 }
 
-// A tick length in nanoseconds: a positive number up to 1 ms (fractions
-// allowed; the IB tick is a multiple of the 4 ns SDR symbol time).
-double TickNanoseconds(const YAML::Node& node, const std::string& key) {
-  std::string text = Scalar(node, key);
-  double value = 0;
-  auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() ||
-      !(value > 0 && value <= 1e6)) {
-    Fail(key, node.Mark(),
-         Quote(text) +
-             " is not a tick length in ns (a number in (0, 1e6], "
-             "e.g. 256)");
-  }
-  return value;
-}
+constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
 
-CollectorConfig Collector(const YAML::Node& node, const std::string& key,
-                          bool congestion, CollectorConfig out) {
-  if (node.IsNull()) return out;
-  RequireMap(node, key);
-  std::optional<YAML::Mark> window_mark;
-  for (const auto& kv : node) {
-    std::string name = kv.first.as<std::string>();
-    std::string path = Join(key, name);
-    if (congestion && name == "window") {
-      out.congestion.window_seconds =
-          std::chrono::duration<double>(Duration(kv.second, path)).count();
-      window_mark = kv.second.Mark();
-    } else if (congestion && name == "xmit_wait_tick_ns") {
-      out.congestion.xmit_wait_tick_seconds =
-          TickNanoseconds(kv.second, path) * 1e-9;
-    } else if (name == "window" || name == "xmit_wait_tick_ns") {
-      Fail(path, kv.first.Mark(), "only collectors.congestion has this key");
-    } else if (name == "enabled") {
-      out.enabled = Bool(kv.second, path);
-    } else if (name == "interval") {
-      out.interval = Duration(kv.second, path);
-    } else if (name == "timeout") {
-      out.timeout = Duration(kv.second, path);
-    } else if (name == "devices") {
-      out.devices = Devices(kv.second, path);
-    } else if (name == "netdevs") {
-      out.netdevs = Names(kv.second, path);
-    } else {
-      Fail(path, kv.first.Mark(),
-           "unknown key (expected enabled, interval, timeout, devices, "
-           "netdevs" +
-               std::string(congestion ? ", window, xmit_wait_tick_ns)" : ")"));
+// One collector's generic keys from its mapping (null = not in the file),
+// starting from the spec's defaults. Keys that are neither generic nor the
+// collector's own are errors.
+CollectorConfig Generic(const YAML::Node& node, const std::string& path,
+                        const CollectorSpec& spec,
+                        DeviceFilterOverride* devices) {
+  CollectorConfig out;
+  out.enabled = spec.enabled;
+  out.interval = spec.interval;
+  out.timeout = spec.timeout;
+  ForEachKey(node, path, [&](const std::string& key, const YAML::Node& value,
+                             const std::string& key_path,
+                             const YAML::Mark& key_mark) {
+    if (key == "enabled") {
+      out.enabled = Bool(value, key_path);
+    } else if (key == "interval") {
+      out.interval = Duration(value, key_path);
+    } else if (key == "timeout") {
+      out.timeout = Duration(value, key_path);
+    } else if (key == "devices") {
+      *devices = Devices(value, key_path);
+    } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
+               spec.keys.end()) {
+      std::string expected = kGenericKeys;
+      for (const auto& k : spec.keys) expected += ", " + k;
+      Fail(key_path, key_mark,
+           "unknown key (expected " + expected + ")");
     }
-  }
-  // A peak needs at least two polls inside the window (a disabled
-  // collector's settings are not used).
-  const double interval = std::chrono::duration<double>(out.interval).count();
-  if (congestion && out.enabled &&
-      out.congestion.window_seconds < 2 * interval) {
-    Fail(Join(key, "window"), window_mark.value_or(node.Mark()),
-         "must be at least two poll intervals (" +
-             FormatDuration(out.interval) + " x 2)");
-  }
+  });
   return out;
 }
 
-std::string KnownList(const std::vector<std::string>& names) {
+std::string KnownList(const std::vector<CollectorSpec>& specs) {
   std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const auto& s : specs) out += (out.empty() ? "" : ", ") + s.name;
   return out.empty() ? "none in this build" : out;
 }
 
-Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
+Config Parse(const YAML::Node& root, const std::vector<CollectorSpec>& specs) {
   Config config;
-  if (root.IsNull()) return config;  // empty file: all defaults
-  RequireMap(root, "(top level)");
+  // Collector mappings by name, read after the top level so the global
+  // device lists are known whatever the order in the file.
+  std::map<std::string, YAML::Node> written;
+  if (!root.IsNull()) RequireMap(root, "(top level)");
   for (const auto& kv : root) {
     std::string name = kv.first.as<std::string>();
     const YAML::Node& value = kv.second;
@@ -214,21 +139,21 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
       config.log_level = level;
     } else if (name == "devices") {
       DeviceFilterOverride d = Devices(value, name);
-      config.devices.include = d.include.value_or(std::vector<std::string>{});
-      config.devices.exclude = d.exclude.value_or(std::vector<std::string>{});
+      config.devices =
+          DeviceFilter(d.include.value_or(std::vector<std::string>{}),
+                       d.exclude.value_or(std::vector<std::string>{}));
     } else if (name == "collectors") {
       if (value.IsNull()) continue;
       RequireMap(value, name);
       for (const auto& c : value) {
         std::string cname = c.first.as<std::string>();
-        std::string path = Join(name, cname);
-        if (std::find(known.begin(), known.end(), cname) == known.end()) {
-          Fail(path, c.first.Mark(),
-               "unknown collector (known: " + KnownList(known) + ")");
+        auto known = std::find_if(specs.begin(), specs.end(),
+                                  [&](const auto& s) { return s.name == cname; });
+        if (known == specs.end()) {
+          Fail(Join(name, cname), c.first.Mark(),
+               "unknown collector (known: " + KnownList(specs) + ")");
         }
-        config.collectors[cname] =
-            Collector(c.second, path, cname == "congestion",
-                      DefaultCollectorConfig(cname));
+        written[cname] = c.second;
       }
     } else {
       Fail(name, kv.first.Mark(),
@@ -236,43 +161,36 @@ Config Parse(const YAML::Node& root, const std::vector<std::string>& known) {
            "log_level, devices, collectors)");
     }
   }
+  for (const auto& spec : specs) {
+    const std::string path = "collectors." + spec.name;
+    auto it = written.find(spec.name);
+    const YAML::Node node = it == written.end() ? YAML::Node() : it->second;
+    DeviceFilterOverride devices;
+    CollectorConfig cc = Generic(node, path, spec, &devices);
+    cc.devices = DeviceFilter(devices.include.value_or(config.devices.include()),
+                              devices.exclude.value_or(config.devices.exclude()));
+    if (spec.parse) cc.settings = spec.parse(node, path, cc);
+    config.collectors[spec.name] = std::move(cc);
+  }
   return config;
 }
 
 }  // namespace
 
-CollectorConfig DefaultCollectorConfig(std::string_view name) {
-  CollectorConfig out;
-  if (name == "congestion") {
-    out.interval = kCongestionRecommendedInterval;
-    out.timeout = std::chrono::seconds(1);
-  }
-  return out;
-}
-
 CollectorConfig Config::Collector(std::string_view name) const {
   auto it = collectors.find(name);
-  return it == collectors.end() ? DefaultCollectorConfig(name) : it->second;
+  if (it != collectors.end()) return it->second;
+  CollectorConfig off;
+  off.enabled = false;
+  return off;
 }
 
-DeviceFilter Config::DevicesFor(std::string_view name) const {
-  DeviceFilter filter = devices;
-  auto it = collectors.find(name);
-  if (it != collectors.end()) {
-    if (it->second.devices.include)
-      filter.include = *it->second.devices.include;
-    if (it->second.devices.exclude)
-      filter.exclude = *it->second.devices.exclude;
-  }
-  return filter;
-}
-
-std::optional<Config> ParseConfig(
-    std::string_view yaml, const std::vector<std::string>& known_collectors,
-    std::string* error) {
+std::optional<Config> ParseConfig(std::string_view yaml,
+                                  const std::vector<CollectorSpec>& specs,
+                                  std::string* error) {
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
-    return Parse(root, known_collectors);
+    return Parse(root, specs);
   } catch (const ConfigError& e) {
     *error = e.message;
   } catch (const YAML::Exception& e) {
@@ -286,13 +204,14 @@ std::optional<Config> ParseConfig(
   return std::nullopt;
 }
 
-std::optional<Config> LoadConfigFile(
-    const std::string& path, bool missing_is_default,
-    const std::vector<std::string>& known_collectors, std::string* error) {
+std::optional<Config> LoadConfigFile(const std::string& path,
+                                     bool missing_is_default,
+                                     const std::vector<CollectorSpec>& specs,
+                                     std::string* error) {
   std::ifstream in(path);
   if (!in) {
     int err = errno;
-    if (err == ENOENT && missing_is_default) return Config{};
+    if (err == ENOENT && missing_is_default) return ParseConfig("", specs, error);
     *error = "config error: cannot read " + path + ": " + std::strerror(err);
     return std::nullopt;
   }
@@ -302,7 +221,7 @@ std::optional<Config> LoadConfigFile(
     *error = "config error: cannot read " + path;
     return std::nullopt;
   }
-  auto config = ParseConfig(text.str(), known_collectors, error);
+  auto config = ParseConfig(text.str(), specs, error);
   if (!config) *error += " [" + path + "]";
   return config;
 }

@@ -6,6 +6,8 @@
 #include <future>
 #include <thread>
 
+#include "collectors/ethtool_file.h"
+#include "collectors/ethtool_ioctl.h"
 #include "collectors/registry.h"
 
 namespace fabric {
@@ -18,34 +20,35 @@ double UnixNow() {
 std::vector<NamedCollector> BuildCollectors(
     const Config& config, std::shared_ptr<const Sysfs> sysfs,
     const std::function<bool(const std::string&)>& want) {
+  const CollectorEnv env = MakeCollectorEnv(config, std::move(sysfs));
   std::vector<NamedCollector> out;
-  for (const auto& name : CollectorNames()) {
-    CollectorConfig cc = config.Collector(name);
-    if (!cc.enabled || (want && !want(name))) continue;
-    CollectorEnv env;
-    env.sysfs = sysfs;
-    env.devices = config.DevicesFor(name);
-    env.netdevs = cc.netdevs;
-    env.ethtool_dir = config.ethtool_dir;
-    env.congestion = cc.congestion;
-    std::unique_ptr<Collector> collector = MakeCollector(name, env);
-    if (!collector) {
-      spdlog::warn("collector {} is listed but could not be built", name);
-      continue;
-    }
-    out.push_back({name, cc, std::move(collector)});
+  for (const auto& spec : CollectorSpecs()) {
+    CollectorConfig cc = config.Collector(spec.name);
+    if (!cc.enabled || (want && !want(spec.name))) continue;
+    out.push_back({spec.name, cc, spec.make(env, cc)});
   }
   return out;
+}
+
+CollectorEnv MakeCollectorEnv(const Config& config,
+                              std::shared_ptr<const Sysfs> sysfs) {
+  CollectorEnv env;
+  env.sysfs = std::move(sysfs);
+  if (config.ethtool_dir.empty()) {
+    env.ethtool = MakeRealEthtoolSource;
+  } else {
+    env.ethtool = [dir = config.ethtool_dir] {
+      return MakeFileEthtoolSource(dir);
+    };
+    env.ethtool_is_kernel = false;
+  }
+  return env;
 }
 
 bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name) {
   CollectorConfig ca = a.Collector(name), cb = b.Collector(name);
-  DeviceFilter da = a.DevicesFor(name), db = b.DevicesFor(name);
-  return ca.enabled && cb.enabled && ca.interval == cb.interval &&
-         ca.timeout == cb.timeout && ca.netdevs == cb.netdevs &&
-         ca.congestion == cb.congestion && da.include == db.include &&
-         da.exclude == db.exclude && a.sysfs_root == b.sysfs_root &&
+  return ca.enabled && ca == cb && a.sysfs_root == b.sysfs_root &&
          a.ethtool_dir == b.ethtool_dir;
 }
 

@@ -28,17 +28,20 @@ struct NamedCollector {
   std::shared_ptr<SampleOrder> order = std::make_shared<SampleOrder>();
 };
 
+// The shared services of `config` for its collectors: `sysfs`, the ethtool
+// source (`ethtool_dir`'s dumps, else the kernel's ioctl), the steady clock.
+CollectorEnv MakeCollectorEnv(const Config& config,
+                              std::shared_ptr<const Sysfs> sysfs);
+
 // The enabled collectors of `config`, in registry order, reading through
-// `sysfs`, limited to names `want` accepts when given. Names the registry
-// cannot build are skipped with a warning.
+// `sysfs`, limited to names `want` accepts when given.
 std::vector<NamedCollector> BuildCollectors(
     const Config& config, std::shared_ptr<const Sysfs> sysfs,
     const std::function<bool(const std::string&)>& want = nullptr);
 
 // True when collector `name` runs identically under `a` and `b` (enabled in
-// both, same interval, timeout, device filter, netdevs, sysfs root and
-// ethtool_dir), so a
-// reload can keep it running with its state (e.g. congestion windows).
+// both, the same generic and own settings, sysfs root and ethtool_dir), so
+// a reload can keep it running with its state (e.g. congestion windows).
 bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name);
 

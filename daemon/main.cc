@@ -70,7 +70,7 @@ int Main(int argc, char** argv) {
 
   std::string error;
   auto config = LoadConfigFile(options.config_path, !options.config_given,
-                               CollectorNames(), &error);
+                               CollectorSpecs(), &error);
   if (!config || !ApplyOptions(options, *config, &error)) {
     spdlog::error("{}", error);
     return 1;

@@ -41,11 +41,13 @@ Poller::Poller(boost::asio::io_context& io, boost::asio::thread_pool& workers,
 }
 
 void Poller::Start() {
+  c_.collector->Start(io_);
   next_tick_ = std::chrono::steady_clock::now();
   Tick();
 }
 
 void Poller::Stop() {
+  if (!stopped_) c_.collector->Stop();
   stopped_ = true;
   tick_timer_.cancel();
   deadline_timer_.cancel();

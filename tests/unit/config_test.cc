@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "collectors/congestion.h"
 #include "collectors/registry.h"
+#include "collectors/roce.h"
 #include "config/duration.h"
 #include "tests/support/paths.h"
 
@@ -21,7 +23,19 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-const std::vector<std::string> kKnown = {"ib_port", "hw_counters", "roce"};
+// The registry rows named, in that order (a build with fewer collectors).
+std::vector<CollectorSpec> Specs(std::vector<std::string> names) {
+  std::vector<CollectorSpec> out;
+  for (const auto& name : names) {
+    for (const auto& spec : CollectorSpecs()) {
+      if (spec.name == name) out.push_back(spec);
+    }
+  }
+  return out;
+}
+
+const std::vector<CollectorSpec> kKnown = Specs({"ib_port", "hw_counters",
+                                                 "roce"});
 
 std::string ParseError(std::string_view yaml) {
   std::string error;
@@ -78,13 +92,18 @@ TEST(ConfigTest, EmptyDocumentGivesDefaults) {
   EXPECT_EQ(config->sysfs_root, "/sys");
   EXPECT_EQ(config->ethtool_dir, "");  // the kernel's ethtool ioctl
   EXPECT_EQ(config->log_level, "info");
-  EXPECT_TRUE(config->devices.include.empty());
-  EXPECT_TRUE(config->devices.exclude.empty());
+  EXPECT_TRUE(config->devices.include().empty());
+  EXPECT_TRUE(config->devices.exclude().empty());
   CollectorConfig c = config->Collector("ib_port");
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.interval, seconds(1));
   EXPECT_EQ(c.timeout, seconds(5));
-  EXPECT_TRUE(c.netdevs.empty());
+  EXPECT_TRUE(SettingsAs<RoceSettings>(config->Collector("roce"))
+                  .netdevs.empty());
+  // Every collector the parser was given has its effective settings; a
+  // name it was not given is disabled.
+  EXPECT_EQ(config->collectors.size(), kKnown.size());
+  EXPECT_FALSE(config->Collector("congestion").enabled);
 }
 
 TEST(ConfigTest, CongestionPollsFasterByDefault) {
@@ -94,26 +113,30 @@ TEST(ConfigTest, CongestionPollsFasterByDefault) {
   // Not in kKnown: rejected; with it known, the default is 100ms.
   EXPECT_FALSE(config);
   config = ParseConfig("collectors:\n  congestion:\n    enabled: true\n",
-                       {"congestion"}, &error);
+                       Specs({"congestion"}), &error);
   ASSERT_TRUE(config) << error;
   EXPECT_EQ(config->Collector("congestion").interval, milliseconds(100));
-  EXPECT_EQ(Config{}.Collector("congestion").interval, milliseconds(100));
-  EXPECT_EQ(Config{}.Collector("congestion").timeout, seconds(1));
+  auto defaults = ParseConfig("", CollectorSpecs(), &error);
+  EXPECT_EQ(defaults->Collector("congestion").interval, milliseconds(100));
+  EXPECT_EQ(defaults->Collector("congestion").timeout, seconds(1));
 }
 
 TEST(ConfigTest, CongestionWindowAndTick) {
-  const std::vector<std::string> known = {"congestion", "ib_port"};
+  const std::vector<CollectorSpec> known = Specs({"congestion", "ib_port"});
   std::string error;
   auto config = ParseConfig(
       "collectors:\n  congestion:\n    window: 30s\n"
       "    xmit_wait_tick_ns: 32\n",
       known, &error);
   ASSERT_TRUE(config) << error;
-  const CongestionSettings got = config->Collector("congestion").congestion;
+  const CongestionSettings got =
+      SettingsAs<CongestionSettings>(config->Collector("congestion"));
   EXPECT_DOUBLE_EQ(got.window_seconds, 30);
   EXPECT_DOUBLE_EQ(got.xmit_wait_tick_seconds, 32e-9);
   // Defaults (docs/congestion.md): 60 s, 256 ns.
-  EXPECT_EQ(Config{}.Collector("congestion").congestion, CongestionSettings{});
+  EXPECT_EQ(SettingsAs<CongestionSettings>(
+                ParseConfig("", known, &error)->Collector("congestion")),
+            CongestionSettings{});
   EXPECT_DOUBLE_EQ(CongestionSettings{}.window_seconds, 60);
   EXPECT_DOUBLE_EQ(CongestionSettings{}.xmit_wait_tick_seconds, 256e-9);
   ASSERT_TRUE(
@@ -147,8 +170,12 @@ TEST(ConfigTest, CongestionWindowAndTick) {
       << e;
   // Only the congestion collector has them.
   EXPECT_THAT(bad("collectors:\n  ib_port:\n    window: 30s\n"),
-              HasSubstr("collectors.ib_port.window (line 3): only "
-                        "collectors.congestion has this key"));
+              HasSubstr("collectors.ib_port.window (line 3): unknown key "
+                        "(expected enabled, interval, timeout, devices)"));
+  EXPECT_THAT(bad("collectors:\n  congestion:\n    windows: 30s\n"),
+              HasSubstr("collectors.congestion.windows (line 3): unknown key "
+                        "(expected enabled, interval, timeout, devices, "
+                        "window, xmit_wait_tick_ns)"));
 }
 
 TEST(ConfigTest, EveryKey) {
@@ -178,24 +205,25 @@ collectors:
   EXPECT_EQ(config->sysfs_root, "/host/sys");
   EXPECT_EQ(config->ethtool_dir, "/dev/shm/sim/host0/ethtool");
   EXPECT_EQ(config->log_level, "debug");
-  EXPECT_THAT(config->devices.include,
+  EXPECT_THAT(config->devices.include(),
               ::testing::ElementsAre("mlx5_0", "mlx5_[0-9]+"));
-  EXPECT_THAT(config->devices.exclude, ::testing::ElementsAre("mlx5_bond_0"));
+  EXPECT_THAT(config->devices.exclude(),
+              ::testing::ElementsAre("mlx5_bond_0"));
 
   CollectorConfig ib = config->Collector("ib_port");
   EXPECT_FALSE(ib.enabled);
   EXPECT_EQ(ib.interval, milliseconds(250));
   EXPECT_EQ(ib.timeout, seconds(2));
-  EXPECT_THAT(config->Collector("roce").netdevs,
+  EXPECT_THAT(SettingsAs<RoceSettings>(config->Collector("roce")).netdevs,
               ::testing::ElementsAre("eth0", "eth1"));
 
   // hw_counters replaces include but inherits the global exclude.
-  DeviceFilter hw = config->DevicesFor("hw_counters");
-  EXPECT_THAT(hw.include, ::testing::ElementsAre("mlx5_1"));
-  EXPECT_THAT(hw.exclude, ::testing::ElementsAre("mlx5_bond_0"));
+  DeviceFilter hw = config->Collector("hw_counters").devices;
+  EXPECT_THAT(hw.include(), ::testing::ElementsAre("mlx5_1"));
+  EXPECT_THAT(hw.exclude(), ::testing::ElementsAre("mlx5_bond_0"));
   EXPECT_TRUE(hw.Allows("mlx5_1"));
   EXPECT_FALSE(hw.Allows("mlx5_0"));
-  DeviceFilter ibf = config->DevicesFor("ib_port");
+  DeviceFilter ibf = config->Collector("ib_port").devices;
   EXPECT_TRUE(ibf.Allows("mlx5_7"));
   EXPECT_FALSE(ibf.Allows("mlx5_bond_0"));
 }
@@ -243,6 +271,9 @@ TEST(ConfigTest, BadTypesNameKeyAndLine) {
               HasSubstr("(line 1): expected a mapping"));
   EXPECT_THAT(ParseError("collectors:\n  roce:\n    netdevs: eth0\n"),
               HasSubstr("collectors.roce.netdevs (line 3): expected a list"));
+  // netdevs is roce's own key.
+  EXPECT_THAT(ParseError("collectors:\n  ib_port:\n    netdevs: [eth0]\n"),
+              HasSubstr("collectors.ib_port.netdevs (line 3): unknown key"));
 }
 
 TEST(ConfigTest, BadRegexNamesKeyAndLine) {
@@ -328,21 +359,20 @@ TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
   // must give exactly the built-in defaults.
   std::string error;
   auto example = LoadConfigFile(testing::SourceDir() + "/config/fabricmon.yaml",
-                                false, CollectorNames(), &error);
+                                false, CollectorSpecs(), &error);
   ASSERT_TRUE(example) << error;
-  Config defaults;
+  auto parsed = ParseConfig("", CollectorSpecs(), &error);
+  ASSERT_TRUE(parsed) << error;
+  const Config& defaults = *parsed;
   EXPECT_EQ(example->listen_address, defaults.listen_address);
   EXPECT_EQ(example->sysfs_root, defaults.sysfs_root);
   EXPECT_EQ(example->ethtool_dir, defaults.ethtool_dir);
   EXPECT_EQ(example->log_level, defaults.log_level);
-  EXPECT_EQ(example->devices.include, defaults.devices.include);
-  EXPECT_EQ(example->devices.exclude, defaults.devices.exclude);
+  EXPECT_EQ(example->devices, defaults.devices);
   for (const auto& [name, c] : example->collectors) {
-    EXPECT_TRUE(c.enabled) << name;
-    EXPECT_EQ(c.interval, DefaultCollectorConfig(name).interval) << name;
-    EXPECT_EQ(c.timeout, DefaultCollectorConfig(name).timeout) << name;
-    EXPECT_EQ(c.congestion, DefaultCollectorConfig(name).congestion) << name;
+    EXPECT_TRUE(c == defaults.Collector(name)) << name;
   }
+  EXPECT_EQ(example->collectors.size(), defaults.collectors.size());
   EXPECT_TRUE(example->collectors.count("congestion"));
 }
 

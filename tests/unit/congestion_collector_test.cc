@@ -366,7 +366,7 @@ TEST_F(CongestionCollectorTest, NoInfinibandIsSuccessWithNoPorts) {
 TEST_F(CongestionCollectorTest, DeviceFilterApplies) {
   CollectorEnv env;
   env.sysfs = fs;
-  env.devices.exclude = {"mlx5_1"};
+  options.devices = DeviceFilter({}, {"mlx5_1"});
   collector = std::make_unique<CongestionCollector>(env, options,
                                                     [this] { return now; });
   fs->SetPort("mlx5_1", "1", "counters/port_xmit_wait", 1);

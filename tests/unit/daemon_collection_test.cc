@@ -12,14 +12,14 @@ namespace {
 
 Config Parse(const std::string& yaml) {
   std::string error;
-  auto config = ParseConfig(yaml, CollectorNames(), &error);
+  auto config = ParseConfig(yaml, CollectorSpecs(), &error);
   EXPECT_TRUE(config) << error;
   return config.value_or(Config{});
 }
 
 TEST(CollectionTest, BuildsEnabledCollectorsInRegistryOrder) {
   auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs("/nonexistent"));
-  auto all = BuildCollectors(Config{}, sysfs);
+  auto all = BuildCollectors(Parse(""), sysfs);
   std::vector<std::string> names;
   for (const auto& c : all) names.push_back(c.name);
   EXPECT_EQ(names, CollectorNames());
@@ -29,7 +29,7 @@ TEST(CollectionTest, BuildsEnabledCollectorsInRegistryOrder) {
   for (const auto& c : fewer) EXPECT_NE(c.name, "ib_port");
   EXPECT_EQ(fewer.size(), all.size() - 1);
 
-  auto only = BuildCollectors(Config{}, sysfs, [](const std::string& name) {
+  auto only = BuildCollectors(Parse(""), sysfs, [](const std::string& name) {
     return name == "hw_counters";
   });
   ASSERT_EQ(only.size(), 1u);
@@ -82,12 +82,18 @@ TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
   EXPECT_FALSE(SameCollectorSettings(
       base, Parse("collectors:\n  congestion:\n    window: 30s\n"),
       "congestion"));
+  // A collector's own key: roce is rebuilt with new netdevs.
+  EXPECT_FALSE(SameCollectorSettings(
+      base, Parse("collectors:\n  roce:\n    netdevs: [eth9]\n"), "roce"));
+  EXPECT_TRUE(SameCollectorSettings(
+      Parse("collectors:\n  roce:\n    netdevs: [eth9]\n"),
+      Parse("collectors:\n  roce:\n    netdevs: [eth9]\n"), "roce"));
 }
 
 TEST(CollectionTest, RunCollectionOnMissingTreeIsAnEmptySuccess) {
   // A host without /sys/class/infiniband: success with no samples.
   auto sysfs = std::shared_ptr<const Sysfs>(MakeRealSysfs("/nonexistent"));
-  for (auto& c : BuildCollectors(Config{}, sysfs, [](const std::string& n) {
+  for (auto& c : BuildCollectors(Parse(""), sysfs, [](const std::string& n) {
          return n == "ib_port";
        })) {
     auto snap = RunCollection(c, 0);

@@ -151,7 +151,7 @@ class HwCountersWrapTest : public ::testing::Test {
 TEST_F(HwCountersWrapTest, WrapThenDeviceReappears) {
   CollectorEnv env;
   env.sysfs = MakeRealSysfs(root_.string());
-  auto collector = MakeHwCountersCollector(env);
+  auto collector = MakeHwCountersCollector(env, {});
   EXPECT_EQ(OutOfSequence(*collector), 4294967000.0);
   Write("200", "10");  // wrapped: +296 +200
   EXPECT_EQ(OutOfSequence(*collector), 4294967296.0 + 200);

@@ -82,14 +82,16 @@ inline Collected Run(Collector& collector) {
   return out;
 }
 
-using Factory = std::unique_ptr<Collector> (*)(const CollectorEnv&);
+using Factory = std::unique_ptr<Collector> (*)(const CollectorEnv&,
+                                               const CollectorConfig&);
 
 inline Collected RunOn(Factory make, std::shared_ptr<const Sysfs> sysfs,
                        DeviceFilter filter = {}) {
   CollectorEnv env;
   env.sysfs = std::move(sysfs);
-  env.devices = std::move(filter);
-  auto collector = make(env);
+  CollectorConfig config;
+  config.devices = std::move(filter);
+  auto collector = make(env, config);
   return Run(*collector);
 }
 

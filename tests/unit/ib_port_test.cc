@@ -204,9 +204,7 @@ TEST(IbPortTest, SyntheticTreeAttributesNetdevAndUnknownCounter) {
 }
 
 TEST(IbPortTest, DeviceFilterIncludeExclude) {
-  DeviceFilter filter;
-  filter.include = {"mlx5_.*"};
-  filter.exclude = {"mlx5_bond_0"};
+  DeviceFilter filter({"mlx5_.*"}, {"mlx5_bond_0"});
   auto c = testing::RunOn(
       MakeIbPortCollector,
       MakeRealSysfs(testing::Fixture("real/sysfs-gpud-h100")), filter);

@@ -15,7 +15,7 @@ std::map<std::string, std::map<std::string, std::string>> Identify(
     std::shared_ptr<const Sysfs> fs, bool* ok = nullptr) {
   CollectorEnv env;
   env.sysfs = std::move(fs);
-  auto c = MakeNicIdentityCollector(env);
+  auto c = MakeNicIdentityCollector(env, {});
   MetricSink sink;
   bool result = c->Collect(sink);
   if (ok) *ok = result;

@@ -1,0 +1,55 @@
+// Typed readers for config keys, shared by config/config.cc and every
+// collector's settings parser, so that an error anywhere names the key path
+// and the 1-based line the same way:
+//   config error: collectors.congestion.window (line 12): ...
+// The readers throw ConfigError, which only ParseConfig catches: a settings
+// parser never sees exceptions of its own and never returns half a result.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace fabric::config_keys {
+
+struct ConfigError {
+  std::string message;
+};
+
+[[noreturn]] void Fail(const std::string& key, const YAML::Mark& mark,
+                       const std::string& what);
+
+std::string Quote(const std::string& s);
+// "collectors.roce" + "netdevs" -> "collectors.roce.netdevs".
+std::string Join(const std::string& prefix, const std::string& key);
+
+std::string Scalar(const YAML::Node& node, const std::string& key);
+bool Bool(const YAML::Node& node, const std::string& key);
+// "500ms", "1s", "1m30s" (config/duration.h).
+std::chrono::microseconds Duration(const YAML::Node& node,
+                                   const std::string& key);
+// A number in (lo, hi]; `example` completes "is not <what> (e.g. ...)".
+double Number(const YAML::Node& node, const std::string& key, double lo,
+              double hi, const std::string& what);
+// A list of plain strings (null = empty).
+std::vector<std::string> Names(const YAML::Node& node, const std::string& key);
+void RequireMap(const YAML::Node& node, const std::string& key);
+
+// Calls `read(key, value_node, key_path, key_mark)` for every key of the
+// mapping `node` (nothing when null). Settings parsers walk their keys with
+// it and ignore the generic ones (config.cc has checked every key).
+template <typename F>
+void ForEachKey(const YAML::Node& node, const std::string& path, F read) {
+  if (!node || node.IsNull()) return;
+  RequireMap(node, path);
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    read(key, kv.second, Join(path, key), kv.first.Mark());
+  }
+}
+
+}  // namespace fabric::config_keys
