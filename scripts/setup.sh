@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-node-exporter iproute2 ethtool procps curl
   python3 hyperfine time valgrind
+  ibsim-utils opensm infiniband-diags
 )
 
 missing=()
