@@ -47,6 +47,10 @@ class IbsimFabric {
   struct OpenSmOptions {
     std::string sim_host;  // node the SM attaches as, e.g. "hca0"
     int priority = 0;
+    // More opensm.conf lines (e.g. "perfmgr TRUE") and environment entries
+    // ("LD_LIBRARY_PATH=...") for this instance.
+    std::vector<std::string> config_lines;
+    std::vector<std::string> env;
   };
 
   explicit IbsimFabric(std::string netfile);
