@@ -4,6 +4,7 @@
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
+#include "collectors/opensm.h"
 #include "collectors/roce.h"
 
 namespace fabric {
@@ -12,7 +13,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
   static const std::vector<CollectorSpec> table = {
       IbPortCollectorSpec(),     HwCountersCollectorSpec(),
       CongestionCollectorSpec(), RoceCollectorSpec(),
-      NicIdentityCollectorSpec(),
+      NicIdentityCollectorSpec(), OpensmCollectorSpec(),
   };
   return table;
 }
