@@ -1,14 +1,20 @@
 // libfabricmon_osm.so inside a real OpenSM (with PerfMgr) on an ibsim
-// fabric, found through LD_LIBRARY_PATH, sending to a socket this test binds
+// fabric, found through LD_LIBRARY_PATH. First with a socket this test binds
 // in place of the daemon: the SM's events and PerfMgr's readings arrive,
 // a counter set with ibsim's PerformanceSet arrives exactly, OpenSM keeps
 // sweeping with nobody listening, and a re-bound receiver gets events again.
+// Then the same through the real daemon's `opensm` collector and /metrics,
+// killing and restarting the daemon.
 #include <chrono>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <set>
 #include <thread>
 
+#include "tests/integration/fabricmon_run.h"
+#include "tests/integration/sim_support.h"
+#include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/osm_plugin_harness.h"
 
@@ -138,6 +144,133 @@ TEST_F(OsmOpenSmTest, EventsAndExactPerfMgrCountersFromARealOpenSm) {
   }
   EXPECT_TRUE(perfmgr_again);
   EXPECT_GT(dropped_meanwhile, 0u);
+}
+
+// A fabricmon daemon with only the opensm collector enabled, in its own
+// session (killed with it when the test ends).
+class Daemon {
+ public:
+  Daemon(const std::string& dir, const std::string& socket)
+      : port_(FreeLoopbackPort()) {
+    const std::string config = dir + "/fabricmon.yaml";
+    std::filesystem::create_directories(dir + "/sys");
+    std::ofstream(config) << "listen_address: \"127.0.0.1:" << port_ << "\"\n"
+                          << "sysfs_root: " << dir << "/sys\n"
+                          << "collectors:\n  opensm:\n    enabled: true\n"
+                          << "    socket: " << socket << "\n";
+    session_ = std::make_unique<sim::Session>(
+        Binary("fabricmon") + " --config " + config, dir + "/daemon.log");
+  }
+  void Kill() {
+    session_->Signal(SIGKILL);
+    session_->Wait(std::chrono::seconds(20));
+  }
+  // Scrapes until `done(samples)` holds; the last samples either way
+  // (bounded: 60 s).
+  template <typename F>
+  std::map<std::string, double> ScrapeUntil(F done) {
+    std::map<std::string, double> samples;
+    for (int i = 0; i < 240; ++i) {
+      if (auto body = HttpGetOk(port_, "/metrics")) {
+        samples = ParseSamples(*body);
+        if (done(samples)) break;
+      }
+      std::this_thread::sleep_for(250ms);
+    }
+    return samples;
+  }
+
+ private:
+  int port_;
+  std::unique_ptr<sim::Session> session_;
+};
+
+double Value(const std::map<std::string, double>& samples,
+             const std::string& key) {
+  const auto it = samples.find(key);
+  return it == samples.end() ? -1 : it->second;
+}
+
+// The value of the first series whose "name{labels" starts with `prefix`.
+double ValueWithPrefix(const std::map<std::string, double>& samples,
+                       const std::string& prefix) {
+  const auto it = samples.lower_bound(prefix);
+  if (it == samples.end() || it->first.rfind(prefix, 0) != 0) return -1;
+  return it->second;
+}
+
+std::string Events(const std::string& event) {
+  return "fabric_opensm_events_total{event=\"" + event + "\"}";
+}
+
+TEST_F(OsmOpenSmTest, TheDaemonExportsOpenSmEventsAndSurvivesARestart) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an ASan-built plugin cannot load into the system opensm";
+#endif
+  IbsimFabric fabric(FatTreeNetfile(2, 2));
+  FABRIC_START_IBSIM(fabric);
+  TempDir dir;
+  const std::string socket = dir.path() + "/osm-events.sock";
+  auto daemon = std::make_unique<Daemon>(dir.path(), socket);
+  // The daemon binds before OpenSM starts, so no event is lost.
+  daemon->ScrapeUntil(
+      [&](const auto& s) { return Value(s, Events("subnet_up")) == 0; });
+  StartSm(fabric, socket);
+
+  const std::string symbol_errors =
+      "fabric_switch_port_errors_total{error=\"symbol_error\",port=\"1\","
+      "switch=\"leaf0\",switch_guid=\"0x";
+  auto s = daemon->ScrapeUntil([&](const auto& s) {
+    return Value(s, Events("subnet_up")) >= 1 &&
+           Value(s, Events("heavy_sweep_done")) >= 1 &&
+           Value(s, Events("port_data_counters")) >= 1 &&
+           ValueWithPrefix(s, symbol_errors) >= 0;
+  });
+  EXPECT_GE(Value(s, Events("heavy_sweep_start")), 1);
+  EXPECT_GE(Value(s, Events("heavy_sweep_done")), 1);
+  EXPECT_GE(Value(s, Events("subnet_up")), 1);
+  EXPECT_GE(Value(s, Events("port_errors")), 1);
+  EXPECT_GT(Value(s, "fabric_opensm_heavy_sweep_duration_seconds"), 0);
+  ASSERT_EQ(ValueWithPrefix(s, symbol_errors), 0);
+  EXPECT_EQ(Value(s, "fabric_opensm_events_dropped_total"), 0);
+  // Host ports are not exported as switch ports.
+  for (const auto& [series, value] : s) {
+    EXPECT_EQ(series.find("switch=\"hca"), std::string::npos) << series;
+  }
+
+  const std::string out = fabric.Console(
+      "PerformanceSet \"leaf0\"[1] PortCounters.SymbolErrorCounter=42");
+  ASSERT_NE(out.find("has been set"), std::string::npos) << out;
+  s = daemon->ScrapeUntil(
+      [&](const auto& s) { return ValueWithPrefix(s, symbol_errors) >= 42; });
+  EXPECT_EQ(ValueWithPrefix(s, symbol_errors), 42);
+  // Several PerfMgr sweeps later it is still exactly 42.
+  const double errors_events = Value(s, Events("port_errors"));
+  s = daemon->ScrapeUntil([&](const auto& s) {
+    return Value(s, Events("port_errors")) >= errors_events + 20;
+  });
+  EXPECT_EQ(ValueWithPrefix(s, symbol_errors), 42);
+
+  // The daemon dies (leaving its socket file): OpenSM keeps sweeping.
+  daemon->Kill();
+  const long long before = ActivityCount(fabric);
+  ASSERT_GE(before, 0);
+  long long after = before;
+  for (int i = 0; i < 120 && after < before + 2; ++i) {
+    std::this_thread::sleep_for(250ms);
+    after = ActivityCount(fabric);
+  }
+  EXPECT_GE(after, before + 2) << "OpenSM stopped sweeping without a daemon";
+
+  // A restarted daemon gets events again, with the count of those lost.
+  daemon = std::make_unique<Daemon>(dir.path(), socket);
+  s = daemon->ScrapeUntil([&](const auto& s) {
+    return Value(s, Events("port_errors")) >= 1 &&
+           Value(s, "fabric_opensm_events_dropped_total") > 0;
+  });
+  EXPECT_GE(Value(s, Events("port_errors")), 1);
+  EXPECT_GT(Value(s, "fabric_opensm_events_dropped_total"), 0);
+  EXPECT_EQ(Value(s, "fabric_collector_success{collector=\"opensm\"}"), 1);
 }
 
 }  // namespace
