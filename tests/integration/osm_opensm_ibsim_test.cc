@@ -5,6 +5,8 @@
 // sweeping with nobody listening, and a re-bound receiver gets events again.
 // Then the same through the real daemon's `opensm` collector and /metrics,
 // killing and restarting the daemon.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <fstream>
 #include <map>

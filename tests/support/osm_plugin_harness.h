@@ -1,5 +1,5 @@
-// Test support for libfabricmon_osm.so without OpenSM: loads the built
-// plugin with dlopen() exactly as OpenSM does (dlsym "osm_event_plugin"),
+// Test and bench support for libfabricmon_osm.so without OpenSM: loads the
+// built plugin with dlopen() exactly as OpenSM does (dlsym "osm_event_plugin"),
 // provides a minimal osm_opensm_t (version string, event_plugin_options,
 // subnet lock, node table) for create(), and a Unix datagram receiver that
 // plays the daemon. Header-only so only the tests that include it link
@@ -9,7 +9,6 @@
 #pragma once
 
 #include <dlfcn.h>
-#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -41,8 +40,7 @@ inline std::string OsmPluginPath() {
   return BinaryDir() + "/lib/libfabricmon_osm.so";
 }
 
-// dlopen()s the plugin; `impl` is null when loading failed (the test then
-// fails on ASSERT_NE(impl, nullptr)).
+// dlopen()s the plugin; `impl` is null when loading failed (see error()).
 class LoadedPlugin {
  public:
   LoadedPlugin() {
@@ -185,7 +183,9 @@ class DatagramReceiver {
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl = ::testing::TempDir() + "/fabricmon-osm-XXXXXX";
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "fabricmon-osm-XXXXXX")
+            .string();
     if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
   }
   ~TempDir() {

@@ -2,6 +2,7 @@
 // plugin events into samples, its settings, its docs rows, and the whole
 // path from the real plugin (dlopen()ed, driven as OpenSM drives it) through
 // the collector's socket to the exposition.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <boost/asio/executor_work_guard.hpp>

@@ -2,6 +2,7 @@
 // "osm_event_plugin"), driven with every event type, with absent and
 // malformed data, with no daemon, a slow daemon and a restarted daemon.
 // Run it under ASan with scripts/test-sanitizers.sh.
+#include <gtest/gtest.h>
 #include <malloc.h>
 #include <pthread.h>
 
