@@ -165,8 +165,7 @@ struct CollectorEnv {
   bool ethtool_is_kernel = true;
   // A MAD transport on local HCA `ca`, port `port` (empty/0 = the first
   // active IB port). Null in builds without rdma-core.
-  std::function<std::unique_ptr<MadTransport>(const std::string& ca,
-                                              int port)>
+  std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port)>
       mad;
   MonotonicClock clock = SteadySeconds;
 };

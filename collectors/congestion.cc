@@ -168,7 +168,8 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     // Rediscover only when ports came or went: discovery reads link_layer
     // and gid_attrs of every port, which is too much for every fast poll.
     std::map<std::string, Netdev> next;
-    for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
+    for (const RoceNetdev& t :
+         DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
       if (options_.ethtool_is_kernel &&
           !env_.sysfs->IsDirectory("class/net/" + t.netdev)) {
         continue;

@@ -11,8 +11,8 @@ namespace fabric {
 
 const std::vector<CollectorSpec>& CollectorSpecs() {
   static const std::vector<CollectorSpec> table = {
-      IbPortCollectorSpec(),     HwCountersCollectorSpec(),
-      CongestionCollectorSpec(), RoceCollectorSpec(),
+      IbPortCollectorSpec(),      HwCountersCollectorSpec(),
+      CongestionCollectorSpec(),  RoceCollectorSpec(),
       NicIdentityCollectorSpec(), OpensmCollectorSpec(),
   };
   return table;
