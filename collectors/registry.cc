@@ -6,14 +6,25 @@
 #include "collectors/nic_identity.h"
 #include "collectors/opensm.h"
 #include "collectors/roce.h"
+#if FABRICMON_WITH_RDMA
+#include "collectors/fabric.h"
+#include "collectors/sm.h"
+#endif
 
 namespace fabric {
 
 const std::vector<CollectorSpec>& CollectorSpecs() {
   static const std::vector<CollectorSpec> table = {
-      IbPortCollectorSpec(),      HwCountersCollectorSpec(),
-      CongestionCollectorSpec(),  RoceCollectorSpec(),
-      NicIdentityCollectorSpec(), OpensmCollectorSpec(),
+    IbPortCollectorSpec(),
+    HwCountersCollectorSpec(),
+    CongestionCollectorSpec(),
+    RoceCollectorSpec(),
+    NicIdentityCollectorSpec(),
+    OpensmCollectorSpec(),
+#if FABRICMON_WITH_RDMA
+    SmCollectorSpec(),
+    FabricCollectorSpec(),
+#endif
   };
   return table;
 }

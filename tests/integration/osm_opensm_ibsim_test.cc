@@ -59,7 +59,8 @@ class OsmOpenSmTest : public ::testing::Test {
     options.sim_host = "hca0";
     options.config_lines = {"event_plugin_name fabricmon_osm",
                             "event_plugin_options " + socket, "perfmgr TRUE",
-                            "perfmgr_sweep_time_s 1", "sweep_interval 1"};
+                            "perfmgr_sweep_time_s 1"};
+    options.sweep_interval = 1;
     options.env = {"LD_LIBRARY_PATH=" + BinaryDir() + "/lib"};
     fabric.StartOpenSm(options);
   }

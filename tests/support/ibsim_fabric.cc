@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -59,11 +60,13 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   return out;
 }
 
-// posix_spawnp with stdin/stdout/stderr from the given fds (-1: /dev/null).
+// posix_spawnp with stdin/stdout/stderr from the given fds (-1: /dev/null),
+// in directory `cwd`: umad2sim writes its fake sysfs as ./sys-<pid> there.
 pid_t Spawn(std::vector<std::string> argv, std::vector<std::string> env,
-            int in_fd, int out_fd, int err_fd) {
+            int in_fd, int out_fd, int err_fd, const std::string& cwd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   const int fds[3] = {in_fd, out_fd, err_fd};
   for (int i = 0; i < 3; ++i) {
     if (fds[i] >= 0) {
@@ -177,6 +180,7 @@ IbsimFabric::IbsimFabric(std::string netfile) : netfile_(std::move(netfile)) {
 }
 
 IbsimFabric::~IbsimFabric() {
+  for (pid_t pid : clients_) StopClient(pid);
   for (pid_t pid : opensms_) KillAndReap(pid);
   if (ibsim_ > 0) {
     if (console_in_ >= 0) {
@@ -218,10 +222,10 @@ bool IbsimFabric::Start(std::string* error) {
   }
   const int err = ::open((dir_ + "/ibsim.err").c_str(),
                          O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  ibsim_ =
-      Spawn({"ibsim", "-s", "-N", std::to_string(nodes + 16), "-S",
-             std::to_string(nodes + 16), "-P", std::to_string(ports + 64), net},
-            MergedEnv({"IBSIM_SOCKNAME=" + sockname_}), in[0], out[1], err);
+  ibsim_ = Spawn(
+      {"ibsim", "-s", "-N", std::to_string(nodes + 16), "-S",
+       std::to_string(nodes + 16), "-P", std::to_string(ports + 64), net},
+      MergedEnv({"IBSIM_SOCKNAME=" + sockname_}), in[0], out[1], err, dir_);
   ::close(in[0]);
   ::close(out[1]);
   if (err >= 0) ::close(err);
@@ -264,6 +268,7 @@ int IbsimFabric::StartOpenSm(const OpenSmOptions& options) {
   {
     std::ofstream conf(d + "/opensm.conf");
     conf << "sm_priority " << options.priority << "\n"
+         << "sweep_interval " << options.sweep_interval << "\n"
          << "sminfo_polling_timeout 1000\n"
          << "polling_retry_number 2\n"
          << "log_file " << d << "/opensm.log\n"
@@ -278,8 +283,8 @@ int IbsimFabric::StartOpenSm(const OpenSmOptions& options) {
   env.push_back("OSM_CACHE_DIR=" + d);
   env.push_back("OSM_TMP_DIR=" + d);
   env.insert(env.end(), options.env.begin(), options.env.end());
-  const pid_t pid =
-      Spawn({"opensm", "-F", d + "/opensm.conf"}, MergedEnv(env), -1, out, out);
+  const pid_t pid = Spawn({"opensm", "-F", d + "/opensm.conf"}, MergedEnv(env),
+                          -1, out, out, d);
   if (out >= 0) ::close(out);
   opensms_.push_back(pid);
   return index;
@@ -309,6 +314,31 @@ bool IbsimFabric::WaitForMaster(std::chrono::seconds timeout,
   return false;
 }
 
+pid_t IbsimFabric::StartClient(const std::vector<std::string>& argv,
+                               const std::string& sim_host,
+                               const std::string& log) {
+  const int out =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid =
+      Spawn(argv, MergedEnv(ClientEnv(sim_host)), -1, out, out, dir_);
+  if (out >= 0) ::close(out);
+  if (pid > 0) clients_.push_back(pid);
+  return pid;
+}
+
+void IbsimFabric::StopClient(pid_t pid) {
+  if (pid <= 0) return;
+  auto it = std::find(clients_.begin(), clients_.end(), pid);
+  if (it == clients_.end()) return;
+  clients_.erase(it);
+  ::kill(pid, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  KillAndReap(pid);
+}
+
 std::vector<std::string> IbsimFabric::ClientEnv(
     const std::string& sim_host) const {
   std::vector<std::string> env = {std::string("LD_PRELOAD=") + kUmad2Sim,
@@ -335,7 +365,8 @@ ToolOutput IbsimFabric::Run(const std::vector<std::string>& argv,
       ::open((base + ".err").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   std::vector<std::string> args = {"timeout", "-s", "KILL", "120"};
   args.insert(args.end(), argv.begin(), argv.end());
-  const pid_t pid = Spawn(args, MergedEnv(ClientEnv(sim_host)), -1, out, err);
+  const pid_t pid =
+      Spawn(args, MergedEnv(ClientEnv(sim_host)), -1, out, err, dir_);
   if (out >= 0) ::close(out);
   if (err >= 0) ::close(err);
   if (pid > 0) {

@@ -47,6 +47,9 @@ class IbsimFabric {
   struct OpenSmOptions {
     std::string sim_host;  // node the SM attaches as, e.g. "hca0"
     int priority = 0;
+    // Seconds between OpenSM's light sweeps; 0 turns them off so that no
+    // SM traffic moves the data counters a test reads.
+    int sweep_interval = 10;
     // More opensm.conf lines (e.g. "perfmgr TRUE") and environment entries
     // ("LD_LIBRARY_PATH=...") for this instance.
     std::vector<std::string> config_lines;
@@ -81,6 +84,14 @@ class IbsimFabric {
   // `sim_host` under umad2sim; killed after 120 s.
   ToolOutput Run(const std::vector<std::string>& argv,
                  const std::string& sim_host = "") const;
+  // Starts a long-running client (e.g. the fabricmon daemon) attached as
+  // `sim_host`, stdout+stderr to `log`; killed by StopClient or the
+  // destructor. Returns its pid (-1 on failure).
+  pid_t StartClient(const std::vector<std::string>& argv,
+                    const std::string& sim_host, const std::string& log);
+  // SIGTERM, then SIGKILL after 10 s; reaps it.
+  void StopClient(pid_t pid);
+
   // The environment a libibumad client of this fabric needs, as
   // "NAME=value" entries (LD_PRELOAD, IBSIM_SOCKNAME, SIM_HOST).
   std::vector<std::string> ClientEnv(const std::string& sim_host) const;
@@ -98,6 +109,7 @@ class IbsimFabric {
   int console_in_ = -1;   // ibsim's stdin
   int console_out_ = -1;  // ibsim's stdout
   std::vector<pid_t> opensms_;
+  std::vector<pid_t> clients_;
 };
 
 // Under CI=true a missing tool fails the test; elsewhere it skips it.
@@ -111,7 +123,7 @@ inline bool InCi() {
 // Starts `fabric` (an IbsimFabric) or ends the test: FAIL under CI=true,
 // GTEST_SKIP elsewhere, when the tools are missing; FAIL when ibsim does
 // not come up.
-#define FABRIC_START_IBSIM(fabric)                                    \
+#define FABRIC_START_IBSIM(ibsim_fabric)                              \
   do {                                                                \
     const std::string missing_ = ::fabric::testing::MissingIbTools(); \
     if (!missing_.empty()) {                                          \
@@ -121,5 +133,5 @@ inline bool InCi() {
       GTEST_SKIP() << "not installed: " << missing_;                  \
     }                                                                 \
     std::string start_error_;                                         \
-    ASSERT_TRUE((fabric).Start(&start_error_)) << start_error_;       \
+    ASSERT_TRUE((ibsim_fabric).Start(&start_error_)) << start_error_; \
   } while (0)
