@@ -52,8 +52,8 @@ class IbsimFabric {
     int sweep_interval = 10;
     // More opensm.conf lines (e.g. "perfmgr TRUE") and environment entries
     // ("LD_LIBRARY_PATH=...") for this instance.
-    std::vector<std::string> config_lines;
-    std::vector<std::string> env;
+    std::vector<std::string> config_lines = {};
+    std::vector<std::string> env = {};
   };
 
   explicit IbsimFabric(std::string netfile);
