@@ -74,13 +74,14 @@ class Listener : public std::enable_shared_from_this<Listener> {
   }
 
   // Poll thread: emits the totals; false (with the reason) when unbound.
-  bool Emit(MetricSink& sink, const NodeNameMap& names, std::string* error) {
+  bool Emit(MetricSink& sink, const NodeNameMap& names, bool switch_ports,
+            std::string* error) {
     std::lock_guard lock(mu_);
     if (!bound_) {
       *error = error_;
       return false;
     }
-    totals_.Emit(sink, names);
+    totals_.Emit(sink, names, switch_ports);
     sink.Counter("fabric_opensm_datagrams_rejected_total",
                  "Datagrams on the plugin socket that did not decode (wrong "
                  "version, truncated, not from the plugin).",
@@ -179,7 +180,9 @@ class OpensmCollector final : public Collector {
         sink.Skip("opensm: bad node_name_map line");
       }
       std::string error;
-      if (listener_->Emit(sink, names_, &error)) return true;
+      if (listener_->Emit(sink, names_, settings_.switch_ports, &error)) {
+        return true;
+      }
       sink.Skip("opensm: " + error);
       // Try binding again on the io thread (e.g. the directory appeared).
       boost::asio::post(*io_, [l = listener_] { l->Open(); });
@@ -209,7 +212,7 @@ CollectorSpec OpensmCollectorSpec() {
   CollectorSpec spec;
   spec.name = "opensm";
   spec.enabled = false;
-  spec.keys = {"socket", "node_name_map"};
+  spec.keys = {"socket", "node_name_map", "switch_ports"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     OpensmSettings settings;
@@ -226,6 +229,8 @@ CollectorSpec OpensmCollectorSpec() {
                    }
                  } else if (key == "node_name_map") {
                    settings.node_name_map = Scalar(value, key_path);
+                 } else if (key == "switch_ports") {
+                   settings.switch_ports = Bool(value, key_path);
                  }
                });
     return std::make_shared<SettingsOf<OpensmSettings>>(settings);

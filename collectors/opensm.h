@@ -38,6 +38,10 @@ struct OpensmSettings {
   // OpenSM and infiniband-diags read) whose names replace OpenSM's node
   // descriptions in the `switch` label. Empty = none.
   std::string node_name_map;
+  // `switch_ports`: export PerfMgr's readings as fabric_switch_port_*.
+  // Set false on a daemon that also runs the `fabric` sweep: the sweep's
+  // absolute readings win, and each switch port must be exported once.
+  bool switch_ports = true;
   bool operator==(const OpensmSettings&) const = default;
 };
 

@@ -158,7 +158,8 @@ void OpensmTotals::Apply(const osm::Message& m) {
   }
 }
 
-void OpensmTotals::Emit(MetricSink& sink, const NodeNameMap& names) const {
+void OpensmTotals::Emit(MetricSink& sink, const NodeNameMap& names,
+                        bool switch_ports) const {
   for (int e = 0; e < osm::kEventCount; ++e) {
     sink.Counter(
         "fabric_opensm_events_total", kEventsHelp,
@@ -180,6 +181,7 @@ void OpensmTotals::Emit(MetricSink& sink, const NodeNameMap& names) const {
                  "vendor-specific traps).",
                  {{"trap", trap}}, static_cast<double>(count));
   }
+  if (!switch_ports) return;
   for (const auto& [key, p] : ports_) {
     const auto mapped = names.names.find(key.first);
     const std::string& name =

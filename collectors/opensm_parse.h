@@ -49,7 +49,9 @@ class OpensmTotals {
   // Counts a datagram the decoder rejected.
   void Reject() { ++rejected_; }
   // Writes every sample; `names` (node-name-map) overrides event names.
-  void Emit(MetricSink& sink, const NodeNameMap& names) const;
+  // Without `switch_ports`, the fabric_switch_port_* samples are left out.
+  void Emit(MetricSink& sink, const NodeNameMap& names,
+            bool switch_ports = true) const;
 
   uint64_t rejected() const { return rejected_; }
   uint64_t unclassified() const { return unclassified_; }

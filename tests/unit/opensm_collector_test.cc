@@ -128,6 +128,18 @@ TEST(OpensmTotals, NodeNameMapRenamesSwitches) {
   EXPECT_EQ(text.find("MF0;sw"), std::string::npos);
 }
 
+// Where the fabric sweep runs too, it wins: no switch port samples here.
+TEST(OpensmTotals, SwitchPortsCanBeLeftToTheSweep) {
+  OpensmTotals t;
+  t.Apply(Errors(Port(0x2, 1, osm::NodeType::kSwitch, "leaf01"), 1, 0));
+  MetricSink sink;
+  t.Emit(sink, {}, /*switch_ports=*/false);
+  const std::string text = ToText(sink.Take());
+  EXPECT_EQ(text.find("fabric_switch_port_"), std::string::npos);
+  EXPECT_NE(text.find("fabric_opensm_events_total{event=\"port_errors\"} 1"),
+            std::string::npos);
+}
+
 TEST(OpensmTotals, SweepDurationTrapsAndDrops) {
   OpensmTotals t;
   std::string text = Emit(t);
@@ -174,18 +186,21 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
   EXPECT_FALSE(c.enabled);
   EXPECT_EQ(SettingsAs<OpensmSettings>(c).socket, kDefaultOsmSocket);
   EXPECT_EQ(SettingsAs<OpensmSettings>(c).node_name_map, "");
+  EXPECT_TRUE(SettingsAs<OpensmSettings>(c).switch_ports);
 
   config = ParseConfig(
       "collectors:\n"
       "  opensm:\n"
       "    enabled: true\n"
       "    socket: /run/x/osm.sock\n"
-      "    node_name_map: /etc/opensm/ib-node-name-map\n",
+      "    node_name_map: /etc/opensm/ib-node-name-map\n"
+      "    switch_ports: false\n",
       CollectorSpecs(), &error);
   ASSERT_TRUE(config) << error;
   const auto& s = SettingsAs<OpensmSettings>(config->Collector("opensm"));
   EXPECT_EQ(s.socket, "/run/x/osm.sock");
   EXPECT_EQ(s.node_name_map, "/etc/opensm/ib-node-name-map");
+  EXPECT_FALSE(s.switch_ports);
 
   EXPECT_FALSE(ParseConfig("collectors:\n  opensm:\n    socket: osm.sock\n",
                            CollectorSpecs(), &error));
