@@ -4,6 +4,7 @@
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
+#include "collectors/opensm.h"
 #include "collectors/roce.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
@@ -19,6 +20,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     CongestionCollectorSpec(),
     RoceCollectorSpec(),
     NicIdentityCollectorSpec(),
+    OpensmCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),

@@ -6,7 +6,8 @@
 //   - RoCE configuration audit: ECN enable per priority for the notification
 //     and reaction points (class/net/<if>/ecn/roce_{np,rp}/enable/<prio>,
 //     MLNX_OFED), PFC enabled priorities, ETS willing, prio->TC map, trust
-//     and the ieee_pfc pause counts via a DcbSource;
+//     and the ieee_pfc pause counts via a DcbSource (DCB netlink, or the
+//     dumps of collectors/dcb_file.h with setting dcb_dir);
 //   - RoCE GID types per port (ports/<n>/gid_attrs/types/*);
 //   - mlx5 optional counters (cc_*) via RDMA netlink, read only, when an
 //     administrator enabled them (collectors/roce_rdma_netlink.h).
@@ -92,17 +93,23 @@ struct RoceSettings {
   // `netdevs`: extra network interfaces to read besides those backing RDMA
   // ports.
   std::vector<std::string> netdevs;
+  // `dcb_dir`: absolute directory of DCB dumps, one file per netdev
+  // (`<dcb_dir>/<netdev>`, the text iproute2's `dcb` prints;
+  // collectors/dcb_file.h), read instead of DCB netlink. Empty = netlink.
+  // The simulator writes them to `<host>/dcb/`, next to `<host>/ethtool/`.
+  std::string dcb_dir;
   bool operator==(const RoceSettings&) const = default;
 };
 
 // The registry's factory: env's ethtool source, DCB and RDMA netlink
-// sources, the settings' netdevs as extra netdevs. When env's ethtool source
-// reads dumps (config `ethtool_dir`) there is no DCB source: DCB netlink
-// asks the kernel, and without the ioctl's address nothing tells whether the
+// sources, the settings' netdevs as extra netdevs. DCB: the file-backed
+// source on the settings' dcb_dir when set; else netlink, except when env's
+// ethtool source reads dumps (config `ethtool_dir`): DCB netlink asks the
+// kernel, and without the ioctl's address nothing tells whether the
 // kernel's same-named netdev is the tree's.
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
                                              const CollectorConfig& config);
-// The registry row (key `netdevs`).
+// The registry row (keys `netdevs`, `dcb_dir`).
 CollectorSpec RoceCollectorSpec();
 
 }  // namespace fabric

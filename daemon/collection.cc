@@ -131,6 +131,7 @@ std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
   auto snap = std::make_shared<Snapshot>();
   snap->collector = name;
   snap->success = false;
+  snap->stuck = true;
   snap->duration_seconds = std::chrono::duration<double>(timeout).count();
   snap->timestamp_seconds = UnixNow();
   snap->last_success_seconds = last_success_seconds;

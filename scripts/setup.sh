@@ -15,6 +15,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-node-exporter iproute2 ethtool procps curl
   python3 hyperfine time valgrind
+  # amtool checks dashboards/alertmanager/ (rules_promtool_test).
+  prometheus-alertmanager
   ibsim-utils opensm infiniband-diags
 )
 
@@ -31,5 +33,6 @@ fi
 # The Debian prometheus/node_exporter packages start system services; tests
 # start their own instances on loopback, so the packaged ones are not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-  $SUDO systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
+  $SUDO systemctl disable --now prometheus prometheus-node-exporter \
+    prometheus-alertmanager >/dev/null 2>&1 || true
 fi

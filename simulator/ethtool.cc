@@ -60,6 +60,16 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   add("tx_packets", port->tx_bytes / kBytesPerPacket);
   add("tx_bytes", port->tx_bytes);
   add("rx_ecn_mark", stat("rx_ecn_mark"));
+  // Drops and link-level (802.3x) pause: all 0 on the simulated lossless
+  // fabric, but present as on a real mlx5 NIC, so the rules reading them
+  // see their series.
+  add("rx_out_of_buffer", stat("rx_out_of_buffer"));
+  add("rx_discards_phy", stat("rx_discards_phy"));
+  add("tx_discards_phy", stat("tx_discards_phy"));
+  add("rx_global_pause", stat("rx_global_pause"));
+  add("rx_global_pause_duration", stat("rx_global_pause_duration"));
+  add("tx_global_pause", stat("tx_global_pause"));
+  add("tx_global_pause_duration", stat("tx_global_pause_duration"));
   for (int p = 0; p < 8; ++p) {
     const std::string n = std::to_string(p);
     add("rx_prio" + n + "_bytes", stat("rx_prio" + n + "_bytes"));

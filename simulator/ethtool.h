@@ -2,7 +2,8 @@
 // ethtool_source.h) answering for the RoCE netdev of one simulated host
 // (bond0 of mlx5_bond_0) with mlx5_core statistic names and the model's
 // values: rx/tx_prioN_{bytes,packets,pause,pause_duration,pause_transition},
-// tx_pause_storm_{warning,error}_events, rx_ecn_mark and the totals.
+// tx_pause_storm_{warning,error}_events, rx_ecn_mark, rx_out_of_buffer,
+// {rx,tx}_discards_phy, {rx,tx}_global_pause{,_duration} and the totals.
 // Any other netdev, or the device while removed: ENODEV. The renderer also
 // writes these statistics as `ethtool -S` text (EthtoolText) so a separate
 // process can read them (collectors/ethtool_file.h).

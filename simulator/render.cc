@@ -6,8 +6,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <system_error>
 
+#include "simulator/dcb.h"
 #include "simulator/ethtool.h"
 
 namespace fabric::sim {
@@ -226,7 +228,7 @@ bool SysfsRenderer::Render(const Cluster& cluster, std::string* error) {
       NetFiles(cluster, device, &net_files);
       dirs.emplace_back("class/net/" + device.netdev, std::move(net_files));
     }
-    if (!device.netdev.empty() && !RenderEthtool(cluster, device, error)) {
+    if (!device.netdev.empty() && !RenderDumps(cluster, device, error)) {
       return false;
     }
     for (auto& [dir, files] : dirs) {
@@ -258,34 +260,49 @@ bool SysfsRenderer::Render(const Cluster& cluster, std::string* error) {
   return true;
 }
 
-bool SysfsRenderer::RenderEthtool(const Cluster& cluster, const Device& device,
-                                  std::string* error) {
-  const std::string relative = std::string(kEthtoolDir) + "/" + device.netdev;
-  auto it = ethtool_written_.find(device.netdev);
-  if (!device.present) {
-    // A removed HCA's netdev is gone: no dump, so readers see ENODEV.
-    if (it != ethtool_written_.end()) {
+bool SysfsRenderer::RenderDumps(const Cluster& cluster, const Device& device,
+                                std::string* error) {
+  // A removed HCA's netdev is gone: no dumps, so readers see ENODEV (ethtool)
+  // or "no DCB" (the device is gone from class/ anyway).
+  std::optional<std::string> ethtool, dcb;
+  if (device.present) {
+    const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
+    if (!stats.ok()) return true;  // not this host's netdev
+    ethtool = EthtoolText(stats.stats);
+    dcb = SimDcbText(cluster, host_, device.netdev);
+  }
+  return RenderDump(kEthtoolDir, device.netdev, ethtool ? &*ethtool : nullptr,
+                    &ethtool_written_, error) &&
+         RenderDump(kDcbDir, device.netdev, dcb ? &*dcb : nullptr,
+                    &dcb_written_, error);
+}
+
+bool SysfsRenderer::RenderDump(const char* dir, const std::string& netdev,
+                               const std::string* text,
+                               std::map<std::string, std::string>* written,
+                               std::string* error) {
+  const std::string relative = std::string(dir) + "/" + netdev;
+  auto it = written->find(netdev);
+  if (text == nullptr) {
+    if (it != written->end()) {
       if (::unlink((root_ / relative).c_str()) != 0 && errno != ENOENT) {
         *error = "unlink " + (root_ / relative).string() + ": " +
                  std::strerror(errno);
         return false;
       }
-      ethtool_written_.erase(it);
+      written->erase(it);
     }
     return true;
   }
-  const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
-  if (!stats.ok()) return true;  // not this host's netdev
-  std::string text = EthtoolText(stats.stats);
-  if (it != ethtool_written_.end() && it->second == text) return true;
+  if (it != written->end() && it->second == *text) return true;
   std::error_code ec;
-  fs::create_directories(root_ / kEthtoolDir, ec);
+  fs::create_directories(root_ / dir, ec);
   if (ec) {
-    *error = "mkdir " + (root_ / kEthtoolDir).string() + ": " + ec.message();
+    *error = "mkdir " + (root_ / dir).string() + ": " + ec.message();
     return false;
   }
-  if (!WriteAtomic(relative, text, error)) return false;
-  ethtool_written_[device.netdev] = std::move(text);
+  if (!WriteAtomic(relative, *text, error)) return false;
+  (*written)[netdev] = *text;
   return true;
 }
 
@@ -294,6 +311,7 @@ void SysfsRenderer::Remove() {
   fs::remove_all(root_, ec);
   written_.clear();
   ethtool_written_.clear();
+  dcb_written_.clear();
 }
 
 }  // namespace fabric::sim

@@ -5,6 +5,9 @@
 //   <root>/ethtool/bond0   (`ethtool -S` text of the RoCE netdev, outside
 //                           class/: not sysfs, read by the daemon's
 //                           file-backed EthtoolSource; simulator/ethtool.h)
+//   <root>/dcb/bond0       (the netdev's DCB configuration as `dcb` prints
+//                           it, read by the daemon's file-backed DcbSource;
+//                           simulator/dcb.h)
 // with the layout of the recorded H100 tree (tests/fixtures/real/
 // sysfs-gpud-h100) plus the attributes real kernels also have there (lid,
 // sm_lid, node_guid, ...; docs/simulator.md lists them).
@@ -13,7 +16,7 @@
 // staging directory (<root>/.sim-staging, outside class/) and renamed over
 // the old one; a device that appears is built complete in staging and
 // renamed into place; a removed device is renamed away first (and its
-// netdev's ethtool dump unlinked). Unchanged files are not rewritten.
+// netdev's ethtool and DCB dumps unlinked). Unchanged files are not rewritten.
 //
 // Thread-safety: none; one thread renders (the model must not change
 // during Render()).
@@ -44,6 +47,8 @@ class SysfsRenderer {
 
   // Directory of the ethtool dumps below the root: <root>/ethtool/<netdev>.
   static constexpr const char* kEthtoolDir = "ethtool";
+  // Directory of the DCB dumps below the root: <root>/dcb/<netdev>.
+  static constexpr const char* kDcbDir = "dcb";
 
  private:
   using Files = std::map<std::string, std::string>;  // relative path -> data
@@ -55,9 +60,16 @@ class SysfsRenderer {
   bool InstallDir(const std::string& relative, const Files& files,
                   std::string* error);
   bool RemoveDir(const std::string& relative, std::string* error);
-  // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev>.
-  bool RenderEthtool(const Cluster& cluster, const Device& device,
-                     std::string* error);
+  // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev> and
+  // <root>/dcb/<netdev>.
+  bool RenderDumps(const Cluster& cluster, const Device& device,
+                   std::string* error);
+  // Writes `text` to <root>/<dir>/<netdev> when it changed, or unlinks the
+  // file when `text` is null; `written` remembers what is on disk.
+  bool RenderDump(const char* dir, const std::string& netdev,
+                  const std::string* text,
+                  std::map<std::string, std::string>* written,
+                  std::string* error);
 
   std::filesystem::path root_;
   std::filesystem::path staging_;
@@ -65,6 +77,7 @@ class SysfsRenderer {
   std::uint64_t serial_ = 0;
   std::map<std::string, Files> written_;  // top dir (device/netdev) -> files
   std::map<std::string, std::string> ethtool_written_;  // netdev -> dump
+  std::map<std::string, std::string> dcb_written_;      // netdev -> dump
 };
 
 }  // namespace fabric::sim

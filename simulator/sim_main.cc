@@ -5,7 +5,9 @@
 //
 // Each host's tree is DIR/host<i>/ (use it as --sysfs.root or as
 // node_exporter's --path.sysfs); DIR/host<i>/ethtool/<netdev> holds the
-// RoCE netdev's `ethtool -S` text (the daemon's config key ethtool_dir).
+// RoCE netdev's `ethtool -S` text (the daemon's config key ethtool_dir) and
+// DIR/host<i>/dcb/<netdev> its DCB configuration as iproute2's `dcb` prints
+// it (config key dcb_dir).
 // Runs until SIGINT/SIGTERM (then removes the trees, unless --keep) or until
 // --duration of simulated-and-real time has passed (then leaves them).
 // --duration 0 renders once and exits: a frozen tree, e.g. after --warmup of

@@ -6,7 +6,11 @@
 //  - every fabric_* metric they reference is listed in docs/metrics.md and
 //    every fabric:* series is recorded by recording_rules.yml;
 //  - every alert has severity, summary, description and a runbook_url that
-//    is an existing file, and every runbook belongs to an alert.
+//    is an existing file, and every runbook belongs to an alert;
+//  - at thousands of ports: bounded default selections or bounded
+//    expressions, heatmaps of aggregated rows, top-N tables linking to the
+//    port-detail dashboard, `up` panels, port-state value mappings, a
+//    link_layer variable, and no threshold hard-coded in a dashboard.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -16,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -155,25 +160,173 @@ TEST(DashboardsStaticTest, DashboardsParseAndHaveVariables) {
   }
 }
 
-TEST(DashboardsStaticTest, HotspotDashboardHasPeakHeatmaps) {
+// The hotspot heatmaps plot fleet distributions (recorded per-bucket port
+// counts, a handful of rows whatever the fleet size), not one row per port.
+TEST(DashboardsStaticTest, HotspotHeatmapsPlotAggregatedRows) {
   pt::ptree tree;
   pt::read_json(Src("dashboards/grafana/congestion-hotspots.json"), tree);
-  std::set<std::string> heatmapped;
+  std::string all;
+  int heatmaps = 0;
   for (const auto& [_, p] : tree.get_child("panels")) {
     if (p.get<std::string>("type") != "heatmap") continue;
+    ++heatmaps;
     for (const auto& [__, t] : p.get_child("targets")) {
-      heatmapped.insert(t.get<std::string>("expr"));
+      const std::string expr = t.get<std::string>("expr");
+      all += expr + "\n";
+      EXPECT_EQ(expr.rfind("sum by (le) (fabric:", 0), 0u) << expr;
+      EXPECT_NE(expr.find(":ports_le"), std::string::npos) << expr;
+      EXPECT_EQ(t.get<std::string>("format", ""), "heatmap") << expr;
     }
   }
-  const std::string all = [&] {
-    std::string s;
-    for (const auto& e : heatmapped) s += e + "\n";
-    return s;
-  }();
-  EXPECT_NE(all.find("fabric_port_transmit_wait_peak_ratio"),
+  EXPECT_GE(heatmaps, 2);
+  EXPECT_NE(all.find("fabric:port_transmit_wait_peak_ratio:ports_le"),
             std::string::npos);
-  EXPECT_NE(all.find("fabric_port_transmit_utilization_peak_ratio"),
+  EXPECT_NE(all.find("fabric:port_transmit_utilization_peak_ratio:ports_le"),
             std::string::npos);
+}
+
+std::map<std::string, pt::ptree> Variables(const pt::ptree& tree) {
+  std::map<std::string, pt::ptree> vars;
+  for (const auto& [_, v] : tree.get_child("templating.list")) {
+    vars[v.get<std::string>("name")] = v;
+  }
+  return vars;
+}
+
+// An expression returns a bounded number of series whatever the fleet size:
+// top-N, an aggregation that keeps no per-port or per-host label, or a
+// filter that lists only ports in trouble (a comparison).
+bool Bounded(const std::string& expr) {
+  if (expr.find("topk(") != std::string::npos) return true;
+  static const std::regex aggregation(
+      R"(^\s*\(?\s*(sum|count|max|min|avg|quantile|group)\b(\s*by\s*\(([^)]*)\))?)");
+  std::smatch m;
+  if (std::regex_search(expr, m, aggregation)) {
+    const std::string by = m[4].str();
+    return by.find("instance") == std::string::npos &&
+           by.find("device") == std::string::npos &&
+           by.find("port") == std::string::npos;
+  }
+  static const std::regex filter(R"((==|!=|>=|<=|>|<)\s*(on|[0-9]|fabric:))");
+  return std::regex_search(expr, filter);
+}
+
+// Thousands of ports: every dashboard either defaults to a bounded
+// selection (the instance variable cannot be All) or plots only bounded
+// expressions; fleet dashboards have a link_layer variable.
+TEST(DashboardsStaticTest, DefaultsStayBoundedAtThousandsOfPorts) {
+  for (const auto& path : Dashboards()) {
+    SCOPED_TRACE(path.filename().string());
+    pt::ptree tree;
+    pt::read_json(path.string(), tree);
+    auto vars = Variables(tree);
+    ASSERT_TRUE(vars.count("instance"));
+    const bool all_by_default = vars["instance"].get<bool>("includeAll");
+    if (!all_by_default) {
+      EXPECT_TRUE(vars["instance"].get<std::string>("current", "").empty() ||
+                  vars["instance"].get_child("current").empty());
+    }
+    int checked = 0;
+    for (const auto& [_, p] : tree.get_child("panels")) {
+      if (p.get<std::string>("type") == "row" || !all_by_default) continue;
+      for (const auto& [__, t] : p.get_child("targets")) {
+        ++checked;
+        EXPECT_TRUE(Bounded(t.get<std::string>("expr")))
+            << p.get<std::string>("title") << ": "
+            << t.get<std::string>("expr");
+      }
+    }
+    if (all_by_default) {
+      EXPECT_GT(checked, 5);
+    }
+  }
+  for (const char* name :
+       {"fabric-overview.json", "congestion-hotspots.json"}) {
+    pt::ptree tree;
+    pt::read_json(Src(std::string("dashboards/grafana/") + name), tree);
+    EXPECT_TRUE(Variables(tree).count("link_layer")) << name;
+  }
+}
+
+// Top-N tables name the ports and link to the port-detail dashboard with
+// that port selected.
+TEST(DashboardsStaticTest, TopNTablesLinkToPortDetail) {
+  for (const char* name :
+       {"fabric-overview.json", "congestion-hotspots.json"}) {
+    SCOPED_TRACE(name);
+    pt::ptree tree;
+    pt::read_json(Src(std::string("dashboards/grafana/") + name), tree);
+    int linked_topn = 0;
+    for (const auto& [_, p] : tree.get_child("panels")) {
+      if (p.get<std::string>("type") != "table") continue;
+      bool topn = false;
+      for (const auto& [__, t] : p.get_child("targets")) {
+        topn |= t.get<std::string>("expr").find("topk(") != std::string::npos;
+      }
+      const auto links = p.get_child_optional("fieldConfig.defaults.links");
+      if (!topn || !links) continue;
+      for (const auto& [__, l] : *links) {
+        const std::string url = l.get<std::string>("url");
+        if (url.find("/d/fabricmon-port/") != std::string::npos &&
+            url.find("var-instance=${__data.fields.instance}") !=
+                std::string::npos &&
+            url.find("var-device=${__data.fields.device}") !=
+                std::string::npos &&
+            url.find("var-port=${__data.fields.port}") != std::string::npos) {
+          ++linked_topn;
+        }
+      }
+    }
+    EXPECT_GE(linked_topn, 2);
+  }
+  pt::ptree detail;
+  pt::read_json(Src("dashboards/grafana/port-detail.json"), detail);
+  EXPECT_EQ(detail.get<std::string>("uid"), "fabricmon-port");
+}
+
+// Exporter `up` is on the fleet dashboards; port states show as names.
+TEST(DashboardsStaticTest, UpPanelsAndStateValueMappings) {
+  for (const char* name : {"fabric-overview.json", "daemon-health.json"}) {
+    const std::string text =
+        ReadFile(Src(std::string("dashboards/grafana/") + name));
+    EXPECT_NE(text.find("up{job=\\\"fabricmon\\\"} == 0"), std::string::npos)
+        << name;
+  }
+  pt::ptree detail;
+  pt::read_json(Src("dashboards/grafana/port-detail.json"), detail);
+  std::set<std::string> mapped;
+  for (const auto& [_, p] : detail.get_child("panels")) {
+    const auto m = p.get_child_optional("fieldConfig.defaults.mappings");
+    if (!m) continue;
+    for (const auto& [__, mapping] : *m) {
+      for (const auto& [value, o] : mapping.get_child("options")) {
+        mapped.insert(p.get<std::string>("title") + "=" + value + ":" +
+                      o.get<std::string>("text"));
+      }
+    }
+  }
+  EXPECT_TRUE(mapped.count("State (4 = ACTIVE)=4:ACTIVE"));
+  EXPECT_TRUE(mapped.count("State (4 = ACTIVE)=1:DOWN"));
+  EXPECT_TRUE(mapped.count("Physical state (5 = LinkUp)=5:LinkUp"));
+}
+
+// Thresholds live only in the recording rules: a dashboard compares with
+// fabric:threshold:* series, never with a number of its own (0, 1 and the
+// ACTIVE state 4 are facts, not thresholds).
+TEST(DashboardsStaticTest, NoThresholdsHardCodedInDashboards) {
+  const std::regex literal(
+      R"(((==|!=|>=|<=|>|<)\s*(bool\s+)?|\*\s*)([0-9]*\.?[0-9]+(e[-+]?[0-9]+)?)\b)");
+  int exprs = 0;
+  for (const auto& expr : DashboardExprs()) {
+    ++exprs;
+    for (auto it = std::sregex_iterator(expr.begin(), expr.end(), literal);
+         it != std::sregex_iterator(); ++it) {
+      const std::string number = (*it)[4].str();
+      EXPECT_TRUE(number == "0" || number == "1" || number == "4")
+          << "literal " << number << " in: " << expr;
+    }
+  }
+  EXPECT_GT(exprs, 40);
 }
 
 // All expressions, dashboards' and rules', through promtool's parser.

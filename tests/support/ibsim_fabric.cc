@@ -265,20 +265,24 @@ int IbsimFabric::StartOpenSm(const OpenSmOptions& options) {
   const int index = static_cast<int>(opensms_.size());
   const std::string d = dir_ + "/opensm" + std::to_string(index);
   fs::create_directories(d);
-  std::ofstream(d + "/opensm.conf")
-      << "sm_priority " << options.priority << "\n"
-      << "sweep_interval " << options.sweep_interval << "\n"
-      << "sminfo_polling_timeout 1000\n"
-      << "polling_retry_number 2\n"
-      << "log_file " << d << "/opensm.log\n"
-      << "dump_files_dir " << d << "/\n"
-      << "partition_config_file " << d << "/partitions.conf\n"
-      << "daemon FALSE\nconsole off\n";
+  {
+    std::ofstream conf(d + "/opensm.conf");
+    conf << "sm_priority " << options.priority << "\n"
+         << "sweep_interval " << options.sweep_interval << "\n"
+         << "sminfo_polling_timeout 1000\n"
+         << "polling_retry_number 2\n"
+         << "log_file " << d << "/opensm.log\n"
+         << "dump_files_dir " << d << "/\n"
+         << "partition_config_file " << d << "/partitions.conf\n"
+         << "daemon FALSE\nconsole off\n";
+    for (const auto& line : options.config_lines) conf << line << "\n";
+  }
   const int out =
       ::open((d + "/stdout").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   auto env = ClientEnv(options.sim_host);
   env.push_back("OSM_CACHE_DIR=" + d);
   env.push_back("OSM_TMP_DIR=" + d);
+  env.insert(env.end(), options.env.begin(), options.env.end());
   const pid_t pid = Spawn({"opensm", "-F", d + "/opensm.conf"}, MergedEnv(env),
                           -1, out, out, d);
   if (out >= 0) ::close(out);

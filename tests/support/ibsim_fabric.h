@@ -50,6 +50,10 @@ class IbsimFabric {
     // Seconds between OpenSM's light sweeps; 0 turns them off so that no
     // SM traffic moves the data counters a test reads.
     int sweep_interval = 10;
+    // More opensm.conf lines (e.g. "perfmgr TRUE") and environment entries
+    // ("LD_LIBRARY_PATH=...") for this instance.
+    std::vector<std::string> config_lines = {};
+    std::vector<std::string> env = {};
   };
 
   explicit IbsimFabric(std::string netfile);

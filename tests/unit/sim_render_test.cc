@@ -8,7 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "collectors/dcb_file.h"
 #include "collectors/ethtool_file.h"
+#include "simulator/dcb.h"
 #include "simulator/ethtool.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
@@ -232,6 +234,50 @@ TEST(SimRender, EthtoolDumpGoesWithARemovedRoceDevice) {
   for (int i = 0; i < 10; ++i) c.Step();  // t = 2.5 s: back
   ASSERT_TRUE(r.Render(c, &error)) << error;
   EXPECT_TRUE(files.Stats("bond0").ok());
+}
+
+// The DCB dump next to the ethtool one: the expected RoCE configuration
+// (PFC on priority 3 only, DSCP trust), with the model's pause counts, read
+// back through the daemon's file-backed DcbSource; gone with the device.
+TEST(SimRender, DcbDumpOfTheRoceNetdevReadsBackAsTheExpectedConfig) {
+  TempDir tmp;
+  SimConfig config = Config(Scenario::kPfcStorm);
+  config.timeline.events.push_back(config.timeline.events[0]);
+  config.timeline.events[1].scenario = Scenario::kDeviceRemoved;
+  config.timeline.events[1].device = "mlx5_bond_0";
+  config.timeline.events[1].start = seconds(3);
+  Cluster c(config);
+  SysfsRenderer r(tmp.path(), 0);
+  std::string error;
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_EQ(Entries(tmp.path() / "dcb"), std::set<std::string>{"bond0"});
+  for (int i = 0; i < 20; ++i) c.Step();  // t = 2 s of storm
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  FileDcbSource files((tmp.path() / "dcb").string());
+  const DcbResult got = files.Ieee("bond0");
+  ASSERT_TRUE(got.ok()) << got.error.message() << "\n"
+                        << Read(tmp.path() / "dcb/bond0");
+  ASSERT_TRUE(got.ieee.pfc.has_value());
+  EXPECT_EQ(got.ieee.pfc->enabled, 1u << kRocePriority);
+  EXPECT_EQ(got.ieee.pfc->cap, 8);
+  // requests = PFC frames sent = the storming NIC's tx pause frames.
+  const EthtoolResult stats = SimEthtoolStats(c, 0, "bond0");
+  std::uint64_t tx_pause = 0;
+  for (std::size_t i = 0; i < stats.stats.names.size(); ++i) {
+    if (stats.stats.names[i] == "tx_prio3_pause")
+      tx_pause = stats.stats.values[i];
+  }
+  EXPECT_GT(tx_pause, 0u);
+  EXPECT_EQ(got.ieee.pfc->requests[kRocePriority], tx_pause);
+  ASSERT_TRUE(got.ieee.ets.has_value());
+  EXPECT_EQ(got.ieee.ets->prio_tc[kRocePriority], kRocePriority);
+  EXPECT_EQ(got.ieee.Trust(), "dscp");
+  EXPECT_EQ(SimDcbText(c, 0, "eth0"), std::nullopt);
+  EXPECT_EQ(files.Ieee("eth0").error, std::errc::operation_not_supported);
+  for (int i = 0; i < 15; ++i) c.Step();  // t = 3.5 s: device removed
+  ASSERT_TRUE(r.Render(c, &error)) << error;
+  EXPECT_EQ(SimDcbText(c, 0, "bond0"), std::nullopt);
+  EXPECT_FALSE(fs::exists(tmp.path() / "dcb/bond0"));
 }
 
 }  // namespace
