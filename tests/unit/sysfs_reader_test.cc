@@ -238,6 +238,37 @@ TEST_P(SysfsReaderTest, FollowsSymlinkedDeviceDirectories) {
   EXPECT_EQ(Text(*r, dir, "port_rcv_data"), "6\n");
 }
 
+// class/net/<if> is a symlink on real sysfs; the roce and congestion
+// collectors ask whether a netdev is in the tree this way.
+TEST_P(SysfsReaderTest, IsDirectoryAsStatSaysAndFollowsChanges) {
+  Write("devices/virtual/net/eth0/address", "00:11:22:33:44:55\n");
+  fs::create_directories(root_ / "class/net");
+  fs::create_directory_symlink("../../devices/virtual/net/eth0",
+                               root_ / "class/net/eth0");
+  Write("class/net/plain/address", "x\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_TRUE(r->IsDirectory("class/net/eth0"));
+  EXPECT_TRUE(r->IsDirectory("class/net/plain"));
+  EXPECT_TRUE(r->IsDirectory("class/net"));
+  EXPECT_FALSE(r->IsDirectory("class/net/plain/address"));  // a file
+  EXPECT_FALSE(r->IsDirectory("class/net/eth1"));
+  EXPECT_FALSE(r->IsDirectory("class/nope/eth1"));
+  // The answers follow the tree from one collection to the next.
+  MoveAway("class/net/plain");
+  Write("class/net/eth1/address", "y\n");
+  fs::remove(root_ / "class/net/eth0");
+  r->Begin();
+  EXPECT_FALSE(r->IsDirectory("class/net/plain"));
+  EXPECT_TRUE(r->IsDirectory("class/net/eth1"));
+  EXPECT_FALSE(r->IsDirectory("class/net/eth0"));
+  fs::create_directory_symlink("../../devices/virtual/net/eth0",
+                               root_ / "class/net/eth0");
+  r->Begin();
+  EXPECT_TRUE(r->IsDirectory("class/net/eth0"));
+  EXPECT_EQ(Text(*r, "class/net/eth0", "address"), "00:11:22:33:44:55\n");
+}
+
 TEST_P(SysfsReaderTest, RootRemovedAndRecreated) {
   Write(kCounters + "/port_rcv_data", "1\n");
   auto r = Reader();
@@ -377,7 +408,10 @@ TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
       return std::vector<std::string>{"a"};
     }
     std::string ReadLink(const std::string&) const override { return {}; }
-    bool IsDirectory(const std::string&) const override { return true; }
+    bool IsDirectory(const std::string& path) const override {
+      paths.push_back("isdir " + path);
+      return true;
+    }
     mutable std::vector<std::string> paths;
   } recorder;
   auto r = recorder.NewReader();
@@ -389,10 +423,12 @@ TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(*a, std::vector<std::string>{"a"});  // still valid after b
-  EXPECT_EQ(recorder.paths,
-            (std::vector<std::string>{"read class/infiniband/x/ports/1/gids/0",
-                                      "list class/infiniband",
-                                      "list class/infiniband/x/ports"}));
+  EXPECT_TRUE(r->IsDirectory("class/net/eth0"));
+  EXPECT_EQ(
+      recorder.paths,
+      (std::vector<std::string>{
+          "read class/infiniband/x/ports/1/gids/0", "list class/infiniband",
+          "list class/infiniband/x/ports", "isdir class/net/eth0"}));
 }
 
 }  // namespace
