@@ -117,7 +117,7 @@ class HwCountersCollector final : public Collector {
  private:
   void CollectDevice(const IbDevicePorts& walked, MetricSink& sink) {
     const std::string& device = walked.device;
-    const std::string dir = IbDevicePath(device);
+    const std::string& dir = walked.dir;
     CollectDir(device, "", dir + "/hw_counters", sink);
     for (const auto& port : walked.ports) {
       CollectDir(device, port, dir + "/ports/" + port + "/hw_counters", sink);

@@ -290,7 +290,7 @@ class IbPortCollector final : public Collector {
 
   void CollectDevice(const IbDevicePorts& walked, MetricSink& sink) const {
     const std::string& device = walked.device;
-    const std::string dir = IbDevicePath(device);
+    const std::string& dir = walked.dir;
     DeviceAttrs attrs;
     attrs.node_guid = GuidAttr(dir, "node_guid", sink);
     attrs.hca_type =
