@@ -1,14 +1,22 @@
 #include "collectors/ib_walk.h"
 
 #include <algorithm>
-
-#include "collectors/sysfs_parse.h"
+#include <string_view>
 
 namespace fabric {
 namespace {
 
 constexpr std::string_view kClassDir = "class/infiniband";
 constexpr std::string_view kPorts = "/ports";
+
+// A port directory's name: the port number in decimal ("%u" in the
+// kernel). A plain digit check: this runs for every port of every poll of
+// the congestion collector.
+bool IsPortNumber(std::string_view name) {
+  return !name.empty() && name.size() <= 19 &&
+         std::all_of(name.begin(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
 
 bool IsAbsent(const std::error_code& error) {
   return error == std::errc::no_such_file_or_directory ||
@@ -75,10 +83,12 @@ void ListIbPorts(SysfsReader& reader, const DeviceFilter& filter,
     if (!filter.Allows(name)) continue;
     if (used == out.devices.size()) out.devices.emplace_back();
     IbDevicePorts& device = out.devices[used];
-    device.device.assign(name);
-    device.dir.assign(kClassDir);
-    device.dir.push_back('/');
-    device.dir.append(name);
+    if (device.device != name) {  // else `dir` is still this device's
+      device.device.assign(name);
+      device.dir.assign(kClassDir);
+      device.dir.push_back('/');
+      device.dir.append(name);
+    }
     device.dir.append(kPorts);
     // ports/<n> exist from the device's registration to its removal.
     const auto* entries = reader.List(device.dir, /*stable=*/true, nullptr);
@@ -89,7 +99,7 @@ void ListIbPorts(SysfsReader& reader, const DeviceFilter& filter,
     }
     device.ports.clear();
     for (const auto& entry : *entries) {
-      if (ParseU64(entry).ok()) device.ports.push_back(entry);
+      if (IsPortNumber(entry)) device.ports.push_back(entry);
     }
     std::sort(device.ports.begin(), device.ports.end(),
               [](const auto& a, const auto& b) {
