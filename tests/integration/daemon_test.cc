@@ -539,7 +539,8 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
             "  hw_counters: {enabled: false}\n"
             "  congestion: {enabled: false}\n"
             "  roce: {enabled: false}\n"
-            "  nic_identity: {enabled: false}\n");
+            "  nic_identity: {enabled: false}\n"
+            "  sm: {enabled: false}\n");
   Process daemon({"--config", config_, "--sysfs.root", root,
                   "--web.listen-address", "127.0.0.1:0"},
                  {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
