@@ -1,17 +1,22 @@
 // Runs N in-process collections of a sysfs tree by ib_port + hw_counters
 // (the poll path of the daemon: Collect + MetricSink::Take) and, with
-// --text, also serialises the exposition each time. Made for callgrind,
-// whose instruction counts are stable on a shared machine where wall/CPU
-// timings are not:
+// --text, also serialises the exposition each time. With --congestion it
+// runs the congestion collector's fast polls instead (default options), on a
+// clock that advances 100 ms per collection so its windows fill as in the
+// daemon (600 intervals per port at the default 60 s window: run 1000 to
+// see the steady state). Made for callgrind, whose instruction counts are
+// stable on a shared machine where wall/CPU timings are not:
 //
 //   valgrind --tool=callgrind <build>/bench/collect_profile 10
 //   -> divide the Ir of fabric::(anonymous)::Run by N
+//   (--congestion: compare two N, e.g. 1000 and 2000, to get the steady
+//   state per collection without the first 600's filling windows)
 //
 // With --pause MS it sleeps MS milliseconds between collections, as the
 // daemon's poll interval does, and reports the thread CPU time per
 // collection: caches go cold between polls, which a tight loop hides.
 //
-// Usage: collect_profile [N] [--text] [--pause MS] [TREE]
+// Usage: collect_profile [N] [--text] [--congestion] [--pause MS] [TREE]
 //   (TREE defaults to the H100 tree)
 #include <chrono>
 #include <cstdio>
@@ -20,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "collectors/congestion.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "core/metric_sink.h"
@@ -28,10 +34,10 @@
 namespace fabric {
 namespace {
 
-std::size_t Run(Collector& ib, Collector& hw, SampleOrder& order, bool text) {
+std::size_t Run(Collector& ib, Collector* hw, SampleOrder& order, bool text) {
   MetricSink sink;
   ib.Collect(sink);
-  hw.Collect(sink);
+  if (hw) hw->Collect(sink);
   auto families = sink.Take(&order);
   std::size_t n = 0;
   for (const auto& f : families) n += f.metric.size();
@@ -42,6 +48,7 @@ std::size_t Run(Collector& ib, Collector& hw, SampleOrder& order, bool text) {
 int Main(int argc, char** argv) {
   int runs = 10;
   bool text = false;
+  bool congestion = false;
   int pause_ms = 0;
   std::string tree =
       FABRICMON_SOURCE_DIR "/tests/fixtures/real/sysfs-gpud-h100";
@@ -49,6 +56,8 @@ int Main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--text") {
       text = true;
+    } else if (arg == "--congestion") {
+      congestion = true;
     } else if (arg == "--pause" && i + 1 < argc) {
       pause_ms = std::atoi(argv[++i]);
     } else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') {
@@ -59,8 +68,11 @@ int Main(int argc, char** argv) {
   }
   CollectorEnv env;
   env.sysfs = MakeRealSysfs(tree);
-  auto ib = MakeIbPortCollector(env, CollectorConfig{});
-  auto hw = MakeHwCountersCollector(env, CollectorConfig{});
+  double fake_now = 1000.0;  // --congestion's clock, seconds
+  auto ib = congestion ? std::make_unique<CongestionCollector>(
+                             env, CongestionOptions{}, [&] { return fake_now; })
+                       : MakeIbPortCollector(env, CollectorConfig{});
+  auto hw = congestion ? nullptr : MakeHwCountersCollector(env, CollectorConfig{});
   SampleOrder order;  // kept across runs, as next to a daemon's collector
   std::size_t check = 0;
   auto thread_us = [] {
@@ -75,7 +87,8 @@ int Main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
     const double before = thread_us();
-    check += Run(*ib, *hw, order, text);
+    check += Run(*ib, hw.get(), order, text);
+    fake_now += 0.1;
     cpu_us += thread_us() - before;
   }
   double us = std::chrono::duration<double, std::micro>(

@@ -35,10 +35,12 @@
 #   Medians, not means: the build machines are shared and a single run
 #   that lost its CPU caches to a neighbour's compile skews a mean.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-BIN="${1:-build/fabricmon}"
+source "$(dirname "$0")/lib.sh"
+bench_cd_root
+BIN="${1:-$BENCH_FABRICMON}"
 RUNS="${2:-20}"
-TREE="${3:-tests/fixtures/real/sysfs-gpud-h100}"
+TREE="${3:-$BENCH_TREE}"
+export NODE_EXPORTER
 exec python3 - "$BIN" "$RUNS" "$TREE" <<'PY'
 import http.client, os, signal, socket, statistics, subprocess, sys, tempfile, time
 
@@ -46,7 +48,7 @@ binary, runs, tree = sys.argv[1], int(sys.argv[2]), os.path.abspath(sys.argv[3])
 helper = os.path.join(os.path.dirname(binary), "bench", "spawn_rusage")
 if not os.access(helper, os.X_OK):
     raise SystemExit("%s not found: build the bench targets first" % helper)
-NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
+NODE_EXPORTER = os.environ["NODE_EXPORTER"]  # bench/lib.sh
 median = statistics.median
 
 class Child:

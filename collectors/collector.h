@@ -24,6 +24,12 @@
 //               fabric_collector_success and
 //               fabric_collector_last_success_timestamp_seconds say "the
 //               source works", and a quiet event source does not look stale.
+//   Sample()    instead of Collect() at the ticks between two publishes,
+//               for a collector whose PublishInterval() is longer than its
+//               interval: it takes its reading without emitting. (The
+//               congestion collector samples every 100 ms to find peaks but
+//               publishes them every second: building and publishing a
+//               snapshot costs more than the sample.)
 //   Stop()      once, on the io_context thread, when the collector is
 //               retired (reload with changed settings, shutdown). Close
 //               sockets and cancel handlers; Collect() may still be running
@@ -66,6 +72,9 @@ class Collector {
   virtual void Start(boost::asio::io_context& /*io*/) {}
   virtual void Stop() {}
   virtual bool Collect(MetricSink& sink) noexcept = 0;
+  virtual void Sample() noexcept {}
+  // Zero: every tick publishes (Collect).
+  virtual std::chrono::microseconds PublishInterval() const { return {}; }
 };
 
 // Which RDMA devices a collector looks at. Empty include = all devices.
@@ -165,8 +174,7 @@ struct CollectorEnv {
   bool ethtool_is_kernel = true;
   // A MAD transport on local HCA `ca`, port `port` (empty/0 = the first
   // active IB port). Null in builds without rdma-core.
-  std::function<std::unique_ptr<MadTransport>(const std::string& ca,
-                                              int port)>
+  std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port)>
       mad;
   MonotonicClock clock = SteadySeconds;
 };

@@ -1,12 +1,14 @@
 #include "collectors/congestion.h"
 
+#include <algorithm>
 #include <exception>
-#include <set>
+#include <iterator>
 
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
+#include "collectors/sysfs_parse.h"
 #include "config/duration.h"
 #include "config/yaml_keys.h"
 
@@ -28,55 +30,76 @@ CongestionCollector::CongestionCollector(CollectorEnv env,
 
 bool CongestionCollector::Collect(MetricSink& sink) noexcept {
   try {
-    return CollectImpl(sink);
+    return CollectImpl(sink, /*emit=*/true);
   } catch (const std::exception& e) {
     sink.Skip(std::string("congestion: ") + e.what());
     return false;
   }
 }
 
-CongestionCollector::Port CongestionCollector::NewPort(const std::string& dir) {
-  Port p{dir,
-         PortWindow(options_.window_seconds, options_.xmit_wait_tick_seconds)};
+void CongestionCollector::Sample() noexcept {
+  // Skips of a sample are not reported: the next publish reads the same
+  // files and counts its own.
+  MetricSink scratch;
+  try {
+    CollectImpl(scratch, /*emit=*/false);
+  } catch (const std::exception&) {
+  }
+}
+
+CongestionCollector::Port::Port(const std::string& device,
+                                const std::string& ports_dir,
+                                const std::string& port, PortWindow w)
+    : dir(ports_dir + "/" + port),
+      counters_dir(dir + "/counters"),
+      hw_dir(dir + "/hw_counters"),
+      labels{{"device", device}, {"port", port}},
+      window(w) {}
+
+void CongestionCollector::Probe(Port& p) {
   // Probe once which files exist, so each fast poll reads only those.
-  auto present = [&](const std::string& sub) -> std::set<std::string> {
-    auto names = env_.sysfs->List(dir + "/" + sub);
-    if (!names) return {};
-    return {names->begin(), names->end()};
+  auto has = [&](const std::string& dir, std::string_view name) {
+    const auto* names = reader_->List(dir, /*stable=*/true, nullptr);
+    // A linear search, once per port: test fakes do not all sort.
+    return names != nullptr &&
+           std::find(names->begin(), names->end(), name) != names->end();
   };
-  const auto counters = present("counters");
-  const auto hw = present("hw_counters");
-  p.has_xmit_data = counters.count("port_xmit_data") > 0;
-  p.has_rcv_data = counters.count("port_rcv_data") > 0;
-  p.has_xmit_wait = counters.count("port_xmit_wait") > 0;
-  p.has_cnp_handled = hw.count("rp_cnp_handled") > 0;
-  p.has_cnp_sent = hw.count("np_cnp_sent") > 0;
-  return p;
+  p.has_xmit_data = has(p.counters_dir, "port_xmit_data");
+  p.has_rcv_data = has(p.counters_dir, "port_rcv_data");
+  p.has_xmit_wait = has(p.counters_dir, "port_xmit_wait");
+  p.has_cnp_handled = has(p.hw_dir, "rp_cnp_handled");
+  p.has_cnp_sent = has(p.hw_dir, "np_cnp_sent");
 }
 
 CongestionSample CongestionCollector::Poll(Port& port, double now,
                                            MetricSink& sink) {
   auto read_counter =
-      [&](bool present,
-          const std::string& file) -> std::optional<std::uint64_t> {
+      [&](bool present, const std::string& dir,
+          std::string_view file) -> std::optional<std::uint64_t> {
     if (!present) return std::nullopt;
-    const auto r = env_.sysfs->Read(port.dir + "/" + file);
-    auto v = r.ok() ? ParseCounter(r.data) : std::nullopt;
-    if (!v) sink.Skip(port.dir + "/" + file);
-    return v;
+    const auto r = reader_->Read(dir, file);
+    const auto v = r.ok() ? ParseU64(r.data) : Parsed<std::uint64_t>{};
+    if (!v.ok()) {
+      sink.Skip(dir + "/" + std::string(file));
+      return std::nullopt;
+    }
+    return v.value;
   };
   CongestionSample s;
   s.xmit_data_words =
-      read_counter(port.has_xmit_data, "counters/port_xmit_data");
-  s.rcv_data_words = read_counter(port.has_rcv_data, "counters/port_rcv_data");
+      read_counter(port.has_xmit_data, port.counters_dir, "port_xmit_data");
+  s.rcv_data_words =
+      read_counter(port.has_rcv_data, port.counters_dir, "port_rcv_data");
   s.xmit_wait_ticks =
-      read_counter(port.has_xmit_wait, "counters/port_xmit_wait");
+      read_counter(port.has_xmit_wait, port.counters_dir, "port_xmit_wait");
   s.cnp_handled =
-      read_counter(port.has_cnp_handled, "hw_counters/rp_cnp_handled");
-  s.cnp_sent = read_counter(port.has_cnp_sent, "hw_counters/np_cnp_sent");
+      read_counter(port.has_cnp_handled, port.hw_dir, "rp_cnp_handled");
+  s.cnp_sent = read_counter(port.has_cnp_sent, port.hw_dir, "np_cnp_sent");
   if (now - port.rate_read_at >= options_.rate_refresh_seconds) {
-    const auto r = env_.sysfs->Read(port.dir + "/rate");
-    port.rate = r.ok() ? ParseRateBytesPerSecond(r.data) : std::nullopt;
+    const auto r = reader_->Read(port.dir, "rate");
+    const auto rate = r.ok() ? ParseRate(r.data) : Parsed<PortRate>{};
+    port.rate =
+        rate.ok() ? std::optional(rate.value.bytes_per_second) : std::nullopt;
     port.rate_read_at = now;
   }
   s.rate_bytes_per_second = port.rate;
@@ -86,37 +109,57 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
   return s;
 }
 
-bool CongestionCollector::CollectImpl(MetricSink& sink) {
+bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   const double now = clock_();
+  if (!reader_) reader_ = env_.sysfs->NewReader();
+  reader_->Begin();
+  const std::uint64_t generation = ++generation_;
   std::error_code error;
-  const auto devices = env_.sysfs->List(kRoot, &error);
-  std::set<Key> seen;
+  // Not stable: devices come and go without class/infiniband changing.
+  const auto* devices = reader_->List(kRoot, /*stable=*/false, &error);
   if (devices) {
-    for (const auto& device : *devices) {
-      if (!options_.devices.Allows(device)) continue;
-      const std::string ports_dir =
-          std::string(kRoot) + "/" + device + "/ports";
-      const auto ports = env_.sysfs->List(ports_dir);
+    for (const auto& name : *devices) {
+      if (!options_.devices.Allows(name)) continue;
+      auto dev = devices_.find(name);
+      if (dev == devices_.end()) {
+        dev = devices_.emplace(name, Device{}).first;
+        dev->second.ports_dir = std::string(kRoot) + "/" + name + "/ports";
+      }
+      Device& device = dev->second;
+      // ports/<n> exist from the device's registration to its removal.
+      const auto* ports =
+          reader_->List(device.ports_dir, /*stable=*/true, nullptr);
       if (!ports) continue;  // device vanished between the two lists
-      for (const auto& port : *ports) {
-        Key key{device, port};
-        auto it = ports_.find(key);
-        if (it == ports_.end()) {
-          it = ports_.emplace(key, NewPort(ports_dir + "/" + port)).first;
+      for (const auto& port_name : *ports) {
+        auto it = device.ports.find(port_name);
+        if (it == device.ports.end()) {
+          it = device.ports
+                   .emplace(port_name,
+                            Port(name, device.ports_dir, port_name,
+                                 PortWindow(options_.window_seconds,
+                                            options_.xmit_wait_tick_seconds)))
+                   .first;
+          Probe(it->second);
           ports_changed_ = true;
         }
-        it->second.window.Add(Poll(it->second, now, sink));
-        seen.insert(key);
+        Port& port = it->second;
+        port.window.Add(Poll(port, now, sink));
+        port.seen = generation;
       }
     }
   }
   // Vanished devices/ports: forget them so a re-probed device starts a new
   // baseline instead of producing a bogus interval.
-  if (std::erase_if(ports_,
-                    [&](const auto& kv) { return !seen.count(kv.first); })) {
-    ports_changed_ = true;
+  for (auto dev = devices_.begin(); dev != devices_.end();) {
+    if (std::erase_if(dev->second.ports, [&](const auto& kv) {
+          return kv.second.seen != generation;
+        })) {
+      ports_changed_ = true;
+    }
+    dev = dev->second.ports.empty() ? devices_.erase(dev) : std::next(dev);
   }
   if (ethtool_) PollPfc(sink);
+  if (!emit) return true;
 
   const double end = clock_();
   sink.Gauge("fabric_congestion_window_seconds",
@@ -127,34 +170,36 @@ bool CongestionCollector::CollectImpl(MetricSink& sink) {
              "fabric_port_transmit_wait_peak_ratio (config "
              "collectors.congestion.xmit_wait_tick_ns).",
              {}, options_.xmit_wait_tick_seconds);
-  for (auto& [key, port] : ports_) {
-    port.window.Expire(end);
-    const CongestionPeaks p = port.window.Peaks(end);
-    const Labels labels = {{"device", key.first}, {"port", key.second}};
-    auto emit = [&](const char* name, const char* help,
-                    const std::optional<double>& v) {
-      if (v) sink.Gauge(name, help, labels, *v);
-    };
-    emit("fabric_port_transmit_utilization_peak_ratio",
-         "Peak over the window of per-poll transmit utilisation "
-         "(port_xmit_data x 4 / rate).",
-         p.transmit_utilization);
-    emit("fabric_port_receive_utilization_peak_ratio",
-         "Peak over the window of per-poll receive utilisation "
-         "(port_rcv_data x 4 / rate).",
-         p.receive_utilization);
-    emit("fabric_port_transmit_wait_peak_ratio",
-         "Peak over the window of the per-poll fraction of time the port had "
-         "data to send but no credits (port_xmit_wait x tick / interval).",
-         p.transmit_wait);
-    emit("fabric_roce_cnp_handled_peak_per_second",
-         "Peak over the window of per-poll CNPs handled per second "
-         "(hw_counters/rp_cnp_handled).",
-         p.cnp_handled_per_second);
-    emit("fabric_roce_cnp_sent_peak_per_second",
-         "Peak over the window of per-poll CNPs sent per second "
-         "(hw_counters/np_cnp_sent).",
-         p.cnp_sent_per_second);
+  for (auto& [device_name, device] : devices_) {
+    for (auto& [port_name, port] : device.ports) {
+      port.window.Expire(end);
+      const CongestionPeaks p = port.window.Peaks(end);
+      auto emit = [&](const char* name, const char* help,
+                      const std::optional<double>& v) {
+        if (v) sink.Gauge(name, help, port.labels, *v);
+      };
+      emit("fabric_port_transmit_utilization_peak_ratio",
+           "Peak over the window of per-poll transmit utilisation "
+           "(port_xmit_data x 4 / rate).",
+           p.transmit_utilization);
+      emit("fabric_port_receive_utilization_peak_ratio",
+           "Peak over the window of per-poll receive utilisation "
+           "(port_rcv_data x 4 / rate).",
+           p.receive_utilization);
+      emit("fabric_port_transmit_wait_peak_ratio",
+           "Peak over the window of the per-poll fraction of time the port "
+           "had data to send but no credits (port_xmit_wait x tick / "
+           "interval).",
+           p.transmit_wait);
+      emit("fabric_roce_cnp_handled_peak_per_second",
+           "Peak over the window of per-poll CNPs handled per second "
+           "(hw_counters/rp_cnp_handled).",
+           p.cnp_handled_per_second);
+      emit("fabric_roce_cnp_sent_peak_per_second",
+           "Peak over the window of per-poll CNPs sent per second "
+           "(hw_counters/np_cnp_sent).",
+           p.cnp_sent_per_second);
+    }
   }
   EmitPfc(end, sink);
   // A missing subsystem is success with no samples; an unreadable one
@@ -168,7 +213,8 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     // Rediscover only when ports came or went: discovery reads link_layer
     // and gid_attrs of every port, which is too much for every fast poll.
     std::map<std::string, Netdev> next;
-    for (const RoceNetdev& t : DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
+    for (const RoceNetdev& t :
+         DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
       if (options_.ethtool_is_kernel &&
           !env_.sysfs->IsDirectory("class/net/" + t.netdev)) {
         continue;

@@ -9,8 +9,11 @@
 //   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
 //   and `rate` (re-read every `rate_refresh_seconds`).
 // Which of those files exist is probed once per port, when the port first
-// appears. Devices and ports that vanish lose their history; those that
-// (re)appear start a new baseline.
+// appears. Reads and listings go through the collector's SysfsReader, which
+// keeps descriptors and listings between polls on real trees (core/sysfs.h),
+// and a poll builds no strings: paths and labels are made per port once.
+// Devices and ports that vanish lose their history; those that (re)appear
+// start a new baseline.
 //
 // PFC: for each netdev behind an Ethernet (RoCE) port (found with the roce
 // collector's DiscoverRoceNetdevs when the port set changes), one ethtool
@@ -25,6 +28,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -68,6 +72,9 @@ struct CongestionOptions {
   // file-backed source): the class/net filter, which keeps a recorded tree
   // from reading a same-named host interface, is then not needed.
   bool ethtool_is_kernel = true;
+  // How often the daemon publishes the peaks (Collect) while it samples
+  // every interval (Sample): a peak reaches /metrics at most this late.
+  std::chrono::microseconds publish_interval = std::chrono::seconds(1);
 };
 
 // Recommended poll interval for this collector (the daemon's config sets
@@ -82,18 +89,33 @@ class CongestionCollector final : public Collector {
                       std::unique_ptr<EthtoolSource> ethtool = nullptr);
   std::string_view Name() const override { return "congestion"; }
   bool Collect(MetricSink& sink) noexcept override;
+  // Polls without emitting (the daemon calls it between publishes).
+  void Sample() noexcept override;
+  std::chrono::microseconds PublishInterval() const override {
+    return options_.publish_interval;
+  }
 
  private:
+  // One port's state. The paths and labels are built once, when the port
+  // appears, so a poll (100 ms) builds no strings.
   struct Port {
-    Port(std::string d, PortWindow w) : dir(std::move(d)), window(w) {}
-    std::string dir;  // class/infiniband/<dev>/ports/<n>
+    Port(const std::string& device, const std::string& ports_dir,
+         const std::string& port, PortWindow w);
+    std::string dir;           // class/infiniband/<dev>/ports/<n>
+    std::string counters_dir;  // dir + "/counters"
+    std::string hw_dir;        // dir + "/hw_counters"
+    Labels labels;             // {device, port}
     bool has_xmit_data = false, has_rcv_data = false, has_xmit_wait = false;
     bool has_cnp_handled = false, has_cnp_sent = false;
     std::optional<double> rate;
     double rate_read_at = -1e300;
+    std::uint64_t seen = 0;  // the collection that last listed it
     PortWindow window;
   };
-  using Key = std::pair<std::string, std::string>;  // device, port
+  struct Device {
+    std::string ports_dir;  // class/infiniband/<dev>/ports
+    std::map<std::string, Port, std::less<>> ports;
+  };
 
   // PFC pause windows of one netdev, per (priority, direction).
   struct Netdev {
@@ -101,8 +123,8 @@ class CongestionCollector final : public Collector {
     std::map<std::pair<int, int>, CounterPeakWindow> pause;
   };
 
-  bool CollectImpl(MetricSink& sink);
-  Port NewPort(const std::string& dir);
+  bool CollectImpl(MetricSink& sink, bool emit);
+  void Probe(Port& port);
   CongestionSample Poll(Port& port, double now, MetricSink& sink);
   void PollPfc(MetricSink& sink);
   void EmitPfc(double now, MetricSink& sink);
@@ -111,7 +133,10 @@ class CongestionCollector final : public Collector {
   CongestionOptions options_;
   MonotonicClock clock_;
   std::unique_ptr<EthtoolSource> ethtool_;
-  std::map<Key, Port> ports_;
+  // Reads of every poll; kept descriptors on real trees (core/sysfs.h).
+  std::unique_ptr<SysfsReader> reader_;
+  std::map<std::string, Device, std::less<>> devices_;  // by device name
+  std::uint64_t generation_ = 0;                        // collections so far
   bool ports_changed_ = true;
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "collectors/sysfs_parse.h"
+
 namespace fabric {
 namespace {
 
@@ -28,17 +30,6 @@ double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
 void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
   if (v && (!peak || *v > *peak)) peak = v;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' ||
-                        s.back() == '\r' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  return s;
 }
 
 }  // namespace
@@ -77,29 +68,74 @@ IntervalRatios ComputeInterval(const CongestionSample& previous,
   return r;
 }
 
+void SlidingMax::Push(double end, double value) {
+  // A value no larger than the new one can never be the maximum again: the
+  // new one is in the window for at least as long.
+  while (!q_.empty() && q_.back().second <= value) q_.pop_back();
+  q_.emplace_back(end, value);
+}
+
+void SlidingMax::Expire(double cutoff) {
+  while (!q_.empty() && q_.front().first <= cutoff) q_.pop_front();
+}
+
+std::optional<double> SlidingMax::Max(double cutoff) const {
+  // Values fall from front to back, so the first one still in the window is
+  // the maximum.
+  for (const auto& [end, value] : q_) {
+    if (end > cutoff) return value;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+void PushIf(SlidingMax& max, double end, const std::optional<double>& v) {
+  if (v) max.Push(end, *v);
+}
+
+}  // namespace
+
 void PortWindow::Add(const CongestionSample& sample) {
   if (last_ && sample.time_seconds > last_->time_seconds) {
-    intervals_.push_back(ComputeInterval(*last_, sample, tick_seconds_));
+    const IntervalRatios& r =
+        intervals_.emplace_back(ComputeInterval(*last_, sample, tick_seconds_));
+    PushIf(transmit_utilization_, r.end_seconds, r.transmit_utilization);
+    PushIf(receive_utilization_, r.end_seconds, r.receive_utilization);
+    PushIf(transmit_wait_, r.end_seconds, r.transmit_wait);
+    PushIf(cnp_handled_, r.end_seconds, r.cnp_handled_per_second);
+    PushIf(cnp_sent_, r.end_seconds, r.cnp_sent_per_second);
   }
   if (!last_ || sample.time_seconds > last_->time_seconds) last_ = sample;
   Expire(sample.time_seconds);
 }
 
 void PortWindow::Expire(double now_seconds) {
-  while (!intervals_.empty() &&
-         intervals_.front().end_seconds <= now_seconds - window_seconds_) {
+  const double cutoff = now_seconds - window_seconds_;
+  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
     intervals_.pop_front();
+  }
+  for (SlidingMax* m : {&transmit_utilization_, &receive_utilization_,
+                        &transmit_wait_, &cnp_handled_, &cnp_sent_}) {
+    m->Expire(cutoff);
   }
 }
 
 CongestionPeaks PortWindow::Peaks(double now_seconds) const {
   CongestionPeaks peaks;
   peaks.end_seconds = now_seconds;
+  const double cutoff = now_seconds - window_seconds_;
+  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
+    // Every interval kept ended by `now`: the queues hold the answer.
+    peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
+    peaks.receive_utilization = receive_utilization_.Max(cutoff);
+    peaks.transmit_wait = transmit_wait_.Max(cutoff);
+    peaks.cnp_handled_per_second = cnp_handled_.Max(cutoff);
+    peaks.cnp_sent_per_second = cnp_sent_.Max(cutoff);
+    return peaks;
+  }
   for (const auto& i : intervals_) {
-    if (i.end_seconds <= now_seconds - window_seconds_ ||
-        i.end_seconds > now_seconds) {
-      continue;
-    }
+    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
     MaxInto(peaks.transmit_utilization, i.transmit_utilization);
     MaxInto(peaks.receive_utilization, i.receive_utilization);
     MaxInto(peaks.transmit_wait, i.transmit_wait);
@@ -117,56 +153,34 @@ void CounterPeakWindow::Add(double time_seconds,
   }
   if (last_ && time_seconds > last_->first && *value >= last_->second) {
     const double dt = time_seconds - last_->first;
-    intervals_.push_back(
-        {time_seconds,
-         Clamp01(static_cast<double>(*value - last_->second) * scale_ / dt)});
+    const double ratio =
+        Clamp01(static_cast<double>(*value - last_->second) * scale_ / dt);
+    intervals_.push_back({time_seconds, ratio});
+    peak_.Push(time_seconds, ratio);
   }
   if (!last_ || time_seconds > last_->first) last_ = {{time_seconds, *value}};
   Expire(time_seconds);
 }
 
 void CounterPeakWindow::Expire(double now_seconds) {
-  while (!intervals_.empty() &&
-         intervals_.front().end_seconds <= now_seconds - window_seconds_) {
+  const double cutoff = now_seconds - window_seconds_;
+  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
     intervals_.pop_front();
   }
+  peak_.Expire(cutoff);
 }
 
 std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
+  const double cutoff = now_seconds - window_seconds_;
+  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
+    return peak_.Max(cutoff);
+  }
   std::optional<double> peak;
   for (const auto& i : intervals_) {
-    if (i.end_seconds <= now_seconds - window_seconds_ ||
-        i.end_seconds > now_seconds) {
-      continue;
-    }
+    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
     MaxInto(peak, i.ratio);
   }
   return peak;
-}
-
-std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
-  text = Trim(text);
-  const auto space = text.find(' ');
-  if (space == std::string_view::npos) return std::nullopt;
-  if (text.substr(space + 1).rfind("Gb/sec", 0) != 0) return std::nullopt;
-  const std::string number(text.substr(0, space));
-  char* end = nullptr;
-  const double gbps = std::strtod(number.c_str(), &end);
-  if (number.empty() || end != number.c_str() + number.size() || gbps < 0) {
-    return std::nullopt;
-  }
-  return gbps * 125'000'000.0;
-}
-
-std::optional<std::uint64_t> ParseCounter(std::string_view text) {
-  text = Trim(text);
-  std::uint64_t value = 0;
-  const auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-    return std::nullopt;
-  }
-  return value;
 }
 
 }  // namespace fabric

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "collectors/sysfs_parse.h"
+
 namespace fabric {
 namespace {
 
@@ -82,17 +84,6 @@ bool IsQueueEcnMark(std::string_view name) {
   return true;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 }  // namespace
 
 RoceEthtoolStats ParseEthtoolStats(const std::vector<std::string>& names,
@@ -124,7 +115,7 @@ EthtoolText ParseEthtoolText(std::string_view text) {
   EthtoolText out;
   while (!text.empty()) {
     std::size_t eol = text.find('\n');
-    std::string_view line = Trim(text.substr(0, eol));
+    std::string_view line = TrimValue(text.substr(0, eol));
     text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
     if (line.empty() || line == "NIC statistics:") continue;
     std::size_t colon = line.rfind(':');
@@ -132,8 +123,8 @@ EthtoolText ParseEthtoolText(std::string_view text) {
       ++out.bad_lines;
       continue;
     }
-    std::string_view name = Trim(line.substr(0, colon));
-    std::string_view value = Trim(line.substr(colon + 1));
+    std::string_view name = TrimValue(line.substr(0, colon));
+    std::string_view value = TrimValue(line.substr(colon + 1));
     std::uint64_t v = 0;
     auto [end, ec] =
         std::from_chars(value.data(), value.data() + value.size(), v);

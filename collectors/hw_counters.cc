@@ -244,8 +244,8 @@ std::size_t Q32Unwrapper::size() const {
   return n;
 }
 
-std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config) {
+std::unique_ptr<Collector> MakeHwCountersCollector(
+    const CollectorEnv& env, const CollectorConfig& config) {
   return std::make_unique<HwCountersCollector>(env, config.devices);
 }
 

@@ -25,8 +25,8 @@
 
 namespace fabric {
 
-std::unique_ptr<Collector> MakeHwCountersCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config);
+std::unique_ptr<Collector> MakeHwCountersCollector(
+    const CollectorEnv& env, const CollectorConfig& config);
 // The registry row: no settings of its own.
 CollectorSpec HwCountersCollectorSpec();
 

@@ -567,7 +567,7 @@ std::optional<std::vector<std::string>> ListIbPorts(SysfsReader& reader,
 }
 
 std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config) {
+                                               const CollectorConfig& config) {
   return std::make_unique<IbPortCollector>(env, config.devices);
 }
 

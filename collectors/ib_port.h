@@ -19,7 +19,7 @@
 namespace fabric {
 
 std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config);
+                                               const CollectorConfig& config);
 // The registry row: no settings of its own.
 CollectorSpec IbPortCollectorSpec();
 

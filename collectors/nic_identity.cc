@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "collectors/sysfs_parse.h"
+
 namespace fabric {
 namespace {
 
@@ -42,17 +44,6 @@ constexpr KnownDevice kDevices[] = {
     {0xa2dc, "BlueField-3", "bluefield"},
     {0xa2df, "BlueField-4", "bluefield"},
 };
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' ||
-                        s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 std::optional<std::uint32_t> ParseNumber(std::string_view s, int base) {
   std::uint32_t v = 0;
@@ -132,11 +123,11 @@ class NicIdentityCollector final : public Collector {
     if (nets) {
       for (const std::string& nd : *nets) {
         auto mode = fs.Read("class/net/" + nd + "/compat/devlink/mode");
-        if (mode.ok() && Trim(mode.data) == "switchdev") return "dpu";
+        if (mode.ok() && TrimValue(mode.data) == "switchdev") return "dpu";
         // The host-PF representor (pf0hpf, pf1hpf) exists only on the Arm
         // side of a DPU; upstream kernels have no compat/devlink/mode file.
         auto name = fs.Read("class/net/" + nd + "/phys_port_name");
-        std::string_view pn = name.ok() ? Trim(name.data) : "";
+        std::string_view pn = name.ok() ? TrimValue(name.data) : "";
         if (pn.starts_with("pf") && pn.ends_with("hpf")) return "dpu";
       }
     }
@@ -150,13 +141,13 @@ class NicIdentityCollector final : public Collector {
 }  // namespace
 
 std::optional<std::uint32_t> ParseHcaType(std::string_view text) {
-  text = Trim(text);
+  text = TrimValue(text);
   if (!text.starts_with("MT")) return std::nullopt;
   return ParseNumber(text.substr(2), 10);
 }
 
 std::optional<std::uint32_t> ParsePciId(std::string_view text) {
-  text = Trim(text);
+  text = TrimValue(text);
   if (!text.starts_with("0x") && !text.starts_with("0X")) return std::nullopt;
   text.remove_prefix(2);
   if (text.size() > 4) return std::nullopt;
@@ -170,14 +161,18 @@ std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id) {
   return std::nullopt;
 }
 
-std::unique_ptr<Collector> MakeNicIdentityCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config) {
+std::unique_ptr<Collector> MakeNicIdentityCollector(
+    const CollectorEnv& env, const CollectorConfig& config) {
   return std::make_unique<NicIdentityCollector>(env, config.devices);
 }
 
 CollectorSpec NicIdentityCollectorSpec() {
   CollectorSpec spec;
   spec.name = "nic_identity";
+  // A device's product never changes while it exists: reading it every
+  // second only costs CPU and wake-ups on a GPU node. A new device gets
+  // its model series within a minute.
+  spec.interval = std::chrono::minutes(1);
   spec.make = MakeNicIdentityCollector;
   return spec;
 }

@@ -44,8 +44,8 @@ std::optional<std::uint32_t> ParsePciId(std::string_view text);
 // The model for a Mellanox/NVIDIA PCI device id, or nullopt when unknown.
 std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id);
 
-std::unique_ptr<Collector> MakeNicIdentityCollector(const CollectorEnv& env,
-                                       const CollectorConfig& config);
+std::unique_ptr<Collector> MakeNicIdentityCollector(
+    const CollectorEnv& env, const CollectorConfig& config);
 // The registry row: no settings of its own.
 CollectorSpec NicIdentityCollectorSpec();
 

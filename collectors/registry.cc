@@ -4,15 +4,27 @@
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
+#include "collectors/opensm.h"
 #include "collectors/roce.h"
+#if FABRICMON_WITH_RDMA
+#include "collectors/fabric.h"
+#include "collectors/sm.h"
+#endif
 
 namespace fabric {
 
 const std::vector<CollectorSpec>& CollectorSpecs() {
   static const std::vector<CollectorSpec> table = {
-      IbPortCollectorSpec(),     HwCountersCollectorSpec(),
-      CongestionCollectorSpec(), RoceCollectorSpec(),
-      NicIdentityCollectorSpec(),
+    IbPortCollectorSpec(),
+    HwCountersCollectorSpec(),
+    CongestionCollectorSpec(),
+    RoceCollectorSpec(),
+    NicIdentityCollectorSpec(),
+    OpensmCollectorSpec(),
+#if FABRICMON_WITH_RDMA
+    SmCollectorSpec(),
+    FabricCollectorSpec(),
+#endif
   };
   return table;
 }

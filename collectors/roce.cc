@@ -10,6 +10,7 @@
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/roce_rdma_netlink.h"
+#include "collectors/sysfs_parse.h"
 #include "config/yaml_keys.h"
 
 namespace fabric {
@@ -18,16 +19,6 @@ namespace {
 // Bounds on what one collection reads, against odd or hostile trees.
 constexpr std::size_t kMaxGidEntries = 1024;
 constexpr std::size_t kMaxSlaves = 16;
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // A netdev name as sysfs shows it: non-empty, no '/', shorter than IFNAMSIZ.
 bool PlausibleNetdev(std::string_view name) {
@@ -59,7 +50,7 @@ void AddPortNetdevs(const Sysfs& fs, const std::string& dev,
   const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
   std::vector<std::string> names;
   auto push = [&](std::string_view n) {
-    n = Trim(n);
+    n = TrimValue(n);
     if (PlausibleNetdev(n) &&
         std::find(names.begin(), names.end(), n) == names.end()) {
       names.emplace_back(n);
@@ -202,7 +193,7 @@ class RoceCollector final : public Collector {
   bool IsForeign(const std::string& netdev, const std::string& hw_address) {
     if (hw_address.empty()) return false;
     auto r = env_.sysfs->Read("class/net/" + netdev + "/address");
-    return r.ok() && Trim(r.data) != hw_address;
+    return r.ok() && TrimValue(r.data) != hw_address;
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {
@@ -219,7 +210,7 @@ class RoceCollector final : public Collector {
           sink.Skip(dir + "/" + p + ": " + r.error.message());
           continue;
         }
-        std::string_view v = Trim(r.data);
+        std::string_view v = TrimValue(r.data);
         if (v != "0" && v != "1") {
           sink.Skip(dir + "/" + p + ": not 0/1");
           continue;
@@ -245,7 +236,7 @@ class RoceCollector final : public Collector {
       for (const std::string& port : *ports) {
         const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
         auto ll = fs.Read(pdir + "/link_layer");
-        if (!ll.ok() || Trim(ll.data) != "Ethernet") continue;
+        if (!ll.ok() || TrimValue(ll.data) != "Ethernet") continue;
         auto idx = fs.List(pdir + "/gid_attrs/types");
         std::map<std::string, int> counts;
         std::size_t seen = 0;
@@ -330,7 +321,7 @@ std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& fs,
     for (const std::string& port : *ports) {
       auto ll =
           fs.Read("class/infiniband/" + dev + "/ports/" + port + "/link_layer");
-      if (!ll.ok() || Trim(ll.data) != "Ethernet") continue;
+      if (!ll.ok() || TrimValue(ll.data) != "Ethernet") continue;
       AddPortNetdevs(fs, dev, port, out);
     }
   }
@@ -338,7 +329,7 @@ std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& fs,
 }
 
 std::string GidTypeLabel(std::string_view text) {
-  text = Trim(text);
+  text = TrimValue(text);
   if (text == "IB/RoCE v1" || text == "RoCE v1") return "roce_v1";
   if (text == "RoCE v2") return "roce_v2";
   std::string out;

@@ -72,25 +72,25 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
   out.enabled = spec.enabled;
   out.interval = spec.interval;
   out.timeout = spec.timeout;
-  ForEachKey(node, path, [&](const std::string& key, const YAML::Node& value,
-                             const std::string& key_path,
-                             const YAML::Mark& key_mark) {
-    if (key == "enabled") {
-      out.enabled = Bool(value, key_path);
-    } else if (key == "interval") {
-      out.interval = Duration(value, key_path);
-    } else if (key == "timeout") {
-      out.timeout = Duration(value, key_path);
-    } else if (key == "devices") {
-      *devices = Devices(value, key_path);
-    } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
-               spec.keys.end()) {
-      std::string expected = kGenericKeys;
-      for (const auto& k : spec.keys) expected += ", " + k;
-      Fail(key_path, key_mark,
-           "unknown key (expected " + expected + ")");
-    }
-  });
+  ForEachKey(node, path,
+             [&](const std::string& key, const YAML::Node& value,
+                 const std::string& key_path, const YAML::Mark& key_mark) {
+               if (key == "enabled") {
+                 out.enabled = Bool(value, key_path);
+               } else if (key == "interval") {
+                 out.interval = Duration(value, key_path);
+               } else if (key == "timeout") {
+                 out.timeout = Duration(value, key_path);
+               } else if (key == "devices") {
+                 *devices = Devices(value, key_path);
+               } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
+                          spec.keys.end()) {
+                 std::string expected = kGenericKeys;
+                 for (const auto& k : spec.keys) expected += ", " + k;
+                 Fail(key_path, key_mark,
+                      "unknown key (expected " + expected + ")");
+               }
+             });
   return out;
 }
 
@@ -147,8 +147,9 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorSpec>& specs) {
       RequireMap(value, name);
       for (const auto& c : value) {
         std::string cname = c.first.as<std::string>();
-        auto known = std::find_if(specs.begin(), specs.end(),
-                                  [&](const auto& s) { return s.name == cname; });
+        auto known =
+            std::find_if(specs.begin(), specs.end(),
+                         [&](const auto& s) { return s.name == cname; });
         if (known == specs.end()) {
           Fail(Join(name, cname), c.first.Mark(),
                "unknown collector (known: " + KnownList(specs) + ")");
@@ -167,8 +168,9 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorSpec>& specs) {
     const YAML::Node node = it == written.end() ? YAML::Node() : it->second;
     DeviceFilterOverride devices;
     CollectorConfig cc = Generic(node, path, spec, &devices);
-    cc.devices = DeviceFilter(devices.include.value_or(config.devices.include()),
-                              devices.exclude.value_or(config.devices.exclude()));
+    cc.devices =
+        DeviceFilter(devices.include.value_or(config.devices.include()),
+                     devices.exclude.value_or(config.devices.exclude()));
     if (spec.parse) cc.settings = spec.parse(node, path, cc);
     config.collectors[spec.name] = std::move(cc);
   }
@@ -211,7 +213,8 @@ std::optional<Config> LoadConfigFile(const std::string& path,
   std::ifstream in(path);
   if (!in) {
     int err = errno;
-    if (err == ENOENT && missing_is_default) return ParseConfig("", specs, error);
+    if (err == ENOENT && missing_is_default)
+      return ParseConfig("", specs, error);
     *error = "config error: cannot read " + path + ": " + std::strerror(err);
     return std::nullopt;
   }

@@ -24,6 +24,9 @@ struct Snapshot {
   std::string collector;
   std::vector<prometheus::MetricFamily> families;  // sorted (MetricSink)
   bool success = false;
+  // Published at the deadline of a collection still running (a read stuck
+  // in the kernel, a hung device): fabric_collector_stuck.
+  bool stuck = false;
   std::uint64_t skipped = 0;        // inputs skipped in this collection
   double duration_seconds = 0;      // wall time of the collection
   double timestamp_seconds = 0;     // unix time the collection finished

@@ -9,6 +9,9 @@
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/registry.h"
+#if FABRICMON_WITH_RDMA
+#include "mad/umad_transport.h"
+#endif
 
 namespace fabric {
 
@@ -42,6 +45,15 @@ CollectorEnv MakeCollectorEnv(const Config& config,
     };
     env.ethtool_is_kernel = false;
   }
+#if FABRICMON_WITH_RDMA
+  env.mad = [](const std::string& ca,
+               int port) -> std::unique_ptr<MadTransport> {
+    std::string error;
+    auto transport = mad::UmadTransport::Open(ca, port, &error);
+    if (!transport) spdlog::debug("{}", error);
+    return transport;
+  };
+#endif
   return env;
 }
 
@@ -82,6 +94,7 @@ std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
   auto snap = std::make_shared<Snapshot>();
   snap->collector = name;
   snap->success = false;
+  snap->stuck = true;
   snap->duration_seconds = std::chrono::duration<double>(timeout).count();
   snap->timestamp_seconds = UnixNow();
   snap->last_success_seconds = last_success_seconds;

@@ -6,7 +6,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <csignal>
 
 #include "collectors/registry.h"
@@ -19,20 +18,34 @@
 namespace fabric {
 namespace {
 
-// Threads that run Collect() calls. Small and fixed: collectors are cheap
-// sysfs readers, and a bounded pool caps the load a hung device can cause.
-constexpr int kWorkerThreads = 4;
-// How long shutdown waits for collections still running on workers.
+// How long shutdown waits for collections still running.
 constexpr std::chrono::seconds kShutdownGrace{5};
+// Collections abandoned by reloads (stuck in the kernel, each holding a
+// thread) at which the daemon stops feeding the systemd watchdog, so that
+// systemd restarts it rather than let threads pile up.
+constexpr std::size_t kMaxAbandoned = 4;
+
+// How often the pollers are supervised (overruns published, stuck
+// collections found): half the shortest timeout, within [100 ms, 1 s], so
+// an overrun is reported at most half a timeout late without waking the
+// daemon more than needed.
+std::chrono::milliseconds SupervisePeriod(
+    const std::vector<std::unique_ptr<Poller>>& pollers) {
+  std::chrono::microseconds shortest = std::chrono::seconds(2);
+  for (const auto& p : pollers) shortest = std::min(shortest, p->timeout());
+  return std::clamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(shortest / 2),
+      std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+}
 
 class Daemon {
  public:
   Daemon(const Options& options, Config config)
       : options_(options),
         config_(std::move(config)),
-        workers_(kWorkerThreads),
         signals_(io_, SIGHUP, SIGTERM, SIGINT),
         watchdog_timer_(io_),
+        supervise_timer_(io_),
         store_(std::make_shared<SnapshotStore>()),
         collectable_(
             std::make_shared<SnapshotCollectable>(store_, ThisBuild())),
@@ -47,6 +60,7 @@ class Daemon {
     }
     spdlog::info("listening on {}", http_->BoundAddress());
     StartPollers();
+    Supervise();
     WaitSignal();
     StartWatchdog();
     SystemdNotify("READY=1\nSTATUS=serving /metrics");
@@ -60,7 +74,6 @@ class Daemon {
       spdlog::shutdown();
       std::_Exit(0);  // never join a thread stuck in a hung read
     }
-    workers_.join();
     spdlog::info("stopped");
     return 0;
   }
@@ -77,9 +90,8 @@ class Daemon {
     for (auto& c : BuildCollectors(
              config_, sysfs,
              [&](const std::string& name) { return !running(name); })) {
-      auto poller = std::make_shared<Poller>(io_, workers_, std::move(c),
-                                             store_, in_flight_);
-      poller->Start();
+      auto poller = std::make_unique<Poller>(std::move(c), store_, in_flight_);
+      poller->Start(io_);
       pollers_.push_back(std::move(poller));
     }
     // Drop snapshots of collectors this config no longer runs.
@@ -93,21 +105,53 @@ class Daemon {
   void StopPollers() {
     for (auto& p : pollers_) p->Stop();
     pollers_.clear();
+    abandoned_.clear();  // their threads are detached and own their state
   }
 
   // Stops the pollers whose settings differ under `next`; the others keep
   // running with their state.
   void StopChangedPollers(const Config& next) {
-    std::vector<std::shared_ptr<Poller>> kept;
+    std::vector<std::unique_ptr<Poller>> kept;
     for (auto& p : pollers_) {
       if (SameCollectorSettings(config_, next, p->name())) {
-        kept.push_back(p);
-      } else {
-        spdlog::info("{}: settings changed, restarting", p->name());
-        p->Stop();
+        kept.push_back(std::move(p));
+        continue;
+      }
+      spdlog::info("{}: settings changed, restarting", p->name());
+      if (p->Stop()) {
+        spdlog::warn("{}: its running collection is abandoned", p->name());
+        abandoned_.push_back(std::move(p));
       }
     }
     pollers_ = std::move(kept);
+  }
+
+  // Publishes overruns, forgets abandoned collections that have returned,
+  // and decides whether the watchdog may be fed.
+  void Supervise() {
+    std::size_t stuck = 0;
+    for (auto& p : pollers_) stuck += p->Supervise() ? 1 : 0;
+    std::erase_if(abandoned_, [](const auto& p) { return !p->running(); });
+    // Progress: not every collector is stuck, and abandoned collections
+    // have not piled up. A daemon whose collections are all wedged is not
+    // healthy, even though its event loop still runs.
+    const bool healthy = (pollers_.empty() || stuck < pollers_.size()) &&
+                         abandoned_.size() < kMaxAbandoned;
+    if (healthy != healthy_) {
+      if (healthy) {
+        spdlog::info("collections make progress again; feeding the watchdog");
+      } else {
+        spdlog::error(
+            "{} of {} collectors stuck, {} abandoned collections; no longer "
+            "feeding the systemd watchdog",
+            stuck, pollers_.size(), abandoned_.size());
+      }
+      healthy_ = healthy;
+    }
+    supervise_timer_.expires_after(SupervisePeriod(pollers_));
+    supervise_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Supervise();
+    });
   }
 
   void WaitSignal() {
@@ -123,6 +167,7 @@ class Daemon {
       SystemdNotify("STOPPING=1");
       StopPollers();
       watchdog_timer_.cancel();
+      supervise_timer_.cancel();
       io_.stop();
     });
   }
@@ -138,7 +183,9 @@ class Daemon {
   }
 
   void PingWatchdog() {
-    SystemdNotify("WATCHDOG=1");
+    // The ping comes from the event loop, and only while collections make
+    // progress (Supervise), so a wedged daemon is restarted.
+    if (healthy_) SystemdNotify("WATCHDOG=1");
     watchdog_timer_.expires_after(watchdog_period_);
     watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) PingWatchdog();
@@ -181,15 +228,18 @@ class Daemon {
   Config config_;
   // Destroyed after everything below it: timers and handlers refer to it.
   boost::asio::io_context io_;
-  boost::asio::thread_pool workers_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
+  boost::asio::steady_timer supervise_timer_;
+  bool healthy_ = true;
   std::chrono::microseconds watchdog_period_{0};
   std::shared_ptr<SnapshotStore> store_;
   std::shared_ptr<SnapshotCollectable> collectable_;
   std::shared_ptr<InFlight> in_flight_;
   std::unique_ptr<HttpExporter> http_;
-  std::vector<std::shared_ptr<Poller>> pollers_;
+  std::vector<std::unique_ptr<Poller>> pollers_;
+  // Retired pollers whose collection was still running (see poller.h).
+  std::vector<std::unique_ptr<Poller>> abandoned_;
 };
 
 }  // namespace

@@ -1,8 +1,7 @@
 #include "daemon/poller.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
-
-#include <boost/asio/post.hpp>
 
 namespace fabric {
 
@@ -24,112 +23,168 @@ bool InFlight::WaitIdle(std::chrono::milliseconds timeout) {
   return cv_.wait_for(lock, timeout, [this] { return count_ == 0; });
 }
 
-Poller::Poller(boost::asio::io_context& io, boost::asio::thread_pool& workers,
-               NamedCollector collector, std::shared_ptr<SnapshotStore> store,
+// Shared by the poller and its thread, so an abandoned thread keeps the
+// collector alive after the poller is gone.
+struct Poller::State {
+  NamedCollector c;
+  std::shared_ptr<SnapshotStore> store;
+  std::shared_ptr<InFlight> in_flight;
+  std::function<void(const Snapshot&)> on_publish;
+
+  // Guards everything below; publishes happen under it, so snapshots of
+  // one collector reach the store in order.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  bool busy = false;       // a collection is running
+  bool timed_out = false;  // ... and was reported as overrun
+  bool failing = false;    // latest published snapshot was a failure
+  std::chrono::steady_clock::time_point busy_since;
+  double last_success = 0;
+  std::uint64_t completed = 0;
+
+  void Publish(std::shared_ptr<Snapshot> snapshot) {
+    std::shared_ptr<const Snapshot> published = std::move(snapshot);
+    store->Publish(published);
+    if (on_publish) on_publish(*published);
+  }
+
+  // The result of a finished collection; called with `mu` held.
+  void Finished(std::shared_ptr<Snapshot> snapshot) {
+    const std::string& name = c.name;
+    if (timed_out) {
+      spdlog::warn("{}: late collection returned after {:.3f}s", name,
+                   snapshot->duration_seconds);
+      snapshot->success = false;
+      snapshot->last_success_seconds = last_success;
+    } else if (snapshot->success) {
+      last_success = snapshot->last_success_seconds;
+      if (failing) spdlog::info("{}: collection succeeds again", name);
+    } else if (!failing) {
+      // Logged on the transition only; the metric carries the ongoing state.
+      spdlog::warn("{}: collection failed ({} inputs skipped)", name,
+                   snapshot->skipped);
+    }
+    failing = !snapshot->success;
+    Publish(std::move(snapshot));
+  }
+};
+
+Poller::Poller(NamedCollector collector, std::shared_ptr<SnapshotStore> store,
                std::shared_ptr<InFlight> in_flight)
-    : io_(io),
-      workers_(workers),
-      c_(std::move(collector)),
-      store_(std::move(store)),
-      in_flight_(std::move(in_flight)),
-      tick_timer_(io),
-      deadline_timer_(io) {
+    : name_(collector.name),
+      timeout_(collector.config.timeout),
+      state_(std::make_shared<State>()) {
+  state_->c = std::move(collector);
+  state_->store = std::move(store);
+  state_->in_flight = std::move(in_flight);
   // Carry the last success time over a reload so the gauge does not reset.
-  if (auto old = store_->Latest(c_.name)) {
-    last_success_ = old->last_success_seconds;
+  if (auto old = state_->store->Latest(name_)) {
+    state_->last_success = old->last_success_seconds;
   }
 }
 
-void Poller::Start() {
-  c_.collector->Start(io_);
-  next_tick_ = std::chrono::steady_clock::now();
-  Tick();
+Poller::~Poller() { Stop(); }
+
+void Poller::set_on_publish(std::function<void(const Snapshot&)> f) {
+  state_->on_publish = std::move(f);
 }
 
-void Poller::Stop() {
-  if (!stopped_) c_.collector->Stop();
+void Poller::Start(boost::asio::io_context& io) {
+  state_->c.collector->Start(io);
+  thread_ = std::thread(Loop, state_);
+}
+
+void Poller::Loop(std::shared_ptr<State> s) {
+  // "fm:<collector>" in top -H, ps -L and /proc/PID/task/*/comm (15 chars).
+  pthread_setname_np(pthread_self(), ("fm:" + s->c.name).substr(0, 15).c_str());
+  const auto interval = s->c.config.interval;
+  const auto publish_every = s->c.collector->PublishInterval();
+  auto next = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> published;
+  std::unique_lock lock(s->mu);
+  while (!s->cv.wait_until(lock, next, [&] { return s->stop; })) {
+    s->busy = true;
+    s->timed_out = false;
+    s->busy_since = std::chrono::steady_clock::now();
+    const double last = s->last_success;
+    s->in_flight->Add();
+    // Publish at the first tick and once PublishInterval() has passed;
+    // sample only in between (collector.h).
+    const bool publish =
+        !published || s->busy_since - *published >= publish_every;
+    lock.unlock();
+    std::shared_ptr<Snapshot> snapshot;
+    if (publish) {
+      published = s->busy_since;
+      snapshot = RunCollection(s->c, last);
+    } else {
+      s->c.collector->Sample();
+    }
+    lock.lock();
+    s->busy = false;
+    ++s->completed;
+    if (!s->stop && snapshot) s->Finished(std::move(snapshot));
+    s->in_flight->Done();
+    const auto now = std::chrono::steady_clock::now();
+    next += interval;
+    // Fell behind (slow collection, suspended host): skip missed ticks.
+    if (next <= now) next = now + interval;
+  }
+}
+
+bool Poller::Supervise() {
+  std::lock_guard lock(state_->mu);
+  State& s = *state_;
+  if (s.stop || !s.busy) return false;
+  const auto timeout = s.c.config.timeout;
+  if (!s.timed_out &&
+      std::chrono::steady_clock::now() - s.busy_since >= timeout) {
+    s.timed_out = true;
+    s.failing = true;
+    spdlog::warn(
+        "{}: collection overran its timeout of {}s; reported as failed", name_,
+        std::chrono::duration<double>(timeout).count());
+    s.Publish(TimedOutSnapshot(name_, timeout, s.last_success));
+  }
+  return s.timed_out;
+}
+
+bool Poller::Stop() {
+  if (stopped_) return false;
   stopped_ = true;
-  tick_timer_.cancel();
-  deadline_timer_.cancel();
-}
-
-void Poller::Schedule() {
-  auto now = std::chrono::steady_clock::now();
-  next_tick_ += c_.config.interval;
-  // Fell behind (slow collection, suspended host): skip missed ticks.
-  if (next_tick_ <= now) next_tick_ = now + c_.config.interval;
-  tick_timer_.expires_at(next_tick_);
-  tick_timer_.async_wait(
-      [self = shared_from_this()](const boost::system::error_code& ec) {
-        if (!ec && !self->stopped_) self->Tick();
-      });
-}
-
-void Poller::Tick() {
-  Schedule();
-  if (running_) {
-    spdlog::debug("{}: previous collection still running, tick skipped",
-                  c_.name);
-    return;
+  if (!thread_.joinable()) return false;
+  state_->c.collector->Stop();
+  bool abandoned;
+  {
+    std::lock_guard lock(state_->mu);
+    state_->stop = true;
+    abandoned = state_->busy;
   }
-  running_ = true;
-  timed_out_ = false;
-  std::uint64_t generation = ++generation_;
-  started_ = std::chrono::steady_clock::now();
-  deadline_timer_.expires_after(c_.config.timeout);
-  deadline_timer_.async_wait([self = shared_from_this(),
-                              generation](const boost::system::error_code& ec) {
-    if (!ec) self->OnDeadline(generation);
-  });
-  in_flight_->Add();
-  // c_ is fixed at construction, so reading it from the worker is safe.
-  boost::asio::post(
-      workers_, [self = shared_from_this(), generation, last = last_success_] {
-        auto snapshot = RunCollection(self->c_, last);
-        boost::asio::post(self->io_, [self, generation, snapshot] {
-          self->OnDone(generation, snapshot);
-        });
-        self->in_flight_->Done();
-      });
-}
-
-void Poller::OnDeadline(std::uint64_t generation) {
-  if (stopped_ || generation != generation_ || !running_ || timed_out_) return;
-  timed_out_ = true;
-  spdlog::warn("{}: collection overran its timeout of {}s; reported as failed",
-               c_.name,
-               std::chrono::duration<double>(c_.config.timeout).count());
-  auto snapshot = TimedOutSnapshot(c_.name, c_.config.timeout, last_success_);
-  Publish(std::move(snapshot));
-}
-
-void Poller::Publish(std::shared_ptr<Snapshot> snapshot) {
-  std::shared_ptr<const Snapshot> published = std::move(snapshot);
-  store_->Publish(published);
-  if (on_publish_) on_publish_(*published);
-}
-
-void Poller::OnDone(std::uint64_t generation,
-                    std::shared_ptr<Snapshot> snapshot) {
-  if (generation != generation_) return;
-  running_ = false;
-  deadline_timer_.cancel();
-  if (stopped_) return;
-  if (timed_out_) {
-    spdlog::warn("{}: late collection returned after {:.3f}s", c_.name,
-                 snapshot->duration_seconds);
-    snapshot->success = false;
-    snapshot->last_success_seconds = last_success_;
-  } else if (snapshot->success) {
-    last_success_ = snapshot->last_success_seconds;
-    if (failing_) spdlog::info("{}: collection succeeds again", c_.name);
-  } else if (!failing_) {
-    // Logged on the transition only; the metric carries the ongoing state.
-    spdlog::warn("{}: collection failed ({} inputs skipped)", c_.name,
-                 snapshot->skipped);
+  state_->cv.notify_all();
+  // An idle thread sees `stop` before it could start another collection,
+  // so joining it is immediate; a busy one may be stuck in the kernel.
+  if (abandoned) {
+    thread_.detach();
+  } else {
+    thread_.join();
   }
-  failing_ = !snapshot->success;
-  Publish(std::move(snapshot));
+  return abandoned;
+}
+
+bool Poller::stuck() const {
+  std::lock_guard lock(state_->mu);
+  return state_->busy && state_->timed_out;
+}
+
+bool Poller::running() const {
+  std::lock_guard lock(state_->mu);
+  return state_->busy;
+}
+
+std::uint64_t Poller::completed() const {
+  std::lock_guard lock(state_->mu);
+  return state_->completed;
 }
 
 }  // namespace fabric

@@ -35,6 +35,11 @@ std::vector<prometheus::MetricFamily> BuildExposition(
                "Inputs (files, values) the collector's latest collection "
                "skipped because they were unreadable or malformed.",
                labels, static_cast<double>(snap->skipped));
+    self.Gauge("fabric_collector_stuck",
+               "1 while the collector's latest collection is running past "
+               "its timeout (e.g. a read stuck in the kernel on a wedged "
+               "device), else 0.",
+               labels, snap->stuck ? 1 : 0);
     for (const auto& family : snap->families) {
       auto [it, inserted] = merged.try_emplace(family.name, family);
       if (inserted) continue;

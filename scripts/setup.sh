@@ -17,6 +17,7 @@ PACKAGES=(
   python3 hyperfine time valgrind
   # amtool checks dashboards/alertmanager/ (rules_promtool_test).
   prometheus-alertmanager
+  ibsim-utils opensm infiniband-diags
 )
 
 missing=()

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <thread>
+#include <unordered_map>
 
 #include "simulator/runner.h"
 
@@ -157,16 +160,53 @@ class SimMadTransport : public MadTransport {
  public:
   using Access =
       std::function<void(const std::function<void(const Cluster&)>&)>;
-  explicit SimMadTransport(Access access) : access_(std::move(access)) {}
-  MadResult Send(std::uint16_t dlid, const Mad& request,
-                 std::chrono::milliseconds) override {
-    MadResult result;
-    access_([&](const Cluster& c) { result = AnswerMad(c, dlid, request); });
-    return result;
+  SimMadTransport(Access access, SimMadOptions options)
+      : access_(std::move(access)), options_(options) {}
+
+ protected:
+  bool Post(std::uint16_t dlid, const Mad& mad,
+            std::chrono::milliseconds) override {
+    MadResult r;
+    access_([&](const Cluster& c) { r = AnswerMad(c, dlid, mad); });
+    if (!r.ok()) return true;  // sent; nobody answers
+    int& busy = in_flight_[dlid];
+    if (options_.per_node_limit > 0 && busy >= options_.per_node_limit) {
+      return true;  // dropped by the overloaded node
+    }
+    ++busy;
+    queue_.push_back({std::chrono::steady_clock::now() + options_.service_time,
+                      dlid, r.response});
+    return true;
+  }
+
+  void Poll(std::chrono::microseconds wait,
+            std::vector<Answer>* answers) override {
+    const auto now = std::chrono::steady_clock::now();
+    auto until = now + wait;
+    if (!queue_.empty()) until = std::min(until, queue_.front().due);
+    if (until > now) std::this_thread::sleep_until(until);
+    const auto after = std::chrono::steady_clock::now();
+    // Constant service time: answers fall due in request order.
+    while (!queue_.empty() && queue_.front().due <= after) {
+      Answer a;
+      a.mad = queue_.front().response;
+      for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | a.mad[i];
+      answers->push_back(a);
+      --in_flight_[queue_.front().dlid];
+      queue_.pop_front();
+    }
   }
 
  private:
+  struct Due {
+    std::chrono::steady_clock::time_point due;
+    std::uint16_t dlid;
+    Mad response;
+  };
   Access access_;
+  SimMadOptions options_;
+  std::deque<Due> queue_;
+  std::unordered_map<std::uint16_t, int> in_flight_;
 };
 
 }  // namespace
@@ -221,6 +261,14 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
       FillNodeInfo(c, ports, smp->data);
       return out;
     }
+    if (hdr->attr_id == IB_MAD_ATTR_NODE_DESC) {
+      const Port& p = *ports[0];
+      const std::string desc =
+          p.host >= 0 ? c.devices()[p.device_index].node_desc : p.node;
+      std::memcpy(smp->data, desc.data(),
+                  std::min(desc.size(), sizeof(ib_node_desc_t)));
+      return out;
+    }
     if (hdr->attr_id == IB_MAD_ATTR_PORT_INFO) {
       const int num = attr_mod == 0 ? ports[0]->port_num
                                     : static_cast<int>(attr_mod & 0xff);
@@ -255,18 +303,22 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
   return out;
 }
 
-std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster) {
+std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
+                                                  SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
       [&cluster](const std::function<void(const Cluster&)>& fn) {
         fn(cluster);
-      });
+      },
+      options);
 }
 
-std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner) {
+std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
+                                                  SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
       [&runner](const std::function<void(const Cluster&)>& fn) {
         runner.WithCluster(fn);
-      });
+      },
+      options);
 }
 
 }  // namespace fabric::sim

@@ -8,14 +8,22 @@
 //                                32-bit data/packet/xmit_wait fields
 //                                (saturating at 2^32-1, as the PMA does).
 //   PortCountersExtended (0x1D)  64-bit data/packet counters.
-// Unknown LID: host_unreachable. Set or unknown attribute: answered with a
-// MAD status (unsupported method / method-attribute combination).
+//   NodeDescription (0x10)       the device's node_desc or the switch name.
+// Unknown LID or a dead SM: no answer (the transport's engine times out).
+// Set or unknown attribute: answered with a MAD status (unsupported method /
+// method-attribute combination).
 //
-// Thread-safety: one Send() at a time per instance; it reads the model under
+// Service model (for scale benches): each answer is delivered
+// `service_time` after its request, and a node with `per_node_limit`
+// requests already in flight drops the next one (as an overloaded switch
+// management processor does), which shows up as a timeout and a retry.
+//
+// Thread-safety: one Run() at a time per instance; it reads the model under
 // the LiveRunner's lock (or, for a bare Cluster, the caller must not step it
 // concurrently).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -26,14 +34,22 @@ namespace fabric::sim {
 
 class LiveRunner;
 
+struct SimMadOptions {
+  std::chrono::microseconds service_time{0};
+  int per_node_limit = 0;  // 0: unlimited
+};
+
 // Answers from a Cluster the caller keeps alive and does not step during
-// Send() (tests, single-threaded tools).
-std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster);
+// Run() (tests, single-threaded tools).
+std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
+                                                  SimMadOptions options = {});
 // Answers from a running LiveRunner (locks it per request).
-std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner);
+std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
+                                                  SimMadOptions options = {});
 
 // The response to `request` at `dlid` computed from `cluster` (exposed for
-// tests). Returns an error code as MadTransport::Send would.
+// tests): invalid_argument for a malformed request, host_unreachable for a
+// LID nobody has, timed_out for a dead SM.
 MadResult AnswerMad(const Cluster& cluster, std::uint16_t dlid,
                     const Mad& request);
 

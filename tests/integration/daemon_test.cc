@@ -257,7 +257,10 @@ TEST_F(DaemonTest, DeviceRemovedWhileRunningKeepsServing) {
   fs::copy(H100(), root, fs::copy_options::recursive);
   WriteFile(config_,
             "collectors:\n  ib_port:\n    interval: 100ms\n"
-            "  hw_counters:\n    interval: 100ms\n");
+            "  hw_counters:\n    interval: 100ms\n"
+            // Polled every minute by default: its series of a removed
+            // device would linger that long.
+            "  nic_identity:\n    interval: 1s\n");
   Process daemon({"--config", config_, "--sysfs.root", root.string(),
                   "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
@@ -460,10 +463,10 @@ class NotifySocket {
   bool ok() const { return ok_; }
   const std::string& path() const { return path_; }
 
-  // Next datagram, or "" if none arrives within kPatience.
-  std::string Receive() {
+  // Next datagram, or "" if none arrives within `patience`.
+  std::string Receive(std::chrono::milliseconds patience = kPatience) {
     pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, std::chrono::milliseconds(kPatience).count()) <= 0) {
+    if (poll(&p, 1, patience.count()) <= 0) {
       return "";
     }
     char buf[4096];
@@ -521,6 +524,48 @@ TEST_F(DaemonTest, NoWatchdogWithoutWatchdogUsec) {
   EXPECT_THAT(rest, HasSubstr("STOPPING=1"));
   EXPECT_THAT(ready + rest, Not(HasSubstr("WATCHDOG=1")));
   EXPECT_EQ(daemon.Wait(), 0);
+}
+
+// A daemon whose every collection is wedged stops feeding the watchdog, so
+// systemd restarts it; its event loop still serves and reports the stuck
+// collector.
+TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
+  NotifySocket notify;
+  ASSERT_TRUE(notify.ok());
+  std::string root = HungTree(dir_);
+  WriteFile(config_,
+            "collectors:\n  ib_port:\n    interval: 100ms\n"
+            "    timeout: 300ms\n"
+            "  hw_counters: {enabled: false}\n"
+            "  congestion: {enabled: false}\n"
+            "  roce: {enabled: false}\n"
+            "  nic_identity: {enabled: false}\n");
+  Process daemon({"--config", config_, "--sysfs.root", root,
+                  "--web.listen-address", "127.0.0.1:0"},
+                 {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
+  ASSERT_THAT(notify.ReceiveUntil("READY=1"), HasSubstr("READY=1"))
+      << daemon.Stderr();
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("no longer feeding the systemd watchdog") !=
+           std::string::npos;
+  })) << daemon.Stderr();
+  // Drain what was sent before; from here on no ping may come (period
+  // 100 ms, so ten would have come in this second).
+  while (!notify.Receive(std::chrono::milliseconds(0)).empty()) {
+  }
+  std::string later;
+  for (std::string msg;
+       !(msg = notify.Receive(std::chrono::milliseconds(1000))).empty();) {
+    later += msg + "\n";
+  }
+  EXPECT_THAT(later, Not(HasSubstr("WATCHDOG=1")));
+  std::string text = Scrape(daemon.Port());
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_stuck{collector=\"ib_port\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 0"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
 }
 
 }  // namespace

@@ -34,8 +34,8 @@ std::vector<CollectorSpec> Specs(std::vector<std::string> names) {
   return out;
 }
 
-const std::vector<CollectorSpec> kKnown = Specs({"ib_port", "hw_counters",
-                                                 "roce"});
+const std::vector<CollectorSpec> kKnown =
+    Specs({"ib_port", "hw_counters", "roce"});
 
 std::string ParseError(std::string_view yaml) {
   std::string error;
@@ -98,8 +98,8 @@ TEST(ConfigTest, EmptyDocumentGivesDefaults) {
   EXPECT_TRUE(c.enabled);
   EXPECT_EQ(c.interval, seconds(1));
   EXPECT_EQ(c.timeout, seconds(5));
-  EXPECT_TRUE(SettingsAs<RoceSettings>(config->Collector("roce"))
-                  .netdevs.empty());
+  EXPECT_TRUE(
+      SettingsAs<RoceSettings>(config->Collector("roce")).netdevs.empty());
   // Every collector the parser was given has its effective settings; a
   // name it was not given is disabled.
   EXPECT_EQ(config->collectors.size(), kKnown.size());
@@ -207,8 +207,7 @@ collectors:
   EXPECT_EQ(config->log_level, "debug");
   EXPECT_THAT(config->devices.include(),
               ::testing::ElementsAre("mlx5_0", "mlx5_[0-9]+"));
-  EXPECT_THAT(config->devices.exclude(),
-              ::testing::ElementsAre("mlx5_bond_0"));
+  EXPECT_THAT(config->devices.exclude(), ::testing::ElementsAre("mlx5_bond_0"));
 
   CollectorConfig ib = config->Collector("ib_port");
   EXPECT_FALSE(ib.enabled);

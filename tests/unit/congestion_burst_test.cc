@@ -1,6 +1,7 @@
 // Burst visibility, deterministic: the simulator's model (congestion-hotspot
 // as a 300 ms burst every 10 s) drives the real congestion collector through
-// a Sysfs view of the model's counters, with one stepped clock for both.
+// a fake sysfs whose files read the model's counters, with one stepped clock
+// for both.
 // The model steps in 10 ms ticks (close to hardware's continuous counters),
 // fabricmon polls every 200 ms, and a Prometheus-like scrape every 15 s
 // reads (a) fabricmon's peak gauge and (b) the raw counter, from which
@@ -26,96 +27,40 @@
 #include "simulator/counters.h"
 #include "simulator/model.h"
 #include "simulator/timeline.h"
+#include "tests/support/fake_sysfs.h"
 
 namespace fabric {
 namespace {
 
 using namespace std::chrono_literals;
 
-// What the collector reads, straight from the model (host 0, port 1 only).
-class ModelSysfs final : public Sysfs {
- public:
-  ModelSysfs(const sim::Cluster& cluster, int host)
-      : cluster_(cluster), host_(host) {}
-
-  ReadResult Read(const std::string& path) const override {
-    ReadResult r;
-    std::string dev, rest;
-    const sim::Port* port = Resolve(path, &dev, &rest);
-    if (port == nullptr) return Missing();
-    if (rest == "rate") {
-      r.data = port->RateString() + "\n";
-      return r;
+// What the collector reads of the model (port 1 of each device of `host`:
+// rate, counters/, hw_counters/) as files of the tests' fake sysfs whose
+// contents are read from the model at each read. The tree's shape is laid
+// out once: the model creates every port's hw_counters when it is built, and
+// the congestion-hotspot scenario removes no device.
+void ModelTree(const sim::Cluster& cluster, int host, testing::FakeSysfs& fs) {
+  for (int d : cluster.hosts()[host].devices) {
+    const std::string name = cluster.devices()[d].name;
+    const sim::Port* port = cluster.FindPort(host, name, 1);
+    if (port == nullptr) continue;
+    const std::string files = "class/infiniband/" + name + "/ports/1/";
+    fs.ComputedFile(files + "rate",
+                    [port] { return port->RateString() + "\n"; });
+    for (int i = 0; i < static_cast<int>(sim::Ctr::kCount); ++i) {
+      fs.ComputedFile(
+          files + "counters/" + std::string(sim::kCounterSpecs[i].file),
+          [port, i] {
+            return std::to_string(port->counters.Get(sim::Ctr(i))) + "\n";
+          });
     }
-    if (rest.rfind("counters/", 0) == 0) {
-      const std::string file = rest.substr(9);
-      for (int i = 0; i < static_cast<int>(sim::Ctr::kCount); ++i) {
-        if (sim::kCounterSpecs[i].file == file) {
-          r.data = std::to_string(port->counters.Get(sim::Ctr(i))) + "\n";
-          return r;
-        }
-      }
+    for (const auto& [file, unused] : port->hw_counters) {
+      fs.ComputedFile(files + "hw_counters/" + file, [port, file] {
+        return std::to_string(port->hw_counters.at(file)) + "\n";
+      });
     }
-    if (rest.rfind("hw_counters/", 0) == 0) {
-      auto it = port->hw_counters.find(rest.substr(12));
-      if (it != port->hw_counters.end()) {
-        r.data = std::to_string(it->second) + "\n";
-        return r;
-      }
-    }
-    return Missing();
   }
-
-  std::optional<std::vector<std::string>> List(
-      const std::string& path, std::error_code*) const override {
-    std::vector<std::string> out;
-    if (path == "class/infiniband") {
-      for (int d : cluster_.hosts()[host_].devices) {
-        if (cluster_.devices()[d].present) {
-          out.push_back(cluster_.devices()[d].name);
-        }
-      }
-      return out;
-    }
-    std::string dev, rest;
-    const sim::Port* port = Resolve(path + "/", &dev, &rest);
-    if (port == nullptr && path.ends_with("/ports")) return {{"1"}};
-    if (port == nullptr) return std::nullopt;
-    if (rest == "counters/") {
-      for (const auto& s : sim::kCounterSpecs) out.emplace_back(s.file);
-    } else if (rest == "hw_counters/") {
-      for (const auto& [name, _] : port->hw_counters) out.push_back(name);
-    } else {
-      return std::nullopt;
-    }
-    return out;
-  }
-  std::string ReadLink(const std::string&) const override { return {}; }
-  bool IsDirectory(const std::string&) const override { return false; }
-
- private:
-  static ReadResult Missing() {
-    ReadResult r;
-    r.error = std::make_error_code(std::errc::no_such_file_or_directory);
-    return r;
-  }
-  // "class/infiniband/<dev>/ports/1/<rest>" -> the model's port.
-  const sim::Port* Resolve(const std::string& path, std::string* dev,
-                           std::string* rest) const {
-    const std::string prefix = "class/infiniband/";
-    if (path.rfind(prefix, 0) != 0) return nullptr;
-    const auto slash = path.find('/', prefix.size());
-    if (slash == std::string::npos) return nullptr;
-    *dev = path.substr(prefix.size(), slash - prefix.size());
-    const std::string ports = "/ports/1/";
-    if (path.compare(slash, ports.size(), ports) != 0) return nullptr;
-    *rest = path.substr(slash + ports.size());
-    return cluster_.FindPort(host_, *dev, 1);
-  }
-
-  const sim::Cluster& cluster_;
-  int host_;
-};
+}
 
 std::optional<double> Gauge(const std::vector<prometheus::MetricFamily>& fams,
                             const std::string& name, const std::string& dev) {
@@ -151,7 +96,9 @@ Result RunBurst(sim::Duration poll, sim::Duration poll_phase) {
 
   double now = 0;
   CollectorEnv env;
-  env.sysfs = std::make_shared<ModelSysfs>(cluster, 0);
+  auto sysfs = std::make_shared<testing::FakeSysfs>();
+  ModelTree(cluster, 0, *sysfs);
+  env.sysfs = sysfs;
   CongestionCollector collector(env, CongestionOptions{}, [&] { return now; });
   const double tick = CongestionOptions{}.xmit_wait_tick_seconds;
   Result r;

@@ -2,68 +2,30 @@
 // sysfs and a stepped clock (no sleeping, no timing assertions).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
-#include <set>
+#include <random>
 
 #include "collectors/congestion.h"
 #include "collectors/congestion_window.h"
 #include "collectors/registry.h"
+#include "collectors/sysfs_parse.h"
 #include "core/metric_sink.h"
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
 namespace {
 
-// In-memory sysfs: a map of file path -> contents; directories are implied
-// by the paths. Counts reads per path.
-class FakeSysfs final : public Sysfs {
- public:
-  std::map<std::string, std::string> files;
-  mutable std::map<std::string, int> reads;
-
-  ReadResult Read(const std::string& path) const override {
-    ReadResult r;
-    ++reads[path];
-    auto it = files.find(path);
-    if (it == files.end()) {
-      r.error = std::make_error_code(std::errc::no_such_file_or_directory);
-    } else {
-      r.data = it->second;
-    }
-    return r;
-  }
-  std::optional<std::vector<std::string>> List(
-      const std::string& path, std::error_code* error) const override {
-    std::set<std::string> names;
-    const std::string prefix = path + "/";
-    for (const auto& [p, _] : files) {
-      if (p.rfind(prefix, 0) != 0) continue;
-      const std::string rest = p.substr(prefix.size());
-      names.insert(rest.substr(0, rest.find('/')));
-    }
-    if (names.empty()) {
-      if (error)
-        *error = std::make_error_code(std::errc::no_such_file_or_directory);
-      return std::nullopt;
-    }
-    return std::vector<std::string>(names.begin(), names.end());
-  }
-  std::string ReadLink(const std::string&) const override { return {}; }
-  bool IsDirectory(const std::string& path) const override {
-    return List(path, nullptr).has_value();
-  }
-
-  void SetPort(const std::string& dev, const std::string& port,
-               const std::string& file, std::uint64_t value) {
-    files["class/infiniband/" + dev + "/ports/" + port + "/" + file] =
-        std::to_string(value) + "\n";
-  }
-  void RemoveDevice(const std::string& dev) {
-    std::erase_if(files, [&](const auto& kv) {
-      return kv.first.rfind("class/infiniband/" + dev + "/", 0) == 0;
-    });
-  }
-};
+// A port counter file as the kernel writes it.
+void SetPort(testing::FakeSysfs& fs, const std::string& dev,
+             const std::string& port, const std::string& file,
+             std::uint64_t value) {
+  fs.File("class/infiniband/" + dev + "/ports/" + port + "/" + file,
+          std::to_string(value) + "\n");
+}
 
 // A simulated IB port whose counters accrue in continuous time, so the test
 // can place a burst anywhere between polls.
@@ -77,15 +39,16 @@ struct SimPort {
     rcv_words += util * rate_bytes * dt / 4 / 2;
     wait_ticks += wait * dt / tick;
   }
-  void Render(FakeSysfs& fs, const std::string& dev, const std::string& port) {
-    fs.SetPort(dev, port, "counters/port_xmit_data",
-               static_cast<std::uint64_t>(xmit_words));
-    fs.SetPort(dev, port, "counters/port_rcv_data",
-               static_cast<std::uint64_t>(rcv_words));
-    fs.SetPort(dev, port, "counters/port_xmit_wait",
-               static_cast<std::uint64_t>(wait_ticks));
-    fs.files["class/infiniband/" + dev + "/ports/" + port + "/rate"] =
-        "400 Gb/sec (4X NDR)\n";
+  void Render(testing::FakeSysfs& fs, const std::string& dev,
+              const std::string& port) {
+    SetPort(fs, dev, port, "counters/port_xmit_data",
+            static_cast<std::uint64_t>(xmit_words));
+    SetPort(fs, dev, port, "counters/port_rcv_data",
+            static_cast<std::uint64_t>(rcv_words));
+    SetPort(fs, dev, port, "counters/port_xmit_wait",
+            static_cast<std::uint64_t>(wait_ticks));
+    fs.File("class/infiniband/" + dev + "/ports/" + port + "/rate",
+            "400 Gb/sec (4X NDR)\n");
   }
 };
 
@@ -105,7 +68,8 @@ std::optional<double> Value(const std::vector<prometheus::MetricFamily>& fams,
 
 class CongestionCollectorTest : public ::testing::Test {
  protected:
-  std::shared_ptr<FakeSysfs> fs = std::make_shared<FakeSysfs>();
+  std::shared_ptr<testing::FakeSysfs> fs =
+      std::make_shared<testing::FakeSysfs>();
   double now = 1000.0;
   CongestionOptions options;
   std::unique_ptr<CongestionCollector> collector;
@@ -150,7 +114,12 @@ TEST_F(CongestionCollectorTest, BurstBetweenPollsShowsAsPeak) {
     t = end;
     now += poll;
     sim.Render(*fs, "mlx5_0", "1");
-    Collect();
+    // As the daemon runs it: samples between publishes feed the peaks too.
+    if (i % 5 == 4) {
+      Collect();
+    } else {
+      collector->Sample();
+    }
   }
   const auto fams = Collect();  // no time passed: only re-reads
   const auto wait =
@@ -216,18 +185,18 @@ TEST_F(CongestionCollectorTest, WindowLengthIsExportedAndConfigurable) {
 
 TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
   Make();
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 1'000'000'000);
-  fs->files["class/infiniband/mlx5_0/ports/1/rate"] = "400 Gb/sec (4X NDR)";
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 1'000'000'000);
+  fs->File("class/infiniband/mlx5_0/ports/1/rate", "400 Gb/sec (4X NDR)");
   Collect();
   now += 1;
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5);  // reset / wrap
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 5);  // reset / wrap
   auto fams = Collect();
   // Only a skipped interval so far: absent, not zero and not negative.
   EXPECT_FALSE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
   now += 1;
   // 0.256 s worth of 256 ns ticks (the default tick) in 1 s.
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 5 + 1'000'000);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 5 + 1'000'000);
   fams = Collect();
   EXPECT_NEAR(
       *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
@@ -237,10 +206,10 @@ TEST_F(CongestionCollectorTest, CounterDecreaseSkipsThatInterval) {
 TEST_F(CongestionCollectorTest, TickDurationIsAnOption) {
   options.xmit_wait_tick_seconds = 64e-9;
   Make();
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 0);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 0);
   Collect();
   now += 1;
-  fs->SetPort("mlx5_0", "1", "counters/port_xmit_wait", 7'812'500);
+  SetPort(*fs, "mlx5_0", "1", "counters/port_xmit_wait", 7'812'500);
   auto fams = Collect();
   EXPECT_NEAR(
       *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"), 0.5,
@@ -265,7 +234,7 @@ TEST_F(CongestionCollectorTest, DeviceVanishingDropsSeriesAndRebaselines) {
   EXPECT_TRUE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"));
 
-  fs->RemoveDevice("mlx5_1");
+  fs->Remove("class/infiniband/mlx5_1");
   now += 1;
   bool ok = false;
   fams = Collect(&ok);
@@ -294,17 +263,17 @@ TEST_F(CongestionCollectorTest, DeviceVanishingDropsSeriesAndRebaselines) {
 
 TEST_F(CongestionCollectorTest, RoceCnpPeaksPerSecond) {
   Make();
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 100);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 10);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/out_of_sequence", 1);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 100);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 10);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/out_of_sequence", 1);
   Collect();
   now += 0.5;
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 600);
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 20);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 600);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/np_cnp_sent", 20);
   now += 0.0;
   Collect();
   now += 0.5;
-  fs->SetPort("mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 650);
+  SetPort(*fs, "mlx5_bond_0", "1", "hw_counters/rp_cnp_handled", 650);
   auto fams = Collect();
   EXPECT_NEAR(*Value(fams, "fabric_roce_cnp_handled_peak_per_second",
                      "mlx5_bond_0", "1"),
@@ -314,33 +283,33 @@ TEST_F(CongestionCollectorTest, RoceCnpPeaksPerSecond) {
       20, 1e-6);
   // Files it does not need are never read.
   EXPECT_EQ(
-      fs->reads.count(
+      fs->Reads(
           "class/infiniband/mlx5_bond_0/ports/1/hw_counters/out_of_sequence"),
-      0u);
+      0);
 }
 
 TEST_F(CongestionCollectorTest, ReadsOnlyWhatItNeedsAndRateRarely) {
   Make();
   SimPort sim;
   sim.Render(*fs, "mlx5_0", "1");
-  fs->SetPort("mlx5_0", "1", "counters/symbol_error", 3);
+  SetPort(*fs, "mlx5_0", "1", "counters/symbol_error", 3);
   for (int i = 0; i < 10; ++i) {
     now += 0.2;
     Collect();
   }
   const std::string dir = "class/infiniband/mlx5_0/ports/1/";
-  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_wait"], 10);
-  EXPECT_EQ(fs->reads[dir + "counters/port_xmit_data"], 10);
-  EXPECT_EQ(fs->reads.count(dir + "counters/symbol_error"), 0u);
-  EXPECT_EQ(fs->reads[dir + "rate"], 1);  // refreshed every 10 s
+  EXPECT_EQ(fs->Reads(dir + "counters/port_xmit_wait"), 10);
+  EXPECT_EQ(fs->Reads(dir + "counters/port_xmit_data"), 10);
+  EXPECT_EQ(fs->Reads(dir + "counters/symbol_error"), 0);
+  EXPECT_EQ(fs->Reads(dir + "rate"), 1);  // refreshed every 10 s
   // Absent hw_counters files are not tried at all.
-  EXPECT_EQ(fs->reads.count(dir + "hw_counters/rp_cnp_handled"), 0u);
+  EXPECT_EQ(fs->Reads(dir + "hw_counters/rp_cnp_handled"), 0);
 }
 
 TEST_F(CongestionCollectorTest, GarbageIsSkippedNotExported) {
   Make();
-  fs->files["class/infiniband/hfi1_0/ports/1/counters/port_xmit_wait"] =
-      "N/A (no PMA)\n";
+  fs->File("class/infiniband/hfi1_0/ports/1/counters/port_xmit_wait",
+           "N/A (no PMA)\n");
   MetricSink sink;
   EXPECT_TRUE(collector->Collect(sink));
   EXPECT_EQ(sink.skipped(), 1u);
@@ -369,9 +338,9 @@ TEST_F(CongestionCollectorTest, DeviceFilterApplies) {
   options.devices = DeviceFilter({}, {"mlx5_1"});
   collector = std::make_unique<CongestionCollector>(env, options,
                                                     [this] { return now; });
-  fs->SetPort("mlx5_1", "1", "counters/port_xmit_wait", 1);
+  SetPort(*fs, "mlx5_1", "1", "counters/port_xmit_wait", 1);
   Collect();
-  EXPECT_TRUE(fs->reads.empty());
+  EXPECT_EQ(fs->Reads(), 0);
 }
 
 // The recorded trees: a real H100 (8x ConnectX-7 IB + BlueField-3 RoCE bond)
@@ -407,6 +376,92 @@ TEST(CongestionFixtureTest, RealTrees) {
   fams = sink.Take();
   EXPECT_FALSE(
       Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx4_0", "1"));
+}
+
+// The real reader keeps descriptors and listings between polls: on a
+// recorded tree (inotify mode) the collector must still see counters change
+// (in place, or replaced by rename as the simulator writes) and devices go
+// and come back.
+TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
+  namespace fs = std::filesystem;
+  std::string tmpl = ::testing::TempDir() + "/congestion-tree-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+  const fs::path root = tmpl;
+  struct RemoveOnExit {
+    fs::path path;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } remove_on_exit{root};
+  fs::copy(testing::Fixture("real/sysfs-gpud-h100"), root,
+           fs::copy_options::recursive);
+  const fs::path ib = root / "class/infiniband";
+  auto wait_file = [&](const char* dev) {
+    return ib / dev / "ports/1/counters/port_xmit_wait";
+  };
+  auto read_u64 = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::uint64_t v = 0;
+    in >> v;
+    return v;
+  };
+  double now = 0;
+  CollectorEnv env;
+  env.sysfs = MakeRealSysfs(root.string(), SysfsCacheMode::kInotify);
+  CongestionCollector c(env, {}, [&] { return now; });
+  MetricSink sink;
+  ASSERT_TRUE(c.Collect(sink));
+  sink.Take();
+
+  // 1 s later: mlx5_0 rewritten in place, mlx5_1 replaced by a rename.
+  // 1,000,000 ticks of 256 ns in 1 s = 0.256 of the time waiting.
+  const std::uint64_t w0 = read_u64(wait_file("mlx5_0"));
+  const std::uint64_t w1 = read_u64(wait_file("mlx5_1"));
+  std::ofstream(wait_file("mlx5_0"), std::ios::trunc) << w0 + 1'000'000;
+  const fs::path tmp = wait_file("mlx5_1").string() + ".new";
+  std::ofstream(tmp) << w1 + 2'000'000;
+  fs::rename(tmp, wait_file("mlx5_1"));
+  now = 1;
+  ASSERT_TRUE(c.Collect(sink));
+  EXPECT_EQ(sink.skipped(), 0u);
+  auto fams = sink.Take();
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"),
+      0.256, 1e-9);
+  EXPECT_NEAR(
+      *Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_1", "1"),
+      0.512, 1e-9);
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+
+  // mlx5_4 goes away: its series go with it.
+  const fs::path saved = root / "saved-mlx5_4";
+  fs::rename(ib / "mlx5_4", saved);
+  now = 2;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  EXPECT_TRUE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_5", "1"));
+
+  // It comes back with a counter far ahead: a new baseline, not a burst.
+  const std::uint64_t w4 = read_u64(saved / "ports/1/counters/port_xmit_wait");
+  std::ofstream(saved / "ports/1/counters/port_xmit_wait", std::ios::trunc)
+      << w4 + 1'000'000'000;
+  fs::rename(saved, ib / "mlx5_4");
+  now = 3;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"));
+  now = 4;
+  ASSERT_TRUE(c.Collect(sink));
+  fams = sink.Take();
+  EXPECT_EQ(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_4", "1"),
+            0.0);
+  EXPECT_EQ(sink.skipped(), 0u);
 }
 
 // Scripted ethtool statistics per netdev; counts calls.
@@ -452,10 +507,10 @@ std::optional<double> PfcPeak(const std::vector<prometheus::MetricFamily>& fams,
 
 TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
-  fs->files[port + "link_layer"] = "Ethernet\n";
-  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
-  fs->files["class/net/bond0/operstate"] = "up\n";
-  fs->SetPort("mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
+  fs->File(port + "link_layer", "Ethernet\n");
+  fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
+  fs->File("class/net/bond0/operstate", "up\n");
+  SetPort(*fs, "mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
   auto ethtool = std::make_unique<FakeEthtool>();
   FakeEthtool* eth = ethtool.get();
   eth->stats["bond0"] = {{"rx_prio3_pause_duration", 0},
@@ -492,14 +547,14 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
   // One ethtool read per poll; discovery did not run again.
   EXPECT_EQ(eth->calls["bond0"], 63);
-  EXPECT_EQ(fs->reads[port + "link_layer"], 1);
+  EXPECT_EQ(fs->Reads(port + "link_layer"), 1);
 }
 
 TEST_F(CongestionCollectorTest, PfcNetdevGoneIsSkippedAndRebaselined) {
   const std::string port = "class/infiniband/mlx5_bond_0/ports/1/";
-  fs->files[port + "link_layer"] = "Ethernet\n";
-  fs->files[port + "gid_attrs/ndevs/0"] = "bond0\n";
-  fs->files["class/net/bond0/operstate"] = "up\n";
+  fs->File(port + "link_layer", "Ethernet\n");
+  fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
+  fs->File("class/net/bond0/operstate", "up\n");
   auto ethtool = std::make_unique<FakeEthtool>();
   FakeEthtool* eth = ethtool.get();
   eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'000'000}};
@@ -527,30 +582,27 @@ TEST(CongestionRegistryTest, Registered) {
   const auto names = CollectorNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "congestion"), names.end());
   CollectorEnv env;
-  env.sysfs = std::make_shared<FakeSysfs>();
+  env.sysfs = std::make_shared<testing::FakeSysfs>();
   auto c = MakeCollector("congestion", env);
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->Name(), "congestion");
 }
 
-TEST(CongestionParseTest, Rate) {
-  EXPECT_EQ(ParseRateBytesPerSecond("400 Gb/sec (4X NDR)\n"), 50e9);
-  EXPECT_EQ(ParseRateBytesPerSecond("200 Gb/sec (2X NDR)"), 25e9);
-  EXPECT_EQ(ParseRateBytesPerSecond("2.5 Gb/sec (1X SDR)\n"), 312'500'000.0);
-  EXPECT_EQ(ParseRateBytesPerSecond("25 Gb/sec"), 3'125'000'000.0);
-  EXPECT_FALSE(ParseRateBytesPerSecond(""));
-  EXPECT_FALSE(ParseRateBytesPerSecond("fast"));
-  EXPECT_FALSE(ParseRateBytesPerSecond("x Gb/sec"));
-  EXPECT_FALSE(ParseRateBytesPerSecond("100 Mb/sec"));
-}
-
-TEST(CongestionParseTest, Counter) {
-  EXPECT_EQ(ParseCounter("123\n"), 123u);
-  EXPECT_EQ(ParseCounter("18446744073709551615"), UINT64_MAX);
-  EXPECT_FALSE(ParseCounter("N/A (no PMA)\n"));
-  EXPECT_FALSE(ParseCounter(""));
-  EXPECT_FALSE(ParseCounter("-1"));
-  EXPECT_FALSE(ParseCounter("12abc"));
+// The congestion collector reads `rate` and counters with sysfs_parse's
+// parsers: the forms it meets on real trees.
+TEST(CongestionParseTest, RateAndCounterForms) {
+  EXPECT_EQ(ParseRate("400 Gb/sec (4X NDR)\n").value.bytes_per_second, 50e9);
+  EXPECT_EQ(ParseRate("2.5 Gb/sec (1X SDR)\n").value.bytes_per_second,
+            312'500'000.0);
+  EXPECT_EQ(ParseRate("25 Gb/sec").value.bytes_per_second, 3'125'000'000.0);
+  for (std::string_view bad : {"", "fast", "x Gb/sec", "100 Mb/sec"}) {
+    EXPECT_FALSE(ParseRate(bad).ok()) << bad;
+  }
+  EXPECT_EQ(ParseU64("123\n").value, 123u);
+  EXPECT_EQ(ParseU64("18446744073709551615").value, UINT64_MAX);
+  for (std::string_view bad : {"N/A (no PMA)\n", "", "-1", "12abc"}) {
+    EXPECT_FALSE(ParseU64(bad).ok()) << bad;
+  }
 }
 
 CongestionSample Wait(double t, std::uint64_t ticks) {
@@ -595,5 +647,90 @@ TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
   w.Expire(13.5);
   EXPECT_EQ(w.intervals(), 0u);
 }
+// The peaks come from per-field monotonic queues when asked at or after the
+// latest interval (every poll) and from a scan otherwise; both must equal
+// the definition: max over the intervals that ended in (now - window, now].
+TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
+  std::mt19937 random(7);
+  auto maybe = [&](std::uint64_t v) -> std::optional<std::uint64_t> {
+    if (random() % 10 == 0) return std::nullopt;  // unreadable this poll
+    return v;
+  };
+  PortWindow w(2.0, 1e-3);
+  CounterPeakWindow pfc(2.0, 1e-3);
+  std::vector<IntervalRatios> all;
+  std::vector<std::pair<double, double>> pfc_all;  // end, ratio
+  std::optional<CongestionSample> last;
+  bool pfc_has_last = false;  // the last PFC value was readable
+  double pfc_last_t = 0;
+  std::uint64_t pfc_last = 0;
+  std::uint64_t data = 0, wait = 0, cnp = 0, pause = 0;
+  double t = 0;
+  for (int i = 0; i < 400; ++i) {
+    t += 0.05 + (random() % 100) / 1000.0;
+    data += random() % 50'000'000;
+    wait += random() % 200;
+    cnp += random() % 1000;
+    // Now and then a counter goes backwards (reset): skipped interval.
+    if (random() % 40 == 0) wait = random() % 10;
+    pause += random() % 500;
+    CongestionSample s;
+    s.time_seconds = t;
+    s.xmit_data_words = maybe(data);
+    s.rcv_data_words = maybe(data / 2);
+    s.xmit_wait_ticks = maybe(wait);
+    s.cnp_handled = maybe(cnp);
+    s.cnp_sent = maybe(cnp / 3);
+    s.rate_bytes_per_second = 50e9;
+    if (last) all.push_back(ComputeInterval(*last, s, 1e-3));
+    last = s;
+    w.Add(s);
+    const auto p = maybe(pause);
+    if (p && pfc_has_last && *p >= pfc_last) {
+      pfc_all.emplace_back(
+          t, std::min(1.0, (*p - pfc_last) * 1e-3 / (t - pfc_last_t)));
+    }
+    pfc_has_last = p.has_value();
+    if (p) {
+      pfc_last = *p;
+      pfc_last_t = t;
+    }
+    pfc.Add(t, p);
+    // Ask at the latest end, a little after it and before it (the scan;
+    // Add() has already dropped what ended 2 s before the latest poll).
+    for (double now : {t, t + 0.7, t - 0.3}) {
+      const double from = std::max(now, t) - 2.0;
+      CongestionPeaks want;
+      std::optional<double> want_pfc;
+      for (const auto& r : all) {
+        if (r.end_seconds <= from || r.end_seconds > now) continue;
+        auto max = [](std::optional<double>& m, std::optional<double> v) {
+          if (v && (!m || *v > *m)) m = v;
+        };
+        max(want.transmit_utilization, r.transmit_utilization);
+        max(want.receive_utilization, r.receive_utilization);
+        max(want.transmit_wait, r.transmit_wait);
+        max(want.cnp_handled_per_second, r.cnp_handled_per_second);
+        max(want.cnp_sent_per_second, r.cnp_sent_per_second);
+      }
+      for (const auto& [end, ratio] : pfc_all) {
+        if (end <= from || end > now) continue;
+        if (!want_pfc || ratio > *want_pfc) want_pfc = ratio;
+      }
+      const CongestionPeaks got = w.Peaks(now);
+      SCOPED_TRACE(::testing::Message() << "poll " << i << " now " << now);
+      EXPECT_EQ(got.transmit_utilization, want.transmit_utilization);
+      EXPECT_EQ(got.receive_utilization, want.receive_utilization);
+      EXPECT_EQ(got.transmit_wait, want.transmit_wait);
+      EXPECT_EQ(got.cnp_handled_per_second, want.cnp_handled_per_second);
+      EXPECT_EQ(got.cnp_sent_per_second, want.cnp_sent_per_second);
+      EXPECT_EQ(pfc.Peak(now), want_pfc);
+    }
+  }
+  // The window kept only what the last 2 s hold (40 ms .. 150 ms polls).
+  EXPECT_LE(w.intervals(), 2.0 / 0.05 + 1);
+  EXPECT_GE(w.intervals(), 2.0 / 0.15 - 1);
+}
+
 }  // namespace
 }  // namespace fabric

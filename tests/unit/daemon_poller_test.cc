@@ -7,6 +7,7 @@
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -33,6 +34,11 @@ bool WaitFor(const std::function<bool()>& done) {
 class GateCollector : public Collector {
  public:
   std::string_view Name() const override { return "gate"; }
+  void Start(boost::asio::io_context&) override {
+    ++starts_;
+    start_thread_ = std::this_thread::get_id();
+  }
+  void Stop() override { ++stops_; }
   bool Collect(MetricSink& sink) noexcept override {
     int now = ++active_;
     int seen = peak_.load();
@@ -58,6 +64,8 @@ class GateCollector : public Collector {
   std::atomic<int> active_{0};
   std::atomic<int> peak_{0};
   std::atomic<bool> ok_{true};
+  std::atomic<int> starts_{0}, stops_{0};
+  std::thread::id start_thread_;
 
  private:
   std::mutex mu_;
@@ -72,14 +80,23 @@ class PollerTest : public ::testing::Test {
   }
   void TearDown() override {
     gate_->Open();
-    boost::asio::post(io_, [this] {
+    OnIo([this] {
       if (poller_) poller_->Stop();
+      supervise_.cancel();
     });
     in_flight_->WaitIdle(20s);
     guard_.reset();
     io_.stop();
     thread_.join();
-    workers_.join();
+  }
+  // Runs `f` on the io_context thread (as the daemon does) and waits.
+  void OnIo(std::function<void()> f) {
+    std::promise<void> done;
+    boost::asio::post(io_, [&] {
+      f();
+      done.set_value();
+    });
+    done.get_future().wait();
   }
   void Start(std::chrono::microseconds interval,
              std::chrono::microseconds timeout) {
@@ -88,24 +105,34 @@ class PollerTest : public ::testing::Test {
     c.config.interval = interval;
     c.config.timeout = timeout;
     c.collector = gate_;
-    boost::asio::post(io_, [this, c] {
-      poller_ = std::make_shared<Poller>(io_, workers_, c, store_, in_flight_);
+    OnIo([this, c] {
+      poller_ = std::make_unique<Poller>(c, store_, in_flight_);
       poller_->set_on_publish([this](const Snapshot& s) {
         std::lock_guard lock(history_mu_);
         history_.push_back(s);
       });
-      poller_->Start();
+      poller_->Start(io_);
+      Supervise();
+    });
+  }
+  // The daemon's supervision, every 5 ms here.
+  void Supervise() {
+    stuck_ = poller_->Supervise();
+    supervise_.expires_after(5ms);
+    supervise_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) Supervise();
     });
   }
 
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
       guard_ = boost::asio::make_work_guard(io_);
-  boost::asio::thread_pool workers_{2};
+  boost::asio::steady_timer supervise_{io_};
+  std::atomic<bool> stuck_{false};
   std::shared_ptr<SnapshotStore> store_ = std::make_shared<SnapshotStore>();
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
   std::shared_ptr<GateCollector> gate_ = std::make_shared<GateCollector>();
-  std::shared_ptr<Poller> poller_;
+  std::unique_ptr<Poller> poller_;
   std::mutex history_mu_;
   std::vector<Snapshot> history_;  // every publish, in order
   std::vector<Snapshot> History() {
@@ -120,7 +147,9 @@ TEST_F(PollerTest, OverrunIsPublishedAsFailedWithoutSamples) {
   ASSERT_TRUE(WaitFor([&] { return store_->Latest("gate") != nullptr; }));
   auto timed_out = store_->Latest("gate");
   EXPECT_FALSE(timed_out->success);
+  EXPECT_TRUE(timed_out->stuck);
   EXPECT_TRUE(timed_out->families.empty());
+  EXPECT_TRUE(WaitFor([&] { return stuck_.load(); }));
   EXPECT_EQ(timed_out->last_success_seconds, 0);
   // Many ticks have passed while blocked, yet only one collection started.
   EXPECT_EQ(gate_->calls_.load(), 1);
@@ -137,6 +166,7 @@ TEST_F(PollerTest, OverrunIsPublishedAsFailedWithoutSamples) {
   EXPECT_FALSE(history[0].success);  // the deadline
   EXPECT_TRUE(history[0].families.empty());
   EXPECT_FALSE(history[1].success);  // the late return
+  EXPECT_FALSE(history[1].stuck);
   ASSERT_EQ(history[1].families.size(), 1u);
   EXPECT_EQ(history[1].families[0].metric[0].gauge.value, 1);
   EXPECT_EQ(history[1].last_success_seconds, 0);
@@ -177,14 +207,63 @@ TEST_F(PollerTest, FailedCollectionKeepsLastSuccessTime) {
 TEST_F(PollerTest, StoppedPollerPublishesNothingMore) {
   Start(10ms, 10s);
   ASSERT_TRUE(WaitFor([&] { return gate_->calls_.load() == 1; }));
-  boost::asio::post(io_, [this] { poller_->Stop(); });
+  bool abandoned = false;
+  OnIo([&] { abandoned = poller_->Stop(); });
+  // The collection was in flight: its thread is left to finish it.
+  EXPECT_TRUE(abandoned);
+  EXPECT_TRUE(poller_->running());
   gate_->Open();
   ASSERT_TRUE(in_flight_->WaitIdle(20s));
-  // Drain the io_context once more so a late OnDone would have run.
-  std::promise<void> drained;
-  boost::asio::post(io_, [&] { drained.set_value(); });
-  drained.get_future().wait();
+  EXPECT_FALSE(poller_->running());
   EXPECT_EQ(store_->Latest("gate"), nullptr);
+  EXPECT_EQ(gate_->calls_.load(), 1);
+  EXPECT_EQ(gate_->stops_.load(), 1);
+}
+
+// A collector that publishes less often than it samples (congestion):
+// Collect() at the first tick and once per PublishInterval(), Sample() at
+// the ticks between.
+class SamplingCollector : public Collector {
+ public:
+  std::string_view Name() const override { return "sampling"; }
+  bool Collect(MetricSink&) noexcept override {
+    ++collects;
+    return true;
+  }
+  void Sample() noexcept override { ++samples; }
+  std::chrono::microseconds PublishInterval() const override { return 1h; }
+  std::atomic<int> collects{0}, samples{0};
+};
+
+TEST_F(PollerTest, SamplesBetweenPublishes) {
+  auto sampling = std::make_shared<SamplingCollector>();
+  NamedCollector c;
+  c.name = "sampling";
+  c.config.interval = 1ms;
+  c.collector = sampling;
+  OnIo([&] {
+    poller_ = std::make_unique<Poller>(c, store_, in_flight_);
+    poller_->Start(io_);
+  });
+  ASSERT_TRUE(WaitFor([&] { return sampling->samples.load() >= 20; }));
+  EXPECT_EQ(sampling->collects.load(), 1);
+  ASSERT_NE(store_->Latest("sampling"), nullptr);
+  EXPECT_GE(poller_->completed(), 21u);
+}
+
+// The lifecycle hooks run on the io_context thread, once each; an idle
+// poller's thread is joined at Stop().
+TEST_F(PollerTest, StartAndStopHooksRunOnceOnTheIoThread) {
+  gate_->Open();
+  Start(1s, 10s);
+  ASSERT_TRUE(WaitFor([&] { return store_->Latest("gate") != nullptr; }));
+  EXPECT_EQ(gate_->starts_.load(), 1);
+  EXPECT_EQ(gate_->start_thread_, thread_.get_id());
+  bool abandoned = true;
+  OnIo([&] { abandoned = poller_->Stop(); });
+  EXPECT_FALSE(abandoned);
+  OnIo([&] { poller_->Stop(); });  // again: nothing more
+  EXPECT_EQ(gate_->stops_.load(), 1);
   EXPECT_EQ(gate_->calls_.load(), 1);
 }
 

@@ -1,17 +1,18 @@
-// Bad input for ib_port and hw_counters: a tree built in a temp dir with
-// garbage values, plus an injected Sysfs wrapping the real one to fail reads
-// with EACCES/EINVAL/EOPNOTSUPP (tests run as root, so permissions can't do
-// it) and to remove a device between listing and reading. Nothing may crash;
-// broken inputs are skipped and counted.
+// Bad input for ib_port and hw_counters: a tree of garbage values in the
+// tests' FakeSysfs, which also fails reads with EACCES/EINVAL/EOPNOTSUPP
+// (tests run as root, so permissions can't do it) and removes a device
+// between listing and reading. Nothing may crash; broken inputs are skipped
+// and counted.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
+#include "tests/support/fake_sysfs.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {
@@ -19,105 +20,63 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Wraps a real Sysfs; `errors` maps a relative path to the errno its Read or
-// List returns; `on_list` runs after a List of the given path succeeds.
-class FaultySysfs final : public Sysfs {
- public:
-  explicit FaultySysfs(std::string root) : real_(MakeRealSysfs(root)) {}
-
-  ReadResult Read(const std::string& path) const override {
-    if (auto it = errors.find(path); it != errors.end()) {
-      return {"", {it->second, std::system_category()}};
-    }
-    return real_->Read(path);
-  }
-  std::optional<std::vector<std::string>> List(
-      const std::string& path, std::error_code* error) const override {
-    if (auto it = errors.find(path); it != errors.end()) {
-      if (error) *error = {it->second, std::system_category()};
-      return std::nullopt;
-    }
-    auto out = real_->List(path, error);
-    if (auto it = on_list.find(path); out && it != on_list.end()) it->second();
-    return out;
-  }
-  std::string ReadLink(const std::string& path) const override {
-    return real_->ReadLink(path);
-  }
-  bool IsDirectory(const std::string& path) const override {
-    return real_->IsDirectory(path);
-  }
-
-  std::map<std::string, int> errors;
-  std::map<std::string, std::function<void()>> on_list;
-
- private:
-  std::unique_ptr<Sysfs> real_;
-};
-
 class BadInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("fabricmon_bad_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    // tests/fixtures/bad/ is described here, built fresh per test.
+    // The broken tree, built fresh per test.
     const std::string good = "class/infiniband/mlx5_0/ports/1/";
-    Write(good + "state", "4: ACTIVE\n");
-    Write(good + "phys_state", "5: LinkUp\n");
-    Write(good + "rate", "400 Gb/sec (4X NDR)\n");
-    Write(good + "link_layer", "InfiniBand\n");
-    Write(good + "counters/port_rcv_data", "100\n");
-    Write(good + "counters/port_xmit_data", "200");  // no newline
-    Write(good + "counters/symbol_error", "");       // empty
-    Write(good + "counters/link_downed", "garbage\n");
-    Write(good + "counters/port_rcv_errors", "-3\n");
-    Write(good + "counters/port_xmit_discards", "99999999999999999999999\n");
-    Write(good + "counters/VL15_dropped", "N/A (no PMA)\n");
-    Write(good + "counters/port_xmit_wait", "7\n");
-    Write(good + "hw_counters/out_of_sequence", "bogus\n");
-    Write(good + "hw_counters/np_cnp_sent", "5\n");
+    sysfs_->File(good + "state", "4: ACTIVE\n");
+    sysfs_->File(good + "phys_state", "5: LinkUp\n");
+    sysfs_->File(good + "rate", "400 Gb/sec (4X NDR)\n");
+    sysfs_->File(good + "link_layer", "InfiniBand\n");
+    sysfs_->File(good + "counters/port_rcv_data", "100\n");
+    sysfs_->File(good + "counters/port_xmit_data", "200");  // no newline
+    sysfs_->File(good + "counters/symbol_error", "");       // empty
+    sysfs_->File(good + "counters/link_downed", "garbage\n");
+    sysfs_->File(good + "counters/port_rcv_errors", "-3\n");
+    sysfs_->File(good + "counters/port_xmit_discards",
+                 "99999999999999999999999\n");
+    sysfs_->File(good + "counters/VL15_dropped", "N/A (no PMA)\n");
+    sysfs_->File(good + "counters/port_xmit_wait", "7\n");
+    sysfs_->File(good + "hw_counters/out_of_sequence", "bogus\n");
+    sysfs_->File(good + "hw_counters/np_cnp_sent", "5\n");
     // A port without counters/ at all.
-    Write("class/infiniband/mlx5_0/ports/2/state", "1: DOWN\n");
-    Write("class/infiniband/mlx5_0/ports/2/rate", "Unknown\n");
-    Write("class/infiniband/mlx5_0/hca_type", "MT4129\n");
+    sysfs_->File("class/infiniband/mlx5_0/ports/2/state", "1: DOWN\n");
+    sysfs_->File("class/infiniband/mlx5_0/ports/2/rate", "Unknown\n");
+    sysfs_->File("class/infiniband/mlx5_0/hca_type", "MT4129\n");
     // Garbage in attributes.
-    Write("class/infiniband/mlx5_1/ports/1/state", "ACTIVE\n");
-    Write("class/infiniband/mlx5_1/ports/1/rate", "fast\n");
-    Write("class/infiniband/mlx5_1/ports/1/lid", "12\n");
-    Write("class/infiniband/mlx5_1/node_guid", "not-a-guid\n");
-    Write("class/infiniband/mlx5_1/ports/1/counters/port_rcv_data", "1\n");
+    sysfs_->File("class/infiniband/mlx5_1/ports/1/state", "ACTIVE\n");
+    sysfs_->File("class/infiniband/mlx5_1/ports/1/rate", "fast\n");
+    sysfs_->File("class/infiniband/mlx5_1/ports/1/lid", "12\n");
+    sysfs_->File("class/infiniband/mlx5_1/node_guid", "not-a-guid\n");
+    sysfs_->File("class/infiniband/mlx5_1/ports/1/counters/port_rcv_data",
+                 "1\n");
     // A device that will vanish between listing and reading.
-    Write("class/infiniband/mlx5_9/ports/1/counters/port_rcv_data", "1\n");
-    Write("class/infiniband/mlx5_9/ports/1/hw_counters/out_of_sequence", "1\n");
+    sysfs_->File("class/infiniband/mlx5_9/ports/1/counters/port_rcv_data",
+                 "1\n");
+    sysfs_->File("class/infiniband/mlx5_9/ports/1/hw_counters/out_of_sequence",
+                 "1\n");
     // A non-numeric entry under ports/ is ignored.
-    fs::create_directories(root_ / "class/infiniband/mlx5_1/ports/power");
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void Write(const std::string& rel, const std::string& data) {
-    fs::create_directories((root_ / rel).parent_path());
-    std::ofstream(root_ / rel) << data;
+    sysfs_->Dir("class/infiniband/mlx5_1/ports/power");
   }
 
-  std::shared_ptr<FaultySysfs> MakeFaulty() {
-    auto sysfs = std::make_shared<FaultySysfs>(root_.string());
-    sysfs->on_list["class/infiniband"] = [this] {
-      fs::remove_all(root_ / "class/infiniband/mlx5_9");
-    };
-    return sysfs;
+  // The tree with mlx5_9 removed right after each listing of the devices.
+  std::shared_ptr<testing::FakeSysfs> MakeFaulty() {
+    sysfs_->OnList("class/infiniband",
+                   [this] { sysfs_->Remove("class/infiniband/mlx5_9"); });
+    return sysfs_;
   }
 
-  fs::path root_;
+  std::shared_ptr<testing::FakeSysfs> sysfs_ =
+      std::make_shared<testing::FakeSysfs>();
 };
 
 TEST_F(BadInputTest, IbPortSkipsAndCountsBrokenFiles) {
   auto sysfs = MakeFaulty();
   const std::string p = "class/infiniband/mlx5_0/ports/1/";
-  sysfs->errors[p + "counters/port_xmit_wait"] = EACCES;
-  sysfs->errors[p + "phys_state"] = EINVAL;
-  sysfs->errors["class/infiniband/mlx5_0/fw_ver"] = EOPNOTSUPP;
+  sysfs->Fail(p + "counters/port_xmit_wait", EACCES);
+  sysfs->Fail(p + "phys_state", EINVAL);
+  sysfs->Fail("class/infiniband/mlx5_0/fw_ver", EOPNOTSUPP);
   auto c = testing::RunOn(MakeIbPortCollector, sysfs);
   ASSERT_TRUE(c.ok);
   const std::map<std::string, std::string> port = {{"device", "mlx5_0"},
@@ -166,7 +125,7 @@ TEST_F(BadInputTest, HwCountersSkipsAndCountsBrokenFiles) {
 
 TEST_F(BadInputTest, HwCountersUnreadableDirectory) {
   auto sysfs = MakeFaulty();
-  sysfs->errors["class/infiniband/mlx5_0/ports/1/hw_counters"] = EACCES;
+  sysfs->Fail("class/infiniband/mlx5_0/ports/1/hw_counters", EACCES);
   auto c = testing::RunOn(MakeHwCountersCollector, sysfs);
   ASSERT_TRUE(c.ok);
   EXPECT_EQ(c.Family("fabric_hw_counters_total"), nullptr);
@@ -174,26 +133,25 @@ TEST_F(BadInputTest, HwCountersUnreadableDirectory) {
 }
 
 TEST_F(BadInputTest, EmptyAbsentAndUnlistableClassDir) {
-  fs::remove_all(root_ / "class/infiniband");
+  sysfs_->Remove("class/infiniband");
   for (auto make : {MakeIbPortCollector, MakeHwCountersCollector}) {
     // Absent: success with no samples.
-    auto absent = testing::RunOn(make, MakeRealSysfs(root_.string()));
+    auto absent = testing::RunOn(make, sysfs_);
     EXPECT_TRUE(absent.ok);
     EXPECT_TRUE(absent.families.empty());
     EXPECT_EQ(absent.skipped, 0u);
   }
-  fs::create_directories(root_ / "class/infiniband");
+  sysfs_->Dir("class/infiniband");
   for (auto make : {MakeIbPortCollector, MakeHwCountersCollector}) {
     // Empty: success with no samples.
-    auto empty = testing::RunOn(make, MakeRealSysfs(root_.string()));
+    auto empty = testing::RunOn(make, sysfs_);
     EXPECT_TRUE(empty.ok);
     EXPECT_TRUE(empty.families.empty());
   }
-  auto sysfs = std::make_shared<FaultySysfs>(root_.string());
-  sysfs->errors["class/infiniband"] = EACCES;
+  sysfs_->Fail("class/infiniband", EACCES);
   for (auto make : {MakeIbPortCollector, MakeHwCountersCollector}) {
     // Exists but unlistable: the only case that fails the collector.
-    auto failed = testing::RunOn(make, sysfs);
+    auto failed = testing::RunOn(make, sysfs_);
     EXPECT_FALSE(failed.ok);
     EXPECT_EQ(failed.skipped, 1u);
   }
@@ -201,11 +159,11 @@ TEST_F(BadInputTest, EmptyAbsentAndUnlistableClassDir) {
 
 TEST_F(BadInputTest, NetdevFromDevicePortOnTwoPortDevice) {
   const std::string dev = "class/infiniband/mlx4_0/";
-  Write(dev + "ports/1/state", "4: ACTIVE\n");
-  Write(dev + "ports/2/state", "4: ACTIVE\n");
-  Write(dev + "device/net/ib0/dev_port", "0\n");
-  Write(dev + "device/net/ib1/dev_port", "1\n");
-  auto c = testing::RunOn(MakeIbPortCollector, MakeRealSysfs(root_.string()));
+  sysfs_->File(dev + "ports/1/state", "4: ACTIVE\n");
+  sysfs_->File(dev + "ports/2/state", "4: ACTIVE\n");
+  sysfs_->File(dev + "device/net/ib0/dev_port", "0\n");
+  sysfs_->File(dev + "device/net/ib1/dev_port", "1\n");
+  auto c = testing::RunOn(MakeIbPortCollector, sysfs_);
   EXPECT_EQ(c.Label("fabric_port_info", {{"device", "mlx4_0"}, {"port", "1"}},
                     "netdev"),
             "ib0");
@@ -215,24 +173,36 @@ TEST_F(BadInputTest, NetdevFromDevicePortOnTwoPortDevice) {
 }
 
 // Real sysfs: class/infiniband/<dev> and <dev>/device are symlinks into
-// /sys/devices; the collectors must follow them.
-TEST_F(BadInputTest, FollowsRealSysfsSymlinks) {
+// /sys/devices; the collectors must follow them. On disk, not on the fake:
+// the real Sysfs's caching reader treats directories reached through a
+// link differently (core/sysfs.h), and that is what runs on a host.
+TEST(BadInputSymlinkTest, FollowsRealSysfsSymlinks) {
+  const fs::path root =
+      fs::temp_directory_path() /
+      ("fabricmon_bad_symlinks_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto write = [&](const std::string& rel, const std::string& data) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << data;
+  };
   const std::string pci = "devices/pci0000:00/0000:00:02.0/0000:3b:00.0";
-  Write(pci + "/infiniband/mlx5_4/ports/1/state", "4: ACTIVE\n");
-  Write(pci + "/infiniband/mlx5_4/ports/1/counters/port_rcv_data", "5\n");
-  Write(pci + "/infiniband/mlx5_4/ports/1/hw_counters/np_cnp_sent", "6\n");
-  Write(pci + "/net/eth2/dev_port", "0\n");
+  write(pci + "/infiniband/mlx5_4/ports/1/state", "4: ACTIVE\n");
+  write(pci + "/infiniband/mlx5_4/ports/1/counters/port_rcv_data", "5\n");
+  write(pci + "/infiniband/mlx5_4/ports/1/hw_counters/np_cnp_sent", "6\n");
+  write(pci + "/net/eth2/dev_port", "0\n");
+  fs::create_directories(root / "class/infiniband");
   fs::create_directory_symlink("../..",
-                               root_ / pci / "infiniband/mlx5_4/device");
+                               root / pci / "infiniband/mlx5_4/device");
   fs::create_directory_symlink("../../" + pci + "/infiniband/mlx5_4",
-                               root_ / "class/infiniband/mlx5_4");
-  std::shared_ptr<const Sysfs> sysfs = MakeRealSysfs(root_.string());
+                               root / "class/infiniband/mlx5_4");
+  std::shared_ptr<const Sysfs> sysfs = MakeRealSysfs(root.string());
   auto c = testing::RunOn(MakeIbPortCollector, sysfs);
+  auto hw = testing::RunOn(MakeHwCountersCollector, sysfs);
+  fs::remove_all(root);
   const std::map<std::string, std::string> port = {{"device", "mlx5_4"},
                                                    {"port", "1"}};
   EXPECT_EQ(c.Value("fabric_port_receive_bytes_total", port), 20.0);
   EXPECT_EQ(c.Label("fabric_port_info", port, "netdev"), "eth2");
-  auto hw = testing::RunOn(MakeHwCountersCollector, sysfs);
   EXPECT_EQ(hw.Value("fabric_roce_cnp_sent_total", port), 6.0);
 }
 

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "collectors/roce.h"
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
-#include "tests/unit/roce_fake_sysfs.h"
 
 namespace fabric {
 namespace {
@@ -101,8 +101,8 @@ EthtoolResult FromFixture(const std::string& relative, std::string driver) {
 }
 
 // A host with an mlx5 RoCE port, an IB port, and a RoCE LAG bond.
-std::shared_ptr<testing::RoceFakeSysfs> RoceHost() {
-  auto fs = std::make_shared<testing::RoceFakeSysfs>();
+std::shared_ptr<testing::FakeSysfs> RoceHost() {
+  auto fs = std::make_shared<testing::FakeSysfs>();
   const std::string p0 = "class/infiniband/mlx5_0/ports/1/";
   fs->File(p0 + "link_layer", "Ethernet\n");
   fs->File(p0 + "gid_attrs/ndevs/0", "ens1f0np0\n");
@@ -148,7 +148,7 @@ TEST(RoceDiscoveryTest, FindsNetdevsOfEthernetPortsOnly) {
 }
 
 TEST(RoceDiscoveryTest, HostileNamesAreIgnored) {
-  testing::RoceFakeSysfs fs;
+  testing::FakeSysfs fs;
   const std::string p = "class/infiniband/x/ports/1/";
   fs.File(p + "link_layer", "Ethernet\n");
   fs.File(p + "gid_attrs/ndevs/0", "../../etc\n");

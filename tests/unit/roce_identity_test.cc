@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "collectors/nic_identity.h"
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
-#include "tests/unit/roce_fake_sysfs.h"
 
 namespace fabric {
 namespace {
@@ -101,7 +101,7 @@ TEST(RoceIdentityTest, RecordedProcfsTree) {
 }
 
 TEST(RoceIdentityTest, PciIdWinsAndSwitchdevMeansDpu) {
-  auto fs = std::make_shared<testing::RoceFakeSysfs>();
+  auto fs = std::make_shared<testing::FakeSysfs>();
   // PCI id present, hca_type absent (the PCI id is the primary key).
   fs->File("class/infiniband/mlx5_0/device/vendor", "0x15b3\n");
   fs->File("class/infiniband/mlx5_0/device/device", "0xa2d6\n");
@@ -133,7 +133,7 @@ TEST(RoceIdentityTest, PciIdWinsAndSwitchdevMeansDpu) {
 
 TEST(RoceIdentityTest, NoInfinibandClassIsSuccessWithNothing) {
   bool ok = false;
-  auto got = Identify(std::make_shared<testing::RoceFakeSysfs>(), &ok);
+  auto got = Identify(std::make_shared<testing::FakeSysfs>(), &ok);
   EXPECT_TRUE(ok);
   EXPECT_TRUE(got.empty());
 }

@@ -15,7 +15,7 @@
 #include <random>
 
 #include "collectors/roce.h"
-#include "tests/unit/roce_fake_sysfs.h"
+#include "tests/support/fake_sysfs.h"
 
 namespace fabric {
 namespace {
@@ -231,7 +231,7 @@ class FakeRdma final : public RdmaStatSource {
 };
 
 TEST(RoceRdmaNetlinkTest, CollectorExportsOnlyCountersSysfsHides) {
-  auto fs = std::make_shared<testing::RoceFakeSysfs>();
+  auto fs = std::make_shared<testing::FakeSysfs>();
   fs->File("class/infiniband/mlx5_0/node_guid", "0002:c903:0000:1a2c\n");
   fs->File("class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
   fs->File("class/infiniband/mlx5_0/ports/1/hw_counters/out_of_sequence",

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/sysfs.h"
+#include "tests/support/fake_sysfs.h"
 
 namespace fabric {
 namespace {
@@ -364,32 +365,20 @@ TEST_F(SysfsModeTest, FixedAttributeIsKeptUntilTheDeviceIsRecreated) {
 
 TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
   // The default NewReader() goes through Sysfs::Read/List with the joined
-  // path, so wrappers that fail or watch given paths keep working.
-  class Recorder final : public Sysfs {
-   public:
-    ReadResult Read(const std::string& path) const override {
-      paths.push_back("read " + path);
-      return {"1\n", {}};
-    }
-    std::optional<std::vector<std::string>> List(
-        const std::string& path, std::error_code*) const override {
-      paths.push_back("list " + path);
-      return std::vector<std::string>{"a"};
-    }
-    std::string ReadLink(const std::string&) const override { return {}; }
-    bool IsDirectory(const std::string&) const override { return true; }
-    mutable std::vector<std::string> paths;
-  } recorder;
-  auto r = recorder.NewReader();
+  // path, so fakes that fail or watch given paths keep working.
+  testing::FakeSysfs fake;
+  fake.File("class/infiniband/x/ports/1/gids/0", "1\n");
+  auto r = fake.NewReader();
   r->Begin();
-  r->Read("class/infiniband/x/ports/1", "gids/0");
+  EXPECT_EQ(r->Read("class/infiniband/x/ports/1", "gids/0").data, "1\n");
   std::error_code error;
   const auto* a = r->List("class/infiniband", false, &error);
   const auto* b = r->List("class/infiniband/x/ports", true, &error);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
-  EXPECT_EQ(*a, std::vector<std::string>{"a"});  // still valid after b
-  EXPECT_EQ(recorder.paths,
+  EXPECT_EQ(*a, std::vector<std::string>{"x"});  // still valid after b
+  EXPECT_EQ(*b, std::vector<std::string>{"1"});
+  EXPECT_EQ(fake.calls(),
             (std::vector<std::string>{"read class/infiniband/x/ports/1/gids/0",
                                       "list class/infiniband",
                                       "list class/infiniband/x/ports"}));

@@ -1,0 +1,139 @@
+// Side by side on one ibsim fabric (default a 2-level fat tree of 32
+// switches and 384 HCAs, a real OpenSM as master): the whole-process wall
+// time and CPU (user+sys, wait4) of
+//   fabricmon --once with only the sm and fabric collectors enabled
+// against the peer reading the same two attribute sets,
+//   ibqueryerrors --switch            (PortCounters of every switch port)
+//   + ibqueryerrors --switch --counters
+// each attached to ibsim as its own HCA under umad2sim. Runs alternate,
+// RUNS rounds; prints medians and the ratios fabricmon / peer.
+//
+//   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS]
+//
+// Numbers are for this machine and ibsim (a single-threaded userspace
+// simulator that serialises every MAD), not for a real fabric.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/ibsim_fabric.h"
+
+extern char** environ;
+
+namespace {
+
+struct Cost {
+  double wall = 0, cpu = 0;
+  int exit_code = -1;
+};
+
+Cost Measure(const fabric::testing::IbsimFabric& fabric,
+             std::vector<std::string> argv, const std::string& host) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+  for (const auto& e : fabric.ClientEnv(host)) env_strings.push_back(e);
+  std::vector<char*> args, envp;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&files, fabric.dir().c_str());
+  Cost c;
+  const auto start = std::chrono::steady_clock::now();
+  pid_t pid;
+  if (posix_spawnp(&pid, args[0], &files, nullptr, args.data(), envp.data()) !=
+      0) {
+    return c;
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  c.wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  c.cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  posix_spawn_file_actions_destroy(&files);
+  return c;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] "
+                 "[HCAS]\n");
+    return 2;
+  }
+  const std::string fabricmon = argv[1];
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
+  const int switches = argc > 3 ? std::atoi(argv[3]) : 32;
+  const int hcas = argc > 4 ? std::atoi(argv[4]) : 384;
+  fabric::testing::IbsimFabric fabric(
+      fabric::testing::FatTreeNetfile(switches, hcas));
+  std::string error;
+  if (!fabric.Start(&error)) {
+    std::fprintf(stderr, "ibsim: %s\n", error.c_str());
+    return 1;
+  }
+  fabric.StartOpenSm({.sim_host = "hca0", .priority = 10});
+  if (!fabric.WaitForMaster(std::chrono::seconds(300), "hca1")) {
+    std::fprintf(stderr, "no master SM\n");
+    return 1;
+  }
+  const std::string config = fabric.dir() + "/bench.yaml";
+  std::ofstream(config)
+      << "collectors:\n  ib_port: {enabled: false}\n"
+         "  hw_counters: {enabled: false}\n  congestion: {enabled: false}\n"
+         "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
+         "  sm: {enabled: true}\n"
+         "  fabric: {enabled: true, timeout: 120s}\n";
+  std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu;
+  for (int i = 0; i < runs; ++i) {
+    const Cost f =
+        Measure(fabric, {fabricmon, "--once", "--config", config}, "hca1");
+    const Cost a = Measure(fabric, {"ibqueryerrors", "--switch"}, "hca2");
+    const Cost b =
+        Measure(fabric, {"ibqueryerrors", "--switch", "--counters"}, "hca2");
+    std::printf(
+        "run %d: fabricmon wall %.3f s cpu %.3f s (exit %d) | "
+        "ibqueryerrors x2 wall %.3f s cpu %.3f s (exit %d,%d)\n",
+        i + 1, f.wall, f.cpu, f.exit_code, a.wall + b.wall, a.cpu + b.cpu,
+        a.exit_code, b.exit_code);
+    fm_wall.push_back(f.wall);
+    fm_cpu.push_back(f.cpu);
+    peer_wall.push_back(a.wall + b.wall);
+    peer_cpu.push_back(a.cpu + b.cpu);
+  }
+  const double fw = Median(fm_wall), fc = Median(fm_cpu);
+  const double pw = Median(peer_wall), pc = Median(peer_cpu);
+  std::printf("fabric %d switches %d HCAs, median of %d runs\n", switches, hcas,
+              runs);
+  std::printf("fabricmon --once (sm+fabric): wall %.3f s cpu %.3f s\n", fw, fc);
+  std::printf(
+      "ibqueryerrors --switch + --switch --counters: wall %.3f s "
+      "cpu %.3f s\n",
+      pw, pc);
+  std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f\n", fw / pw, fc / pc);
+  return 0;
+}

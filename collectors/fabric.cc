@@ -1,0 +1,287 @@
+#include "collectors/fabric.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/yaml_keys.h"
+#include "core/mad_transport.h"
+#include "mad/codec.h"
+#include "mad/discovery.h"
+#include "mad/node_name_map.h"
+#include "mad/sweep.h"
+
+namespace fabric {
+namespace {
+
+constexpr char kInfoHelp[] =
+    "A switch of this node's shard (NodeDescription or node_name_map); value "
+    "is always 1.";
+constexpr char kStateHelp[] =
+    "Switch port PortInfo PortState: 1 down, 2 init, 3 armed, 4 active.";
+constexpr char kPhysHelp[] =
+    "Switch port PortInfo PortPhysicalState: 1 sleep, 2 polling, 3 disabled, "
+    "4 training, 5 linkup, 6 error recovery, 7 phy test.";
+constexpr char kLinkHelp[] =
+    "The node and port at the other end of a switch port's cable (remote_guid "
+    "is the remote node GUID, as hosts export node_guid); value is always 1.";
+constexpr char kErrorsHelp[] =
+    "Switch port PortCounters error fields; error as the host side names "
+    "them.";
+constexpr char kMadsHelp[] =
+    "MADs of the fabric sweep and discovery by result (ok, timeout, error); "
+    "retries are counted as timeouts of the try.";
+constexpr char kUnreachableHelp[] =
+    "Nodes that answered nothing in the last discovery or sweep.";
+
+struct Counter64 {
+  const char* name;
+  const char* help;
+};
+
+class FabricCollector : public Collector {
+ public:
+  FabricCollector(CollectorEnv env, CollectorConfig config,
+                  FabricSettings settings)
+      : env_(std::move(env)),
+        config_(std::move(config)),
+        settings_(std::move(settings)),
+        shard_(mad::ParseShard(settings_.shard).value_or(mad::Shard{})) {}
+
+  std::string_view Name() const override { return "fabric"; }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      return CollectOnce(sink);
+    } catch (const std::exception& e) {
+      sink.Skip(std::string("fabric: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  bool CollectOnce(MetricSink& sink) {
+    if (!transport_) {
+      transport_ =
+          env_.mad ? env_.mad(settings_.ca, settings_.ca_port) : nullptr;
+      if (!transport_) {
+        if (!open_failed_) {
+          spdlog::warn(
+              "fabric: cannot open MAD port '{}' {} (no active IB "
+              "port, or no permission on /dev/infiniband/umad*)",
+              settings_.ca, settings_.ca_port);
+        }
+        open_failed_ = true;
+        return false;
+      }
+      open_failed_ = false;
+    }
+    const double now = env_.clock();
+    const auto deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            config_.timeout * 9 / 10);
+    MadOptions options;
+    options.timeout = settings_.mad_timeout;
+    options.retries = settings_.mad_retries;
+    options.max_outstanding = settings_.max_outstanding;
+    options.deadline = deadline;
+    const double every =
+        std::chrono::duration<double>(settings_.discovery_interval).count();
+    if (!topology_ || now - discovered_at_ >= every) {
+      auto topo = mad::Discover(*transport_, options);
+      Count(topo.stats);
+      for (const auto& e : topo.errors) sink.Skip("fabric: discovery: " + e);
+      discovery_unreachable_ = topo.unreachable;
+      if (topo.nodes.empty()) return false;  // not even the local node
+      topology_ = std::make_unique<mad::Topology>(std::move(topo));
+      discovered_at_ = now;
+      LoadNames(sink);
+    }
+    const mad::SweepResult sweep =
+        mad::Sweep(*transport_, *topology_, shard_, options);
+    Count(sweep.stats);
+    for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
+    Emit(sink, sweep);
+    return true;
+  }
+
+  void Count(const MadStats& s) {
+    ok_ += s.ok;
+    timeout_ += s.timeouts + s.retries;
+    error_ += s.errors;
+  }
+
+  void LoadNames(MetricSink& sink) {
+    names_.clear();
+    if (settings_.node_name_map.empty()) return;
+    std::ifstream in(settings_.node_name_map);
+    if (!in) {
+      sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map);
+      return;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto map = mad::ParseNodeNameMap(text.str());
+    for (int line : map.bad_lines) {
+      sink.Skip("fabric: node_name_map line " + std::to_string(line));
+    }
+    names_ = std::move(map.names);
+  }
+
+  std::string NameOf(std::uint64_t guid, const std::string& fallback) const {
+    auto it = names_.find(guid);
+    return it != names_.end() ? it->second : fallback;
+  }
+
+  void Emit(MetricSink& sink, const mad::SweepResult& sweep) {
+    for (const mad::SwitchSample& s : sweep.switches) {
+      const std::string guid = mad::GuidString(s.guid);
+      const std::string name = NameOf(s.guid, s.description);
+      sink.Gauge("fabric_switch_info", kInfoHelp,
+                 {{"lid", std::to_string(s.lid)},
+                  {"switch", name},
+                  {"switch_guid", guid}},
+                 1);
+      const mad::FabricNode* node = topology_->Find(s.guid);
+      for (const mad::SwitchPortSample& p : s.ports) {
+        const std::string port = std::to_string(p.num);
+        auto labels = [&] {
+          return Labels{
+              {"port", port}, {"switch", name}, {"switch_guid", guid}};
+        };
+        if (p.info) {
+          sink.Gauge("fabric_switch_port_state", kStateHelp, labels(),
+                     p.info->state);
+          sink.Gauge("fabric_switch_port_physical_state", kPhysHelp, labels(),
+                     p.info->phys_state);
+        }
+        if (node && (!p.info || p.info->state >= 2)) {
+          auto it = node->ports.find(p.num);
+          if (it != node->ports.end() && it->second.remote_guid != 0) {
+            const mad::FabricNode* remote =
+                topology_->Find(it->second.remote_guid);
+            sink.Gauge(
+                "fabric_switch_port_link_info", kLinkHelp,
+                {{"port", port},
+                 {"remote_guid", mad::GuidString(it->second.remote_guid)},
+                 {"remote_name", NameOf(it->second.remote_guid,
+                                        remote ? remote->description : "")},
+                 {"remote_port", std::to_string(it->second.remote_port)},
+                 {"switch", name},
+                 {"switch_guid", guid}},
+                1);
+          }
+        }
+        if (p.extended) {
+          sink.Counter("fabric_switch_port_transmit_bytes_total",
+                       "Bytes sent (PortCountersExtended PortXmitData x 4).",
+                       labels(), 4.0 * p.extended->xmit_data);
+          sink.Counter("fabric_switch_port_receive_bytes_total",
+                       "Bytes received (PortCountersExtended PortRcvData x 4).",
+                       labels(), 4.0 * p.extended->rcv_data);
+          sink.Counter("fabric_switch_port_transmit_packets_total",
+                       "Packets sent (PortCountersExtended PortXmitPkts).",
+                       labels(), static_cast<double>(p.extended->xmit_pkts));
+          sink.Counter("fabric_switch_port_receive_packets_total",
+                       "Packets received (PortCountersExtended PortRcvPkts).",
+                       labels(), static_cast<double>(p.extended->rcv_pkts));
+        }
+        if (p.counters) {
+          sink.Counter("fabric_switch_port_transmit_wait_total",
+                       "Ticks with data to send but no credits "
+                       "(PortCounters PortXmitWait, 32-bit).",
+                       labels(), static_cast<double>(p.counters->xmit_wait));
+          for (const auto& [error, value] : p.counters->errors) {
+            Labels l = labels();
+            l.insert(l.begin(), {"error", error});
+            sink.Counter("fabric_switch_port_errors_total", kErrorsHelp,
+                         std::move(l), static_cast<double>(value));
+          }
+        }
+      }
+    }
+    for (const auto& [result, n] :
+         {std::pair<const char*, std::uint64_t>{"error", error_},
+          {"ok", ok_},
+          {"timeout", timeout_}}) {
+      sink.Counter("fabric_sweep_mads_total", kMadsHelp, {{"result", result}},
+                   static_cast<double>(n));
+    }
+    sink.Gauge("fabric_sweep_unreachable_nodes", kUnreachableHelp, {},
+               discovery_unreachable_ + sweep.unreachable);
+  }
+
+  CollectorEnv env_;
+  CollectorConfig config_;
+  FabricSettings settings_;
+  mad::Shard shard_;
+  std::unique_ptr<MadTransport> transport_;
+  std::unique_ptr<mad::Topology> topology_;
+  double discovered_at_ = 0;
+  int discovery_unreachable_ = 0;
+  std::map<std::uint64_t, std::string> names_;
+  std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0;
+  bool open_failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
+                                               const CollectorConfig& config) {
+  return std::make_unique<FabricCollector>(env, config,
+                                           SettingsAs<FabricSettings>(config));
+}
+
+CollectorSpec FabricCollectorSpec() {
+  using namespace config_keys;
+  CollectorSpec spec;
+  spec.name = "fabric";
+  spec.enabled = false;
+  spec.interval = std::chrono::seconds(30);
+  spec.timeout = std::chrono::seconds(25);
+  spec.keys = {
+      "discovery_interval", "ca",          "ca_port",     "shard",
+      "max_outstanding",    "mad_timeout", "mad_retries", "node_name_map"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig&) {
+    FabricSettings s;
+    ForEachKey(
+        node, path,
+        [&](const std::string& key, const YAML::Node& value,
+            const std::string& key_path, const YAML::Mark& mark) {
+          if (key == "discovery_interval") {
+            s.discovery_interval = Duration(value, key_path);
+          } else if (key == "ca") {
+            s.ca = Scalar(value, key_path);
+          } else if (key == "ca_port") {
+            s.ca_port = static_cast<int>(
+                Number(value, key_path, -1, 254, "a port number (e.g. 1)"));
+          } else if (key == "shard") {
+            s.shard = Scalar(value, key_path);
+            if (!mad::ParseShard(s.shard)) {
+              Fail(key_path, mark,
+                   "is not a shard \"i/n\" with 1 <= i <= n (e.g. \"2/4\")");
+            }
+          } else if (key == "max_outstanding") {
+            s.max_outstanding = static_cast<int>(Number(
+                value, key_path, 0, 4096, "a MAD count (1 to 4096, e.g. 64)"));
+          } else if (key == "mad_timeout") {
+            s.mad_timeout =
+                std::chrono::duration_cast<std::chrono::milliseconds>(
+                    Duration(value, key_path));
+          } else if (key == "mad_retries") {
+            s.mad_retries = static_cast<int>(Number(
+                value, key_path, -1, 20, "a retry count (0 to 20, e.g. 2)"));
+          } else if (key == "node_name_map") {
+            s.node_name_map = Scalar(value, key_path);
+          }
+        });
+    return std::make_shared<SettingsOf<FabricSettings>>(s);
+  };
+  spec.make = MakeFabricCollector;
+  return spec;
+}
+
+}  // namespace fabric

@@ -1,0 +1,221 @@
+#include "collectors/opensm_parse.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace fabric {
+
+const std::array<std::string_view, kSwitchPortErrorFields>
+    kSwitchPortErrorNames = {
+        "symbol_error",
+        "link_error_recovery",
+        "link_downed",
+        "port_rcv_errors",
+        "port_rcv_remote_physical_errors",
+        "port_rcv_switch_relay_errors",
+        "port_xmit_discards",
+        "port_xmit_constraint_errors",
+        "port_rcv_constraint_errors",
+        "local_link_integrity_errors",
+        "excessive_buffer_overrun_errors",
+        "VL15_dropped",
+};
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t\r");
+  return s.substr(first, last - first + 1);
+}
+
+bool ParseGuid(std::string_view token, uint64_t* guid) {
+  int base = 10;
+  if (token.size() > 2 && token[0] == '0' &&
+      (token[1] == 'x' || token[1] == 'X')) {
+    token.remove_prefix(2);
+    base = 16;
+  }
+  if (token.empty()) return false;
+  const auto [end, ec] =
+      std::from_chars(token.data(), token.data() + token.size(), *guid, base);
+  return ec == std::errc() && end == token.data() + token.size();
+}
+
+constexpr std::string_view kEventsHelp =
+    "OpenSM events received from the libfabricmon_osm.so event plugin.";
+constexpr std::string_view kErrorsHelp =
+    "Switch port error counters, accumulated from OpenSM PerfMgr deltas.";
+
+}  // namespace
+
+NodeNameMap ParseNodeNameMap(std::string_view text) {
+  NodeNameMap map;
+  while (!text.empty()) {
+    const auto eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view{}
+                                         : text.substr(eol + 1);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) {
+      // '#' inside a quoted name is part of the name.
+      const auto quote = line.find('"');
+      if (quote == std::string_view::npos || hash < quote) {
+        line = line.substr(0, hash);
+      }
+    }
+    line = Trim(line);
+    if (line.empty()) continue;
+    const auto space = line.find_first_of(" \t");
+    uint64_t guid = 0;
+    if (space == std::string_view::npos ||
+        !ParseGuid(line.substr(0, space), &guid)) {
+      ++map.bad_lines;
+      continue;
+    }
+    std::string_view name = Trim(line.substr(space));
+    if (name.size() >= 2 && name.front() == '"') {
+      const auto close = name.find('"', 1);
+      if (close == std::string_view::npos) {
+        ++map.bad_lines;
+        continue;
+      }
+      name = name.substr(1, close - 1);
+    }
+    if (name.empty()) {
+      ++map.bad_lines;
+      continue;
+    }
+    map.names[guid] = std::string(name);
+  }
+  return map;
+}
+
+std::string GuidLabel(uint64_t guid) {
+  char buf[19];
+  std::snprintf(buf, sizeof(buf), "0x%016llx",
+                static_cast<unsigned long long>(guid));
+  return buf;
+}
+
+OpensmTotals::SwitchPort* OpensmTotals::PortFor(const osm::PortId& id) {
+  if (id.node_type == osm::NodeType::kSwitch) {
+    switches_.insert(id.node_guid);
+  } else if (id.node_type != osm::NodeType::kUnknown ||
+             !switches_.count(id.node_guid)) {
+    // A host port (exported by that host's own daemon), or unknown.
+    if (id.node_type == osm::NodeType::kUnknown) ++unclassified_;
+    return nullptr;
+  }
+  SwitchPort& port = ports_[{id.node_guid, id.port}];
+  port.name = std::string(id.NameView());
+  return &port;
+}
+
+void OpensmTotals::Apply(const osm::Message& m) {
+  ++events_[static_cast<int>(m.event)];
+  dropped_ += m.dropped;
+  if (const auto* pe = std::get_if<osm::PortErrors>(&m.body)) {
+    if (SwitchPort* p = PortFor(pe->id)) {
+      const uint64_t values[kSwitchPortErrorFields] = {
+          pe->symbol_error,
+          pe->link_error_recovery,
+          pe->link_downed,
+          pe->port_rcv_errors,
+          pe->port_rcv_remote_physical_errors,
+          pe->port_rcv_switch_relay_errors,
+          pe->port_xmit_discards,
+          pe->port_xmit_constraint_errors,
+          pe->port_rcv_constraint_errors,
+          pe->local_link_integrity_errors,
+          pe->excessive_buffer_overrun_errors,
+          pe->vl15_dropped};
+      for (int i = 0; i < kSwitchPortErrorFields; ++i) {
+        p->errors[i] += values[i];
+      }
+      // PortXmitWait comes with the error counters since OpenSM 3.3.19;
+      // port_select events carry the same quantity and are not added.
+      p->xmit_wait += pe->port_xmit_wait;
+      p->has_errors = true;
+    }
+  } else if (const auto* dc = std::get_if<osm::PortData>(&m.body)) {
+    if (SwitchPort* p = PortFor(dc->id)) {
+      p->xmit_words += dc->xmit_data;
+      p->rcv_words += dc->rcv_data;
+      p->xmit_pkts += dc->xmit_pkts;
+      p->rcv_pkts += dc->rcv_pkts;
+      p->has_data = true;
+    }
+  } else if (const auto* trap = std::get_if<osm::Trap>(&m.body)) {
+    ++traps_[trap->generic ? std::to_string(trap->trap_number) : "vendor"];
+  } else if (m.event == osm::Event::kHeavySweepStart) {
+    sweep_start_ns_ = m.monotonic_ns;
+    sweep_started_ = true;
+  } else if (m.event == osm::Event::kHeavySweepDone && sweep_started_ &&
+             m.monotonic_ns >= sweep_start_ns_) {
+    last_sweep_seconds_ = (m.monotonic_ns - sweep_start_ns_) * 1e-9;
+    sweep_started_ = false;
+  }
+}
+
+void OpensmTotals::Emit(MetricSink& sink, const NodeNameMap& names,
+                        bool switch_ports) const {
+  for (int e = 0; e < osm::kEventCount; ++e) {
+    sink.Counter(
+        "fabric_opensm_events_total", kEventsHelp,
+        {{"event", std::string(osm::EventName(static_cast<osm::Event>(e)))}},
+        static_cast<double>(events_[e]));
+  }
+  sink.Counter("fabric_opensm_events_dropped_total",
+               "OpenSM events the plugin could not deliver (no daemon, full "
+               "queue, no data from OpenSM).",
+               {}, static_cast<double>(dropped_));
+  if (last_sweep_seconds_ >= 0) {
+    sink.Gauge("fabric_opensm_heavy_sweep_duration_seconds",
+               "Duration of OpenSM's last heavy sweep, start to done.", {},
+               last_sweep_seconds_);
+  }
+  for (const auto& [trap, count] : traps_) {
+    sink.Counter("fabric_opensm_traps_total",
+                 "Traps OpenSM received, by trap number (\"vendor\" for "
+                 "vendor-specific traps).",
+                 {{"trap", trap}}, static_cast<double>(count));
+  }
+  if (!switch_ports) return;
+  for (const auto& [key, p] : ports_) {
+    const auto mapped = names.names.find(key.first);
+    const std::string& name =
+        mapped != names.names.end() ? mapped->second : p.name;
+    const Labels labels = {{"switch_guid", GuidLabel(key.first)},
+                           {"switch", name},
+                           {"port", std::to_string(key.second)}};
+    if (p.has_data) {
+      sink.Counter("fabric_switch_port_transmit_bytes_total",
+                   "Bytes transmitted by the switch port (PortXmitData x 4).",
+                   labels, 4.0 * static_cast<double>(p.xmit_words));
+      sink.Counter("fabric_switch_port_receive_bytes_total",
+                   "Bytes received by the switch port (PortRcvData x 4).",
+                   labels, 4.0 * static_cast<double>(p.rcv_words));
+      sink.Counter("fabric_switch_port_transmit_packets_total",
+                   "Packets transmitted by the switch port.", labels,
+                   static_cast<double>(p.xmit_pkts));
+      sink.Counter("fabric_switch_port_receive_packets_total",
+                   "Packets received by the switch port.", labels,
+                   static_cast<double>(p.rcv_pkts));
+    }
+    if (p.has_errors) {
+      sink.Counter("fabric_switch_port_transmit_wait_total",
+                   "Ticks the switch port had data to send but could not "
+                   "(PortXmitWait).",
+                   labels, static_cast<double>(p.xmit_wait));
+      for (int i = 0; i < kSwitchPortErrorFields; ++i) {
+        Labels with_error = labels;
+        with_error.push_back({"error", std::string(kSwitchPortErrorNames[i])});
+        sink.Counter("fabric_switch_port_errors_total", kErrorsHelp,
+                     std::move(with_error), static_cast<double>(p.errors[i]));
+      }
+    }
+  }
+}
+
+}  // namespace fabric

@@ -1,0 +1,81 @@
+// opensm_parse: pure parts of the `opensm` collector: the node-name-map
+// file OpenSM and infiniband-diags share (`--node-name-map`, lines
+// `<guid> "<name>"`), and the accumulator that turns decoded plugin events
+// (osm/event_wire.h) into the collector's samples.
+//
+// Thread-safety: ParseNodeNameMap is pure. OpensmTotals is a plain value;
+// its owner serialises access.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+#include "core/metric_sink.h"
+#include "osm/event_wire.h"
+
+namespace fabric {
+
+struct NodeNameMap {
+  std::map<uint64_t, std::string> names;  // node GUID -> name
+  int bad_lines = 0;  // lines that are neither comments nor entries
+};
+// `<guid> "<name>"` or `<guid> <name>` per line (GUID in hex with 0x, or
+// decimal); '#' starts a comment; blank lines are ignored.
+NodeNameMap ParseNodeNameMap(std::string_view text);
+
+// "0x" + 16 hex digits, as the host side prints GUID labels.
+std::string GuidLabel(uint64_t guid);
+
+// The PortCounters error fields OpenSM's PerfMgr reports, with the `error`
+// label the host side uses for the same field (the sysfs file name).
+inline constexpr int kSwitchPortErrorFields = 12;
+extern const std::array<std::string_view, kSwitchPortErrorFields>
+    kSwitchPortErrorNames;
+
+// Everything the collector has accumulated since it started.
+class OpensmTotals {
+ public:
+  // Adds one decoded datagram. Port counters are accumulated for switch
+  // ports only (see docs/opensm.md); an event whose node type the plugin
+  // could not look up counts as a switch's when an earlier event said the
+  // GUID is a switch, and is otherwise not accumulated (counted in
+  // unclassified()).
+  void Apply(const osm::Message& message);
+  // Counts a datagram the decoder rejected.
+  void Reject() { ++rejected_; }
+  // Writes every sample; `names` (node-name-map) overrides event names.
+  // Without `switch_ports`, the fabric_switch_port_* samples are left out.
+  void Emit(MetricSink& sink, const NodeNameMap& names,
+            bool switch_ports = true) const;
+
+  uint64_t rejected() const { return rejected_; }
+  uint64_t unclassified() const { return unclassified_; }
+
+ private:
+  struct SwitchPort {
+    std::string name;
+    std::array<uint64_t, kSwitchPortErrorFields> errors{};
+    uint64_t xmit_words = 0, rcv_words = 0, xmit_pkts = 0, rcv_pkts = 0;
+    uint64_t xmit_wait = 0;
+    bool has_errors = false, has_data = false;
+  };
+  SwitchPort* PortFor(const osm::PortId& id);
+
+  std::array<uint64_t, osm::kEventCount> events_{};
+  uint64_t dropped_ = 0;
+  uint64_t rejected_ = 0;
+  uint64_t unclassified_ = 0;
+  uint64_t sweep_start_ns_ = 0;
+  bool sweep_started_ = false;
+  double last_sweep_seconds_ = -1;
+  std::map<std::string, uint64_t> traps_;
+  std::unordered_set<uint64_t> switches_;
+  std::map<std::pair<uint64_t, uint8_t>, SwitchPort> ports_;
+};
+
+}  // namespace fabric

@@ -1,0 +1,47 @@
+// sm collector: the subnet manager as every node sees it. For each active
+// local IB port (from libibumad, not sysfs, so it works under umad2sim
+// too) it sends SMInfo and NodeDescription to the port's master SM LID
+// through the MAD transport (Get only) and exports fabric_sm_info,
+// fabric_sm_state, fabric_sm_priority, fabric_sm_activity_total,
+// fabric_sm_activity_stalled (a master whose ActCount did not move for
+// `stall_after`: a hung SM) and fabric_sm_master_changes_total.
+// fabric_sm_masters is exported only where every SM is queried (a node
+// that also runs the fabric collector), so it is not emitted here.
+//
+// No IB port: success with no samples. A port that cannot be opened:
+// success 0 and one warning (per failure streak).
+//
+// Thread-safety: one Collect() at a time (the daemon's rule); the
+// ActCount history is the collector's own.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "mad/umad_transport.h"
+
+namespace fabric {
+
+struct SmSettings {
+  std::chrono::milliseconds mad_timeout{500};
+  int mad_retries = 2;
+  std::chrono::microseconds stall_after = std::chrono::seconds(60);
+  bool operator==(const SmSettings&) const = default;
+};
+
+// The local ports to look at; injectable for tests (real: mad::LocalIbPorts).
+using LocalPortLister =
+    std::function<std::vector<mad::LocalPort>(std::string* error)>;
+
+std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
+                                           const CollectorConfig& config);
+std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
+                                           const CollectorConfig& config,
+                                           LocalPortLister ports);
+CollectorSpec SmCollectorSpec();
+
+}  // namespace fabric

@@ -1,0 +1,183 @@
+// The sm collector on the in-house simulator's SM scenarios (sm-hung,
+// sm-failover) through the simulator's MadTransport, with an injected
+// local-port list and clock; its settings through ParseConfig.
+#include <gtest/gtest.h>
+
+#include "collectors/registry.h"
+#include "collectors/sm.h"
+#include "config/config.h"
+#include "mad/codec.h"
+#include "simulator/mad.h"
+#include "simulator/model.h"
+#include "tests/unit/ib_collect_util.h"
+
+namespace fabric {
+namespace {
+
+using fabric::testing::Collected;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+struct SmRig {
+  explicit SmRig(sim::Scenario scenario, sim::Duration start)
+      : cluster([&] {
+          sim::SimConfig c;
+          c.hosts = 2;
+          c.timeline = sim::SingleScenario(scenario);
+          c.timeline.events[0].start = start;
+          return c;
+        }()) {
+    env.mad = [this](const std::string&, int) {
+      return sim::MakeSimMadTransport(cluster);
+    };
+    env.clock = [this] {
+      return std::chrono::duration<double>(cluster.now()).count();
+    };
+    SmSettings s;
+    s.mad_timeout = milliseconds(20);
+    s.mad_retries = 0;
+    s.stall_after = seconds(2);
+    config.settings = std::make_shared<SettingsOf<SmSettings>>(s);
+    collector = MakeSmCollector(env, config, [this](std::string*) {
+      mad::LocalPort p;
+      p.ca = "mlx5_0";
+      p.port = 1;
+      p.state = 4;
+      p.link_layer = "InfiniBand";
+      p.lid = cluster.FindPort(0, "mlx5_0")->lid;
+      p.sm_lid = cluster.master_sm().lid;  // what the port's PortInfo says
+      return std::vector<mad::LocalPort>{p};
+    });
+  }
+  void Advance(sim::Duration d) {
+    const auto end = cluster.now() + d;
+    while (cluster.now() < end) cluster.Step();
+  }
+  Collected Collect() {
+    MetricSink sink;
+    Collected c;
+    c.ok = collector->Collect(sink);
+    c.families = sink.Take();
+    return c;
+  }
+  std::string Guid(int sm) const {
+    return mad::GuidString(cluster.sms()[sm].guid);
+  }
+
+  sim::Cluster cluster;
+  CollectorEnv env;
+  CollectorConfig config;
+  std::unique_ptr<Collector> collector;
+};
+
+TEST(SmCollector, HungMasterShowsAsStalled) {
+  SmRig rig(sim::Scenario::kSmHung, seconds(1));
+  rig.Advance(milliseconds(500));
+  Collected c = rig.Collect();
+  ASSERT_TRUE(c.ok);
+  const std::string g = rig.Guid(0);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", g}}), 3);
+  EXPECT_EQ(c.Value("fabric_sm_priority", {{"sm_guid", g}}),
+            rig.cluster.sms()[0].priority);
+  EXPECT_EQ(c.Value("fabric_sm_activity_total", {{"sm_guid", g}}),
+            rig.cluster.sms()[0].act_count);
+  EXPECT_EQ(c.Value("fabric_sm_info", {{"sm_guid", g}, {"sm_lid", "1"}}), 1);
+  EXPECT_EQ(c.Value("fabric_sm_activity_stalled", {{"sm_guid", g}}), 0);
+
+  // Hung from t=1 s: ActCount frozen; stalled once it sat still >= 2 s.
+  rig.Advance(milliseconds(1000));  // t=1.5: last move seen now
+  EXPECT_EQ(rig.Collect().Value("fabric_sm_activity_stalled", {{"sm_guid", g}}),
+            0);
+  rig.Advance(milliseconds(1000));  // t=2.5
+  c = rig.Collect();
+  EXPECT_EQ(c.Value("fabric_sm_activity_stalled", {{"sm_guid", g}}), 0);
+  rig.Advance(milliseconds(1500));  // t=4.0: 2.5 s without a move
+  c = rig.Collect();
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.Value("fabric_sm_activity_stalled", {{"sm_guid", g}}), 1);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", g}}), 3);
+  EXPECT_EQ(c.Value("fabric_sm_master_changes_total", {}), 0);
+}
+
+TEST(SmCollector, FailoverCountsAMasterChange) {
+  SmRig rig(sim::Scenario::kSmFailover, seconds(2));
+  rig.Advance(seconds(1));
+  Collected c = rig.Collect();
+  ASSERT_TRUE(c.ok);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
+  EXPECT_EQ(c.Value("fabric_sm_master_changes_total", {}), 0);
+  rig.Advance(seconds(4));  // master died at 2 s, standby took over at 4 s
+  c = rig.Collect();
+  ASSERT_TRUE(c.ok);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 3);
+  EXPECT_EQ(
+      c.Value("fabric_sm_info", {{"sm_guid", rig.Guid(1)}, {"sm_lid", "2"}}),
+      1);
+  EXPECT_EQ(c.Value("fabric_sm_master_changes_total", {}), 1);
+  EXPECT_FALSE(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}));
+}
+
+TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {
+  CollectorEnv env;
+  env.mad = [](const std::string&, int) -> std::unique_ptr<MadTransport> {
+    return nullptr;  // e.g. no permission on /dev/infiniband/umad0
+  };
+  CollectorConfig config;
+  auto none = MakeSmCollector(
+      env, config, [](std::string*) { return std::vector<mad::LocalPort>{}; });
+  MetricSink sink;
+  EXPECT_TRUE(none->Collect(sink));
+  EXPECT_TRUE(sink.Take().empty());
+  auto denied = MakeSmCollector(env, config, [](std::string*) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = 4;
+    p.link_layer = "InfiniBand";
+    p.sm_lid = 1;
+    return std::vector<mad::LocalPort>{p};
+  });
+  EXPECT_FALSE(denied->Collect(sink));
+  EXPECT_TRUE(sink.Take().empty());
+  // An Ethernet (RoCE) port is not an IB port: quiet success.
+  auto roce = MakeSmCollector(env, config, [](std::string*) {
+    mad::LocalPort p;
+    p.state = 4;
+    p.link_layer = "Ethernet";
+    return std::vector<mad::LocalPort>{p};
+  });
+  EXPECT_TRUE(roce->Collect(sink));
+}
+
+TEST(SmCollector, Settings) {
+  std::string error;
+  auto config = ParseConfig("", CollectorSpecs(), &error);
+  ASSERT_TRUE(config) << error;
+  const CollectorConfig sm = config->Collector("sm");
+  EXPECT_TRUE(sm.enabled);
+  EXPECT_EQ(sm.interval, seconds(60));
+  EXPECT_EQ(SettingsAs<SmSettings>(sm), SmSettings{});
+  EXPECT_FALSE(config->Collector("fabric").enabled);
+
+  config = ParseConfig(
+      "collectors:\n  sm:\n    mad_timeout: 250ms\n    mad_retries: 5\n"
+      "    stall_after: 2m\n",
+      CollectorSpecs(), &error);
+  ASSERT_TRUE(config) << error;
+  const SmSettings& s = SettingsAs<SmSettings>(config->Collector("sm"));
+  EXPECT_EQ(s.mad_timeout, milliseconds(250));
+  EXPECT_EQ(s.mad_retries, 5);
+  EXPECT_EQ(s.stall_after, std::chrono::minutes(2));
+
+  EXPECT_FALSE(ParseConfig("collectors:\n  sm:\n    mad_retries: many\n",
+                           CollectorSpecs(), &error));
+  EXPECT_NE(error.find("collectors.sm.mad_retries (line 3)"), std::string::npos)
+      << error;
+  EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    shard: 4/3\n",
+                           CollectorSpecs(), &error));
+  EXPECT_NE(error.find("collectors.fabric.shard (line 3)"), std::string::npos)
+      << error;
+}
+
+}  // namespace
+}  // namespace fabric
