@@ -37,7 +37,8 @@ struct Cost {
 };
 
 Cost Measure(const fabric::testing::IbsimFabric& fabric,
-             std::vector<std::string> argv, const std::string& host) {
+             std::vector<std::string> argv, const std::string& host,
+             const std::string& out = "/dev/null") {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.push_back(*e);
   for (const auto& e : fabric.ClientEnv(host)) env_strings.push_back(e);
@@ -48,7 +49,8 @@ Cost Measure(const fabric::testing::IbsimFabric& fabric,
   envp.push_back(nullptr);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, out.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addchdir_np(&files, fabric.dir().c_str());
   Cost c;
@@ -108,28 +110,59 @@ int main(int argc, char** argv) {
          "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
          "  sm: {enabled: true}\n"
          "  fabric: {enabled: true, timeout: 120s}\n";
-  std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu;
+  // The same process with no collector: its start-up and exit alone.
+  const std::string idle = fabric.dir() + "/idle.yaml";
+  std::ofstream(idle)
+      << "collectors:\n  ib_port: {enabled: false}\n"
+         "  hw_counters: {enabled: false}\n  congestion: {enabled: false}\n"
+         "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
+         "  sm: {enabled: false}\n  fabric: {enabled: false}\n";
+  std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
   for (int i = 0; i < runs; ++i) {
-    const Cost f =
-        Measure(fabric, {fabricmon, "--once", "--config", config}, "hca1");
-    const Cost a = Measure(fabric, {"ibqueryerrors", "--switch"}, "hca2");
-    const Cost b =
-        Measure(fabric, {"ibqueryerrors", "--switch", "--counters"}, "hca2");
+    const Cost f = Measure(fabric, {fabricmon, "--once", "--config", config},
+                           "hca1", fabric.dir() + "/fabricmon.out");
+    const Cost a = Measure(fabric, {"ibqueryerrors", "--switch"}, "hca2",
+                           fabric.dir() + "/ibqe.out");
+    const Cost b = Measure(fabric, {"ibqueryerrors", "--switch", "--counters"},
+                           "hca2", fabric.dir() + "/ibqe-counters.out");
     std::printf(
         "run %d: fabricmon wall %.3f s cpu %.3f s (exit %d) | "
         "ibqueryerrors x2 wall %.3f s cpu %.3f s (exit %d,%d)\n",
         i + 1, f.wall, f.cpu, f.exit_code, a.wall + b.wall, a.cpu + b.cpu,
         a.exit_code, b.exit_code);
+    idle_cpu.push_back(
+        Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
     fm_wall.push_back(f.wall);
     fm_cpu.push_back(f.cpu);
     peer_wall.push_back(a.wall + b.wall);
     peer_cpu.push_back(a.cpu + b.cpu);
+  }
+  // What each side covered in its last run (same fabric, same ports?).
+  auto count = [&](const std::string& file, const std::string& needle) {
+    std::ifstream in(fabric.dir() + "/" + file);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.rfind(needle, 0) == 0;
+    return n;
+  };
+  std::printf(
+      "fabricmon: %d fabric_switch_info, %d switch ports with "
+      "counters, sm series %d\n",
+      count("fabricmon.out", "fabric_switch_info{"),
+      count("fabricmon.out", "fabric_switch_port_transmit_wait_total{"),
+      count("fabricmon.out", "fabric_sm_state{"));
+  std::ifstream summary(fabric.dir() + "/ibqe-counters.out");
+  for (std::string line; std::getline(summary, line);) {
+    if (line.rfind("##", 0) == 0)
+      std::printf("ibqueryerrors: %s\n", line.c_str());
   }
   const double fw = Median(fm_wall), fc = Median(fm_cpu);
   const double pw = Median(peer_wall), pc = Median(peer_cpu);
   std::printf("fabric %d switches %d HCAs, median of %d runs\n", switches, hcas,
               runs);
   std::printf("fabricmon --once (sm+fabric): wall %.3f s cpu %.3f s\n", fw, fc);
+  std::printf("fabricmon --once with no collector (start-up): cpu %.3f s\n",
+              Median(idle_cpu));
   std::printf(
       "ibqueryerrors --switch + --switch --counters: wall %.3f s "
       "cpu %.3f s\n",

@@ -7,17 +7,13 @@
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/ethtool_parse.h"
+#include "collectors/ib_walk.h"
 #include "collectors/roce.h"
 #include "collectors/sysfs_parse.h"
 #include "config/duration.h"
 #include "config/yaml_keys.h"
 
 namespace fabric {
-namespace {
-
-constexpr char kRoot[] = "class/infiniband";
-
-}  // namespace
 
 CongestionCollector::CongestionCollector(CollectorEnv env,
                                          CongestionOptions options,
@@ -114,38 +110,31 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   if (!reader_) reader_ = env_.sysfs->NewReader();
   reader_->Begin();
   const std::uint64_t generation = ++generation_;
-  std::error_code error;
-  // Not stable: devices come and go without class/infiniband changing.
-  const auto* devices = reader_->List(kRoot, /*stable=*/false, &error);
-  if (devices) {
-    for (const auto& name : *devices) {
-      if (!options_.devices.Allows(name)) continue;
-      auto dev = devices_.find(name);
-      if (dev == devices_.end()) {
-        dev = devices_.emplace(name, Device{}).first;
-        dev->second.ports_dir = std::string(kRoot) + "/" + name + "/ports";
+  // Quiet: a device that vanished between the two listings is left out.
+  ListIbPorts(*reader_, options_.devices, /*skips=*/nullptr, walk_);
+  for (const IbDevicePorts& walked : walk_.devices) {
+    const std::string& name = walked.device;
+    auto dev = devices_.find(name);
+    if (dev == devices_.end()) {
+      dev = devices_.emplace(name, Device{}).first;
+      dev->second.ports_dir = walked.dir + "/ports";
+    }
+    Device& device = dev->second;
+    for (const auto& port_name : walked.ports) {
+      auto it = device.ports.find(port_name);
+      if (it == device.ports.end()) {
+        it = device.ports
+                 .emplace(port_name,
+                          Port(name, device.ports_dir, port_name,
+                               PortWindow(options_.window_seconds,
+                                          options_.xmit_wait_tick_seconds)))
+                 .first;
+        Probe(it->second);
+        ports_changed_ = true;
       }
-      Device& device = dev->second;
-      // ports/<n> exist from the device's registration to its removal.
-      const auto* ports =
-          reader_->List(device.ports_dir, /*stable=*/true, nullptr);
-      if (!ports) continue;  // device vanished between the two lists
-      for (const auto& port_name : *ports) {
-        auto it = device.ports.find(port_name);
-        if (it == device.ports.end()) {
-          it = device.ports
-                   .emplace(port_name,
-                            Port(name, device.ports_dir, port_name,
-                                 PortWindow(options_.window_seconds,
-                                            options_.xmit_wait_tick_seconds)))
-                   .first;
-          Probe(it->second);
-          ports_changed_ = true;
-        }
-        Port& port = it->second;
-        port.window.Add(Poll(port, now, sink));
-        port.seen = generation;
-      }
+      Port& port = it->second;
+      port.window.Add(Poll(port, now, sink));
+      port.seen = generation;
     }
   }
   // Vanished devices/ports: forget them so a re-probed device starts a new
@@ -204,7 +193,9 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   EmitPfc(end, sink);
   // A missing subsystem is success with no samples; an unreadable one
   // (permission, I/O error) is a failure.
-  if (!devices && error != std::errc::no_such_file_or_directory) return false;
+  if (walk_.error && walk_.error != std::errc::no_such_file_or_directory) {
+    return false;
+  }
   return true;
 }
 
@@ -214,9 +205,9 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     // and gid_attrs of every port, which is too much for every fast poll.
     std::map<std::string, Netdev> next;
     for (const RoceNetdev& t :
-         DiscoverRoceNetdevs(*env_.sysfs, options_.devices)) {
+         DiscoverRoceNetdevs(*reader_, options_.devices)) {
       if (options_.ethtool_is_kernel &&
-          !env_.sysfs->IsDirectory("class/net/" + t.netdev)) {
+          !reader_->IsDirectory("class/net/" + t.netdev)) {
         continue;
       }
       auto old = netdevs_.find(t.netdev);

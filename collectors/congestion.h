@@ -15,6 +15,8 @@
 // Devices and ports that vanish lose their history; those that (re)appear
 // start a new baseline.
 //
+// Devices and ports come from the shared walk (collectors/ib_walk.h).
+//
 // PFC: for each netdev behind an Ethernet (RoCE) port (found with the roce
 // collector's DiscoverRoceNetdevs when the port set changes), one ethtool
 // statistics read per poll through an EthtoolSource gives
@@ -39,6 +41,7 @@
 #include "collectors/collector.h"
 #include "collectors/congestion_window.h"
 #include "collectors/ethtool_source.h"
+#include "collectors/ib_walk.h"
 
 namespace fabric {
 
@@ -135,6 +138,8 @@ class CongestionCollector final : public Collector {
   std::unique_ptr<EthtoolSource> ethtool_;
   // Reads of every poll; kept descriptors on real trees (core/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
+  // The device/port walk of the latest poll, its storage reused by the next.
+  IbPortList walk_;
   std::map<std::string, Device, std::less<>> devices_;  // by device name
   std::uint64_t generation_ = 0;                        // collections so far
   bool ports_changed_ = true;

@@ -10,6 +10,7 @@
 #include "mad/codec.h"
 #include "mad/discovery.h"
 #include "mad/node_name_map.h"
+#include "mad/sm_directory.h"
 #include "mad/sweep.h"
 
 namespace fabric {
@@ -96,6 +97,7 @@ class FabricCollector : public Collector {
       discovery_unreachable_ = topo.unreachable;
       if (topo.nodes.empty()) return false;  // not even the local node
       topology_ = std::make_unique<mad::Topology>(std::move(topo));
+      mad::PublishSmLids(topology_->SmLids());
       discovered_at_ = now;
       LoadNames(sink);
     }

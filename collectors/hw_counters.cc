@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "collectors/ib_port.h"
+#include "collectors/ib_walk.h"
 #include "collectors/sysfs_parse.h"
 
 namespace fabric {
@@ -97,13 +97,15 @@ class HwCountersCollector final : public Collector {
     try {
       if (!reader_) reader_ = env_.sysfs->NewReader();
       reader_->Begin();
-      IbDeviceList list = ListIbDevices(*reader_, filter_, sink);
+      IbPortList list = ListIbPorts(*reader_, filter_, &sink);
       std::set<std::string> present;
       for (const auto& device : list.devices) {
-        if (CollectDevice(device, sink)) present.insert(device);
+        CollectDevice(device, sink);
+        present.insert(device.device);
       }
-      // A device that was not seen this round loses its unwrap state, so if
-      // it comes back its counters restart from their raw values.
+      // A device that was not seen this round (vanished ones included)
+      // loses its unwrap state, so if it comes back its counters restart
+      // from their raw values.
       if (list.ok) unwrapper_.Retain(present);
       return list.ok;
     } catch (const std::exception& e) {
@@ -113,19 +115,13 @@ class HwCountersCollector final : public Collector {
   }
 
  private:
-  // Returns false when the device vanished.
-  bool CollectDevice(const std::string& device, MetricSink& sink) {
-    auto ports = ListIbPorts(*reader_, device);
-    if (!ports) {
-      sink.Skip(IbDevicePath(device) + ": ports/ not listable");
-      return false;
-    }
-    const std::string dir = IbDevicePath(device);
+  void CollectDevice(const IbDevicePorts& walked, MetricSink& sink) {
+    const std::string& device = walked.device;
+    const std::string& dir = walked.dir;
     CollectDir(device, "", dir + "/hw_counters", sink);
-    for (const auto& port : *ports) {
+    for (const auto& port : walked.ports) {
       CollectDir(device, port, dir + "/ports/" + port + "/hw_counters", sink);
     }
-    return true;
   }
 
   // `port` empty = device-level hw_counters/.

@@ -1,11 +1,11 @@
 #include "collectors/ib_port.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <map>
 #include <optional>
 
+#include "collectors/ib_walk.h"
 #include "collectors/sysfs_parse.h"
 
 namespace fabric {
@@ -221,7 +221,7 @@ class IbPortCollector final : public Collector {
     try {
       if (!reader_) reader_ = env_.sysfs->NewReader();
       reader_->Begin();
-      IbDeviceList list = ListIbDevices(*reader_, devices_, sink);
+      IbPortList list = ListIbPorts(*reader_, devices_, &sink);
       for (const auto& device : list.devices) CollectDevice(device, sink);
       return list.ok;
     } catch (const std::exception& e) {
@@ -288,14 +288,9 @@ class IbPortCollector final : public Collector {
     return FormatGuid(guid.value);
   }
 
-  void CollectDevice(const std::string& device, MetricSink& sink) const {
-    const std::string dir = IbDevicePath(device);
-    auto ports = ListIbPorts(*reader_, device);
-    if (!ports) {
-      // Vanished between the listing and now (hot unplug, driver reload).
-      sink.Skip(dir + ": ports/ not listable");
-      return;
-    }
+  void CollectDevice(const IbDevicePorts& walked, MetricSink& sink) const {
+    const std::string& device = walked.device;
+    const std::string& dir = walked.dir;
     DeviceAttrs attrs;
     attrs.node_guid = GuidAttr(dir, "node_guid", sink);
     attrs.hca_type =
@@ -318,7 +313,7 @@ class IbPortCollector final : public Collector {
                1);
     std::string port_dir = dir + "/ports/";
     const std::size_t base = port_dir.size();
-    for (const auto& port : *ports) {
+    for (const auto& port : walked.ports) {
       port_dir.resize(base);
       port_dir.append(port);
       CollectPort(device, port, port_dir, attrs, sink);
@@ -512,59 +507,6 @@ class IbPortCollector final : public Collector {
 };
 
 }  // namespace
-
-std::string IbDevicePath(const std::string& device) {
-  return "class/infiniband/" + device;
-}
-
-IbDeviceList ListIbDevices(const Sysfs& sysfs, const DeviceFilter& filter,
-                           MetricSink& sink) {
-  auto reader = sysfs.NewReader();
-  reader->Begin();
-  return ListIbDevices(*reader, filter, sink);
-}
-
-IbDeviceList ListIbDevices(SysfsReader& reader, const DeviceFilter& filter,
-                           MetricSink& sink) {
-  IbDeviceList out;
-  std::error_code error;
-  // Not stable: devices come and go without class/infiniband changing.
-  const auto* names = reader.List("class/infiniband", false, &error);
-  if (!names) {
-    if (!IsAbsent(error)) {
-      sink.Skip("class/infiniband: " + error.message());
-      out.ok = false;
-    }
-    return out;
-  }
-  for (const auto& name : *names) {
-    if (filter.Allows(name)) out.devices.push_back(name);
-  }
-  return out;
-}
-
-std::optional<std::vector<std::string>> ListIbPorts(const Sysfs& sysfs,
-                                                    const std::string& device) {
-  auto reader = sysfs.NewReader();
-  reader->Begin();
-  return ListIbPorts(*reader, device);
-}
-
-std::optional<std::vector<std::string>> ListIbPorts(SysfsReader& reader,
-                                                    const std::string& device) {
-  // ports/<n> exist from the device's registration to its removal.
-  const auto* entries =
-      reader.List(IbDevicePath(device) + "/ports", true, nullptr);
-  if (!entries) return std::nullopt;
-  std::vector<std::string> ports;
-  for (const auto& entry : *entries) {
-    if (ParseU64(entry).ok()) ports.push_back(entry);
-  }
-  std::sort(ports.begin(), ports.end(), [](const auto& a, const auto& b) {
-    return a.size() != b.size() ? a.size() < b.size() : a < b;
-  });
-  return ports;
-}
 
 std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "collectors/ib_walk.h"
 #include "collectors/sysfs_parse.h"
 
 namespace fabric {
@@ -77,23 +78,23 @@ class NicIdentityCollector final : public Collector {
 
  private:
   bool CollectImpl(MetricSink& sink) {
-    const Sysfs& fs = *env_.sysfs;
-    std::error_code ec;
-    auto devices = fs.List("class/infiniband", &ec);
-    if (!devices) return ec == std::errc::no_such_file_or_directory;
-    for (const std::string& dev : *devices) {
-      if (!devices_.Allows(dev)) continue;
-      const std::string base = "class/infiniband/" + dev;
+    if (!reader_) reader_ = env_.sysfs->NewReader();
+    reader_->Begin();
+    // Only the devices: nothing here is per port.
+    const IbDeviceList list = ListIbDevices(*reader_, devices_);
+    if (list.error) return list.error == std::errc::no_such_file_or_directory;
+    for (const std::string& dev : list.devices) {
+      const std::string base = IbDevicePath(dev);
       std::optional<std::uint32_t> id;
-      std::string source;
-      auto vendor = fs.Read(base + "/device/vendor");
-      auto pci = fs.Read(base + "/device/device");
+      // PCI ids and hca_type are fixed when the device is created.
+      auto vendor = reader_->ReadFixed(base, "device/vendor");
+      auto pci = reader_->ReadFixed(base, "device/device");
       if (pci.ok() && (!vendor.ok() || ParsePciId(vendor.data) == 0x15b3u)) {
         id = ParsePciId(pci.data);
         if (!id) sink.Skip(base + "/device/device: not a PCI id");
       }
       if (!id) {
-        auto hca = fs.Read(base + "/hca_type");
+        auto hca = reader_->ReadFixed(base, "hca_type");
         if (hca.ok()) id = ParseHcaType(hca.data);
       }
       if (!id) continue;
@@ -118,15 +119,18 @@ class NicIdentityCollector final : public Collector {
 
   std::string Mode(const std::string& dev, const DeviceModel& model) const {
     if (model.family != "bluefield") return "nic";
-    const Sysfs& fs = *env_.sysfs;
-    auto nets = fs.List("class/infiniband/" + dev + "/device/net");
+    // Not stable: netdevs are renamed and come and go with their driver.
+    const auto* nets =
+        reader_->List(IbDevicePath(dev) + "/device/net", false, nullptr);
     if (nets) {
       for (const std::string& nd : *nets) {
-        auto mode = fs.Read("class/net/" + nd + "/compat/devlink/mode");
+        const std::string net = "class/net/" + nd;
+        // The eswitch mode changes at run time (devlink): read every time.
+        auto mode = reader_->Read(net, "compat/devlink/mode");
         if (mode.ok() && TrimValue(mode.data) == "switchdev") return "dpu";
         // The host-PF representor (pf0hpf, pf1hpf) exists only on the Arm
         // side of a DPU; upstream kernels have no compat/devlink/mode file.
-        auto name = fs.Read("class/net/" + nd + "/phys_port_name");
+        auto name = reader_->Read(net, "phys_port_name");
         std::string_view pn = name.ok() ? TrimValue(name.data) : "";
         if (pn.starts_with("pf") && pn.ends_with("hpf")) return "dpu";
       }
@@ -136,6 +140,9 @@ class NicIdentityCollector final : public Collector {
 
   CollectorEnv env_;
   DeviceFilter devices_;
+  // Created on the first Collect(); every sysfs read of a collection goes
+  // through it (core/sysfs.h).
+  std::unique_ptr<SysfsReader> reader_;
 };
 
 }  // namespace

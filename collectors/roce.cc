@@ -9,6 +9,7 @@
 #include "collectors/dcb_file.h"
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
+#include "collectors/ib_walk.h"
 #include "collectors/roce_rdma_netlink.h"
 #include "collectors/sysfs_parse.h"
 #include "config/yaml_keys.h"
@@ -43,11 +44,23 @@ void Count(MetricSink& sink, std::string_view name, std::string_view help,
   if (v) sink.Counter(name, help, labels, static_cast<double>(*v) * scale);
 }
 
+// "class/infiniband/<dev>/ports/<port>"
+std::string PortDir(const std::string& dev, const std::string& port) {
+  return IbDevicePath(dev) + "/ports/" + port;
+}
+
+// RoCE ports are the Ethernet ones; link_layer is fixed when the kernel
+// creates the port.
+bool IsEthernet(SysfsReader& reader, const std::string& pdir) {
+  auto ll = reader.ReadFixed(pdir, "link_layer");
+  return ll.ok() && TrimValue(ll.data) == "Ethernet";
+}
+
 // Adds the netdevs of one Ethernet port, in discovery order, without
 // duplicates.
-void AddPortNetdevs(const Sysfs& fs, const std::string& dev,
+void AddPortNetdevs(SysfsReader& reader, const std::string& dev,
                     const std::string& port, std::vector<RoceNetdev>& out) {
-  const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
+  const std::string pdir = PortDir(dev, port);
   std::vector<std::string> names;
   auto push = [&](std::string_view n) {
     n = TrimValue(n);
@@ -56,23 +69,28 @@ void AddPortNetdevs(const Sysfs& fs, const std::string& dev,
       names.emplace_back(n);
     }
   };
-  if (auto idx = fs.List(pdir + "/gid_attrs/ndevs")) {
+  // The GID table's entries are created with the port (unused ones fail
+  // to read), so the listing is stable.
+  const std::string ndevs = pdir + "/gid_attrs/ndevs";
+  if (const auto* idx = reader.List(ndevs, /*stable=*/true, nullptr)) {
     std::size_t seen = 0;
     for (const std::string& i : *idx) {
       if (++seen > kMaxGidEntries) break;
-      auto r = fs.Read(pdir + "/gid_attrs/ndevs/" + i);
+      auto r = reader.Read(ndevs, i);
       if (r.ok()) push(r.data);  // unused GID entries fail with EINVAL
     }
   }
   if (names.empty()) {
-    if (auto nets = fs.List("class/infiniband/" + dev + "/device/net")) {
+    // Not stable: netdevs are renamed and come and go with their driver.
+    if (const auto* nets = reader.List(IbDevicePath(dev) + "/device/net",
+                                       /*stable=*/false, nullptr)) {
       for (const std::string& n : *nets) push(n);
     }
   }
   // A bond master has no physical-port counters; its slaves do.
   const std::size_t masters = names.size();
   for (std::size_t i = 0; i < masters; ++i) {
-    auto slaves = fs.Read("class/net/" + names[i] + "/bonding/slaves");
+    auto slaves = reader.Read("class/net/" + names[i], "bonding/slaves");
     if (!slaves.ok()) continue;
     std::string_view rest = slaves.data;
     std::size_t count = 0;
@@ -84,6 +102,19 @@ void AddPortNetdevs(const Sysfs& fs, const std::string& dev,
     }
   }
   for (const std::string& n : names) out.push_back({dev, port, n});
+}
+
+// DiscoverRoceNetdevs over a walk already made.
+std::vector<RoceNetdev> Discover(SysfsReader& reader, const IbPortList& walk) {
+  std::vector<RoceNetdev> out;
+  for (const IbDevicePorts& dev : walk.devices) {
+    for (const std::string& port : dev.ports) {
+      if (IsEthernet(reader, PortDir(dev.device, port))) {
+        AddPortNetdevs(reader, dev.device, port, out);
+      }
+    }
+  }
+  return out;
 }
 
 class RoceCollector final : public Collector {
@@ -111,11 +142,15 @@ class RoceCollector final : public Collector {
 
  private:
   bool CollectImpl(MetricSink& sink) {
+    if (!reader_) reader_ = env_.sysfs->NewReader();
+    reader_->Begin();
+    // One walk for discovery and the per-port metrics.
+    const IbPortList walk = ListIbPorts(*reader_, options_.devices);
     std::vector<RoceNetdev> targets;
     if (options_.netdevs) {
       targets = *options_.netdevs;
     } else {
-      targets = DiscoverRoceNetdevs(*env_.sysfs, options_.devices);
+      targets = Discover(*reader_, walk);
       for (const std::string& extra : options_.extra_netdevs) {
         bool known =
             std::any_of(targets.begin(), targets.end(),
@@ -130,13 +165,13 @@ class RoceCollector final : public Collector {
       // belong to the tree), so there the filter would only hide data.
       if (options_.ethtool_is_kernel) {
         std::erase_if(targets, [&](const RoceNetdev& t) {
-          if (env_.sysfs->IsDirectory("class/net/" + t.netdev)) return false;
+          if (reader_->IsDirectory("class/net/" + t.netdev)) return false;
           sink.Skip("netdev " + t.netdev + " not in class/net");
           return true;
         });
       }
     }
-    CollectPorts(sink);
+    CollectPorts(walk, sink);
 
     std::size_t ethtool_failed = 0;
     for (const RoceNetdev& t : targets) {
@@ -192,20 +227,21 @@ class RoceCollector final : public Collector {
   // the tree says: the tree is a recording or simulation, not this host.
   bool IsForeign(const std::string& netdev, const std::string& hw_address) {
     if (hw_address.empty()) return false;
-    auto r = env_.sysfs->Read("class/net/" + netdev + "/address");
+    auto r = reader_->Read("class/net/" + netdev, "address");
     return r.ok() && TrimValue(r.data) != hw_address;
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {
-    const Sysfs& fs = *env_.sysfs;
     for (const char* point : {"np", "rp"}) {
       const std::string dir =
           "class/net/" + t.netdev + "/ecn/roce_" + point + "/enable";
-      auto prios = fs.List(dir);
+      // Not stable: an out-of-tree driver's directory, nothing promises
+      // its entries stay put.
+      const auto* prios = reader_->List(dir, /*stable=*/false, nullptr);
       if (!prios) continue;  // upstream kernels have no such tree
       for (const std::string& p : *prios) {
         if (p.size() != 1 || p[0] < '0' || p[0] > '7') continue;
-        auto r = fs.Read(dir + "/" + p);
+        auto r = reader_->Read(dir, p);
         if (!r.ok()) {
           sink.Skip(dir + "/" + p + ": " + r.error.message());
           continue;
@@ -225,24 +261,20 @@ class RoceCollector final : public Collector {
     }
   }
 
-  void CollectPorts(MetricSink& sink) {
-    const Sysfs& fs = *env_.sysfs;
-    auto devices = fs.List("class/infiniband");
-    if (!devices) return;
-    for (const std::string& dev : *devices) {
-      if (!options_.devices.Allows(dev)) continue;
-      auto ports = fs.List("class/infiniband/" + dev + "/ports");
-      if (!ports) continue;
-      for (const std::string& port : *ports) {
-        const std::string pdir = "class/infiniband/" + dev + "/ports/" + port;
-        auto ll = fs.Read(pdir + "/link_layer");
-        if (!ll.ok() || TrimValue(ll.data) != "Ethernet") continue;
-        auto idx = fs.List(pdir + "/gid_attrs/types");
+  void CollectPorts(const IbPortList& walk, MetricSink& sink) {
+    for (const IbDevicePorts& walked : walk.devices) {
+      const std::string& dev = walked.device;
+      for (const std::string& port : walked.ports) {
+        const std::string pdir = PortDir(dev, port);
+        if (!IsEthernet(*reader_, pdir)) continue;
+        const std::string types = pdir + "/gid_attrs/types";
+        // Stable: the GID table's entries are created with the port.
+        const auto* idx = reader_->List(types, /*stable=*/true, nullptr);
         std::map<std::string, int> counts;
         std::size_t seen = 0;
         for (const std::string& i : idx ? *idx : std::vector<std::string>{}) {
           if (++seen > kMaxGidEntries) break;
-          auto r = fs.Read(pdir + "/gid_attrs/types/" + i);
+          auto r = reader_->Read(types, i);
           if (!r.ok()) continue;  // unused entry: EINVAL
           std::string type = GidTypeLabel(r.data);
           if (!type.empty()) ++counts[type];
@@ -262,8 +294,7 @@ class RoceCollector final : public Collector {
   // not show: mlx5's optional counters, when an administrator enabled them.
   void CollectOptionalCounters(const std::string& dev, const std::string& port,
                                MetricSink& sink) {
-    const Sysfs& fs = *env_.sysfs;
-    auto guid_text = fs.Read("class/infiniband/" + dev + "/node_guid");
+    auto guid_text = reader_->ReadFixed(IbDevicePath(dev), "node_guid");
     std::optional<std::uint64_t> guid;
     if (guid_text.ok()) guid = ParseNodeGuid(guid_text.data);
     std::uint32_t port_num = 0;
@@ -284,9 +315,9 @@ class RoceCollector final : public Collector {
       }
       return;
     }
-    const std::string hw =
-        "class/infiniband/" + dev + "/ports/" + port + "/hw_counters";
-    auto listed = fs.List(hw);
+    // hw_counters/ is an attribute group registered with the port.
+    const auto* listed =
+        reader_->List(PortDir(dev, port) + "/hw_counters", true, nullptr);
     std::set<std::string> in_sysfs;
     if (listed) in_sysfs.insert(listed->begin(), listed->end());
     for (const RdmaCounter& c : r.counters) {
@@ -305,27 +336,23 @@ class RoceCollector final : public Collector {
   std::unique_ptr<EthtoolSource> ethtool_;
   std::unique_ptr<DcbSource> dcb_;
   std::unique_ptr<RdmaStatSource> rdma_;
+  // Created on the first Collect(); every sysfs read of a collection goes
+  // through it (core/sysfs.h).
+  std::unique_ptr<SysfsReader> reader_;
 };
 
 }  // namespace
 
-std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& fs,
+std::vector<RoceNetdev> DiscoverRoceNetdevs(SysfsReader& reader,
                                             const DeviceFilter& devices) {
-  std::vector<RoceNetdev> out;
-  auto devs = fs.List("class/infiniband");
-  if (!devs) return out;
-  for (const std::string& dev : *devs) {
-    if (!devices.Allows(dev)) continue;
-    auto ports = fs.List("class/infiniband/" + dev + "/ports");
-    if (!ports) continue;
-    for (const std::string& port : *ports) {
-      auto ll =
-          fs.Read("class/infiniband/" + dev + "/ports/" + port + "/link_layer");
-      if (!ll.ok() || TrimValue(ll.data) != "Ethernet") continue;
-      AddPortNetdevs(fs, dev, port, out);
-    }
-  }
-  return out;
+  return Discover(reader, ListIbPorts(reader, devices));
+}
+
+std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& sysfs,
+                                            const DeviceFilter& devices) {
+  auto reader = sysfs.NewReader();
+  reader->Begin();
+  return DiscoverRoceNetdevs(*reader, devices);
 }
 
 std::string GidTypeLabel(std::string_view text) {

@@ -15,7 +15,8 @@
 // "## roce" section of docs/metrics.md.
 //
 // Netdev discovery (DiscoverRoceNetdevs), for each allowed device and each
-// port whose link_layer is Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
+// port of the shared walk (collectors/ib_walk.h) whose link_layer is
+// Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
 // else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
 // its slaves, which carry the physical-port counters of a RoCE LAG
 // (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
@@ -66,6 +67,10 @@ struct RoceOptions {
   bool ethtool_is_kernel = true;
 };
 
+// Reads through the collector's reader, within its collection.
+std::vector<RoceNetdev> DiscoverRoceNetdevs(SysfsReader& reader,
+                                            const DeviceFilter& devices);
+// The same through a reader of its own (tests, one-off callers).
 std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& sysfs,
                                             const DeviceFilter& devices);
 

@@ -3,17 +3,20 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <set>
 
 #include "config/yaml_keys.h"
 #include "core/mad_transport.h"
 #include "mad/codec.h"
+#include "mad/sm_directory.h"
 
 namespace fabric {
 namespace {
 
 constexpr char kInfoHelp[] =
-    "The master SM of a local port's subnet (SMInfo); node is the SM node's "
-    "NodeDescription; value is always 1.";
+    "An SM: the master a local port names, or (with the fabric collector) any "
+    "SM its discovery found; node is the SM node's NodeDescription; value is "
+    "always 1.";
 constexpr char kStateHelp[] =
     "SMInfo SMState: 0 not active, 1 discovering, 2 standby, 3 master.";
 constexpr char kPriorityHelp[] = "SMInfo Priority (0-15).";
@@ -22,6 +25,9 @@ constexpr char kActivityHelp[] =
 constexpr char kStalledHelp[] =
     "1 when a master SM's ActCount did not move for collectors.sm.stall_after "
     "(a hung SM).";
+constexpr char kMastersHelp[] =
+    "SMs that answered SMInfo with state MASTER, of every SM the fabric "
+    "discovery found (1 is healthy; 0 and >1 are outages).";
 constexpr char kChangesHelp[] =
     "Times the master SM GUID this daemon sees changed (failovers).";
 
@@ -48,6 +54,9 @@ class SmCollector : public Collector {
   };
 
   bool CollectOnce(MetricSink& sink) {
+    // No MAD service here (a build without rdma-core, or a recorded or
+    // simulated tree instead of the live system): nothing to ask.
+    if (!env_.mad) return true;
     std::string error;
     std::vector<mad::LocalPort> usable;
     for (const auto& p : ports_(&error)) {
@@ -59,6 +68,9 @@ class SmCollector : public Collector {
     options.retries = settings_.mad_retries;
     bool ok = true;
     std::map<std::uint64_t, bool> emitted;
+    std::unique_ptr<MadTransport> every_sm_transport;
+    queried_.clear();
+    masters_ = 0;
     for (const auto& port : usable) {
       auto transport = env_.mad ? env_.mad(port.ca, port.port) : nullptr;
       if (!transport) {
@@ -73,44 +85,80 @@ class SmCollector : public Collector {
         continue;
       }
       open_failed_ = false;
-      if (port.sm_lid == 0) {
+      // The SM LID as the port has it now (a failover changes it; sysfs and
+      // umad2sim's copy of it may lag): PortInfo of the local port itself,
+      // a directed-route SMP of zero hops.
+      std::uint16_t sm_lid = port.sm_lid;
+      const MadResult pi = transport->Send(
+          {.mad = mad::DrSmpGet(mad::kAttrPortInfo,
+                                static_cast<std::uint32_t>(port.port), {})},
+          options);
+      if (pi.ok()) {
+        if (auto info = mad::DecodePortInfo(pi.response, &error)) {
+          sm_lid = info->sm_lid;
+        }
+      }
+      if (sm_lid == 0) {
         sink.Skip("sm: " + port.ca + " port has no SM LID");
         continue;
       }
-      const MadResult r = transport->Send(
-          {.dlid = port.sm_lid, .mad = mad::SmpGet(mad::kAttrSmInfo, 0)},
-          options);
-      if (!r.ok()) {
-        sink.Skip("sm: SMInfo at LID " + std::to_string(port.sm_lid) + ": " +
-                  r.error.message());
+      if (!Query(*transport, sm_lid, options, true, sink, &emitted)) {
         ok = false;
-        continue;
       }
-      const auto si = mad::DecodeSmInfo(r.response, &error);
-      if (!si) {
-        sink.Skip("sm: SMInfo: " + error);
-        ok = false;
-        continue;
+      if (!every_sm_transport) every_sm_transport = std::move(transport);
+    }
+    // With the fabric collector here, every SM its discovery found too
+    // (standbys included), and how many of all of them are MASTER.
+    const auto discovered = mad::DiscoveredSmLids();
+    if (discovered && every_sm_transport) {
+      for (std::uint16_t lid : *discovered) {
+        if (queried_.count(lid)) continue;
+        Query(*every_sm_transport, lid, options, false, sink, &emitted);
       }
-      if (emitted[si->guid]) continue;  // two ports, one SM
-      emitted[si->guid] = true;
-      std::string node;
-      const MadResult d =
-          transport->Send({.dlid = port.sm_lid,
-                           .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
-                          options);
-      if (d.ok()) {
-        if (auto desc = mad::DecodeNodeDescription(d.response, &error)) {
-          node = *desc;
-        }
-      }
-      Emit(sink, *si, port.sm_lid, node);
+      sink.Gauge("fabric_sm_masters", kMastersHelp, {},
+                 static_cast<double>(masters_));
     }
     return ok;
   }
 
+  // SMInfo (and NodeDescription) of the SM at `lid`; false when it did not
+  // answer well. `local_master`: the master a local port names (failovers
+  // are counted on those).
+  bool Query(MadTransport& transport, std::uint16_t lid,
+             const MadOptions& options, bool local_master, MetricSink& sink,
+             std::map<std::uint64_t, bool>* emitted) {
+    queried_.insert(lid);
+    std::string error;
+    const MadResult r = transport.Send(
+        {.dlid = lid, .mad = mad::SmpGet(mad::kAttrSmInfo, 0)}, options);
+    if (!r.ok()) {
+      sink.Skip("sm: SMInfo at LID " + std::to_string(lid) + ": " +
+                r.error.message());
+      return false;
+    }
+    const auto si = mad::DecodeSmInfo(r.response, &error);
+    if (!si) {
+      sink.Skip("sm: SMInfo: " + error);
+      return false;
+    }
+    if ((*emitted)[si->guid]) return true;  // two ports, one SM
+    (*emitted)[si->guid] = true;
+    if (si->state == 3) ++masters_;
+    std::string node;
+    const MadResult d = transport.Send(
+        {.dlid = lid, .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
+        options);
+    if (d.ok()) {
+      if (auto desc = mad::DecodeNodeDescription(d.response, &error)) {
+        node = *desc;
+      }
+    }
+    Emit(sink, *si, lid, node, local_master);
+    return true;
+  }
+
   void Emit(MetricSink& sink, const mad::SmInfo& si, std::uint16_t lid,
-            const std::string& node) {
+            const std::string& node, bool local_master) {
     const std::string guid = mad::GuidString(si.guid);
     const double now = env_.clock();
     auto [it, fresh] =
@@ -118,7 +166,7 @@ class SmCollector : public Collector {
     if (!fresh && it->second.act_count != si.act_count) {
       it->second = {si.act_count, now};
     }
-    if (si.state == 3) {
+    if (si.state == 3 && local_master) {
       if (master_ != 0 && master_ != si.guid) ++master_changes_;
       master_ = si.guid;
     }
@@ -144,6 +192,8 @@ class SmCollector : public Collector {
   SmSettings settings_;
   LocalPortLister ports_;
   std::map<std::uint64_t, History> history_;
+  std::set<std::uint16_t> queried_;  // this collection
+  std::uint64_t masters_ = 0;        // answered MASTER, this collection
   std::uint64_t master_ = 0;
   std::uint64_t master_changes_ = 0;
   bool open_failed_ = false;

@@ -1,6 +1,7 @@
 #include "core/mad_transport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <unordered_map>
 
@@ -53,7 +54,8 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
   std::unordered_map<std::string, std::deque<MadRequest>> waiting;
   std::deque<MadRequest> ready;  // waited for a destination slot, now free
   std::deque<std::pair<Clock::time_point, std::uint32_t>> expiries;
-  static thread_local std::uint32_t next_tid = 0x10000;
+  // Process-wide: shared transports are used from several threads.
+  static std::atomic<std::uint32_t> next_tid{0x10000};
 
   auto finish = [&](const MadRequest& request, MadResult result) {
     if (result.ok()) {
@@ -219,6 +221,39 @@ MadResult MadTransport::Send(const MadRequest& request,
   Run(pending, options,
       [&](const MadRequest&, const MadResult& r) { out = r; });
   return out;
+}
+
+namespace {
+
+class SharedMadTransport : public MadTransport {
+ public:
+  SharedMadTransport(std::shared_ptr<MadTransport> target,
+                     std::shared_ptr<std::mutex> lock)
+      : target_(std::move(target)), lock_(std::move(lock)) {}
+  MadStats Run(std::deque<MadRequest>& pending, const MadOptions& options,
+               const Completion& done) override {
+    std::lock_guard<std::mutex> hold(*lock_);
+    return target_->Run(pending, options, done);
+  }
+
+ protected:
+  // Never reached: Run() goes to the target.
+  bool Post(std::uint16_t, const Mad&, std::chrono::milliseconds) override {
+    return false;
+  }
+  void Poll(std::chrono::microseconds, std::vector<Answer>*) override {}
+
+ private:
+  std::shared_ptr<MadTransport> target_;
+  std::shared_ptr<std::mutex> lock_;
+};
+
+}  // namespace
+
+std::unique_ptr<MadTransport> ShareMadTransport(
+    std::shared_ptr<MadTransport> target, std::shared_ptr<std::mutex> lock) {
+  return std::make_unique<SharedMadTransport>(std::move(target),
+                                              std::move(lock));
 }
 
 }  // namespace fabric

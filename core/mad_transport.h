@@ -33,6 +33,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <system_error>
 #include <vector>
 
@@ -90,9 +92,10 @@ class MadTransport {
 
   // Sends every request in `pending`, and every request `done` pushes onto
   // `pending` while Run() works, until none is left or the deadline
-  // passes. `done` is called exactly once per request.
-  MadStats Run(std::deque<MadRequest>& pending, const MadOptions& options,
-               const Completion& done);
+  // passes. `done` is called exactly once per request. Virtual only so that
+  // a shared transport (ShareMadTransport) can hold its lock around it.
+  virtual MadStats Run(std::deque<MadRequest>& pending,
+                       const MadOptions& options, const Completion& done);
 
   // One request, waited for (a convenience over Run()).
   MadResult Send(const MadRequest& request, const MadOptions& options);
@@ -111,5 +114,12 @@ class MadTransport {
   virtual void Poll(std::chrono::microseconds wait,
                     std::vector<Answer>* answers) = 0;
 };
+
+// A handle on `target` for one of several users (collectors on their own
+// threads): Run() holds `target`'s lock for the whole run, so runs take
+// turns on the one umad fd and never steal each other's answers. One umad
+// port per process also suits umad2sim, which cannot open a second.
+std::unique_ptr<MadTransport> ShareMadTransport(
+    std::shared_ptr<MadTransport> target, std::shared_ptr<std::mutex> lock);
 
 }  // namespace fabric

@@ -95,6 +95,9 @@ class SysfsReader {
   virtual const std::vector<std::string>* List(std::string_view dir,
                                                bool stable,
                                                std::error_code* error) = 0;
+  // Like Sysfs::IsDirectory(path): true when `path` is a directory or a
+  // symlink to one (class/net/<if> is a symlink on real sysfs).
+  virtual bool IsDirectory(std::string_view path) = 0;
 };
 
 // How a real reader keeps handles across collections (see SysfsReader).

@@ -75,6 +75,10 @@ class ForwardingReader final : public SysfsReader {
     return &lists_.back();
   }
 
+  bool IsDirectory(std::string_view path) override {
+    return sysfs_.IsDirectory(std::string(path));
+  }
+
  private:
   const Sysfs& sysfs_;
   std::deque<std::vector<std::string>> lists_;
@@ -182,6 +186,11 @@ class CachingReader final : public SysfsReader {
     dir.listed_gen = gen_;
     return &dir.names;
   }
+
+  // The directory entry opens (O_PATH | O_DIRECTORY follows a symlink and
+  // fails with ENOTDIR on anything else) exactly when stat() would say
+  // S_ISDIR; the entry is then validated per collection like any other.
+  bool IsDirectory(std::string_view path) override { return Use(path).fd >= 0; }
 
  private:
   struct File {

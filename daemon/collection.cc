@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include "collectors/ethtool_file.h"
@@ -46,12 +48,47 @@ CollectorEnv MakeCollectorEnv(const Config& config,
     env.ethtool_is_kernel = false;
   }
 #if FABRICMON_WITH_RDMA
-  env.mad = [](const std::string& ca,
-               int port) -> std::unique_ptr<MadTransport> {
+  // One umad port per (ca, port) for the whole process, shared by the
+  // collectors that send MADs (their runs take turns).
+  struct Shared {
+    std::mutex mutex;
+    std::map<
+        std::pair<std::string, int>,
+        std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<std::mutex>>>
+        open;
+  };
+  // MADs go to the live fabric: not when reading a recorded or simulated
+  // tree (`sysfs_root` elsewhere than /sys), where they would query
+  // whatever fabric this host happens to be on.
+  if (config.sysfs_root != "/sys" && config.sysfs_root != "/sys/") return env;
+  // Touch libibumad once here, on one thread: ibsim's umad2sim sets itself
+  // up lazily on the first call and aborts the process when two collector
+  // threads make that first call at once.
+  {
+    std::string ignored;
+    mad::LocalIbPorts(&ignored);
+  }
+  env.mad = [shared = std::make_shared<Shared>()](
+                const std::string& ca,
+                int port) -> std::unique_ptr<MadTransport> {
+    std::lock_guard<std::mutex> hold(shared->mutex);
+    // Resolve "the first active port" so that every user of one port
+    // shares one fd (umad2sim aborts the process on a second open).
     std::string error;
-    auto transport = mad::UmadTransport::Open(ca, port, &error);
-    if (!transport) spdlog::debug("{}", error);
-    return transport;
+    mad::LocalPort local;
+    if (!mad::PickLocalPort(mad::LocalIbPorts(&error), ca, port, &local)) {
+      return nullptr;
+    }
+    auto& slot = shared->open[{local.ca, local.port}];
+    if (!slot.first) {
+      slot.first = mad::UmadTransport::Open(local.ca, local.port, &error);
+      if (!slot.first) {
+        spdlog::debug("{}", error);
+        return nullptr;
+      }
+      slot.second = std::make_shared<std::mutex>();
+    }
+    return ShareMadTransport(slot.first, slot.second);
   };
 #endif
   return env;

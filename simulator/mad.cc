@@ -156,26 +156,28 @@ void FillPortCountersExt(const Port& p, std::uint8_t port_select,
   std::memcpy(data, &e, sizeof(e));
 }
 
+// The wire of every simulated responder: `answer` computes the response and
+// names the node that serves it (for the per-node limit).
 class SimMadTransport : public MadTransport {
  public:
-  using Access =
-      std::function<void(const std::function<void(const Cluster&)>&)>;
-  SimMadTransport(Access access, SimMadOptions options)
-      : access_(std::move(access)), options_(options) {}
+  using Answerer = std::function<MadResult(std::uint16_t dlid, const Mad& mad,
+                                           std::uint32_t* node)>;
+  SimMadTransport(Answerer answer, SimMadOptions options)
+      : answer_(std::move(answer)), options_(options) {}
 
  protected:
   bool Post(std::uint16_t dlid, const Mad& mad,
             std::chrono::milliseconds) override {
-    MadResult r;
-    access_([&](const Cluster& c) { r = AnswerMad(c, dlid, mad); });
+    std::uint32_t node = dlid;
+    const MadResult r = answer_(dlid, mad, &node);
     if (!r.ok()) return true;  // sent; nobody answers
-    int& busy = in_flight_[dlid];
+    int& busy = in_flight_[node];
     if (options_.per_node_limit > 0 && busy >= options_.per_node_limit) {
       return true;  // dropped by the overloaded node
     }
     ++busy;
     queue_.push_back({std::chrono::steady_clock::now() + options_.service_time,
-                      dlid, r.response});
+                      node, r.response});
     return true;
   }
 
@@ -192,7 +194,7 @@ class SimMadTransport : public MadTransport {
       a.mad = queue_.front().response;
       for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | a.mad[i];
       answers->push_back(a);
-      --in_flight_[queue_.front().dlid];
+      --in_flight_[queue_.front().node];
       queue_.pop_front();
     }
   }
@@ -200,13 +202,13 @@ class SimMadTransport : public MadTransport {
  private:
   struct Due {
     std::chrono::steady_clock::time_point due;
-    std::uint16_t dlid;
+    std::uint32_t node;
     Mad response;
   };
-  Access access_;
+  Answerer answer_;
   SimMadOptions options_;
   std::deque<Due> queue_;
-  std::unordered_map<std::uint16_t, int> in_flight_;
+  std::unordered_map<std::uint32_t, int> in_flight_;
 };
 
 }  // namespace
@@ -306,8 +308,8 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
 std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
                                                   SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
-      [&cluster](const std::function<void(const Cluster&)>& fn) {
-        fn(cluster);
+      [&cluster](std::uint16_t dlid, const Mad& mad, std::uint32_t*) {
+        return AnswerMad(cluster, dlid, mad);
       },
       options);
 }
@@ -315,8 +317,89 @@ std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
 std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
                                                   SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
-      [&runner](const std::function<void(const Cluster&)>& fn) {
-        runner.WithCluster(fn);
+      [&runner](std::uint16_t dlid, const Mad& mad, std::uint32_t*) {
+        MadResult r;
+        runner.WithCluster(
+            [&](const Cluster& c) { r = AnswerMad(c, dlid, mad); });
+        return r;
+      },
+      options);
+}
+
+std::uint16_t SwitchFarm::Lid(int index) {
+  return static_cast<std::uint16_t>(index + 1);
+}
+
+std::vector<std::uint8_t> SwitchFarm::Path(int index) {
+  return {1, static_cast<std::uint8_t>(index / 64 + 1),
+          static_cast<std::uint8_t>(index % 64 + 1)};
+}
+
+std::uint64_t SwitchFarm::Guid(int index) {
+  return 0x0002c90300000000ULL + static_cast<std::uint64_t>(index);
+}
+
+std::uint64_t SwitchFarm::XmitData(int index, int port) {
+  return 1000000ULL * static_cast<std::uint64_t>(index) +
+         static_cast<std::uint64_t>(port);
+}
+
+MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
+                             std::uint32_t* node) const {
+  MadResult out;
+  const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
+  int index = -1;
+  if (hdr->mgmt_class == IB_MCLASS_SUBN_DIR) {
+    const auto* smp = reinterpret_cast<const ib_smp_t*>(request.data());
+    if (smp->hop_count == 3 && smp->initial_path[1] == 1) {
+      index = (smp->initial_path[2] - 1) * 64 + (smp->initial_path[3] - 1);
+    }
+  } else {
+    index = static_cast<int>(dlid) - 1;
+  }
+  if (index < 0 || index >= switches_) {
+    out.error = std::make_error_code(std::errc::host_unreachable);
+    return out;
+  }
+  *node = static_cast<std::uint32_t>(index);
+  out.response = request;
+  auto* rhdr = reinterpret_cast<ib_mad_t*>(out.response.data());
+  rhdr->method = IB_MAD_METHOD_GET_RESP;
+  if (hdr->mgmt_class == IB_MCLASS_SUBN_DIR) {
+    auto* smp = reinterpret_cast<ib_smp_t*>(out.response.data());
+    smp->status = CL_HTON16(0x8000);  // D bit: returning
+    const int port = static_cast<int>(cl_ntoh32(hdr->attr_mod));
+    ib_port_info_t pi{};
+    pi.base_lid = cl_hton16(Lid(index));
+    pi.local_port_num = static_cast<std::uint8_t>(port);
+    pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | IB_LINK_ACTIVE);
+    pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
+    std::memset(smp->data, 0, sizeof(smp->data));
+    std::memcpy(smp->data, &pi, sizeof(pi));
+    return out;
+  }
+  auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(out.response.data());
+  const std::uint8_t port = pm->data[1];
+  std::memset(pm->data, 0, sizeof(pm->data));
+  if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
+    ib_port_counters_ext_t e{};
+    e.port_select = port;
+    e.xmit_data = cl_hton64(XmitData(index, port));
+    std::memcpy(pm->data, &e, sizeof(e));
+  } else {
+    ib_port_counters_t pc{};
+    pc.port_select = port;
+    pc.symbol_err_cnt = cl_hton16(static_cast<std::uint16_t>(port));
+    std::memcpy(pm->data, &pc, sizeof(pc));
+  }
+  return out;
+}
+
+std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(
+    std::shared_ptr<const SwitchFarm> farm, SimMadOptions options) {
+  return std::make_unique<SimMadTransport>(
+      [farm](std::uint16_t dlid, const Mad& mad, std::uint32_t* node) {
+        return farm->Answer(dlid, mad, node);
       },
       options);
 }

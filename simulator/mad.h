@@ -26,6 +26,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/mad_transport.h"
 #include "simulator/model.h"
@@ -46,6 +47,32 @@ std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
 // Answers from a running LiveRunner (locks it per request).
 std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
                                                   SimMadOptions options = {});
+
+// A farm of `switches` identical switches of `ports` ports for the sweep's
+// scale bench (the cluster model has a handful of switches): switch i has
+// LID i+1, GUID Guid(i) and directed route Path(i); it answers PortInfo
+// (directed route, every port ACTIVE) and PortCounters /
+// PortCountersExtended (at its LID) with values derived from (i, port)
+// (XmitData, SymbolErrorCounter = port), through the same service model.
+class SwitchFarm {
+ public:
+  SwitchFarm(int switches, int ports) : switches_(switches), ports_(ports) {}
+  int switches() const { return switches_; }
+  int ports() const { return ports_; }
+  static std::uint16_t Lid(int index);
+  static std::vector<std::uint8_t> Path(int index);
+  static std::uint64_t Guid(int index);
+  static std::uint64_t XmitData(int index, int port);
+  // As AnswerMad; *node = the switch index.
+  MadResult Answer(std::uint16_t dlid, const Mad& request,
+                   std::uint32_t* node) const;
+
+ private:
+  int switches_, ports_;
+};
+
+std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(
+    std::shared_ptr<const SwitchFarm> farm, SimMadOptions options);
 
 // The response to `request` at `dlid` computed from `cluster` (exposed for
 // tests): invalid_argument for a malformed request, host_unreachable for a

@@ -7,6 +7,7 @@
 // limit and only fail if it never arrives.
 #include <fcntl.h>
 #include <gmock/gmock.h>
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "collectors/registry.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 
@@ -533,13 +535,12 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
   NotifySocket notify;
   ASSERT_TRUE(notify.ok());
   std::string root = HungTree(dir_);
-  WriteFile(config_,
-            "collectors:\n  ib_port:\n    interval: 100ms\n"
-            "    timeout: 300ms\n"
-            "  hw_counters: {enabled: false}\n"
-            "  congestion: {enabled: false}\n"
-            "  roce: {enabled: false}\n"
-            "  nic_identity: {enabled: false}\n");
+  std::string yaml =
+      "collectors:\n  ib_port:\n    interval: 100ms\n    timeout: 300ms\n";
+  for (const auto& name : CollectorNames()) {
+    if (name != "ib_port") yaml += "  " + name + ": {enabled: false}\n";
+  }
+  WriteFile(config_, yaml);
   Process daemon({"--config", config_, "--sysfs.root", root,
                   "--web.listen-address", "127.0.0.1:0"},
                  {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});

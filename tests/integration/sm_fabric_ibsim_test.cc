@@ -22,7 +22,7 @@ namespace {
 using Samples = std::map<std::string, double>;
 
 // Only sm + fabric, fast intervals for the test.
-std::string Config(int port) {
+std::string Config(int port, const std::string& discovery_interval) {
   return "listen_address: \"127.0.0.1:" + std::to_string(port) +
          "\"\n"
          "collectors:\n"
@@ -33,7 +33,8 @@ std::string Config(int port) {
          "  nic_identity: {enabled: false}\n"
          "  sm: {interval: 1s, timeout: 5s, mad_timeout: 200ms}\n"
          "  fabric: {enabled: true, interval: 1s, timeout: 5s, "
-         "mad_timeout: 200ms}\n";
+         "mad_timeout: 200ms, discovery_interval: " +
+         discovery_interval + "}\n";
 }
 
 std::optional<double> Get(const Samples& s, const std::string& series) {
@@ -60,17 +61,18 @@ class SmFabricIbsim : public ::testing::Test {
 
   void SetUp() override { FABRIC_START_IBSIM(fabric_); }
 
-  std::string WriteConfig(int port) {
+  // discovery_interval 10m: a test sees sweeps only, no re-discovery.
+  std::string WriteConfig(int port, const std::string& discovery = "10m") {
     const std::string path = fabric_.dir() + "/fabricmon.yaml";
-    std::ofstream(path) << Config(port);
+    std::ofstream(path) << Config(port, discovery);
     return path;
   }
 
   // Starts the daemon and waits for a scrape satisfying `until`.
-  int StartDaemon() {
+  int StartDaemon(const std::string& discovery = "10m") {
     const int port = FreeLoopbackPort();
     daemon_ = fabric_.StartClient(
-        {Binary("fabricmon"), "--config", WriteConfig(port)}, "hca1",
+        {Binary("fabricmon"), "--config", WriteConfig(port, discovery)}, "hca1",
         fabric_.dir() + "/fabricmon.log");
     EXPECT_GT(daemon_, 0);
     return port;
@@ -213,9 +215,15 @@ TEST_F(SmFabricIbsim, KilledMasterFailsOverToTheStandby) {
   ASSERT_TRUE(fabric_.WaitForMaster(std::chrono::seconds(60), "hca1"));
   const std::string g0 = SminfoGuid(fabric_);
   fabric_.StartOpenSm({.sim_host = "hca5", .priority = 1});
-  const int port = StartDaemon();
+  // The standby comes up while the daemon runs: re-discover often.
+  const int port = StartDaemon("2s");
+  // Both SMs (the fabric collector's discovery finds the standby), one
+  // MASTER.
   ScrapeUntil(port, [&](const Samples& x) {
-    return Get(x, "fabric_sm_state{sm_guid=\"" + g0 + "\"}") == 3.0;
+    int sms = 0;
+    for (const auto& [k, v] : x) sms += k.rfind("fabric_sm_state{", 0) == 0;
+    return Get(x, "fabric_sm_state{sm_guid=\"" + g0 + "\"}") == 3.0 &&
+           Get(x, "fabric_sm_masters") == 1.0 && sms == 2;
   });
   fabric_.KillOpenSm(master);
   const Samples s = ScrapeUntil(port, [&](const Samples& x) {
@@ -227,6 +235,12 @@ TEST_F(SmFabricIbsim, KilledMasterFailsOverToTheStandby) {
   EXPECT_NE(g1, g0);
   EXPECT_EQ(Get(s, "fabric_sm_state{sm_guid=\"" + g1 + "\"}"), 3);
   EXPECT_EQ(Get(s, "fabric_sm_priority{sm_guid=\"" + g1 + "\"}"), 1);
+  EXPECT_EQ(Get(ScrapeUntil(port,
+                            [](const Samples& x) {
+                              return Get(x, "fabric_sm_masters") == 1.0;
+                            }),
+                "fabric_sm_masters"),
+            1);
 }
 
 }  // namespace

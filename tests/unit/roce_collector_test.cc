@@ -4,10 +4,12 @@
 // tests/fixtures/real/sysfs eth0.
 #include <gtest/gtest.h>
 #include <linux/dcbnl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -466,6 +468,73 @@ TEST(RoceGidTypeTest, Labels) {
   EXPECT_EQ(GidTypeLabel("IB/RoCE v1\n"), "roce_v1");
   EXPECT_EQ(GidTypeLabel("RoCE v2"), "roce_v2");
   EXPECT_EQ(GidTypeLabel("Some New-Type"), "some_new_type");
+}
+
+// The collector reads through its own SysfsReader, which keeps handles and
+// listings between collections on real trees: a tree that changes between
+// collections (ECN toggled, the port's netdev renamed) must read as a fresh
+// open would, in every cache mode.
+TEST(RoceCollectorTest, FollowsTheTreeCollectionAfterCollection) {
+  namespace fs = std::filesystem;
+  for (SysfsCacheMode mode :
+       {SysfsCacheMode::kPerCollection, SysfsCacheMode::kSysfs,
+        SysfsCacheMode::kInotify}) {
+    const fs::path root =
+        fs::temp_directory_path() /
+        ("fabricmon_roce_reader_" + std::to_string(::getpid()) + "_" +
+         std::to_string(static_cast<int>(mode)));
+    fs::remove_all(root);
+    auto write = [&](const std::string& rel, const std::string& data) {
+      fs::create_directories((root / rel).parent_path());
+      if (mode == SysfsCacheMode::kSysfs) {
+        // sysfs changes attribute contents in place, never the file.
+        std::ofstream(root / rel) << data;
+        return;
+      }
+      const fs::path tmp = root / "tmp";
+      std::ofstream(tmp) << data;
+      fs::rename(tmp, root / rel);  // how the simulator writes
+    };
+    const std::string port = "class/infiniband/mlx5_0/ports/1/";
+    write(port + "link_layer", "Ethernet\n");
+    write(port + "gid_attrs/ndevs/0", "eth0\n");
+    write(port + "gid_attrs/types/0", "RoCE v2\n");
+    write("class/net/eth0/ecn/roce_np/enable/3", "1\n");
+    write("class/net/eth0/address", "00:11:22:33:44:55\n");
+
+    CollectorEnv env;
+    env.sysfs = MakeRealSysfs(root.string(), mode);
+    auto c = MakeRoceCollector(env, {}, nullptr, nullptr);
+    auto collect = [&] {
+      MetricSink sink;
+      EXPECT_TRUE(c->Collect(sink));
+      EXPECT_EQ(sink.skipped(), 0u);
+      return sink.Take();
+    };
+    const Labels np3 = {{"point", "np"}, {"priority", "3"}};
+    Families f = collect();
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                    {{"netdev", "eth0"}, {"point", "np"}, {"priority", "3"}}),
+              1);
+    EXPECT_EQ(Value(f, "fabric_roce_gid_entries", {{"type", "roce_v2"}}), 1);
+    f = collect();  // unchanged: the same
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled", np3), 1);
+
+    write("class/net/eth0/ecn/roce_np/enable/3", "0\n");
+    f = collect();
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled", np3), 0) << int(mode);
+
+    // udev renames the netdev.
+    fs::rename(root / "class/net/eth0", root / "class/net/eth1");
+    write(port + "gid_attrs/ndevs/0", "eth1\n");
+    f = collect();
+    EXPECT_EQ(Value(f, "fabric_roce_ecn_enabled",
+                    {{"netdev", "eth1"}, {"point", "np"}, {"priority", "3"}}),
+              0)
+        << int(mode);
+    EXPECT_EQ(Count(f, "fabric_roce_ecn_enabled"), 1u);
+    fs::remove_all(root);
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "collectors/sm.h"
 #include "config/config.h"
 #include "mad/codec.h"
+#include "mad/sm_directory.h"
 #include "simulator/mad.h"
 #include "simulator/model.h"
 #include "tests/unit/ib_collect_util.h"
@@ -115,6 +116,29 @@ TEST(SmCollector, FailoverCountsAMasterChange) {
       1);
   EXPECT_EQ(c.Value("fabric_sm_master_changes_total", {}), 1);
   EXPECT_FALSE(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}));
+}
+
+// With the SM LIDs a fabric discovery found, every SM is asked and
+// fabric_sm_masters counts the MASTERs: 1, then 0 (not absent) while the
+// dead master's standby has not taken over, then 1 again.
+TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
+  SmRig rig(sim::Scenario::kSmFailover, seconds(2));
+  rig.Advance(seconds(1));
+  Collected c = rig.Collect();
+  EXPECT_FALSE(c.Value("fabric_sm_masters", {}));  // no fabric collector
+  mad::PublishSmLids({1, 2});
+  c = rig.Collect();
+  EXPECT_EQ(c.Value("fabric_sm_masters", {}), 1);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
+  rig.Advance(seconds(2));  // t=3 s: master dead, standby not yet master
+  c = rig.Collect();
+  EXPECT_EQ(c.Value("fabric_sm_masters", {}), 0);
+  EXPECT_FALSE(c.ok);       // the local port's master does not answer
+  rig.Advance(seconds(2));  // t=5 s: standby took over
+  c = rig.Collect();
+  EXPECT_EQ(c.Value("fabric_sm_masters", {}), 1);
+  EXPECT_TRUE(c.ok);
+  mad::ClearSmLids();
 }
 
 TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {

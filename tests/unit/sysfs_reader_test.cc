@@ -239,6 +239,37 @@ TEST_P(SysfsReaderTest, FollowsSymlinkedDeviceDirectories) {
   EXPECT_EQ(Text(*r, dir, "port_rcv_data"), "6\n");
 }
 
+// class/net/<if> is a symlink on real sysfs; the roce and congestion
+// collectors ask whether a netdev is in the tree this way.
+TEST_P(SysfsReaderTest, IsDirectoryAsStatSaysAndFollowsChanges) {
+  Write("devices/virtual/net/eth0/address", "00:11:22:33:44:55\n");
+  fs::create_directories(root_ / "class/net");
+  fs::create_directory_symlink("../../devices/virtual/net/eth0",
+                               root_ / "class/net/eth0");
+  Write("class/net/plain/address", "x\n");
+  auto r = Reader();
+  r->Begin();
+  EXPECT_TRUE(r->IsDirectory("class/net/eth0"));
+  EXPECT_TRUE(r->IsDirectory("class/net/plain"));
+  EXPECT_TRUE(r->IsDirectory("class/net"));
+  EXPECT_FALSE(r->IsDirectory("class/net/plain/address"));  // a file
+  EXPECT_FALSE(r->IsDirectory("class/net/eth1"));
+  EXPECT_FALSE(r->IsDirectory("class/nope/eth1"));
+  // The answers follow the tree from one collection to the next.
+  MoveAway("class/net/plain");
+  Write("class/net/eth1/address", "y\n");
+  fs::remove(root_ / "class/net/eth0");
+  r->Begin();
+  EXPECT_FALSE(r->IsDirectory("class/net/plain"));
+  EXPECT_TRUE(r->IsDirectory("class/net/eth1"));
+  EXPECT_FALSE(r->IsDirectory("class/net/eth0"));
+  fs::create_directory_symlink("../../devices/virtual/net/eth0",
+                               root_ / "class/net/eth0");
+  r->Begin();
+  EXPECT_TRUE(r->IsDirectory("class/net/eth0"));
+  EXPECT_EQ(Text(*r, "class/net/eth0", "address"), "00:11:22:33:44:55\n");
+}
+
 TEST_P(SysfsReaderTest, RootRemovedAndRecreated) {
   Write(kCounters + "/port_rcv_data", "1\n");
   auto r = Reader();
