@@ -10,7 +10,8 @@
 //  - every dashboard and rule expression returns data in at least one
 //    scenario (congestion-hotspot, device-removed); one that returns
 //    nothing in all of them fails (no skipping for a missing metric: the
-//    simulator must produce it);
+//    simulator must produce it), except the OpenSM plugin's alerts
+//    (ExternalSourceOnly, with the reason);
 //  - steady fires no alert at all over the same observation time.
 //  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1.
 //  - pfc-storm fires one FabricPfcPauseStorm, for host0's RoCE netdev
