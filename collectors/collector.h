@@ -4,11 +4,14 @@
 // its parsing lives in pure functions (<name>_parse.{h,cc}) that are tested
 // on strings. docs/adding-a-collector.md is the recipe.
 //
-// Contract: Collect() never throws and never writes to the fabric or resets
-// a counter. It writes whatever it could read into the sink, counts what it
-// had to skip with MetricSink::Skip, and returns false only when the source
-// as a whole failed (e.g. /sys/class/infiniband unreadable for a reason other
-// than "absent"). A missing subsystem is success with no samples.
+// Contract: Collect() never writes to the fabric or resets a counter. An
+// exception it throws is caught once, by the daemon's runner
+// (daemon/collection.cc: the collection fails, the reason is a skipped
+// input), so collectors carry no try/catch of their own. It writes whatever it
+// could read into the sink, counts what it had to skip with MetricSink::Skip,
+// and returns false only when the source as a whole failed (e.g.
+// /sys/class/infiniband unreadable for a reason other than "absent"). A missing
+// subsystem is success with no samples.
 //
 // Lifecycle (daemon; `--once` calls only Collect):
 //   Start(io)   once, on the daemon's io_context thread, before the first
@@ -71,8 +74,8 @@ class Collector {
   virtual std::string_view Name() const = 0;
   virtual void Start(boost::asio::io_context& /*io*/) {}
   virtual void Stop() {}
-  virtual bool Collect(MetricSink& sink) noexcept = 0;
-  virtual void Sample() noexcept {}
+  virtual bool Collect(MetricSink& sink) = 0;
+  virtual void Sample() {}
   // Zero: every tick publishes (Collect).
   virtual std::chrono::microseconds PublishInterval() const { return {}; }
 };

@@ -24,23 +24,15 @@ CongestionCollector::CongestionCollector(CollectorEnv env,
       clock_(clock ? std::move(clock) : MonotonicClock(SteadySeconds)),
       ethtool_(std::move(ethtool)) {}
 
-bool CongestionCollector::Collect(MetricSink& sink) noexcept {
-  try {
-    return CollectImpl(sink, /*emit=*/true);
-  } catch (const std::exception& e) {
-    sink.Skip(std::string("congestion: ") + e.what());
-    return false;
-  }
+bool CongestionCollector::Collect(MetricSink& sink) {
+  return CollectImpl(sink, /*emit=*/true);
 }
 
-void CongestionCollector::Sample() noexcept {
+void CongestionCollector::Sample() {
   // Skips of a sample are not reported: the next publish reads the same
   // files and counts its own.
   MetricSink scratch;
-  try {
-    CollectImpl(scratch, /*emit=*/false);
-  } catch (const std::exception&) {
-  }
+  CollectImpl(scratch, /*emit=*/false);
 }
 
 CongestionCollector::Port::Port(const std::string& device,

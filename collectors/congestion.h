@@ -91,9 +91,9 @@ class CongestionCollector final : public Collector {
                       MonotonicClock clock,
                       std::unique_ptr<EthtoolSource> ethtool = nullptr);
   std::string_view Name() const override { return "congestion"; }
-  bool Collect(MetricSink& sink) noexcept override;
+  bool Collect(MetricSink& sink) override;
   // Polls without emitting (the daemon calls it between publishes).
-  void Sample() noexcept override;
+  void Sample() override;
   std::chrono::microseconds PublishInterval() const override {
     return options_.publish_interval;
   }

@@ -52,14 +52,7 @@ class FabricCollector : public Collector {
 
   std::string_view Name() const override { return "fabric"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      return CollectOnce(sink);
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("fabric: ") + e.what());
-      return false;
-    }
-  }
+  bool Collect(MetricSink& sink) override { return CollectOnce(sink); }
 
  private:
   bool CollectOnce(MetricSink& sink) {

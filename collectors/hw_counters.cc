@@ -93,25 +93,20 @@ class HwCountersCollector final : public Collector {
 
   std::string_view Name() const override { return "hw_counters"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      if (!reader_) reader_ = env_.sysfs->NewReader();
-      reader_->Begin();
-      IbPortList list = ListIbPorts(*reader_, filter_, &sink);
-      std::set<std::string> present;
-      for (const auto& device : list.devices) {
-        CollectDevice(device, sink);
-        present.insert(device.device);
-      }
-      // A device that was not seen this round (vanished ones included)
-      // loses its unwrap state, so if it comes back its counters restart
-      // from their raw values.
-      if (list.ok) unwrapper_.Retain(present);
-      return list.ok;
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("hw_counters: ") + e.what());
-      return false;
+  bool Collect(MetricSink& sink) override {
+    if (!reader_) reader_ = env_.sysfs->NewReader();
+    reader_->Begin();
+    IbPortList list = ListIbPorts(*reader_, filter_, &sink);
+    std::set<std::string> present;
+    for (const auto& device : list.devices) {
+      CollectDevice(device, sink);
+      present.insert(device.device);
     }
+    // A device that was not seen this round (vanished ones included)
+    // loses its unwrap state, so if it comes back its counters restart
+    // from their raw values.
+    if (list.ok) unwrapper_.Retain(present);
+    return list.ok;
   }
 
  private:

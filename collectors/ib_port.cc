@@ -217,18 +217,12 @@ class IbPortCollector final : public Collector {
 
   std::string_view Name() const override { return "ib_port"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      if (!reader_) reader_ = env_.sysfs->NewReader();
-      reader_->Begin();
-      IbPortList list = ListIbPorts(*reader_, devices_, &sink);
-      for (const auto& device : list.devices) CollectDevice(device, sink);
-      return list.ok;
-    } catch (const std::exception& e) {
-      // Only allocation failures can get here; keep the contract anyway.
-      sink.Skip(std::string("ib_port: ") + e.what());
-      return false;
-    }
+  bool Collect(MetricSink& sink) override {
+    if (!reader_) reader_ = env_.sysfs->NewReader();
+    reader_->Begin();
+    IbPortList list = ListIbPorts(*reader_, devices_, &sink);
+    for (const auto& device : list.devices) CollectDevice(device, sink);
+    return list.ok;
   }
 
  private:

@@ -67,14 +67,7 @@ class NicIdentityCollector final : public Collector {
       : env_(std::move(env)), devices_(std::move(devices)) {}
   std::string_view Name() const override { return "nic_identity"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      return CollectImpl(sink);
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("nic_identity: ") + e.what());
-      return false;
-    }
-  }
+  bool Collect(MetricSink& sink) override { return CollectImpl(sink); }
 
  private:
   bool CollectImpl(MetricSink& sink) {

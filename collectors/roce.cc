@@ -131,14 +131,7 @@ class RoceCollector final : public Collector {
 
   std::string_view Name() const override { return "roce"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      return CollectImpl(sink);
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("roce: ") + e.what());
-      return false;
-    }
-  }
+  bool Collect(MetricSink& sink) override { return CollectImpl(sink); }
 
  private:
   bool CollectImpl(MetricSink& sink) {

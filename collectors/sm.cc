@@ -38,14 +38,7 @@ class SmCollector : public Collector {
 
   std::string_view Name() const override { return "sm"; }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      return CollectOnce(sink);
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("sm: ") + e.what());
-      return false;
-    }
-  }
+  bool Collect(MetricSink& sink) override { return CollectOnce(sink); }
 
  private:
   struct History {

@@ -108,9 +108,16 @@ std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
   snap->collector = name;
   MetricSink sink;
   auto start = std::chrono::steady_clock::now();
-  // Collect() is noexcept by contract; a violation terminates, as an
-  // invariant violation should.
-  snap->success = c.collector->Collect(sink);
+  // The one place a collector's exception is caught (collector.h).
+  try {
+    snap->success = c.collector->Collect(sink);
+  } catch (const std::exception& e) {
+    sink.Skip(name + ": " + e.what());
+    snap->success = false;
+  } catch (...) {
+    sink.Skip(name + ": unknown exception");
+    snap->success = false;
+  }
   snap->duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -119,7 +119,11 @@ void Poller::Loop(std::shared_ptr<State> s) {
       published = s->busy_since;
       snapshot = RunCollection(s->c, last);
     } else {
-      s->c.collector->Sample();
+      try {
+        s->c.collector->Sample();
+      } catch (...) {
+        // The next publish collects again and reports what fails.
+      }
     }
     lock.lock();
     s->busy = false;

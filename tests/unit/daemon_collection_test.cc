@@ -108,5 +108,22 @@ TEST(CollectionTest, RunCollectionOnMissingTreeIsAnEmptySuccess) {
   }
 }
 
+// A collector's exception is caught once, by the runner: the collection
+// fails and says why, nothing escapes.
+TEST(CollectionTest, ThrowingCollectorIsAFailedCollection) {
+  struct Throwing : Collector {
+    std::string_view Name() const override { return "throwing"; }
+    bool Collect(MetricSink& sink) override {
+      sink.Gauge("fabric_partial", "test", {}, 1);
+      throw std::runtime_error("boom");
+    }
+  };
+  NamedCollector c{"throwing", {}, std::make_shared<Throwing>()};
+  auto snap = RunCollection(c, 42);
+  EXPECT_FALSE(snap->success);
+  EXPECT_EQ(snap->skipped, 1u);
+  EXPECT_EQ(snap->last_success_seconds, 42);
+}
+
 }  // namespace
 }  // namespace fabric
