@@ -72,7 +72,8 @@ int Main(int argc, char** argv) {
   auto ib = congestion ? std::make_unique<CongestionCollector>(
                              env, CongestionOptions{}, [&] { return fake_now; })
                        : MakeIbPortCollector(env, CollectorConfig{});
-  auto hw = congestion ? nullptr : MakeHwCountersCollector(env, CollectorConfig{});
+  auto hw =
+      congestion ? nullptr : MakeHwCountersCollector(env, CollectorConfig{});
   SampleOrder order;  // kept across runs, as next to a daemon's collector
   std::size_t check = 0;
   auto thread_us = [] {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/fd_read.h"
+
 namespace fabric {
 namespace {
 
@@ -282,33 +284,14 @@ DcbResult FileDcbSource::Ieee(const std::string& netdev) {
     r.error = Errno(ENODEV);
     return r;
   }
-  const std::string path = dir_ + "/" + netdev;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
+  std::string text;
+  if (const int e =
+          ReadWholeFile(dir_ + "/" + netdev, kMaxDcbDumpBytes, &text)) {
     // No dump: no DCB information for this netdev, as for a netdev without
     // dcbnl ops.
     r.error = Errno(e == ENOENT || e == ENOTDIR ? EOPNOTSUPP : e);
     return r;
   }
-  std::string text;
-  char buf[8192];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      r.error = Errno(errno);
-      break;
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<std::size_t>(n) > kMaxDcbDumpBytes) {
-      r.error = Errno(EFBIG);
-      break;
-    }
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  if (r.error) return r;
   return ParseDcbText(text);
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "collectors/ethtool_parse.h"
+#include "core/fd_read.h"
 
 namespace fabric {
 namespace {
@@ -27,32 +28,13 @@ EthtoolResult FileEthtoolSource::Stats(const std::string& netdev) {
     r.error = Errno(ENODEV);
     return r;
   }
-  const std::string path = dir_ + "/" + netdev;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
+  std::string text;
+  if (const int e =
+          ReadWholeFile(dir_ + "/" + netdev, kMaxEthtoolDumpBytes, &text)) {
     // No dump = no such netdev (it vanished, or was never there).
     r.error = Errno(e == ENOENT || e == ENOTDIR ? ENODEV : e);
     return r;
   }
-  std::string text;
-  char buf[16384];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      r.error = Errno(errno);
-      break;
-    }
-    if (n == 0) break;
-    if (text.size() + static_cast<std::size_t>(n) > kMaxEthtoolDumpBytes) {
-      r.error = Errno(EFBIG);
-      break;
-    }
-    text.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  if (r.error) return r;
   EthtoolText parsed = ParseEthtoolText(text);
   r.stats = std::move(parsed.stats);
   r.stats.skipped_lines = parsed.bad_lines;

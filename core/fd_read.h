@@ -23,4 +23,11 @@ constexpr std::size_t kMaxAttributeRead = 16384;
 // On failure returns false with errno in `error`.
 bool ReadAttribute(int fd, bool from_start, std::string* out, int* error);
 
+// Reads the whole of the file at `path` into `out` (dump files: ethtool -S,
+// dcb). Returns 0, the errno of a failed open/read, or EFBIG when the file
+// is longer than `max_bytes` (a hostile or broken dump must not grow the
+// daemon).
+int ReadWholeFile(const std::string& path, std::size_t max_bytes,
+                  std::string* out);
+
 }  // namespace fabric

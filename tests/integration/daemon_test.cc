@@ -7,7 +7,6 @@
 // limit and only fail if it never arrives.
 #include <fcntl.h>
 #include <gmock/gmock.h>
-
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>

@@ -41,7 +41,6 @@ std::pair<int, std::string> RunShell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-
 // Under CI=true a missing tool fails the test; elsewhere it skips.
 bool InCi() {
   const char* ci = std::getenv("CI");
