@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 
@@ -340,10 +341,10 @@ std::string Describe(const std::vector<Alert>& alerts) {
   return s;
 }
 
-#define REQUIRE_STACK()                            \
-  do {                                             \
-    std::string why;                               \
-    if (!Prerequisites(&why)) GTEST_SKIP() << why; \
+#define REQUIRE_STACK()                                \
+  do {                                                 \
+    std::string why;                                   \
+    if (!Prerequisites(&why)) MISSING_DEPENDENCY(why); \
   } while (0)
 
 // --- expressions: every dashboard/rule expression returns data ----------

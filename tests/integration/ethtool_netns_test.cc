@@ -18,6 +18,7 @@
 #include "collectors/dcb_netlink.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/roce.h"
+#include "tests/support/ci.h"
 
 namespace fabric {
 namespace {
@@ -34,7 +35,7 @@ class EthtoolNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a netns";
-    if (!Sh("ip -V")) GTEST_SKIP() << "iproute2 `ip` not installed";
+    if (!Sh("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
     ns_ = "fmethtool" + std::to_string(::getpid());
     if (!Sh("ip netns add " + ns_)) {
       ns_.clear();

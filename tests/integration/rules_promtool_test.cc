@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
@@ -42,16 +43,11 @@ std::pair<int, std::string> RunShell(const std::string& command) {
 }
 
 // Under CI=true a missing tool fails the test; elsewhere it skips.
-bool InCi() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-#define REQUIRE_TOOL(name)                                               \
-  do {                                                                   \
-    if (RunShell(std::string("command -v ") + name).first != 0) {        \
-      if (InCi()) FAIL() << name << " not installed (scripts/setup.sh)"; \
-      GTEST_SKIP() << name << " not installed";                          \
-    }                                                                    \
+#define REQUIRE_TOOL(name)                                        \
+  do {                                                            \
+    if (RunShell(std::string("command -v ") + name).first != 0) { \
+      MISSING_DEPENDENCY(std::string(name) + " not installed");   \
+    }                                                             \
   } while (0)
 
 TEST(RulesPromtoolTest, CheckRulesIsClean) {

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
 namespace fabric::testing {
@@ -47,7 +48,9 @@ std::string LogDir(const std::string& log) {
 class SimDemo : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists("/usr/bin/prometheus")) GTEST_SKIP() << "no prometheus";
+    if (!fs::exists("/usr/bin/prometheus")) {
+      MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
+    }
     port_base_ = sim::FreePortRange(sim::PidSpread(33915), 2);
     prom_port_ = sim::FreePortRange(port_base_ + 2, 1);
     ASSERT_GT(port_base_, 0);

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
 namespace fabric::testing {
@@ -27,7 +28,7 @@ constexpr double kIbLineRate = 400e9 / 8, kRoceLineRate = 200e9 / 8;
 
 TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   if (!std::filesystem::exists("/usr/bin/prometheus")) {
-    GTEST_SKIP() << "/usr/bin/prometheus not installed";
+    MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
   }
   const int port_base = sim::FreePortRange(sim::PidSpread(31915), 4);
   int prom_port = sim::FreePortRange(port_base + 4, 1);
