@@ -9,7 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   build-essential cmake pkg-config git
   prometheus-cpp-dev libboost-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
-  libsystemd-dev
+  libsystemd-dev libssl-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
   libgtest-dev libgmock-dev libbenchmark-dev
