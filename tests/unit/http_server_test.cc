@@ -23,6 +23,7 @@
 
 #include "core/metric_sink.h"
 #include "exporters/exposition.h"
+#include "http/handler.h"
 #include "http/server.h"
 #include "tests/support/ci.h"
 #include "tests/support/http_client.h"
