@@ -27,9 +27,9 @@ std::optional<std::string> DecodeBase64(std::string_view in) {
   return std::string(reinterpret_cast<const char*>(out.data()), size);
 }
 
-std::array<unsigned char, 32> CacheKey(const std::string& user,
-                                       const std::string& hash,
-                                       const std::string& password) {
+BasicAuth::CacheKey MakeCacheKey(const std::string& user,
+                                 const std::string& hash,
+                                 const std::string& password) {
   std::array<unsigned char, 32> digest{};
   // NUL separators: no two (user, hash, password) triples share a key.
   std::string text = user;
@@ -76,21 +76,46 @@ bool CheckBcrypt(const std::string& password, const std::string& hash) {
 BasicAuth::BasicAuth(std::map<std::string, std::string> users)
     : users_(std::move(users)) {}
 
-bool BasicAuth::Allows(std::string_view authorization) {
-  if (!enabled()) return true;
+BasicAuth::Verdict BasicAuth::Precheck(std::string_view authorization,
+                                       Check* check) const {
+  if (!enabled()) return Verdict::kAllow;
   auto credentials = ParseBasicAuthorization(authorization);
-  if (!credentials) return false;
+  if (!credentials) return Verdict::kDeny;
   auto it = users_.find(credentials->user);
   if (it == users_.end()) {
     // Same cost as a known user, so a wrong name is not faster to learn.
-    CheckBcrypt(credentials->password, users_.begin()->second);
-    return false;
+    check->password = std::move(credentials->password);
+    check->hash = users_.begin()->second;
+    check->known_user = false;
+    return Verdict::kCheck;
   }
-  auto key = CacheKey(it->first, it->second, credentials->password);
-  if (verified_.contains(key)) return true;
-  if (!CheckBcrypt(credentials->password, it->second)) return false;
+  check->key = MakeCacheKey(it->first, it->second, credentials->password);
+  if (verified_.contains(check->key)) return Verdict::kAllow;
+  check->password = std::move(credentials->password);
+  check->hash = it->second;
+  check->known_user = true;
+  return Verdict::kCheck;
+}
+
+void BasicAuth::Remember(const CacheKey& key) {
   if (verified_.size() >= kCacheLimit) verified_.clear();
   verified_.insert(key);
+}
+
+bool BasicAuth::Allows(std::string_view authorization) {
+  Check check;
+  switch (Precheck(authorization, &check)) {
+    case Verdict::kAllow:
+      return true;
+    case Verdict::kDeny:
+      return false;
+    case Verdict::kCheck:
+      break;
+  }
+  if (!CheckBcrypt(check.password, check.hash) || !check.known_user) {
+    return false;
+  }
+  Remember(check.key);
   return true;
 }
 

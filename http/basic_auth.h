@@ -8,8 +8,14 @@
 // unknown user still costs one bcrypt, so timing does not reveal which
 // users exist.
 //
-// Thread-safety: ParseBasicAuthorization is pure. A BasicAuth is not
-// thread-safe (the server uses it from its one io_context thread).
+// The server splits a check in two so that bcrypt never runs on its event
+// loop: Precheck (cheap, event loop) answers from the cache or says which
+// bcrypt to run; the server runs CheckBcrypt on a worker thread and calls
+// Remember with a success.
+//
+// Thread-safety: ParseBasicAuthorization and CheckBcrypt are pure and
+// thread-safe. A BasicAuth is not thread-safe (the server uses it from its
+// one io_context thread).
 #pragma once
 
 #include <array>
@@ -35,18 +41,34 @@ bool CheckBcrypt(const std::string& password, const std::string& hash);
 
 class BasicAuth {
  public:
+  using CacheKey = std::array<unsigned char, 32>;
+  enum class Verdict { kAllow, kDeny, kCheck };
+  // What a kCheck verdict asks for: CheckBcrypt(password, hash), and if
+  // that succeeds and `known_user`, Remember(key).
+  struct Check {
+    std::string password;
+    std::string hash;
+    bool known_user = false;
+    CacheKey key{};
+  };
+
   explicit BasicAuth(std::map<std::string, std::string> users);
 
   // No users configured: every request is allowed.
   bool enabled() const { return !users_.empty(); }
-  // True when `authorization` (the header value, empty if absent) names a
+  // kAllow (no users, or cached success), kDeny (no or malformed
+  // credentials), or kCheck with *check filled in.
+  Verdict Precheck(std::string_view authorization, Check* check) const;
+  void Remember(const CacheKey& key);
+  // Precheck + CheckBcrypt + Remember in one call (blocks for bcrypt):
+  // true when `authorization` (the header value, empty if absent) names a
   // configured user with the right password.
   bool Allows(std::string_view authorization);
 
  private:
   static constexpr std::size_t kCacheLimit = 256;
   std::map<std::string, std::string> users_;
-  std::set<std::array<unsigned char, 32>> verified_;
+  std::set<CacheKey> verified_;
 };
 
 }  // namespace fabric::http

@@ -26,7 +26,12 @@ Reply Refuse(unsigned status, std::string body, std::string reason) {
 
 Reply HandleRequest(const Request& request, BasicAuth& auth,
                     const RenderMetrics& render) {
-  if (!auth.Allows(request.authorization)) {
+  return HandleRequest(request, auth.Allows(request.authorization), render);
+}
+
+Reply HandleRequest(const Request& request, bool authorized,
+                    const RenderMetrics& render) {
+  if (!authorized) {
     Reply r = Refuse(401, "Unauthorized\n", "unauthorized");
     r.headers.emplace_back("WWW-Authenticate",
                            "Basic realm=\"fabricmon\", charset=\"UTF-8\"");

@@ -3,15 +3,14 @@
 // and "/metrics"; other paths 404, other methods 405; with basic_auth_users
 // configured, every path needs valid credentials (401 otherwise).
 //
-// Thread-safety: HandleRequest uses `auth` (not thread-safe, see
-// basic_auth.h) and calls `render`; call it from one thread per BasicAuth.
+// Thread-safety: HandleRequest calls `render`; the BasicAuth overload uses
+// `auth` (not thread-safe, see basic_auth.h).
 #pragma once
 
 // Before Beast: boost/beast/http/verb.hpp uses std::ostream without it.
-#include <ostream>
-
 #include <boost/beast/http/verb.hpp>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +44,11 @@ struct Reply {
 // The exposition text served at /metrics.
 using RenderMetrics = std::function<std::string()>;
 
+// `authorized`: the request's credentials passed basic auth (or none are
+// configured).
+Reply HandleRequest(const Request& request, bool authorized,
+                    const RenderMetrics& render);
+// The same with the check done here (BasicAuth::Allows, bcrypt inline).
 Reply HandleRequest(const Request& request, BasicAuth& auth,
                     const RenderMetrics& render);
 

@@ -1,7 +1,11 @@
 #include "http/server.h"
 
+#include <openssl/crypto.h>
+
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -22,6 +26,10 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// bcrypt checks queued or running at once; more are refused (401) so that
+// password guessing cannot queue unbounded work.
+constexpr std::size_t kMaxPendingChecks = 8;
 
 std::string_view Std(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -65,6 +73,9 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerLimits limits;
   std::list<Connection*> connections;
   bool stopped = false;
+  // The Server's bcrypt thread; null once the Server is gone.
+  asio::thread_pool* workers = nullptr;
+  std::size_t pending_checks = 0;
 };
 
 namespace {
@@ -174,7 +185,43 @@ class Session : public Connection,
     }
   }
 
+  // Basic auth first; a bcrypt check runs on the worker thread, never on
+  // the event loop, and the answer resumes here.
   void Answer() {
+    const auto& req = parser_->get();
+    BasicAuth::Check check;
+    switch (auth_->Precheck(Std(req[bhttp::field::authorization]), &check)) {
+      case BasicAuth::Verdict::kAllow:
+        Respond(true);
+        return;
+      case BasicAuth::Verdict::kDeny:
+        Respond(false);
+        return;
+      case BasicAuth::Verdict::kCheck:
+        break;
+    }
+    if (state_->workers == nullptr ||
+        state_->pending_checks >= kMaxPendingChecks) {
+      Respond(false);  // overloaded by password guesses: refuse, cheaply
+      return;
+    }
+    ++state_->pending_checks;
+    auto executor = Lowest().get_executor();
+    asio::post(*state_->workers, [self = this->shared_from_this(), executor,
+                                  check = std::move(check)]() mutable {
+      const bool ok =
+          CheckBcrypt(check.password, check.hash) && check.known_user;
+      OPENSSL_cleanse(check.password.data(), check.password.size());
+      asio::post(executor, [self, ok, key = check.key] {
+        --self->state_->pending_checks;
+        if (self->closing) return;
+        if (ok) self->auth_->Remember(key);
+        self->Respond(ok);
+      });
+    });
+  }
+
+  void Respond(bool authorized) {
     const auto& req = parser_->get();
     const bool head = req.method() == bhttp::verb::head;
     Reply reply;
@@ -182,7 +229,7 @@ class Session : public Connection,
       reply = HandleRequest(Request{req.method(), Std(req.target()),
                                     Std(req[bhttp::field::authorization]),
                                     Std(req[bhttp::field::accept_encoding])},
-                            *auth_, [this] { return state_->Render(); });
+                            authorized, [this] { return state_->Render(); });
     } catch (const std::exception&) {
       reply = Reply{};
       reply.status = 500;
@@ -389,7 +436,11 @@ std::string Describe(const Security& security) {
   return auth ? "plain HTTP, basic auth" : "plain HTTP";
 }
 
-Server::Server(std::shared_ptr<State> state) : state_(std::move(state)) {}
+Server::Server(std::shared_ptr<State> state)
+    : state_(std::move(state)),
+      workers_(std::make_unique<asio::thread_pool>(1)) {
+  state_->workers = workers_.get();
+}
 
 std::unique_ptr<Server> Server::Start(
     asio::io_context& io, const std::string& listen_address, Security security,
@@ -432,6 +483,11 @@ Server::~Server() {
   for (Connection* c : state_->connections) {
     if (!c->closing) c->Close();
   }
+  // A running check finishes (its answer is dropped: the connection is
+  // closed); queued ones are discarded.
+  workers_->stop();
+  workers_->join();
+  state_->workers = nullptr;
 }
 
 void Server::Reconfigure(Security security) {

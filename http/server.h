@@ -17,6 +17,8 @@
 //    request with a body, or malformed, gets 400; a response must be
 //    written within `write_timeout`.
 // Everything refused is counted in fabric_http_requests_rejected_total.
+// bcrypt (basic auth) runs on one worker thread, never on the event loop;
+// with 8 checks queued, further unverified credentials get 401 at once.
 //
 // Thread-safety: create, use and destroy a Server on the thread that runs
 // its io_context (the daemon's one event-loop thread). Destroying it closes
@@ -30,6 +32,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -111,6 +114,8 @@ class Server {
  private:
   explicit Server(std::shared_ptr<State> state);
   std::shared_ptr<State> state_;
+  // One thread for bcrypt checks (basic_auth.h), off the event loop.
+  std::unique_ptr<boost::asio::thread_pool> workers_;
 };
 
 }  // namespace fabric::http

@@ -230,6 +230,36 @@ TEST(HttpServerTest, BasicAuth) {
   EXPECT_EQ(Fetch(At(h.port()))->status, 200);
 }
 
+TEST(HttpServerTest, PasswordGuessingDoesNotStopAuthorizedScrapes) {
+  WebConfig web;
+  web.users["prometheus"] = testing::BcryptHash("s3cr3t");
+  std::string error;
+  auto security = MakeSecurity(web, &error);
+  ASSERT_TRUE(security) << error;
+  Harness h("127.0.0.1:0", *security);
+  ASSERT_TRUE(h.server()) << h.error();
+  FetchOptions right = At(h.port());
+  right.user = "prometheus";
+  right.password = "s3cr3t";
+  ASSERT_EQ(Fetch(right)->status, 200);  // verified once, then cached
+  // 32 guesses at once: more than the 8 bcrypt checks allowed in flight.
+  std::vector<std::future<int>> guesses;
+  for (int i = 0; i < 32; ++i) {
+    guesses.push_back(std::async(std::launch::async, [&, i] {
+      FetchOptions o = At(h.port());
+      o.user = i % 2 ? "prometheus" : "nobody";
+      o.password = "guess" + std::to_string(i);
+      auto r = Fetch(o);
+      return r ? r->status : 0;
+    }));
+  }
+  auto ok = Fetch(right);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  for (auto& g : guesses) EXPECT_EQ(g.get(), 401);
+  EXPECT_EQ(Rejected(right, "unauthorized"), 32);
+}
+
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
