@@ -126,8 +126,7 @@ double Rejected(FetchOptions o, const std::string& reason) {
 TEST(HttpServerTest, ServesMetricsLandingPageAndRefusesTheRest) {
   Harness h("127.0.0.1:0", Plain());
   ASSERT_TRUE(h.started()) << h.error();
-  EXPECT_EQ(h.bound(),
-            "127.0.0.1:" + std::to_string(h.port()));
+  EXPECT_EQ(h.bound(), "127.0.0.1:" + std::to_string(h.port()));
   auto r = Fetch(At(h.port()));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
