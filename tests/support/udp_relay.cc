@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -32,7 +33,24 @@ std::int64_t NowNs() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
+constexpr std::size_t kHeldRing = 4096;
+// Closer than this to a release, the relay polls without sleeping: a
+// sleeping thread's wake-up on a busy machine is late by tens of µs.
+constexpr std::int64_t kSpinNs = 200'000;
+
 }  // namespace
+
+std::chrono::nanoseconds UdpRelay::MedianHeld(std::size_t n) {
+  std::lock_guard lock(held_mu_);
+  std::vector<std::int64_t> v;
+  std::size_t have = std::min({n, held_ns_.size()});
+  for (std::size_t i = 0; i < have; ++i) {
+    v.push_back(held_ns_[(held_next_ + kHeldRing - 1 - i) % kHeldRing]);
+  }
+  if (v.empty()) return std::chrono::nanoseconds(0);
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return std::chrono::nanoseconds(v[v.size() / 2]);
+}
 
 UdpRelay::UdpRelay(std::string netns, std::string front_ip, int front_port,
                    std::string upstream_ip, int upstream_port)
@@ -103,7 +121,7 @@ void UdpRelay::Run() {
   // Wake-ups on time: the default 50 µs slack would add to every delay.
   ::prctl(PR_SET_TIMERSLACK, 1UL);
   struct Held {
-    std::int64_t due;
+    std::int64_t arrived, due;
     std::vector<char> bytes;
   };
   std::deque<Held> held;
@@ -117,10 +135,21 @@ void UdpRelay::Run() {
              reinterpret_cast<sockaddr*>(&upstream), sizeof(upstream));
     ++forwarded_;
   };
+  auto record = [&](std::int64_t arrived) {
+    std::int64_t held = NowNs() - arrived;
+    std::lock_guard lock(held_mu_);
+    if (held_ns_.size() < kHeldRing) {
+      held_ns_.push_back(held);
+    } else {
+      held_ns_[held_next_] = held;
+    }
+    held_next_ = (held_next_ + 1) % kHeldRing;
+  };
   while (!stop_) {
     std::int64_t now = NowNs();
     while (!held.empty() && held.front().due <= now) {
       send_up(held.front().bytes);
+      record(held.front().arrived);
       last = std::move(held.front().bytes);
       held.pop_front();
     }
@@ -128,6 +157,7 @@ void UdpRelay::Run() {
     timespec timeout{1, 0};
     if (!held.empty()) {
       std::int64_t left = std::max<std::int64_t>(0, held.front().due - now);
+      if (left < kSpinNs) left = 0;
       timeout = {static_cast<time_t>(left / 1'000'000'000),
                  static_cast<long>(left % 1'000'000'000)};
     }
@@ -150,12 +180,13 @@ void UdpRelay::Run() {
           continue;
         }
         std::vector<char> bytes(buf, buf + n);
-        std::int64_t d = delay_us_;
+        std::int64_t d = delay_us_, arrived = NowNs();
         if (d <= 0 && held.empty()) {
           send_up(bytes);
+          record(arrived);
           last = std::move(bytes);
         } else {
-          held.push_back({NowNs() + d * 1000, std::move(bytes)});
+          held.push_back({arrived, arrived + d * 1000, std::move(bytes)});
         }
       }
     }

@@ -5,8 +5,9 @@
 // datagram by a set time and drops every Nth. This kernel has no netem, and
 // tbf does not delay sparse packets, hence a relay.
 //
-// Delays are kept with a timer slack of 1 ns and a FIFO (one delay for all
-// packets keeps them in order). Settings change at run time (atomics).
+// Delays are kept with a timer slack of 1 ns, the last 200 µs spun rather
+// than slept, and a FIFO (one delay for all packets keeps them in order).
+// Settings change at run time (atomics).
 //
 // Thread-safety: Start/Stop from one thread; the setters and counters from
 // any thread.
@@ -43,6 +44,10 @@ class UdpRelay {
   // Sends the last datagram forwarded upstream once more (a replay).
   void ReplayLast() { replay_ = true; }
 
+  // The median time the last `n` datagrams sent upstream were actually
+  // held (arrival to send, the relay's monotonic clock): the delay really
+  // injected, which a loaded machine's wake-up latency adds to.
+  std::chrono::nanoseconds MedianHeld(std::size_t n = 1000);
   std::uint64_t forwarded() const { return forwarded_; }
   std::uint64_t dropped() const { return dropped_; }
 
@@ -57,6 +62,9 @@ class UdpRelay {
   std::atomic<std::int64_t> delay_us_{0};
   std::atomic<int> drop_every_{0};
   std::atomic<std::uint64_t> counter_{0}, forwarded_{0}, dropped_{0};
+  std::mutex held_mu_;
+  std::vector<std::int64_t> held_ns_;  // ring of the last kHeldRing
+  std::size_t held_next_ = 0;
   std::mutex start_mu_;
   std::string start_error_;
   bool started_ = false;
