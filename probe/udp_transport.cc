@@ -7,6 +7,7 @@
 #include <array>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -136,48 +137,78 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     socket.async_wait(
         udp::socket::wait_read,
         [self = shared_from_this()](boost::system::error_code ec) {
-          if (ec || !self->socket.is_open()) return;
-          self->Drain();
-          self->Receive();
+          if (!ec) self->OnReadable();
         });
   }
 
-  // Reads what is queued (bounded, so a flood cannot starve the timer).
-  void Drain() {
-    std::array<std::uint8_t, 2048> buf;
-    alignas(cmsghdr) std::array<char, 512> control;
-    for (int i = 0; i < 64 && socket.is_open(); ++i) {
-      sockaddr_storage from{};
-      iovec iov{buf.data(), buf.size()};
-      msghdr msg{};
-      msg.msg_name = &from;
-      msg.msg_namelen = sizeof(from);
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control.data();
-      msg.msg_controllen = control.size();
-      ssize_t n = ::recvmsg(socket.native_handle(), &msg, MSG_DONTWAIT);
+  void OnReadable() {
+    if (!socket.is_open()) return;
+    if (Drain()) {
+      // Still more queued after a bounded drain: let the timer's handlers
+      // run, then continue (no new edge would wake an epoll wait).
+      boost::asio::post(socket.get_executor(),
+                        [self = shared_from_this()] { self->OnReadable(); });
+    } else {
+      Receive();
+    }
+  }
+
+  // Reads what is queued, a batch per system call (bounded, so a flood
+  // cannot starve the timer). A short batch means the queue was empty: no
+  // extra call to hear EAGAIN, and a datagram arriving after it wakes the
+  // reactor again (epoll is edge-triggered).
+  // True when the bound stopped it with datagrams possibly still queued.
+  bool Drain() {
+    constexpr unsigned kBatch = 8;
+    struct Slot {
+      std::array<std::uint8_t, 2048> buf;
+      alignas(cmsghdr) std::array<char, 256> control;
+      sockaddr_storage from;
+      iovec iov;
+    };
+    std::array<Slot, kBatch> slots;
+    std::array<mmsghdr, kBatch> msgs;
+    for (int round = 0; round < 8 && socket.is_open(); ++round) {
+      for (unsigned i = 0; i < kBatch; ++i) {
+        Slot& s = slots[i];
+        s.iov = {s.buf.data(), s.buf.size()};
+        msgs[i] = {};
+        msgs[i].msg_hdr.msg_name = &s.from;
+        msgs[i].msg_hdr.msg_namelen = sizeof(s.from);
+        msgs[i].msg_hdr.msg_iov = &s.iov;
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = s.control.data();
+        msgs[i].msg_hdr.msg_controllen = s.control.size();
+      }
+      int n = ::recvmmsg(socket.native_handle(), msgs.data(), kBatch,
+                         MSG_DONTWAIT, nullptr);
       if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-          SetError(std::string("recvmsg: ") + std::strerror(errno));
+          SetError(std::string("recvmmsg: ") + std::strerror(errno));
         }
-        return;
+        return false;
       }
-      Received r;
-      // A truncated datagram (MSG_TRUNC) fills the buffer: longer than any
-      // probe, so malformed.
-      r.bytes = std::span<const std::uint8_t>(buf.data(),
-                                              static_cast<std::size_t>(n));
-      Endpoint source;
-      std::memcpy(source.data(), &from,
-                  std::min<std::size_t>(msg.msg_namelen, sizeof(from)));
-      source.resize(msg.msg_namelen);
-      r.from.udp = Plain(source);
-      r.from.key = r.from.udp.address().to_string();
-      r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
-      if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();
-      if (handlers.on_receive) handlers.on_receive(r);
+      for (int i = 0; i < n; ++i) {
+        const msghdr& msg = msgs[i].msg_hdr;
+        Received r;
+        // A truncated datagram (MSG_TRUNC) fills the buffer: longer than
+        // any probe, so malformed.
+        r.bytes =
+            std::span<const std::uint8_t>(slots[i].buf.data(), msgs[i].msg_len);
+        Endpoint source;
+        std::memcpy(
+            source.data(), &slots[i].from,
+            std::min<std::size_t>(msg.msg_namelen, sizeof(slots[i].from)));
+        source.resize(msg.msg_namelen);
+        r.from.udp = Plain(source);
+        r.from.key = r.from.udp.address().to_string();
+        r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
+        if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();
+        if (handlers.on_receive) handlers.on_receive(r);
+      }
+      if (n < static_cast<int>(kBatch)) return false;
     }
+    return socket.is_open();
   }
 
   bool SendTo(const Endpoint& to, std::span<const std::uint8_t> packet) {
