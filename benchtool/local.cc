@@ -106,10 +106,10 @@ bool LocalCluster::SetUpNetns(const LocalOptions& o, std::string* error) {
     if (!ip({"link", "add", a, "netns", ns, "type", "veth", "peer", "name", b,
              "netns", br}) ||
         !in(ns, {"ip", "addr", "add", addr + "/24", "dev", a}) ||
-        !in(ns, {"ip", "link", "set", a, "up"}) ||
+        !in(ns, {"ip", "link", "set", a, "mtu", "9000", "up"}) ||
         !in(ns, {"ip", "link", "set", "lo", "up"}) ||
         !in(br, {"ip", "link", "set", b, "master", "br0"}) ||
-        !in(br, {"ip", "link", "set", b, "up"})) {
+        !in(br, {"ip", "link", "set", b, "mtu", "9000", "up"})) {
       return false;
     }
     if (!o.rate.empty() &&
@@ -121,6 +121,9 @@ bool LocalCluster::SetUpNetns(const LocalOptions& o, std::string* error) {
     }
     hosts_.push_back(addr + ":10916");
   }
+  // Jumbo frames, as RoCE fabrics run: per-packet cost (CPU on this shared
+  // machine, header bytes on the shaped link) is then what a fabric sees.
+  if (!in(br, {"ip", "link", "set", "br0", "mtu", "9000"})) return false;
   // This thread joins the bridge namespace to reach the agents.
   original_ns_ = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   int fd = open(("/run/netns/" + br).c_str(), O_RDONLY | O_CLOEXEC);
@@ -153,7 +156,11 @@ bool LocalCluster::Spawn(const LocalOptions& o, int i, std::string* error) {
     if (netns) {
       argv = {"ip", "netns", "exec", namespaces_[o.agents - 1 - i]};
     }
-    for (const char* s : {o.self_exe.c_str(), "agent", "--listen"}) {
+    // `ip netns exec` runs the binary by path: /proc/self/exe would be ip.
+    std::error_code ec;
+    std::string exe = std::filesystem::read_symlink(o.self_exe, ec);
+    if (ec || o.self_exe != "/proc/self/exe") exe = o.self_exe;
+    for (const char* s : {exe.c_str(), "agent", "--listen"}) {
       argv.push_back(s);
     }
     argv.push_back(listen);
