@@ -6,11 +6,11 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
 #include <thread>
-#include <cstring>
 
 #include "auth/hmac.h"
 #include "benchtool/patterns.h"
@@ -124,8 +124,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
         [self = shared_from_this()](auto ec, std::size_t) {
           if (ec) return self->Close();
           FrameHeader h;
-          if (Refusal r = DecodeHeader(self->header, &h);
-              r != Refusal::kNone) {
+          if (Refusal r = DecodeHeader(self->header, &h); r != Refusal::kNone) {
             return self->Refused(r);
           }
           self->body = self->header;
@@ -170,8 +169,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
       }
       case MsgType::kConnect: {
         auto m = DecodeConnect(payload);
-        if (!m || !transport ||
-            m->endpoints.size() != session.peers.size()) {
+        if (!m || !transport || m->endpoints.size() != session.peers.size()) {
           return Refused(Refusal::kMalformed);
         }
         StartWorker([m = std::move(*m)](Conn& c) { c.DoConnect(m); });
@@ -222,8 +220,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
     transport = state->options.transports(m.transport, bind);
     if (!transport) {
       EndSession();
-      return SendError(-1, "transport '" + m.transport +
-                               "' is not available on this host");
+      return SendError(
+          -1, "transport '" + m.transport + "' is not available on this host");
     }
     pattern = *p;
     tp = static_cast<int>(m.tp);
@@ -281,8 +279,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
     Reply(MsgType::kOk, {});
   }
   void DoRun(const RunMsg& m) {
-    auto steps = Plan(pattern, session.rank, session.ranks(), tp,
-                      m.size_bytes);
+    auto steps = Plan(pattern, session.rank, session.ranks(), tp, m.size_bytes);
     std::uint64_t tx = 0, rx = 0;
     for (const Step& s : steps) {
       for (const Op& o : s.sends) tx += o.length;
@@ -310,8 +307,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
       }
       if (!measured) continue;
       IterationSample s;
-      s.nanoseconds = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          t1 - t0).count();
+      s.nanoseconds =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
       if (counters) {
         CounterReading after = counters();
         for (const auto& [name, v1] : after) {
@@ -356,8 +353,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
 };
 
 void BenchAgent::State::Accept() {
-  acceptor->async_accept([self = shared_from_this()](boost::system::error_code ec,
-                                                     tcp::socket sock) {
+  acceptor->async_accept([self = shared_from_this()](
+                             boost::system::error_code ec, tcp::socket sock) {
     if (!self->acceptor || !self->acceptor->is_open()) return;
     if (!ec) {
       auto c = std::make_shared<Conn>(self, std::move(sock));
@@ -407,8 +404,8 @@ bool BenchAgent::Start(std::string* error) {
   if (!ec) acc->bind(ep, ec);
   if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    *error = "bench agent cannot listen on " +
-             state_->options.listen_address + ": " + ec.message();
+    *error = "bench agent cannot listen on " + state_->options.listen_address +
+             ": " + ec.message();
     return false;
   }
   state_->port = acc->local_endpoint().port();

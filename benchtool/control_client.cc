@@ -40,8 +40,8 @@ bool ControlClient::Open(Clock::time_point deadline, std::string* error) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints,
-                       &res);
+  int rc =
+      getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (rc != 0 || !res) {
     *error = std::string("cannot resolve: ") + gai_strerror(rc);
     return false;
@@ -75,7 +75,13 @@ bool ControlClient::Open(Clock::time_point deadline, std::string* error) {
   }
   MsgType type;
   Bytes payload;
-  if (!Receive(deadline, &type, &payload, error)) return false;
+  if (!Receive(deadline, &type, &payload, error)) {
+    // An agent refuses a hello it cannot verify by closing.
+    *error +=
+        " (an agent closes on a hello signed with another key: is "
+        "the key the same?)";
+    return false;
+  }
   auto hello = DecodeHello(payload);
   if (type != MsgType::kHello || !hello) {
     *error = "did not answer with a hello";
@@ -91,8 +97,8 @@ bool ControlClient::Send(MsgType type, const Bytes& payload,
   Bytes frame = SealFrame(hmac_, nonces_, type, seq, payload);
   std::size_t sent = 0;
   while (sent < frame.size()) {
-    ssize_t n = ::send(fd_, frame.data() + sent, frame.size() - sent,
-                       MSG_NOSIGNAL);
+    ssize_t n =
+        ::send(fd_, frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
     if (n > 0) {
       sent += n;
       continue;

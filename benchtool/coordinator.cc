@@ -90,8 +90,8 @@ class Run {
       m.counters.resize(o_.iterations);
       for (int r = 0; r < n; ++r) {
         auto res = DecodeRunResult(replies[r]);
-        if (!res || res->iterations.size() !=
-                        static_cast<std::size_t>(o_.iterations)) {
+        if (!res ||
+            res->iterations.size() != static_cast<std::size_t>(o_.iterations)) {
           return Stopped(Failure{r, "sent a malformed result"});
         }
         for (int i = 0; i < o_.iterations; ++i) {
@@ -114,8 +114,8 @@ class Run {
   }
   RunOutcome Fail(int r, const std::string& text) {
     out_.failed_host = o_.hosts[r];
-    out_.error = "host " + o_.hosts[r] + " (rank " + std::to_string(r) +
-                 "): " + text;
+    out_.error =
+        "host " + o_.hosts[r] + " (rank " + std::to_string(r) + "): " + text;
     return std::move(out_);
   }
 
@@ -142,7 +142,8 @@ class Run {
         ranks.push_back(r);
       }
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - Clock::now()).count();
+                    deadline - Clock::now())
+                    .count();
       if (ms <= 0) {
         failures_.push_back({ranks.front(), "no answer in time", true});
         return false;
@@ -168,8 +169,7 @@ class Run {
           return false;
         }
         if (type != want) {
-          failures_.push_back({r, "answered " +
-                                      std::string(MsgTypeName(type)) +
+          failures_.push_back({r, "answered " + std::string(MsgTypeName(type)) +
                                       " instead of " +
                                       std::string(MsgTypeName(want))});
           return false;
@@ -246,8 +246,8 @@ class Run {
     if (!pick->connection_lost && !blamed_.empty()) {
       int r = blamed_.front();
       if (r >= 0 && r < n) {
-        return Fail(r, "failed during the run (its peers: " + pick->text +
-                           ")" + detail);
+        return Fail(r, "failed during the run (its peers: " + pick->text + ")" +
+                           detail);
       }
     }
     if (pick->rank < 0) return Fail(pick->text + detail);
@@ -282,9 +282,7 @@ bool ParseOneSize(std::string s, std::uint64_t* out) {
 
 }  // namespace
 
-RunOutcome RunBenchmark(const RunOptions& options) {
-  return Run(options).Go();
-}
+RunOutcome RunBenchmark(const RunOptions& options) { return Run(options).Go(); }
 
 std::vector<std::uint64_t> ParseSizes(const std::string& text,
                                       std::string* error) {
@@ -298,9 +296,9 @@ std::vector<std::uint64_t> ParseSizes(const std::string& text,
     std::size_t start = 0;
     while (start <= text.size()) {
       auto comma = text.find(',', start);
-      std::string part = text.substr(
-          start, comma == std::string::npos ? std::string::npos
-                                            : comma - start);
+      std::string part =
+          text.substr(start, comma == std::string::npos ? std::string::npos
+                                                        : comma - start);
       std::uint64_t v;
       if (!ParseOneSize(part, &v)) return bad("'" + part + "' is not a size");
       sizes.push_back(v);

@@ -10,7 +10,8 @@ bool ReadU64(const Sysfs& sysfs, const std::string& path, std::uint64_t* v) {
   ReadResult r = sysfs.Read(path);
   if (!r.ok()) return false;
   std::string_view t = r.data;
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.remove_suffix(1);
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' '))
+    t.remove_suffix(1);
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
   return ec == std::errc() && p == t.data() + t.size();
 }

@@ -60,8 +60,8 @@ std::unique_ptr<LocalCluster> LocalCluster::Start(const LocalOptions& o,
   std::string hex = GenerateKeyHex();
   {
     int fd = open(c->key_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || write(fd, hex.data(), hex.size()) !=
-                      static_cast<ssize_t>(hex.size())) {
+    if (fd < 0 ||
+        write(fd, hex.data(), hex.size()) != static_cast<ssize_t>(hex.size())) {
       *error = "cannot write the key file";
       if (fd >= 0) close(fd);
       return nullptr;
@@ -113,10 +113,10 @@ bool LocalCluster::SetUpNetns(const LocalOptions& o, std::string* error) {
       return false;
     }
     if (!o.rate.empty() &&
-        (!in(ns, {"tc", "qdisc", "add", "dev", a, "root", "tbf", "rate",
-                  o.rate, "burst", "256kb", "limit", "2mb"}) ||
-         !in(br, {"tc", "qdisc", "add", "dev", b, "root", "tbf", "rate",
-                  o.rate, "burst", "256kb", "limit", "2mb"}))) {
+        (!in(ns, {"tc", "qdisc", "add", "dev", a, "root", "tbf", "rate", o.rate,
+                  "burst", "256kb", "limit", "2mb"}) ||
+         !in(br, {"tc", "qdisc", "add", "dev", b, "root", "tbf", "rate", o.rate,
+                  "burst", "256kb", "limit", "2mb"}))) {
       return false;
     }
     hosts_.push_back(addr + ":10916");
@@ -178,8 +178,7 @@ bool LocalCluster::Spawn(const LocalOptions& o, int i, std::string* error) {
   std::string line;
   char ch;
   pollfd p{pipefd[0], POLLIN, 0};
-  while (poll(&p, 1, 10000) > 0 && read(pipefd[0], &ch, 1) == 1 &&
-         ch != '\n') {
+  while (poll(&p, 1, 10000) > 0 && read(pipefd[0], &ch, 1) == 1 && ch != '\n') {
     line += ch;
   }
   close(pipefd[0]);

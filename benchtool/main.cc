@@ -14,6 +14,8 @@
 #include "benchtool/coordinator.h"
 #include "benchtool/host_counters.h"
 #include "benchtool/local.h"
+#include "benchtool/push.h"
+#include "benchtool/report.h"
 #include "benchtool/results.h"
 #include "core/sysfs.h"
 
@@ -104,8 +106,9 @@ int RunAgent(const std::string& listen, const std::string& key_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fabricmon-bench: collective-pattern benchmark between "
-               "fabricmon agents"};
+  CLI::App app{
+      "fabricmon-bench: collective-pattern benchmark between "
+      "fabricmon agents"};
   app.require_subcommand(1);
 
   // run
@@ -118,9 +121,8 @@ int main(int argc, char** argv) {
   run->add_option("--pattern", pattern, "pattern")
       ->required()
       ->check(CLI::IsMember(fb::PatternNames()));
-  auto* hosts_opt =
-      run->add_option("--hosts", hosts_file,
-                      "agents: host:port per line, or file_sd JSON");
+  auto* hosts_opt = run->add_option(
+      "--hosts", hosts_file, "agents: host:port per line, or file_sd JSON");
   auto* local_opt = run->add_option(
       "--local", local, "start N local agents (namespaces when root)");
   hosts_opt->excludes(local_opt);
@@ -149,11 +151,30 @@ int main(int argc, char** argv) {
 
   // agent
   auto* agent = app.add_subcommand(
-      "agent", "run a standalone agent (what --local starts; a daemon with "
-               "collectors.bench_agent enabled is the usual agent)");
+      "agent",
+      "run a standalone agent (what --local starts; a daemon with "
+      "collectors.bench_agent enabled is the usual agent)");
   std::string listen = ":10916", agent_key;
   agent->add_option("--listen", listen)->capture_default_str();
   agent->add_option("--key", agent_key)->required();
+
+  // report
+  auto* report = app.add_subcommand(
+      "report", "write a self-contained HTML report of one or more runs");
+  std::vector<std::string> report_inputs;
+  std::string report_out = "report.html";
+  report->add_option("results", report_inputs, "results.json [other.json...]")
+      ->required()
+      ->check(CLI::ExistingFile);
+  report->add_option("--out", report_out)->capture_default_str();
+
+  // push
+  auto* push =
+      app.add_subcommand("push", "push results to a Prometheus Pushgateway");
+  std::string gateway, push_input, push_run;
+  push->add_option("--gateway", gateway, "http://host:port")->required();
+  push->add_option("--run", push_run, "run label (default: the results')");
+  push->add_option("results", push_input)->required()->check(CLI::ExistingFile);
 
   // keygen
   auto* keygen = app.add_subcommand("keygen", "print a new random key (hex)");
@@ -165,6 +186,41 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*agent) return RunAgent(listen, agent_key);
+  if (*report || *push) {
+    std::vector<fb::Results> runs;
+    std::vector<std::string> names;
+    for (const auto& path :
+         *report ? report_inputs : std::vector<std::string>{push_input}) {
+      std::string text, error;
+      if (!ReadFile(path, &text)) {
+        std::cerr << "fabricmon-bench: cannot read " << path << "\n";
+        return 1;
+      }
+      auto r = fb::FromJson(text, &error);
+      if (!r) {
+        std::cerr << "fabricmon-bench: " << path << ": " << error << "\n";
+        return 1;
+      }
+      runs.push_back(std::move(*r));
+      names.push_back(path);
+    }
+    if (*push) {
+      std::string error;
+      if (fb::PushResults(gateway, runs[0], push_run, &error) < 0 ||
+          !error.empty()) {
+        std::cerr << "fabricmon-bench: " << error << "\n";
+        return 1;
+      }
+      return 0;
+    }
+    std::ofstream f(report_out);
+    f << fb::ReportHtml(runs, names);
+    if (!f) {
+      std::cerr << "fabricmon-bench: cannot write " << report_out << "\n";
+      return 1;
+    }
+    return 0;
+  }
 
   // run
   std::string error;

@@ -56,7 +56,8 @@ void AllGather(const Ring& r, std::size_t size, int shift,
   int n = r.n();
   for (int k = 0; k < n - 1; ++k) {
     Step s;
-    s.sends.push_back(ChunkOp(r.right(), size, Mod(r.pos + shift - k, n), n, 0));
+    s.sends.push_back(
+        ChunkOp(r.right(), size, Mod(r.pos + shift - k, n), n, 0));
     s.recvs.push_back(
         ChunkOp(r.left(), size, Mod(r.pos + shift - k - 1, n), n, 0));
     out->push_back(std::move(s));
@@ -138,8 +139,7 @@ std::optional<std::string> CheckShape(Pattern p, int ranks, int tp) {
   if (p == Pattern::kSendrecvPairs && ranks % 2 != 0) {
     return "sendrecv-pairs needs an even number of hosts";
   }
-  if (p == Pattern::kTpDp &&
-      (tp < 2 || ranks % tp != 0 || ranks / tp < 2)) {
+  if (p == Pattern::kTpDp && (tp < 2 || ranks % tp != 0 || ranks / tp < 2)) {
     return "tp-dp needs --tp >= 2 dividing the host count into >= 2 groups";
   }
   return std::nullopt;

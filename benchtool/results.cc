@@ -92,8 +92,10 @@ std::optional<Results> FromJson(const std::string& text, std::string* error) {
       SizeRow row;
       row.size_bytes = jr.at("size_bytes").get<std::uint64_t>();
       row.time_seconds = jr.at("time_seconds").get<double>();
-      row.algbw_bytes_per_second = jr.at("algbw_bytes_per_second").get<double>();
-      row.busbw_bytes_per_second = jr.at("busbw_bytes_per_second").get<double>();
+      row.algbw_bytes_per_second =
+          jr.at("algbw_bytes_per_second").get<double>();
+      row.busbw_bytes_per_second =
+          jr.at("busbw_bytes_per_second").get<double>();
       row.p50_seconds = jr.value("p50_seconds", row.time_seconds);
       row.p99_seconds = jr.value("p99_seconds", row.time_seconds);
       if (jr.contains("iterations")) {

@@ -69,16 +69,16 @@ class Tcp final : public BulkTransport {
     try {
       region_.assign(region_bytes, std::byte{0});
     } catch (const std::bad_alloc&) {
-      *error = {-1, "", "cannot allocate " + std::to_string(region_bytes) +
-                            " bytes"};
+      *error = {-1, "",
+                "cannot allocate " + std::to_string(region_bytes) + " bytes"};
       return std::nullopt;
     }
     sockaddr_storage addr{};
     socklen_t len = 0;
     std::string why;
     if (!Resolve(options_.bind_address, 0, &addr, &len, &why)) {
-      *error = {-1, "", "bulk listener on '" + options_.bind_address +
-                            "': " + why};
+      *error = {-1, "",
+                "bulk listener on '" + options_.bind_address + "': " + why};
       return std::nullopt;
     }
     listen_ = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -190,8 +190,8 @@ class Tcp final : public BulkTransport {
         if (!fds[i].revents) continue;
         auto [r, is_send] = who[i];
         auto& q = is_send ? out[r] : in[r];
-        TransportStatus e = is_send ? SendSome(r, q.front())
-                                    : RecvSome(r, q.front());
+        TransportStatus e =
+            is_send ? SendSome(r, q.front()) : RecvSome(r, q.front());
         if (e) return e;
         last_progress = Clock::now();
         if (q.front().done == kDataHeader + q.front().op->length) {
@@ -210,6 +210,14 @@ class Tcp final : public BulkTransport {
   }
 
   void Close() override {
+    // After an abort, reset the links instead of letting the kernel flush
+    // what is still queued: the other ranks stop receiving at once.
+    if (aborted_) {
+      linger hard{1, 0};
+      for (auto& [r, fd] : out_) {
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      }
+    }
     for (auto& [r, fd] : out_) ::close(fd);
     for (auto& [r, fd] : in_) ::close(fd);
     out_.clear();
@@ -348,8 +356,8 @@ class Tcp final : public BulkTransport {
       hello[i] = (session_.session_id >> (8 * (7 - i))) & 0xff;
     }
     for (int i = 0; i < 4; ++i) {
-      hello[8 + i] = (static_cast<std::uint32_t>(session_.rank) >>
-                      (8 * (3 - i))) & 0xff;
+      hello[8 + i] =
+          (static_cast<std::uint32_t>(session_.rank) >> (8 * (3 - i))) & 0xff;
     }
     hello[12] = static_cast<std::uint8_t>(session_.token.size());
     std::memcpy(hello + 13, session_.token.data(),
@@ -382,8 +390,9 @@ class Tcp final : public BulkTransport {
       if (n > 0) {
         got += n;
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR) ||
-                 !WaitFd(fd, POLLIN, std::min(deadline, Clock::now() +
-                                                  std::chrono::seconds(2)))) {
+                 !WaitFd(fd, POLLIN,
+                         std::min(deadline,
+                                  Clock::now() + std::chrono::seconds(2)))) {
         return -1;
       }
     }
@@ -392,8 +401,8 @@ class Tcp final : public BulkTransport {
     std::size_t tlen = hello[12];
     if (id != session_.session_id || tlen != session_.token.size() ||
         tlen > 64 ||
-        std::memcmp(hello + 13, session_.token.data(), tlen) != 0 ||
-        rank < 0 || rank >= session_.ranks()) {
+        std::memcmp(hello + 13, session_.token.data(), tlen) != 0 || rank < 0 ||
+        rank >= session_.ranks()) {
       return -1;
     }
     return rank;

@@ -108,26 +108,40 @@ bool KnownType(std::uint8_t t) {
 
 std::string_view MsgTypeName(MsgType type) {
   switch (type) {
-    case MsgType::kHello: return "hello";
-    case MsgType::kPrepare: return "prepare";
-    case MsgType::kPrepared: return "prepared";
-    case MsgType::kConnect: return "connect";
-    case MsgType::kRun: return "run";
-    case MsgType::kRunResult: return "run_result";
-    case MsgType::kStop: return "stop";
-    case MsgType::kOk: return "ok";
-    case MsgType::kError: return "error";
+    case MsgType::kHello:
+      return "hello";
+    case MsgType::kPrepare:
+      return "prepare";
+    case MsgType::kPrepared:
+      return "prepared";
+    case MsgType::kConnect:
+      return "connect";
+    case MsgType::kRun:
+      return "run";
+    case MsgType::kRunResult:
+      return "run_result";
+    case MsgType::kStop:
+      return "stop";
+    case MsgType::kOk:
+      return "ok";
+    case MsgType::kError:
+      return "error";
   }
   return "unknown";
 }
 
 std::string_view RefusalName(Refusal r) {
   switch (r) {
-    case Refusal::kNone: return "none";
-    case Refusal::kMalformed: return "malformed";
-    case Refusal::kVersion: return "version";
-    case Refusal::kBadMac: return "bad_mac";
-    case Refusal::kReplay: return "replay";
+    case Refusal::kNone:
+      return "none";
+    case Refusal::kMalformed:
+      return "malformed";
+    case Refusal::kVersion:
+      return "version";
+    case Refusal::kBadMac:
+      return "bad_mac";
+    case Refusal::kReplay:
+      return "replay";
   }
   return "unknown";
 }

@@ -39,12 +39,12 @@ using Bytes = std::vector<std::uint8_t>;
 
 enum class MsgType : std::uint8_t {
   kHello = 1,
-  kPrepare = 2,     // coordinator -> agent
-  kPrepared = 3,    // agent -> coordinator: the rank's endpoint
-  kConnect = 4,     // coordinator -> agent: every rank's endpoint
-  kRun = 5,         // coordinator -> agent: one size, all iterations
-  kRunResult = 6,   // agent -> coordinator
-  kStop = 7,        // coordinator -> agent: abort the session
+  kPrepare = 2,    // coordinator -> agent
+  kPrepared = 3,   // agent -> coordinator: the rank's endpoint
+  kConnect = 4,    // coordinator -> agent: every rank's endpoint
+  kRun = 5,        // coordinator -> agent: one size, all iterations
+  kRunResult = 6,  // agent -> coordinator
+  kStop = 7,       // coordinator -> agent: abort the session
   kOk = 8,
   kError = 9,
 };

@@ -1,5 +1,6 @@
 #include "collectors/registry.h"
 
+#include "collectors/bench_agent.h"
 #include "collectors/congestion.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
@@ -21,6 +22,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     RoceCollectorSpec(),
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
+    BenchAgentCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),
