@@ -238,10 +238,10 @@ TEST(BenchPush, ResultsReachARealPushgateway) {
                           dir.path() + "/r.json 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   int port = testing::FreeLoopbackPort();
-  testing::Session gateway(std::string(gw) +
-                               " --web.listen-address=127.0.0.1:" +
-                               std::to_string(port) + " --persistence.file=",
-                           dir.path() + "/gw.log");
+  testing::sim::Session gateway(
+      std::string(gw) + " --web.listen-address=127.0.0.1:" +
+          std::to_string(port) + " --persistence.file=",
+      dir.path() + "/gw.log");
   bool up = false;
   for (int i = 0; i < 200 && !up; ++i) {
     up = testing::HttpGetOk(port, "/-/ready").has_value();

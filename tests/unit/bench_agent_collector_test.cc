@@ -203,13 +203,13 @@ TEST_F(BenchAgentCollectorTest, RefusesWrongKeyAndGarbage) {
       this, 0, "fabric_bench_agent_refused_total{reason=\"malformed\"} 1",
       &text))
       << text;
-  // The agent closed the connection on us.
+  // The agent closed the connection on us (a reset: our junk was unread).
   char buf[256];
   ssize_t n;
   do {
     n = read(fd, buf, sizeof buf);
   } while (n > 0);
-  EXPECT_EQ(n, 0);
+  EXPECT_LE(n, 0);
   close(fd);
   EXPECT_NE(text.find("fabric_bench_agent_sessions_total 0\n"),
             std::string::npos);
