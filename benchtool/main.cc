@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "auth/key_file.h"
@@ -18,6 +17,7 @@
 #include "benchtool/report.h"
 #include "benchtool/results.h"
 #include "core/sysfs.h"
+#include "probe/peers.h"
 
 namespace fb = fabric::bench;
 
@@ -32,8 +32,8 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
-// One host:port per line ('#' comments, blank lines ignored), or a
-// Prometheus file_sd JSON list of {"targets": [...]}.
+// The probe helper's peer lists: one host:port per line ('#' comments) or a
+// Prometheus file_sd JSON list; no port = 10916.
 std::vector<std::string> ReadHosts(const std::string& path,
                                    std::string* error) {
   std::string text;
@@ -41,35 +41,16 @@ std::vector<std::string> ReadHosts(const std::string& path,
     *error = "cannot read --hosts " + path;
     return {};
   }
-  std::vector<std::string> hosts;
-  std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '[') {
-    // file_sd: reuse the JSON reader.
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.is_array()) {
-      *error = path + ": not file_sd JSON";
-      return {};
-    }
-    for (const auto& group : j) {
-      if (!group.is_object() || !group.contains("targets")) continue;
-      for (const auto& t : group["targets"]) {
-        if (t.is_string()) hosts.push_back(t.get<std::string>());
-      }
-    }
-  } else {
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line)) {
-      auto hash = line.find('#');
-      if (hash != std::string::npos) line.resize(hash);
-      auto b = line.find_first_not_of(" \t\r");
-      auto e = line.find_last_not_of(" \t\r");
-      if (b == std::string::npos) continue;
-      hosts.push_back(line.substr(b, e - b + 1));
-    }
+  auto peers = fabric::probe::ParsePeersFile(text, error);
+  if (!peers) {
+    *error = path + ": " + *error;
+    return {};
   }
-  for (auto& h : hosts) {
-    if (h.find(':') == std::string::npos) h += ":10916";
+  std::vector<std::string> hosts;
+  for (const auto& p : *peers) {
+    bool v6 = p.host.find(':') != std::string::npos;
+    hosts.push_back((v6 ? "[" + p.host + "]" : p.host) + ":" +
+                    std::to_string(p.port));
   }
   if (hosts.empty()) *error = path + ": no hosts";
   return hosts;

@@ -6,6 +6,7 @@
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
 #include "collectors/opensm.h"
+#include "collectors/probe.h"
 #include "collectors/roce.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
@@ -22,6 +23,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     RoceCollectorSpec(),
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
+    ProbeCollectorSpec(),
     BenchAgentCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
