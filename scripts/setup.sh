@@ -18,6 +18,9 @@ PACKAGES=(
   # amtool checks dashboards/alertmanager/ (rules_promtool_test).
   prometheus-alertmanager
   ibsim-utils opensm infiniband-diags
+  # fabricmon-bench: results.json (nlohmann), its report checked in headless
+  # Chromium, its push checked against a real Pushgateway.
+  nlohmann-json3-dev chromium prometheus-pushgateway
 )
 
 missing=()
@@ -34,5 +37,5 @@ fi
 # start their own instances on loopback, so the packaged ones are not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now prometheus prometheus-node-exporter \
-    prometheus-alertmanager >/dev/null 2>&1 || true
+    prometheus-alertmanager prometheus-pushgateway >/dev/null 2>&1 || true
 fi
