@@ -320,8 +320,7 @@ std::error_code UdPort::PostTo(Handle ah, std::uint32_t qpn, std::uint32_t qkey,
   return {};
 }
 
-Stamp UdPort::StampOf(const Completion& wc) {
-  const std::int64_t now = options_.now_ns();
+Stamp UdPort::StampOf(const Completion& wc, std::int64_t now) {
   if (clock_kind_ != ClockKind::kHardware || !wc.has_timestamp) {
     return Stamp{now, ClockKind::kSoftware};
   }
@@ -350,7 +349,8 @@ void UdPort::OnCompletion(const Completion& wc, std::vector<UdEvent>* events) {
     }
     std::uint8_t* buf = RecvBuffer(index);
     UdEvent ev;
-    ev.stamp = StampOf(wc);
+    ev.polled_ns = options_.now_ns();
+    ev.stamp = StampOf(wc, ev.polled_ns);
     if (wc.byte_len < kGrhBytes || wc.byte_len > recv_stride_) {
       ev.kind = UdEvent::Kind::kDropped;
       ev.error = "receive of " + std::to_string(wc.byte_len) +
@@ -386,7 +386,8 @@ void UdPort::OnCompletion(const Completion& wc, std::vector<UdEvent>* events) {
   if (it == in_flight_.end()) return;
   UdEvent ev;
   ev.cookie = it->second.cookie;
-  ev.stamp = StampOf(wc);
+  ev.polled_ns = options_.now_ns();
+  ev.stamp = StampOf(wc, ev.polled_ns);
   free_slots_.push_back(it->second.slot);
   in_flight_.erase(it);
   if (wc.status == 0) {
@@ -429,7 +430,8 @@ void UdPort::Poll(std::vector<UdEvent>* events) {
       UdEvent ev;
       ev.kind = UdEvent::Kind::kSendFailed;
       ev.cookie = f.cookie;
-      ev.stamp = Stamp{options_.now_ns(), ClockKind::kSoftware};
+      ev.polled_ns = options_.now_ns();
+      ev.stamp = Stamp{ev.polled_ns, ClockKind::kSoftware};
       ev.error = failure_;
       events->push_back(std::move(ev));
       free_slots_.push_back(f.slot);

@@ -65,6 +65,9 @@ struct UdEvent {
   Kind kind = Kind::kSent;
   std::uint64_t cookie = 0;  // kSent / kSendFailed: the caller's
   Stamp stamp;
+  // The host clock (UdOptions::now_ns) when the completion was polled: a
+  // software stamp even where `stamp` is a hardware one.
+  std::int64_t polled_ns = 0;
   // kReceived: the configured peer whose address matches the source (empty
   // for an unknown sender, e.g. a prober this node does not probe itself).
   std::string peer;
@@ -87,7 +90,8 @@ struct UdOptions {
   std::size_t max_payload = 256;   // at most the port's MTU
   std::uint8_t traffic_class = 0;  // RoCE: DSCP << 2
   std::uint8_t sl = 0;
-  // Host CLOCK_MONOTONIC nanoseconds; injectable for tests.
+  // Host nanoseconds (CLOCK_MONOTONIC by default; any clock that does not
+  // step backwards often works); injectable for tests.
   std::function<std::int64_t()> now_ns;
   // How often the HCA clock anchor is re-read (ibv_query_rt_values_ex).
   std::int64_t reanchor_ns = 1000000000;
@@ -155,7 +159,7 @@ class UdPort {
                          std::span<const std::uint8_t> payload,
                          std::uint64_t cookie);
   void OnCompletion(const Completion& wc, std::vector<UdEvent>* events);
-  Stamp StampOf(const Completion& wc);
+  Stamp StampOf(const Completion& wc, std::int64_t now);
   void Fail(std::string reason);
   void ReleaseRetired();
   std::uint8_t* RecvBuffer(int index);

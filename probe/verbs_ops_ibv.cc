@@ -1,15 +1,17 @@
 // VerbsOps over libibverbs: each method is one or two verbs calls. Handles
 // are the ibv objects' addresses, except CQs, which carry whether they were
 // created with completion timestamps (ibv_wc_read_completion_ts may only be
-// called on such a CQ).
+// called on such a CQ). Compiled to a null factory when rdma-core is not
+// built in (FABRICMON_HAVE_IBVERBS unset).
+#include "probe/verbs_ops.h"
+
+#if FABRICMON_HAVE_IBVERBS
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
-
-#include "probe/verbs_ops.h"
 
 namespace fabric::rdma {
 namespace {
@@ -480,3 +482,15 @@ std::unique_ptr<VerbsOps> MakeIbverbsOps() {
 }
 
 }  // namespace fabric::rdma
+
+#else  // built without rdma-core
+
+namespace fabric::rdma {
+
+// No verbs: the host has no RDMA ports and the probe collector's `auto`
+// transport uses UDP.
+std::unique_ptr<VerbsOps> MakeIbverbsOps() { return nullptr; }
+
+}  // namespace fabric::rdma
+
+#endif
