@@ -1,6 +1,5 @@
 #include "benchtool/rdma_rc.h"
 
-#include <arpa/inet.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -118,30 +117,6 @@ std::optional<RcEndpoint> DecodeRcEndpoint(std::span<const std::uint8_t> b,
   return e;
 }
 
-std::optional<rdma::RdmaPort> PickPortForAddress(
-    std::span<const rdma::RdmaPort> ports, std::string_view bind_address) {
-  if (ports.empty()) return std::nullopt;
-  std::string host(bind_address);
-  if (!host.empty() && host.front() == '[') {
-    host = host.substr(1, host.find(']') - 1);
-  } else if (std::count(host.begin(), host.end(), ':') == 1) {
-    host = host.substr(0, host.find(':'));
-  }
-  rdma::Gid gid{};
-  in_addr v4{};
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
-    gid[10] = 0xff;
-    gid[11] = 0xff;
-    std::memcpy(gid.data() + 12, &v4, 4);
-  } else if (inet_pton(AF_INET6, host.c_str(), gid.data()) != 1) {
-    return ports.front();
-  }
-  for (const rdma::RdmaPort& p : ports) {
-    if (p.gid.gid == gid) return p;
-  }
-  return ports.front();
-}
-
 std::unique_ptr<BulkTransport> MakeRdmaTransport(
     const std::string& bind_address, std::string* error) {
   std::unique_ptr<rdma::VerbsOps> ops = rdma::MakeIbverbsOps();
@@ -151,7 +126,7 @@ std::unique_ptr<BulkTransport> MakeRdmaTransport(
   }
   std::string why;
   std::vector<rdma::RdmaPort> ports = rdma::ListRdmaPorts(*ops, &why);
-  auto port = PickPortForAddress(ports, bind_address);
+  auto port = rdma::PickPortForAddress(ports, bind_address);
   if (!port) {
     *error = "no active RDMA port on this host" +
              (why.empty() ? std::string() : " (" + why + ")");

@@ -88,14 +88,8 @@ struct RcOptions {
   std::function<std::chrono::steady_clock::time_point()> now;
 };
 
-// The local port for bulk traffic bound to `bind_address` ("host",
-// "host:port", "[v6]:port"): the port whose GID is that IP address (RoCE),
-// else the first port listed. nullopt when `ports` is empty.
-std::optional<rdma::RdmaPort> PickPortForAddress(
-    std::span<const rdma::RdmaPort> ports, std::string_view bind_address);
-
 // The transport the agent's TransportFactory makes for "rdma": libibverbs
-// on the port PickPortForAddress chooses. nullptr and *error when
+// on the port rdma::PickPortForAddress chooses. nullptr and *error when
 // fabricmon was built without rdma-core or the host has no active RDMA port.
 std::unique_ptr<BulkTransport> MakeRdmaTransport(
     const std::string& bind_address, std::string* error);

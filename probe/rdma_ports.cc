@@ -1,6 +1,9 @@
 #include "probe/rdma_ports.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <cstring>
 
 namespace fabric::rdma {
 namespace {
@@ -96,6 +99,30 @@ std::vector<RdmaPort> ListRdmaPorts(VerbsOps& ops, std::string* error) {
     ops.Close(ctx);
   }
   return ports;
+}
+
+std::optional<RdmaPort> PickPortForAddress(std::span<const RdmaPort> ports,
+                                           std::string_view bind_address) {
+  if (ports.empty()) return std::nullopt;
+  std::string host(bind_address);
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (std::count(host.begin(), host.end(), ':') == 1) {
+    host = host.substr(0, host.find(':'));
+  }
+  Gid gid{};
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    std::memcpy(gid.data() + 12, &v4, 4);
+  } else if (inet_pton(AF_INET6, host.c_str(), gid.data()) != 1) {
+    return ports.front();
+  }
+  for (const RdmaPort& p : ports) {
+    if (p.gid.gid == gid) return p;
+  }
+  return ports.front();
 }
 
 }  // namespace fabric::rdma

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "probe/hca_clock.h"
@@ -42,6 +43,12 @@ std::optional<GidEntry> PickGid(std::span<const GidEntry> table,
 // collector's `auto` transport then uses UDP. A device or port that cannot be
 // queried is skipped and named in *error; the others are still returned.
 std::vector<RdmaPort> ListRdmaPorts(VerbsOps& ops, std::string* error);
+
+// The port for traffic bound to `address` ("host", "host:port",
+// "[v6]:port"): the port whose GID is that IP address (RoCE), else the first
+// port listed. nullopt when `ports` is empty.
+std::optional<RdmaPort> PickPortForAddress(std::span<const RdmaPort> ports,
+                                           std::string_view address);
 
 // True for ::ffff:a.b.c.d, the GID of a RoCEv2 entry on an IPv4 address.
 bool IsIpv4MappedGid(const Gid& gid);

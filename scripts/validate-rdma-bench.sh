@@ -16,7 +16,6 @@ source "$(dirname "$0")/validate-rdma-common.sh"
 
 SIZES=${SIZES:-8:64M:x8}
 command -v python3 >/dev/null || rdma_fail "python3 is missing"
-command -v openssl >/dev/null || rdma_fail "openssl is missing"
 
 rdma_setup
 BENCH=$(rdma_binary fabricmon-bench)

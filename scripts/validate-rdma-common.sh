@@ -108,7 +108,7 @@ rdma_setup() {
 # A fresh shared key (owner-only), as the daemons and fabricmon-bench need.
 rdma_keyfile() {
   local key="$RDMA_WORK/key"
-  (umask 077 && openssl rand -hex 32 >"$key")
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$key")
   echo "$key"
 }
 

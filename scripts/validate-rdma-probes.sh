@@ -14,7 +14,6 @@ source "$(dirname "$0")/validate-rdma-common.sh"
 
 DURATION=${DURATION:-20}
 command -v curl >/dev/null || rdma_fail "curl is missing"
-command -v openssl >/dev/null || rdma_fail "openssl is missing"
 
 rdma_setup
 FABRICMON=$(rdma_binary fabricmon)

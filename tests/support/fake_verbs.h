@@ -423,7 +423,8 @@ class FakeVerbs : public VerbsOps {
     if (Dev(context) == nullptr) return Fail(error);
     Handle h = Next();
     channels.insert(h);
-    *fd = 1000 + static_cast<int>(h);
+    // Far above any open descriptor: not one a reactor can wait on.
+    *fd = 1000000 + static_cast<int>(h);
     return h;
   }
   void DestroyChannel(Handle channel) override {

@@ -336,12 +336,13 @@ TEST_F(RcTest, PrepareOnAVanishedDeviceNamesIt) {
 
 TEST_F(RcTest, PortForTheBindAddress) {
   // ports[0] is 10.0.0.1 (mlx5_0), ports[1] is 10.0.0.2 (mlx5_1).
-  EXPECT_EQ(PickPortForAddress(ports, "10.0.0.2:10916")->device, "mlx5_1");
-  EXPECT_EQ(PickPortForAddress(ports, "10.0.0.2")->device, "mlx5_1");
-  EXPECT_EQ(PickPortForAddress(ports, "10.0.0.9:1")->device, "mlx5_0");
-  EXPECT_EQ(PickPortForAddress(ports, ":10916")->device, "mlx5_0");
-  EXPECT_EQ(PickPortForAddress(ports, "[::1]:10916")->device, "mlx5_0");
-  EXPECT_FALSE(PickPortForAddress({}, "10.0.0.2"));
+  EXPECT_EQ(rdma::PickPortForAddress(ports, "10.0.0.2:10916")->device,
+            "mlx5_1");
+  EXPECT_EQ(rdma::PickPortForAddress(ports, "10.0.0.2")->device, "mlx5_1");
+  EXPECT_EQ(rdma::PickPortForAddress(ports, "10.0.0.9:1")->device, "mlx5_0");
+  EXPECT_EQ(rdma::PickPortForAddress(ports, ":10916")->device, "mlx5_0");
+  EXPECT_EQ(rdma::PickPortForAddress(ports, "[::1]:10916")->device, "mlx5_0");
+  EXPECT_FALSE(rdma::PickPortForAddress({}, "10.0.0.2"));
 }
 
 }  // namespace
