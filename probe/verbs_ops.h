@@ -193,7 +193,9 @@ class VerbsOps {
                                std::error_code* error) = 0;
   virtual void DestroyChannel(Handle channel) = 0;
   // ibv_create_cq_ex with the standard fields and, when `timestamps`,
-  // IBV_WC_EX_WITH_COMPLETION_TIMESTAMP; `channel` may be 0.
+  // IBV_WC_EX_WITH_COMPLETION_TIMESTAMP; `channel` may be 0. Without
+  // timestamps, a provider that has no extended CQ gets a plain one
+  // (ibv_create_cq, polled with ibv_poll_cq).
   virtual Handle CreateCq(Handle context, int depth, bool timestamps,
                           Handle channel, std::error_code* error) = 0;
   virtual void DestroyCq(Handle cq) = 0;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -29,9 +30,14 @@ Handle Of(T* p) {
   return static_cast<Handle>(reinterpret_cast<std::uintptr_t>(p));
 }
 
+// An extended CQ, or (a provider without ibv_create_cq_ex) a plain one.
 struct CqBox {
   ibv_cq_ex* cq = nullptr;
+  ibv_cq* plain = nullptr;
   bool timestamps = false;
+  ibv_cq* base() const {
+    return plain != nullptr ? plain : ibv_cq_ex_to_cq(cq);
+  }
 };
 
 ibv_qp_state ToIbv(QpState s) {
@@ -103,6 +109,37 @@ WcOpcode FromIbv(ibv_wc_opcode op) {
     default:
       return WcOpcode::kOther;
   }
+}
+
+int PollPlain(ibv_cq* cq, int max, std::vector<Completion>* out) {
+  ibv_wc wc[16];
+  int total = 0;
+  while (total < max) {
+    int n = ibv_poll_cq(cq, std::min(max - total, 16), wc);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      Completion c;
+      c.wr_id = wc[i].wr_id;
+      c.status = wc[i].status;
+      if (c.status != IBV_WC_SUCCESS) {
+        c.status_text = ibv_wc_status_str(wc[i].status);
+      } else {
+        c.opcode = FromIbv(wc[i].opcode);
+        c.byte_len = wc[i].byte_len;
+        if (wc[i].wc_flags & IBV_WC_WITH_IMM) {
+          c.has_imm = true;
+          c.imm = be32toh(wc[i].imm_data);
+        }
+        c.src_qp = wc[i].src_qp;
+        c.slid = wc[i].slid;
+        c.sl = wc[i].sl;
+        c.grh = (wc[i].wc_flags & IBV_WC_GRH) != 0;
+      }
+      out->push_back(std::move(c));
+    }
+    total += n;
+  }
+  return total;
 }
 
 class IbverbsOps final : public VerbsOps {
@@ -259,7 +296,13 @@ class IbverbsOps final : public VerbsOps {
     attr.wc_flags = IBV_WC_STANDARD_FLAGS;
     if (timestamps) attr.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
     box->cq = ibv_create_cq_ex(As<ibv_context>(context), &attr);
-    if (box->cq == nullptr) {
+    if (box->cq == nullptr && !timestamps) {
+      // Older providers lack the extended CQ; without timestamps a plain
+      // one does the same job.
+      box->plain = ibv_create_cq(As<ibv_context>(context), depth, box.get(),
+                                 As<ibv_comp_channel>(channel), 0);
+    }
+    if (box->cq == nullptr && box->plain == nullptr) {
       *error = Errno(errno);
       return 0;
     }
@@ -267,12 +310,12 @@ class IbverbsOps final : public VerbsOps {
   }
   void DestroyCq(Handle cq) override {
     auto* box = As<CqBox>(cq);
-    ibv_destroy_cq(ibv_cq_ex_to_cq(box->cq));
+    ibv_destroy_cq(box->base());
     delete box;
   }
 
   std::error_code ArmCq(Handle cq) override {
-    int rc = ibv_req_notify_cq(ibv_cq_ex_to_cq(As<CqBox>(cq)->cq), 0);
+    int rc = ibv_req_notify_cq(As<CqBox>(cq)->base(), 0);
     return rc == 0 ? std::error_code{} : Errno(rc);
   }
 
@@ -288,6 +331,7 @@ class IbverbsOps final : public VerbsOps {
 
   int Poll(Handle cq, int max, std::vector<Completion>* out) override {
     auto* box = As<CqBox>(cq);
+    if (box->plain != nullptr) return PollPlain(box->plain, max, out);
     ibv_poll_cq_attr attr{};
     int rc = ibv_start_poll(box->cq, &attr);
     if (rc != 0) return 0;  // ENOENT: empty
@@ -326,8 +370,8 @@ class IbverbsOps final : public VerbsOps {
                   const QpCaps& caps, std::uint32_t* qpn,
                   std::error_code* error) override {
     ibv_qp_init_attr init{};
-    init.send_cq = ibv_cq_ex_to_cq(As<CqBox>(send_cq)->cq);
-    init.recv_cq = ibv_cq_ex_to_cq(As<CqBox>(recv_cq)->cq);
+    init.send_cq = As<CqBox>(send_cq)->base();
+    init.recv_cq = As<CqBox>(recv_cq)->base();
     init.qp_type = type == QpType::kUd ? IBV_QPT_UD : IBV_QPT_RC;
     init.cap.max_send_wr = static_cast<std::uint32_t>(caps.max_send_wr);
     init.cap.max_recv_wr = static_cast<std::uint32_t>(caps.max_recv_wr);
