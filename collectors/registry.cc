@@ -5,6 +5,7 @@
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
 #include "collectors/opensm.h"
+#include "collectors/probe.h"
 #include "collectors/roce.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
@@ -21,6 +22,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     RoceCollectorSpec(),
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
+    ProbeCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),

@@ -7,11 +7,6 @@ namespace {
 
 constexpr std::uint64_t kWords = ReplayWindow::kWindow / 64;
 
-template <typename Map>
-void Touch(Map& map, std::list<std::string>& order, typename Map::iterator it) {
-  order.splice(order.end(), order, it->second.age);
-}
-
 }  // namespace
 
 bool ReplayWindow::Test(State& s, std::uint64_t seq) {
@@ -57,7 +52,7 @@ bool ReplayWindow::Accept(const std::string& source, std::uint64_t session,
     it = map_.emplace(key, State{}).first;
     it->second.age = std::prev(order_.end());
   } else {
-    Touch(map_, order_, it);
+    order_.splice(order_.end(), order_, it->second.age);
   }
   return Test(it->second, seq);
 }
@@ -73,7 +68,7 @@ bool RateLimiter::Allow(const std::string& source, double now_s) {
     it = map_.emplace(source, Bucket{burst_, now_s, {}}).first;
     it->second.age = std::prev(order_.end());
   } else {
-    Touch(map_, order_, it);
+    order_.splice(order_.end(), order_, it->second.age);
   }
   Bucket& b = it->second;
   b.tokens = std::min(burst_, b.tokens + (now_s - b.last) * rate_);

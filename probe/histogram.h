@@ -13,11 +13,14 @@
 namespace fabric::probe {
 
 // Upper bounds in seconds.
-inline constexpr std::array<double, 33> kRttBuckets = {
-    1e-6,   2e-6,   3e-6,   4e-6,   5e-6,   6e-6,  8e-6,  10e-6,  12e-6,
-    15e-6,  20e-6,  25e-6,  30e-6,  40e-6,  50e-6, 75e-6, 100e-6, 150e-6,
-    200e-6, 300e-6, 500e-6, 750e-6, 1e-3,   2e-3,  5e-3,  10e-3,  20e-3,
-    50e-3,  100e-3, 200e-3, 500e-3, 750e-3, 1.0};
+// Dense from 1 to 100 µs (RDMA), then tight enough around 1 ms that a
+// median read back from the buckets resolves 10% (the relay test).
+inline constexpr std::array<double, 43> kRttBuckets = {
+    1e-6,   2e-6,   3e-6,   4e-6,   5e-6,    6e-6,   8e-6,   10e-6,  12e-6,
+    15e-6,  20e-6,  25e-6,  30e-6,  40e-6,   50e-6,  60e-6,  80e-6,  100e-6,
+    125e-6, 150e-6, 200e-6, 250e-6, 300e-6,  400e-6, 500e-6, 600e-6, 700e-6,
+    800e-6, 900e-6, 1e-3,   1.1e-3, 1.25e-3, 1.5e-3, 2e-3,   2.5e-3, 5e-3,
+    10e-3,  25e-3,  50e-3,  100e-3, 250e-3,  500e-3, 1.0};
 
 class RttHistogram {
  public:

@@ -11,8 +11,9 @@
 // CanReach() is false and the engine probes that peer over UDP.
 //
 // Thread-safety: every call, and every handler the transport invokes, runs on
-// the io_context thread the transport was made with; nothing here is safe to
-// call from another thread.
+// the io_context thread the transport was made with, except Healthy() and
+// LastError(), which the collector calls from its own thread (the transport
+// guards what they read).
 #pragma once
 
 #include <boost/asio/ip/udp.hpp>
