@@ -71,7 +71,7 @@ RdmaTransport::~RdmaTransport() { Stop(); }
 bool RdmaTransport::Start(Handlers handlers, std::string* error) {
   Stop();
   handlers_ = std::move(handlers);
-  last_error_.clear();
+  SetError("");
   if (!ops_) {
     *error = "built without rdma-core: no RDMA transport";
     return false;
@@ -82,14 +82,14 @@ bool RdmaTransport::Start(Handlers handlers, std::string* error) {
     *error = "no active RDMA port" + (why.empty() ? "" : ": " + why);
     return false;
   }
-  last_error_ = why;
+  std::string notes = why;
   const auto pick = rdma::PickPortForAddress(list, listen_address_);
   ports_.reserve(list.size());
   for (const rdma::RdmaPort& rp : list) {
     std::string e;
     auto ud = rdma::UdPort::Open(*ops_, rp, options_, &e);
     if (!ud) {
-      last_error_ += (last_error_.empty() ? "" : "; ") + e;
+      notes += (notes.empty() ? "" : "; ") + e;
       continue;
     }
     if (rp.device == pick->device && rp.port == pick->port) {
@@ -105,11 +105,13 @@ bool RdmaTransport::Start(Handlers handlers, std::string* error) {
     port.ud = std::move(ud);
     ports_.push_back(std::move(port));
   }
+  SetError(notes);
   if (ports_.empty()) {
-    *error = last_error_;
+    *error = notes;
     return false;
   }
   for (std::size_t i = 0; i < ports_.size(); ++i) Arm(i);
+  UpdateHealth();
   return true;
 }
 
@@ -138,10 +140,31 @@ void RdmaTransport::Stop() {
   ports_.clear();
   sender_ = 0;
   last_from_.clear();
+  UpdateHealth();
+}
+
+bool RdmaTransport::SenderWorks() const {
+  return !ports_.empty() && ports_[sender_].ud->failure().empty();
+}
+
+void RdmaTransport::UpdateHealth() {
+  std::lock_guard lock(status_mu_);
+  healthy_ = SenderWorks();
+}
+
+void RdmaTransport::SetError(std::string error) {
+  std::lock_guard lock(status_mu_);
+  last_error_ = std::move(error);
 }
 
 bool RdmaTransport::Healthy() const {
-  return !ports_.empty() && ports_[sender_].ud->failure().empty();
+  std::lock_guard lock(status_mu_);
+  return healthy_;
+}
+
+std::string RdmaTransport::LastError() const {
+  std::lock_guard lock(status_mu_);
+  return last_error_;
 }
 
 void RdmaTransport::PollNow() {
@@ -152,7 +175,7 @@ void RdmaTransport::Dispatch(std::size_t index) {
   events_.clear();
   rdma::UdPort& ud = *ports_[index].ud;
   ud.Poll(&events_);
-  if (!ud.failure().empty()) last_error_ = ud.failure();
+  if (!ud.failure().empty()) SetError(ud.failure());
   for (rdma::UdEvent& ev : events_) {
     switch (ev.kind) {
       case rdma::UdEvent::Kind::kSent:
@@ -163,7 +186,7 @@ void RdmaTransport::Dispatch(std::size_t index) {
       case rdma::UdEvent::Kind::kSendFailed:
       case rdma::UdEvent::Kind::kDropped:
         // The probe engine counts the probe lost when no answer comes.
-        last_error_ = ev.error;
+        SetError(ev.error);
         break;
       case rdma::UdEvent::Kind::kReceived: {
         Received r;
@@ -189,10 +212,11 @@ void RdmaTransport::Dispatch(std::size_t index) {
       }
     }
   }
+  UpdateHealth();
 }
 
 bool RdmaTransport::CanReach(const Endpoint& peer) const {
-  return Healthy() && ports_[sender_].ud->HasPeer(Key(peer));
+  return SenderWorks() && ports_[sender_].ud->HasPeer(Key(peer));
 }
 
 std::optional<Timestamp> RdmaTransport::Send(
@@ -202,7 +226,8 @@ std::optional<Timestamp> RdmaTransport::Send(
   Timestamp t;
   t.software_ns = options_.now_ns();
   if (auto ec = ports_[sender_].ud->Send(Key(peer), packet, tx_id)) {
-    last_error_ = Key(peer) + ": " + ec.message();
+    SetError(Key(peer) + ": " + ec.message());
+    UpdateHealth();
     return std::nullopt;
   }
   return t;
@@ -216,7 +241,8 @@ bool RdmaTransport::Reply(const Source& to,
   }
   if (auto ec = ports_[it->second.first].ud->Reply(it->second.second, packet,
                                                    kReplyCookie)) {
-    last_error_ = "reply to " + to.key + ": " + ec.message();
+    SetError("reply to " + to.key + ": " + ec.message());
+    UpdateHealth();
     return false;
   }
   return true;
@@ -244,7 +270,7 @@ void RdmaTransport::SetPeerAddress(const Endpoint& peer,
           key,
           rdma::UdAddress{address.gid, address.lid, address.qpn, address.qkey},
           &error)) {
-    last_error_ = error;
+    SetError(error);
     return;
   }
   udp_of_[key] = peer;

@@ -12,13 +12,15 @@
 // completion stamps mapped onto the same clock (probe/hca_clock.h), filled
 // only on ports whose device has them (soft-RoCE has not).
 //
-// Thread-safety: as Transport: everything on the io_context thread.
+// Thread-safety: as Transport: everything on the io_context thread except
+// Healthy() and LastError(), which read a status kept under a mutex.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,7 +44,7 @@ class RdmaTransport final : public Transport {
   bool Start(Handlers handlers, std::string* error) override;
   void Stop() override;
   bool Healthy() const override;
-  std::string LastError() const override { return last_error_; }
+  std::string LastError() const override;
 
   bool CanReach(const Endpoint& peer) const override;
   std::optional<Timestamp> Send(const Endpoint& peer,
@@ -67,6 +69,9 @@ class RdmaTransport final : public Transport {
     std::unique_ptr<rdma::UdPort> ud;
     std::unique_ptr<boost::asio::posix::stream_descriptor> fd;
   };
+  bool SenderWorks() const;
+  void UpdateHealth();
+  void SetError(std::string error);
   void Arm(std::size_t index);
   void Dispatch(std::size_t index);
   static std::string Key(const Endpoint& peer);
@@ -78,6 +83,9 @@ class RdmaTransport final : public Transport {
   Handlers handlers_;
   std::vector<Port> ports_;
   std::size_t sender_ = 0;  // index into ports_
+  // What Healthy() and LastError() read from the collector's thread.
+  mutable std::mutex status_mu_;
+  bool healthy_ = false;
   std::string last_error_;
   // What a Reply needs: the last datagram from each source (GID or LID and
   // QPN), bounded like UdPort's reply cache.
