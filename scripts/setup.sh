@@ -10,6 +10,8 @@ PACKAGES=(
   build-essential cmake pkg-config git
   prometheus-cpp-dev libboost-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
   libsystemd-dev libssl-dev
+  # /metrics server: gzip, bcrypt (crypt_r) for basic auth.
+  zlib1g-dev libcrypt-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
   libgtest-dev libgmock-dev libbenchmark-dev
