@@ -18,6 +18,9 @@ PACKAGES=(
   # amtool checks dashboards/alertmanager/ (rules_promtool_test).
   prometheus-alertmanager
   ibsim-utils opensm infiniband-diags
+  # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
+  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
+  dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
 )
 
 missing=()
