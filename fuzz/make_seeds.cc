@@ -11,6 +11,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <rdma/rdma_netlink.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <cstdint>
@@ -186,7 +187,10 @@ void MadSeeds(const fs::path& dir) {
   const sim::Port* host = cluster.FindPort(0, "mlx5_0");
   const sim::Port* sw = nullptr;
   for (const sim::Port& p : cluster.ports()) {
-    if (p.host < 0 && p.peer >= 0) sw = &p;
+    if (p.host < 0 && p.peer >= 0 && p.lid != 0 &&
+        p.link_layer == sim::LinkLayer::kInfiniBand) {
+      sw = &p;
+    }
   }
   struct Ask {
     const char* name;

@@ -10,6 +10,9 @@
 # under /usr/share/fabricmon/. Depends come from dpkg-shlibdeps. The
 # maintainer scripts are in packaging/debian/ (what they do: README.md).
 include(GNUInstallDirs)
+# cpack (and `make install`) install what is built instead of building the
+# whole tree (every test) first: build the binaries, then package.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 foreach(tool fabricmon-sim fabricmon-bench)
   if(TARGET ${tool})
