@@ -10,10 +10,11 @@
 // removes: nothing reaches the real system, and a parallel apt/dpkg on the
 // shared machine neither blocks nor is blocked (dpkg's lock is the
 // overlay's). No systemd runs here (PID 1 is not systemd), so inside the
-// overlay /run/systemd/system exists and `systemctl` is a stub that logs
-// its arguments and answers is-enabled/is-active from the enablement links:
-// the test checks what the scripts ask systemd to do (start on a first
-// install, try-restart on upgrade, stop only on removal), not systemd.
+// overlay /run/systemd/system exists and `systemctl` is a wrapper that logs
+// its arguments, answers is-active from a flag file and ignores the runtime
+// actions (kStubSystemctl): the test checks what the scripts ask systemd to
+// do (start on a first install, try-restart on upgrade, stop only on
+// removal), not systemd.
 // Docker's policy-rc.d (deny everything) is removed inside the overlay.
 //
 // Needs root (mount, chroot), unshare, cpack, dpkg: skips without them,
@@ -68,18 +69,21 @@ bool HaveTool(const char* tool) {
   return Shell(std::string("command -v ") + tool).rc == 0;
 }
 
-// The stub systemctl inside the overlay (see the header comment).
+// The systemctl inside the overlay: logs its arguments; is-active answers
+// from a flag file; the runtime actions (there is no systemd to act on) do
+// nothing; everything else (preset, enable, disable, is-enabled, which
+// deb-systemd-helper and -invoke use) is the real systemctl, moved to
+// systemctl.real, working offline on the overlay (--root=/: with
+// /run/systemd/system present it would look for a bus).
 constexpr const char* kStubSystemctl = R"(#!/bin/sh
 echo "$*" >> /root/systemctl.log
 for arg in "$@"; do
   case "$arg" in
-    is-enabled)
-      if [ -e /etc/systemd/system/multi-user.target.wants/fabricmon.service ]
-      then echo enabled; exit 0; else echo disabled; exit 1; fi ;;
     is-active) [ -e /root/fabricmon-active ]; exit $? ;;
+    daemon-reload|start|stop|restart|try-restart|reload) exit 0 ;;
   esac
 done
-exit 0
+exec /usr/bin/systemctl.real --root=/ "$@"
 )";
 
 class DebPackage : public ::testing::Test {
@@ -160,6 +164,8 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
   // user left from anything else.
   Result r = InOverlay(std::string("rm -f /usr/sbin/policy-rc.d\n"
                                    "mkdir -p /run/systemd/system\n"
+                                   "mv /usr/bin/systemctl "
+                                   "/usr/bin/systemctl.real\n"
                                    "cat > /usr/bin/systemctl <<'EOF'\n") +
                        kStubSystemctl +
                        "EOF\n"
@@ -206,7 +212,7 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
   // The admin edits the config and disables the service; it is running.
   r = InOverlay(
       "echo '# local edit' >> /etc/fabricmon/fabricmon.yaml\n"
-      "deb-systemd-helper disable fabricmon.service\n"
+      "systemctl disable fabricmon.service\n"
       "touch /root/fabricmon-active\n"
       ": > /root/systemctl.log\n");
   ASSERT_EQ(r.rc, 0) << r.output;
