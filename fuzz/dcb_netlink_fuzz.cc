@@ -13,6 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   const auto result =
       fabric::DecodeDcbIeeeReply(std::span<const std::uint8_t>(data, size));
-  if (result.ok()) (void)result.ieee.Trust();
+  if (result.ok()) (void)result->Trust();
   return 0;
 }

@@ -220,10 +220,10 @@ void MadSeeds(const fs::path& dir) {
         transport->Send({.dlid = ask.lid, .mad = ask.mad}, options);
     if (!r.ok()) {
       std::fprintf(stderr, "make_seeds: %s: %s\n", ask.name,
-                   r.error.message().c_str());
+                   r.error().message().c_str());
       std::exit(1);
     }
-    Write(dir, ask.name, Bytes(r.response.begin(), r.response.end()));
+    Write(dir, ask.name, Bytes(r->begin(), r->end()));
   }
 }
 
