@@ -152,7 +152,10 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
              "collectors.congestion.xmit_wait_tick_ns).",
              {}, options_.xmit_wait_tick_seconds);
   for (auto& [device_name, device] : devices_) {
-    for (auto& [port_name, port] : device.ports) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture
+    // one in the lambda below.
+    for (auto& entry : device.ports) {
+      auto& port = entry.second;
       port.window.Expire(end);
       const CongestionPeaks p = port.window.Peaks(end);
       auto emit = [&](const char* name, const char* help,

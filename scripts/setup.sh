@@ -23,6 +23,9 @@ PACKAGES=(
   # fabricmon-bench: results.json (nlohmann), its report checked in headless
   # Chromium, its push checked against a real Pushgateway.
   nlohmann-json3-dev chromium prometheus-pushgateway
+  # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
+  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
+  dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
 )
 
 missing=()
