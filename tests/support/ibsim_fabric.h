@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/in_ci.h"
+
 namespace fabric::testing {
 
 inline constexpr char kUmad2Sim[] =
@@ -111,12 +113,6 @@ class IbsimFabric {
   std::vector<pid_t> opensms_;
   std::vector<pid_t> clients_;
 };
-
-// Under CI=true a missing tool fails the test; elsewhere it skips it.
-inline bool InCi() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
 
 }  // namespace fabric::testing
 
