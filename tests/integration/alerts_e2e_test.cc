@@ -20,6 +20,7 @@
 //    reason: the probe rules and dashboard (ProbeCollectorPending);
 //  - steady fires no alert at all over the same observation time.
 //  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1.
+//  - killing the IB side's master OpenSM fires one FabricSmFailover.
 //  - pfc-storm fires one FabricPfcPauseStorm, for host0's RoCE netdev
 //    (mlx5_bond_0, bond0); the pause frames that moved are priority 3 tx. PFC
 //    counters come from ethtool, not sysfs: each daemon reads the `ethtool -S`
@@ -135,7 +136,9 @@ class Child {
 // and the temp dir removed by IbsimFabric's destructor.
 class IbSide {
  public:
-  explicit IbSide(const fs::path& dir) : fabric_(Netfile()) {
+  // `standby_sm`: a second OpenSM (priority 1, attached as host1's mlx5_1)
+  // that takes over when KillMaster() kills the first.
+  IbSide(const fs::path& dir, bool standby_sm) : fabric_(Netfile()) {
     if (!fabric_.Start(&error_)) return;
     const std::string socket = fabric_.dir() + "/osm-events.sock";
     const int port = testing::FreeLoopbackPort();
@@ -163,10 +166,13 @@ class IbSide {
                        "event_plugin_options " + socket, "perfmgr TRUE",
                        "perfmgr_sweep_time_s 1"};
     sm.env = {"LD_LIBRARY_PATH=" + testing::BinaryDir() + "/lib"};
-    fabric_.StartOpenSm(sm);
+    master_ = fabric_.StartOpenSm(sm);
     if (!fabric_.WaitForMaster(seconds(60), "host1-mlx5_0")) {
       error_ = "OpenSM did not become master on the ibsim fabric";
       return;
+    }
+    if (standby_sm) {
+      fabric_.StartOpenSm({.sim_host = "host1-mlx5_1", .priority = 1});
     }
     daemon_ = fabric_.StartClient(
         {testing::Binary("fabricmon"), "--config", config.string()},
@@ -185,6 +191,9 @@ class IbSide {
   }
   const std::string& error() const { return error_; }
   const std::string& target() const { return target_; }
+
+  // SIGKILL to the master OpenSM (the standby, if any, takes over).
+  void KillMaster() { fabric_.KillOpenSm(master_); }
 
   // Unlinks and relinks ib-leaf0's uplink to ib-spine.
   void FlapUplink() {
@@ -235,6 +244,7 @@ class IbSide {
   testing::IbsimFabric fabric_;
   std::string error_, target_;
   pid_t daemon_ = -1;
+  int master_ = -1;
 };
 
 struct Alert {
@@ -249,7 +259,7 @@ class Stack {
   // the InfiniBand side (IbSide below) as a third scrape target.
   explicit Stack(const std::string& scenario,
                  const std::vector<std::string>& sim_args = {},
-                 bool with_ib = false) {
+                 bool with_ib = false, bool standby_sm = false) {
     dir_ = fs::temp_directory_path() /
            ("fabricmon_e2e_" + std::to_string(getpid()) + "_" + scenario);
     fs::remove_all(dir_);
@@ -307,7 +317,7 @@ class Stack {
       targets_.push_back("127.0.0.1:" + std::to_string(port));
     }
     if (with_ib) {
-      ib_ = std::make_unique<IbSide>(dir_);
+      ib_ = std::make_unique<IbSide>(dir_, standby_sm);
       if (!ib_->error().empty()) {
         error_ = ib_->error();
         return;
@@ -370,6 +380,7 @@ class Stack {
 
   const std::string& error() const { return error_; }
   const std::string& target(int host) const { return targets_[host]; }
+  IbSide* ib() { return ib_.get(); }
 
   // Instant query; each result is (labels as text, value).
   std::optional<
@@ -433,7 +444,8 @@ class Stack {
   }
 
   // Waits until `alert` fires; returns all firing alerts of that name.
-  std::vector<Alert> WaitFiring(const std::string& alert) {
+  std::vector<Alert> WaitFiring(const std::string& alert,
+                                Clock::duration timeout = kFireTimeout) {
     std::vector<Alert> firing;
     WaitFor(
         [&] {
@@ -443,7 +455,7 @@ class Stack {
           }
           return !firing.empty();
         },
-        kFireTimeout);
+        timeout);
     return firing;
   }
 
@@ -713,6 +725,30 @@ TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {
   EXPECT_EQ(labels.at("netdev"), "bond0");
   EXPECT_EQ(labels.at("priority"), "3");
   EXPECT_EQ(labels.at("direction"), "tx");
+}
+
+// The master OpenSM of the IB side is killed; the standby takes over (about
+// 20 s on ibsim): FabricSmFailover fires once for the job, not once per
+// node, with no instance label. Bounded at 120 s (the takeover's own time).
+TEST(AlertsE2eTest, SmFailoverFiresOnceWhenTheMasterIsKilled) {
+  REQUIRE_STACK();
+  const std::string missing_ib = testing::MissingIbTools();
+  if (!missing_ib.empty()) MISSING_DEPENDENCY("needs: " + missing_ib);
+  Stack stack("steady", {}, /*with_ib=*/true, /*standby_sm=*/true);
+  ASSERT_EQ(stack.error(), "");
+  for (const auto& a : stack.Alerts()) {
+    EXPECT_NE(a.name, "FabricSmFailover")
+        << "before the kill: " << Describe({a});
+  }
+  stack.ib()->KillMaster();
+  const auto firing = stack.WaitFiring("FabricSmFailover", seconds(120));
+  ASSERT_EQ(firing.size(), 1u) << Describe(stack.Alerts());
+  EXPECT_EQ(firing[0].labels.at("job"), "fabricmon");
+  EXPECT_EQ(firing[0].labels.count("instance"), 0u) << Describe(firing);
+  // The new master is the standby: one MASTER again.
+  auto masters = stack.Query("max(fabric_sm_masters)");
+  ASSERT_TRUE(masters && masters->size() == 1);
+  EXPECT_EQ(masters->front().second, "1");
 }
 
 }  // namespace
