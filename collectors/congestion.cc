@@ -66,7 +66,7 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
           std::string_view file) -> std::optional<std::uint64_t> {
     if (!present) return std::nullopt;
     const auto r = reader_->Read(dir, file);
-    const auto v = r.ok() ? ParseU64(r.data) : Parsed<std::uint64_t>{};
+    const auto v = r.ok() ? ParseU64(*r) : Parsed<std::uint64_t>{};
     if (!v.ok()) {
       sink.Skip(dir + "/" + std::string(file));
       return std::nullopt;
@@ -85,7 +85,7 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
   s.cnp_sent = read_counter(port.has_cnp_sent, port.hw_dir, "np_cnp_sent");
   if (now - port.rate_read_at >= options_.rate_refresh_seconds) {
     const auto r = reader_->Read(port.dir, "rate");
-    const auto rate = r.ok() ? ParseRate(r.data) : Parsed<PortRate>{};
+    const auto rate = r.ok() ? ParseRate(*r) : Parsed<PortRate>{};
     port.rate =
         rate.ok() ? std::optional(rate.value.bytes_per_second) : std::nullopt;
     port.rate_read_at = now;
@@ -213,16 +213,15 @@ void CongestionCollector::PollPfc(MetricSink& sink) {
     const EthtoolResult r = ethtool_->Stats(name);
     const double t = clock_();
     if (!r.ok()) {
-      sink.Skip("ethtool " + name + ": " + r.error.message());
+      sink.Skip("ethtool " + name + ": " + r.error().message());
       for (auto& [_, w] : nd.pause) w.Add(t, std::nullopt);
       continue;
     }
-    if (r.stats.skipped_lines > 0) {
-      sink.Skip("ethtool " + name + ": " +
-                std::to_string(r.stats.skipped_lines) + " malformed line(s)");
+    if (r->skipped_lines > 0) {
+      sink.Skip("ethtool " + name + ": " + std::to_string(r->skipped_lines) +
+                " malformed line(s)");
     }
-    const RoceEthtoolStats stats =
-        ParseEthtoolStats(r.stats.names, r.stats.values);
+    const RoceEthtoolStats stats = ParseEthtoolStats(r->names, r->values);
     for (int p = 0; p < kPriorities; ++p) {
       for (int d : {kRx, kTx}) {
         const auto& v = stats.prio[p].pause_duration_us[d];

@@ -471,16 +471,13 @@ class FakeEthtool final : public EthtoolSource {
   std::map<std::string, int> calls;
   EthtoolResult Stats(const std::string& netdev) override {
     ++calls[netdev];
-    EthtoolResult r;
     auto it = stats.find(netdev);
-    if (it == stats.end()) {
-      r.error = std::make_error_code(std::errc::no_such_device);
-      return r;
-    }
-    r.stats.driver = "mlx5_core";
+    if (it == stats.end()) return std::errc::no_such_device;
+    EthtoolStats r;
+    r.driver = "mlx5_core";
     for (const auto& [n, v] : it->second) {
-      r.stats.names.push_back(n);
-      r.stats.values.push_back(v);
+      r.names.push_back(n);
+      r.values.push_back(v);
     }
     return r;
   }
