@@ -78,6 +78,10 @@ class Collector {
   virtual void Sample() {}
   // Zero: every tick publishes (Collect).
   virtual std::chrono::microseconds PublishInterval() const { return {}; }
+  // False when Sample() does nothing (an event-driven collector whose
+  // `interval` paces its own schedule, e.g. probes every 1 ms): the poller
+  // then wakes only to publish, every PublishInterval().
+  virtual bool Samples() const { return true; }
 };
 
 // Which RDMA devices a collector looks at. Empty include = all devices.

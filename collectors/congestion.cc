@@ -101,6 +101,21 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   const double now = clock_();
   if (!reader_) reader_ = env_.sysfs->NewReader();
   reader_->Begin();
+  if (!emit && walked_) {
+    // A sample polls the ports the last publish's walk found: the walk
+    // (listing class/infiniband and every device's ports/) is as much work
+    // as the reads, and a port that comes or goes is seen within one
+    // publish interval. A vanished port's reads fail quietly here (no
+    // interval, no bogus value); the next walk forgets it.
+    for (auto& [device_name, device] : devices_) {
+      for (auto& [port_name, port] : device.ports) {
+        port.window.Add(Poll(port, now, sink));
+      }
+    }
+    if (ethtool_) PollPfc(sink);
+    return true;
+  }
+  walked_ = true;
   const std::uint64_t generation = ++generation_;
   // Quiet: a device that vanished between the two listings is left out.
   ListIbPorts(*reader_, options_.devices, /*skips=*/nullptr, walk_);
@@ -152,7 +167,10 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
              "collectors.congestion.xmit_wait_tick_ns).",
              {}, options_.xmit_wait_tick_seconds);
   for (auto& [device_name, device] : devices_) {
-    for (auto& [port_name, port] : device.ports) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture
+    // one in the lambda below.
+    for (auto& entry : device.ports) {
+      auto& port = entry.second;
       port.window.Expire(end);
       const CongestionPeaks p = port.window.Peaks(end);
       auto emit = [&](const char* name, const char* help,

@@ -124,8 +124,10 @@ DcbResult DecodeDcbIeeeReply(std::span<const std::uint8_t> bytes) {
     nlmsgerr err;
     if (body.size() < sizeof(err.error)) return Errno(EBADMSG);
     std::memcpy(&err.error, body.data(), sizeof(err.error));
-    // error 0 is an ACK, which a DCB get never answers with alone.
-    return Errno(err.error < 0 ? -err.error : EBADMSG);
+    // error 0 is an ACK, which a DCB get never answers with alone. The
+    // kernel's errors are -1..-4095; anything else (INT_MIN would overflow
+    // the negation, found by fuzz/dcb_netlink_fuzz) is a bad message.
+    return Errno(err.error < 0 && err.error >= -4095 ? -err.error : EBADMSG);
   }
   if (h.nlmsg_type != RTM_GETDCB || body.size() < Align4(sizeof(dcbmsg))) {
     return Errno(EBADMSG);

@@ -1,10 +1,12 @@
 #include "collectors/registry.h"
 
+#include "collectors/bench_agent.h"
 #include "collectors/congestion.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
 #include "collectors/opensm.h"
+#include "collectors/probe.h"
 #include "collectors/roce.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
@@ -21,6 +23,8 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     RoceCollectorSpec(),
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
+    ProbeCollectorSpec(),
+    BenchAgentCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),

@@ -77,7 +77,10 @@ std::error_code ErrorOf(std::span<const std::uint8_t> payload) {
   std::int32_t err = 0;
   if (payload.size() < sizeof(err)) return Errno(EBADMSG);
   std::memcpy(&err, payload.data(), sizeof(err));
-  return err < 0 ? Errno(-err) : std::error_code();
+  // The kernel's errors are -1..-4095; a lower value (INT_MIN would
+  // overflow the negation) is a bad message, not an errno.
+  if (err < 0) return Errno(err >= -4095 ? -err : EBADMSG);
+  return std::error_code();
 }
 
 }  // namespace

@@ -120,7 +120,7 @@ class CachingReader final : public SysfsReader {
         for (auto it = dirs_.begin(); it != dirs_.end();) {
           if (it->second.used + 1 < gen_) {
             Close(it->second);
-            it = dirs_.erase(it);
+            it = Erase(it);
           } else {
             ++it;
           }
@@ -134,7 +134,7 @@ class CachingReader final : public SysfsReader {
         for (auto it = dirs_.begin(); it != dirs_.end();) {
           if (!it->second.cacheable) {
             Close(it->second);
-            it = dirs_.erase(it);
+            it = Erase(it);
           } else {
             ++it;
           }
@@ -277,6 +277,13 @@ class CachingReader final : public SysfsReader {
     last_dir_ = nullptr;
     for (auto& [path, dir] : dirs_) Close(dir);
     dirs_.clear();
+    index_.clear();
+  }
+
+  std::map<std::string, Dir, std::less<>>::iterator Erase(
+      std::map<std::string, Dir, std::less<>>::iterator it) {
+    index_.erase(std::string_view(it->first));
+    return dirs_.erase(it);
   }
 
   // Drops `prefix` and every directory below it ("" = everything).
@@ -291,7 +298,7 @@ class CachingReader final : public SysfsReader {
       if (key.compare(0, prefix.size(), prefix) != 0) break;
       if (key.size() == prefix.size() || key[prefix.size()] == '/') {
         Close(it->second);
-        it = dirs_.erase(it);
+        it = Erase(it);
       } else {
         ++it;  // a sibling such as "<prefix>-x" sorts in between
       }
@@ -460,9 +467,15 @@ class CachingReader final : public SysfsReader {
   }
 
   Dir& Lookup(std::string_view path) {
-    auto it = dirs_.find(path);
-    if (it == dirs_.end()) it = dirs_.emplace(std::string(path), Dir()).first;
-    Dir& dir = it->second;
+    Dir* found = nullptr;
+    if (auto hit = index_.find(path); hit != index_.end()) {
+      found = hit->second;
+    } else {
+      auto it = dirs_.emplace(std::string(path), Dir()).first;
+      index_.emplace(it->first, &it->second);
+      found = &it->second;
+    }
+    Dir& dir = *found;
     dir.used = gen_;
     if (dir.checked == gen_) return dir;
     dir.checked = gen_;
@@ -600,7 +613,13 @@ class CachingReader final : public SysfsReader {
   std::uint64_t gen_ = 0;
   std::size_t open_fds_ = 0;
   std::size_t max_fds_ = 256;
+  // Ordered, for DropSubtree's prefix walk; index_ finds an entry by its
+  // whole path in one hash and one compare (the map's lookups compare long
+  // shared prefixes, "class/infiniband/mlx5_0/ports/1/...", several times).
+  // index_ points into dirs_'s nodes, which do not move; Erase() and the
+  // clear() in DropAll() keep the two in step.
   std::map<std::string, Dir, std::less<>> dirs_;
+  std::unordered_map<std::string_view, Dir*> index_;
   // The directory of the latest Use() (see there).
   Dir* last_dir_ = nullptr;
   std::uint64_t last_gen_ = 0;

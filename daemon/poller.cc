@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace fabric {
 
 void InFlight::Add() {
@@ -98,8 +100,13 @@ void Poller::Start(boost::asio::io_context& io) {
 void Poller::Loop(std::shared_ptr<State> s) {
   // "fm:<collector>" in top -H, ps -L and /proc/PID/task/*/comm (15 chars).
   pthread_setname_np(pthread_self(), ("fm:" + s->c.name).substr(0, 15).c_str());
-  const auto interval = s->c.config.interval;
   const auto publish_every = s->c.collector->PublishInterval();
+  // Between two publishes the poller wakes only for a collector that
+  // samples (collector.h).
+  const auto interval = s->c.collector->Samples()
+                            ? s->c.config.interval
+                            : std::max<std::chrono::microseconds>(
+                                  s->c.config.interval, publish_every);
   auto next = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> published;
   std::unique_lock lock(s->mu);

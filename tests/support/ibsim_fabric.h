@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/in_ci.h"
+
 namespace fabric::testing {
 
 inline constexpr char kUmad2Sim[] =

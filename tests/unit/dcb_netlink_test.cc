@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 namespace fabric {
@@ -139,6 +140,20 @@ TEST(DcbNetlinkTest, KernelErrorIsReported) {
   DcbResult r = DecodeDcbIeeeReply(WithHeader(NLMSG_ERROR, body));
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.error(), std::errc::operation_not_supported);
+}
+
+// Found by fuzz/dcb_netlink_fuzz (UBSan: -INT_MIN overflowed); the input
+// is in fuzz/corpus/dcb_netlink/.
+TEST(DcbNetlinkTest, ErrorOutsideTheErrnoRangeIsBad) {
+  for (int value : {std::numeric_limits<int>::min(), -4096, 1}) {
+    nlmsgerr err{};
+    err.error = value;
+    Bytes body(sizeof(err));
+    std::memcpy(body.data(), &err, sizeof(err));
+    EXPECT_EQ(DecodeDcbIeeeReply(WithHeader(NLMSG_ERROR, body)).error(),
+              std::errc::bad_message)
+        << value;
+  }
 }
 
 TEST(DcbNetlinkTest, WrongMessageTypeOrCommandIsBad) {

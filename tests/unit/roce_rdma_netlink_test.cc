@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <random>
 
 #include "collectors/roce.h"
@@ -142,6 +143,23 @@ TEST(RoceRdmaNetlinkTest, DecodesDeviceDump) {
   EXPECT_EQ(devs[0].node_guid, 0x0002c90300001a2cu);
   EXPECT_EQ(devs[1].index, 7u);
   EXPECT_EQ(devs[1].name, "mlx5_bond_0");
+}
+
+// An error below the kernel's -4095 (INT_MIN would overflow the negation;
+// the same bug fuzz/dcb_netlink_fuzz found in the DCB decoder) is a bad
+// message, not an errno.
+TEST(RoceRdmaNetlinkTest, ErrorOutsideTheErrnoRangeIsBad) {
+  for (int value : {std::numeric_limits<int>::min(), -4096}) {
+    nlmsgerr err{};
+    err.error = value;
+    Bytes body(sizeof(err));
+    std::memcpy(body.data(), &err, sizeof(err));
+    std::vector<RdmaDevice> devs;
+    bool done = false;
+    EXPECT_EQ(DecodeRdmaDeviceDump(Message(NLMSG_ERROR, body), devs, &done),
+              std::errc::bad_message)
+        << value;
+  }
 }
 
 TEST(RoceRdmaNetlinkTest, DeviceDumpErrorsAndTruncation) {

@@ -1,0 +1,352 @@
+#include "collectors/probe.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <sstream>
+
+#include "auth/key_file.h"
+#include "config/yaml_keys.h"
+#include "probe/engine.h"
+#include "probe/peers.h"
+#include "probe/udp_transport.h"
+
+namespace fabric {
+namespace {
+
+using probe::Engine;
+using probe::ResolvedPeer;
+
+// Publishing a snapshot every probe interval (1 ms) would cost more than
+// the probes; a second is finer than any scrape.
+constexpr auto kPublishEvery = std::chrono::seconds(1);
+
+probe::TransportMode Mode(const std::string& s) {
+  if (s == "udp") return probe::TransportMode::kUdp;
+  if (s == "rdma") return probe::TransportMode::kRdma;
+  return probe::TransportMode::kAuto;
+}
+
+// What identifies a version of the peers file.
+struct FileStamp {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = -1;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return dev == o.dev && ino == o.ino && size == o.size &&
+           mtime.tv_sec == o.mtime.tv_sec && mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+
+// What the io thread and the poll thread share, and what handlers queued
+// on the io_context hold: it outlives a collector destroyed while one is
+// queued.
+struct Core {
+  Core(ProbeSettings s, std::chrono::microseconds i)
+      : settings(std::move(s)), interval(i) {}
+
+  // io thread: loads the key, binds, starts the engine. Errors are kept
+  // for Collect() to report.
+  void Open() {
+    std::lock_guard lock(mu);
+    if (engine || stopped) return;
+    std::string error;
+    auto key = LoadKeyFile(settings.key_file, &error);
+    if (!key) {
+      open_error = error;
+      return;
+    }
+    auto listen = probe::ParseListenAddress(settings.listen_address, &error);
+    if (!listen) {
+      open_error = error;
+      return;
+    }
+    if (settings.transport == "rdma") {
+      // The verbs transport is not part of this build (docs/probes.md).
+      open_error = "transport rdma: no RDMA probe transport in this build";
+      return;
+    }
+    probe::EngineOptions options;
+    options.mode = Mode(settings.transport);
+    options.interval = interval;
+    options.probe_timeout = settings.probe_timeout;
+    options.rate_limit = settings.rate_limit;
+    std::vector<std::unique_ptr<probe::Transport>> transports;
+    transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
+    auto e = std::make_shared<Engine>(*io, Hmac(std::move(*key)), options,
+                                      std::move(transports));
+    if (!e->Start(&error)) {
+      open_error = error;
+      return;
+    }
+    open_error.clear();
+    engine = e;
+  }
+
+  // io thread.
+  void Close() {
+    std::lock_guard lock(mu);
+    stopped = true;
+    if (engine) engine->Stop();
+  }
+
+  const ProbeSettings settings;
+  const std::chrono::microseconds interval;
+  boost::asio::io_context* io = nullptr;
+  std::mutex mu;  // guards the fields below (io thread vs poll thread)
+  std::shared_ptr<Engine> engine;
+  std::string open_error = "not started";
+  bool stopped = false;
+};
+
+class ProbeCollector final : public Collector {
+ public:
+  ProbeCollector(ProbeSettings settings, std::chrono::microseconds interval)
+      : settings_(settings),
+        interval_(interval),
+        core_(std::make_shared<Core>(std::move(settings), interval)) {}
+
+  std::string_view Name() const override { return "probe"; }
+  std::chrono::microseconds PublishInterval() const override {
+    return std::max<std::chrono::microseconds>(interval_, kPublishEvery);
+  }
+  bool Samples() const override { return false; }
+
+  void Start(boost::asio::io_context& io) override {
+    core_->io = &io;
+    // SIGHUP re-reads the peers file (the daemon's own SIGHUP handler
+    // reloads the config; Asio delivers the signal to both sets).
+    signals_ = std::make_shared<boost::asio::signal_set>(io, SIGHUP);
+    WaitHup(signals_, reread_);
+    core_->Open();
+  }
+
+  void Stop() override {
+    if (signals_) {
+      boost::system::error_code ignored;
+      signals_->cancel(ignored);
+      signals_.reset();
+    }
+    core_->Close();
+  }
+
+  bool Collect(MetricSink& sink) noexcept override {
+    try {
+      std::shared_ptr<Engine> engine;
+      std::string error;
+      {
+        std::lock_guard lock(core_->mu);
+        engine = core_->engine;
+        error = core_->open_error;
+      }
+      if (!engine) {
+        if (!core_->io) {
+          sink.Skip("probe: probes run only in the daemon");
+          return false;
+        }
+        sink.Skip("probe: " + error);
+        // Try again on the io thread (the key fixed, the port freed).
+        boost::asio::post(*core_->io, [core = core_] { core->Open(); });
+        return false;
+      }
+      if (engine != applied_engine_) {
+        applied_engine_ = engine;
+        applied_.reset();
+      }
+      UpdatePeers(*engine, sink);
+      if (engine->Emit(sink, &error)) return true;
+      sink.Skip("probe: " + error);
+      return false;
+    } catch (const std::exception& e) {
+      sink.Skip(std::string("probe: ") + e.what());
+      return false;
+    }
+  }
+
+ private:
+  static void WaitHup(std::shared_ptr<boost::asio::signal_set> set,
+                      std::shared_ptr<std::atomic<bool>> flag) {
+    set->async_wait([set, flag](boost::system::error_code ec, int) {
+      if (ec) return;
+      flag->store(true);
+      WaitHup(set, flag);
+    });
+  }
+
+  // Poll thread: the configured peers plus the peers file, resolved.
+  void UpdatePeers(Engine& engine, MetricSink& sink) {
+    bool changed = !applied_.has_value();
+    if (!settings_.peers_file.empty()) {
+      struct stat st {};
+      FileStamp stamp;
+      if (::stat(settings_.peers_file.c_str(), &st) == 0) {
+        stamp = {st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+      }
+      bool hup = reread_->exchange(false);
+      if (hup || !(stamp == file_stamp_) || !file_read_) {
+        file_stamp_ = stamp;
+        std::string error;
+        if (ReadPeersFile(&error)) {
+          changed = true;
+        } else {
+          file_error_ = error;
+        }
+      }
+      if (!file_error_.empty()) sink.Skip("probe: " + file_error_);
+    }
+    if (!changed) return;
+    std::vector<probe::Peer> all;
+    for (const auto& text : settings_.peers) {
+      std::string error;
+      if (auto p = probe::ParsePeer(text, &error)) all.push_back(*p);
+    }
+    for (const auto& p : file_peers_) {
+      if (std::none_of(all.begin(), all.end(),
+                       [&](auto& q) { return q.name == p.name; })) {
+        all.push_back(p);
+      }
+    }
+    std::vector<ResolvedPeer> resolved;
+    boost::asio::io_context lookup;
+    boost::asio::ip::udp::resolver resolver(lookup);
+    for (const auto& p : all) {
+      boost::system::error_code ec;
+      auto results =
+          resolver.resolve(p.host, std::to_string(p.port),
+                           boost::asio::ip::resolver_base::numeric_service, ec);
+      if (ec || results.empty()) {
+        sink.Skip("probe: cannot resolve peer " + p.name + ": " + ec.message());
+        // Tried again at the next collection.
+        applied_.reset();
+        continue;
+      }
+      resolved.push_back({p, results.begin()->endpoint()});
+    }
+    if (applied_ && *applied_ == resolved) return;
+    if (!applied_ && resolved.size() == all.size()) applied_ = resolved;
+    engine.SetPeers(std::move(resolved));
+  }
+
+  bool ReadPeersFile(std::string* error) {
+    std::ifstream in(settings_.peers_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      *error = "cannot read peers_file " + settings_.peers_file;
+      return false;
+    }
+    auto peers = probe::ParsePeersFile(text.str(), error);
+    if (!peers) {
+      *error =
+          settings_.peers_file + ": " + *error + " (keeping the previous list)";
+      return false;
+    }
+    file_peers_ = std::move(*peers);
+    file_read_ = true;
+    file_error_.clear();
+    return true;
+  }
+
+  const ProbeSettings settings_;
+  const std::chrono::microseconds interval_;
+  std::shared_ptr<Core> core_;
+  std::shared_ptr<boost::asio::signal_set> signals_;
+  std::shared_ptr<std::atomic<bool>> reread_ =
+      std::make_shared<std::atomic<bool>>(false);
+
+  // Poll thread only.
+  std::shared_ptr<Engine> applied_engine_;
+  std::optional<std::vector<ResolvedPeer>> applied_;
+  std::vector<probe::Peer> file_peers_;
+  FileStamp file_stamp_;
+  bool file_read_ = false;
+  std::string file_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv&,
+                                              const CollectorConfig& config) {
+  return std::make_unique<ProbeCollector>(SettingsAs<ProbeSettings>(config),
+                                          config.interval);
+}
+
+CollectorSpec ProbeCollectorSpec() {
+  using namespace config_keys;
+  CollectorSpec spec;
+  spec.name = "probe";
+  spec.enabled = false;
+  spec.keys = {"transport",  "listen_address", "probe_timeout", "peers",
+               "peers_file", "key_file",       "rate_limit"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig& generic) {
+    ProbeSettings s;
+    ForEachKey(node, path,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark& mark) {
+                 std::string error;
+                 if (key == "transport") {
+                   s.transport = Scalar(value, key_path);
+                   if (s.transport != "auto" && s.transport != "udp" &&
+                       s.transport != "rdma") {
+                     Fail(key_path, mark, "must be auto, rdma or udp");
+                   }
+                 } else if (key == "listen_address") {
+                   s.listen_address = Scalar(value, key_path);
+                   if (!probe::ParseListenAddress(s.listen_address, &error)) {
+                     Fail(key_path, mark, error);
+                   }
+                 } else if (key == "probe_timeout") {
+                   s.probe_timeout = Duration(value, key_path);
+                   if (s.probe_timeout.count() <= 0) {
+                     Fail(key_path, mark, "must be positive");
+                   }
+                 } else if (key == "peers") {
+                   s.peers = Names(value, key_path);
+                   for (const auto& p : s.peers) {
+                     if (!probe::ParsePeer(p, &error)) {
+                       Fail(key_path, mark, error);
+                     }
+                   }
+                 } else if (key == "peers_file") {
+                   s.peers_file = Scalar(value, key_path);
+                 } else if (key == "key_file") {
+                   s.key_file = Scalar(value, key_path);
+                 } else if (key == "rate_limit") {
+                   s.rate_limit = Number(value, key_path, 0, 1e9,
+                                         "answers per second (e.g. 2000)");
+                 }
+               });
+    if (generic.enabled) {
+      YAML::Mark mark = node ? node.Mark() : YAML::Mark();
+      if (s.key_file.empty()) {
+        Fail(Join(path, "key_file"), mark,
+             "is required when probes are enabled");
+      }
+      // --check-config and a reload catch a missing or group-readable key
+      // before the daemon runs on it.
+      std::string error;
+      if (!LoadKeyFile(s.key_file, &error)) {
+        Fail(Join(path, "key_file"), mark, error);
+      }
+      if (generic.interval.count() <= 0) {
+        Fail(Join(path, "interval"), mark, "must be positive");
+      }
+    }
+    return std::make_shared<SettingsOf<ProbeSettings>>(s);
+  };
+  spec.make = MakeProbeCollector;
+  return spec;
+}
+
+}  // namespace fabric

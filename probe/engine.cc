@@ -1,0 +1,388 @@
+#include "probe/engine.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <set>
+
+namespace fabric::probe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kReasons[] = {"bad_mac", "malformed", "rate_limited",
+                                    "replay"};
+
+double SteadySecondsNow() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// One address request a second per unreachable peer is plenty: addresses
+// change only when a daemon restarts.
+constexpr auto kAddressRequestEvery = std::chrono::seconds(1);
+
+}  // namespace
+
+std::int64_t RealtimeNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Engine::Engine(boost::asio::io_context& io, Hmac hmac, EngineOptions options,
+               std::vector<std::unique_ptr<Transport>> transports)
+    : io_(io),
+      hmac_(std::move(hmac)),
+      options_(options),
+      transports_(std::move(transports)),
+      timer_(io),
+      rng_(std::random_device{}()),
+      session_(rng_()),
+      // A burst of a tenth of a second's worth: a peer that starts with a
+      // backlog is not cut off, a flood is.
+      limiter_(options.rate_limit, std::max(1.0, options.rate_limit / 10)) {
+  for (const auto& t : transports_) {
+    Labels labels;
+    for (auto& [k, v] : t->PeerLabels()) labels.push_back({k, v});
+    labels.push_back({"transport", std::string(t->Name())});
+    transport_labels_.push_back(std::move(labels));
+  }
+}
+
+bool Engine::Start(std::string* error) {
+  for (std::size_t i = 0; i < transports_.size(); ++i) {
+    std::weak_ptr<Engine> weak = shared_from_this();
+    Transport::Handlers h;
+    h.on_receive = [weak, i](const Received& r) {
+      if (auto self = weak.lock(); self && !self->stopped_) {
+        self->OnReceive(i, r);
+      }
+    };
+    h.on_sent = [weak](std::uint64_t seq, Timestamp tx) {
+      if (auto self = weak.lock(); self && !self->stopped_) {
+        self->OnSent(seq, tx);
+      }
+    };
+    std::string why;
+    if (!transports_[i]->Start(std::move(h), &why) && i == 0) {
+      if (error) *error = why;
+      return false;
+    }
+  }
+  Arm();
+  return true;
+}
+
+void Engine::Stop() {
+  stopped_ = true;
+  timer_.cancel();
+  for (auto& t : transports_) t->Stop();
+}
+
+void Engine::SetPeers(std::vector<ResolvedPeer> peers) {
+  boost::asio::post(
+      io_, [self = shared_from_this(), peers = std::move(peers)]() mutable {
+        if (!self->stopped_) self->ApplyPeers(std::move(peers));
+      });
+}
+
+void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
+  std::vector<PeerState> next;
+  std::set<std::string> names;
+  auto now = Clock::now();
+  std::uniform_int_distribution<std::int64_t> offset(
+      0, std::max<std::int64_t>(0, options_.interval.count()));
+  for (auto& r : peers) {
+    names.insert(r.peer.name);
+    auto old = std::find_if(peers_.begin(), peers_.end(), [&](auto& p) {
+      return p.resolved.peer.name == r.peer.name;
+    });
+    PeerState s;
+    // A new peer starts at a random point of the interval, so a mesh does
+    // not probe in lockstep.
+    s.next = old != peers_.end()
+                 ? old->next
+                 : now + std::chrono::microseconds(offset(rng_));
+    s.resolved = std::move(r);
+    next.push_back(std::move(s));
+  }
+  peers_ = std::move(next);
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = stats_.begin(); it != stats_.end();) {
+      it = names.count(it->first.first) ? std::next(it) : stats_.erase(it);
+    }
+    // Every peer's series exist from the start (sent 0), on the transport
+    // it is probed over first.
+    std::size_t first = options_.mode == TransportMode::kRdma && Rdma() ? 1 : 0;
+    for (auto& p : peers_) stats_[{p.resolved.peer.name, first}];
+  }
+  Arm();
+}
+
+Clock::duration Engine::Jittered() {
+  // +-10% around the interval.
+  std::uniform_real_distribution<double> factor(0.9, 1.1);
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::micro>(
+          static_cast<double>(options_.interval.count()) * factor(rng_)));
+}
+
+void Engine::Arm() {
+  if (stopped_) return;
+  auto wake = Clock::time_point::max();
+  for (const auto& p : peers_) wake = std::min(wake, p.next);
+  if (!pending_order_.empty()) {
+    auto it = pending_.find(pending_order_.front());
+    if (it != pending_.end())
+      wake = std::min(wake, it->second.deadline);
+    else
+      wake = Clock::now();  // a stale entry: pop it soon
+  }
+  if (wake == Clock::time_point::max()) return;
+  timer_.expires_at(wake);
+  timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && !self->stopped_) self->OnTimer();
+  });
+}
+
+void Engine::OnTimer() {
+  auto now = Clock::now();
+  // Expire probes that got no valid answer in time.
+  while (!pending_order_.empty()) {
+    auto it = pending_.find(pending_order_.front());
+    if (it == pending_.end()) {
+      pending_order_.pop_front();
+      continue;
+    }
+    if (it->second.deadline > now) break;
+    {
+      std::lock_guard lock(mu_);
+      auto s = stats_.find({it->second.peer, it->second.transport});
+      if (s != stats_.end()) ++s->second.lost;
+    }
+    pending_.erase(it);
+    pending_order_.pop_front();
+  }
+  for (auto& p : peers_) {
+    if (p.next > now) continue;
+    SendProbe(p);
+    p.next += Jittered();
+    // Fell behind (a stalled io thread): resume from now, do not burst.
+    if (p.next < now) p.next = now + Jittered();
+  }
+  Arm();
+}
+
+Transport* Engine::Rdma() const {
+  return transports_.size() > 1 ? transports_[1].get() : nullptr;
+}
+
+void Engine::SendProbe(PeerState& p) {
+  const Endpoint& to = p.resolved.endpoint;
+  std::size_t t = 0;
+  Transport* rdma = Rdma();
+  if (options_.mode != TransportMode::kUdp && rdma) {
+    if (rdma->CanReach(to)) {
+      t = 1;
+    } else {
+      SendAddressRequest(p);
+      // `rdma` mode probes only over RDMA: nothing to send until the
+      // address is known.
+      if (options_.mode == TransportMode::kRdma) return;
+    }
+  }
+  Packet packet;
+  packet.type = MessageType::kProbe;
+  packet.session = session_;
+  packet.seq = next_seq_++;
+  packet.t1_ns = RealtimeNs();
+  Bytes bytes = Encode(packet, hmac_);
+  auto tx = transports_[t]->Send(to, bytes, packet.seq);
+  std::lock_guard lock(mu_);
+  SeriesStats& s = stats_[{p.resolved.peer.name, t}];
+  ++s.sent;
+  if (!tx) {
+    ++s.lost;
+    return;
+  }
+  pending_[packet.seq] = Pending{p.resolved.peer.name, t, *tx,
+                                 Clock::now() + options_.probe_timeout};
+  pending_order_.push_back(packet.seq);
+}
+
+void Engine::SendAddressRequest(PeerState& p) {
+  auto now = Clock::now();
+  if (now < p.next_address_request) return;
+  p.next_address_request = now + kAddressRequestEvery;
+  Packet packet;
+  packet.type = MessageType::kAddressRequest;
+  packet.session = session_;
+  packet.seq = next_seq_++;
+  // The request carries our own address, so the peer can probe us too.
+  if (auto own = Rdma() ? Rdma()->LocalAddress() : std::nullopt) {
+    packet.address = *own;
+  } else {
+    packet.flags = kFlagNoRdma;
+  }
+  transports_[0]->Send(p.resolved.endpoint, Encode(packet, hmac_), 0);
+}
+
+void Engine::OnSent(std::uint64_t seq, Timestamp tx) {
+  auto it = pending_.find(seq);
+  if (it == pending_.end()) return;
+  if (tx.software_ns) it->second.tx.software_ns = tx.software_ns;
+  if (tx.hardware_ns) it->second.tx.hardware_ns = tx.hardware_ns;
+}
+
+void Engine::Reject(const char* reason) {
+  std::lock_guard lock(mu_);
+  ++rejected_[reason];
+}
+
+void Engine::OnReceive(std::size_t t, const Received& r) {
+  DecodeError error{};
+  auto packet = Decode(r.bytes, hmac_, &error);
+  if (!packet) {
+    Reject(ReasonLabel(error));
+    return;
+  }
+  switch (packet->type) {
+    case MessageType::kProbe:
+    case MessageType::kAddressRequest:
+      Answer(t, r, *packet);
+      break;
+    case MessageType::kAnswer:
+      OnAnswer(t, r, *packet);
+      break;
+    case MessageType::kAddressAnswer:
+      OnAddressAnswer(r, *packet);
+      break;
+  }
+}
+
+void Engine::Answer(std::size_t t, const Received& r, const Packet& in) {
+  if (!limiter_.Allow(r.from.key, SteadySecondsNow())) {
+    Reject("rate_limited");
+    return;
+  }
+  if (!replay_.Accept(r.from.key, in.session, in.seq)) {
+    Reject("replay");
+    return;
+  }
+  Packet out = in;
+  if (in.type == MessageType::kProbe) {
+    out.type = MessageType::kAnswer;
+    // Both on the software clock: t3 can only be read from it, and only
+    // stamps of one clock are subtracted.
+    out.flags = 0;
+    out.t2_ns = r.rx.software_ns ? r.rx.software_ns : RealtimeNs();
+    out.t3_ns = RealtimeNs();
+  } else {
+    Transport* rdma = Rdma();
+    if (rdma && !(in.flags & kFlagNoRdma)) {
+      rdma->SetPeerAddress(r.from.udp, in.address);
+    }
+    out.type = MessageType::kAddressAnswer;
+    out.flags = 0;
+    out.address = {};
+    if (auto own = rdma ? rdma->LocalAddress() : std::nullopt) {
+      out.address = *own;
+    } else {
+      out.flags = kFlagNoRdma;
+    }
+  }
+  // Same size as what arrived: the wire format is fixed-size.
+  if (transports_[t]->Reply(r.from, Encode(out, hmac_))) {
+    std::lock_guard lock(mu_);
+    ++answered_;
+  }
+}
+
+void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
+  // An answer to another run's probe, or one already counted lost or
+  // answered: nothing to match.
+  if (in.session != session_) return;
+  auto it = pending_.find(in.seq);
+  if (it == pending_.end()) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  std::int64_t rtt_ns;
+  if (p.tx.hardware_ns && r.rx.hardware_ns) {
+    rtt_ns = r.rx.hardware_ns - p.tx.hardware_ns;
+  } else {
+    std::int64_t rx = r.rx.software_ns ? r.rx.software_ns : RealtimeNs();
+    rtt_ns = rx - p.tx.software_ns;
+  }
+  std::lock_guard lock(mu_);
+  auto s = stats_.find({p.peer, p.transport});
+  if (s == stats_.end()) return;
+  if (rtt_ns < 0) {
+    // The realtime clock stepped back between send and answer: no usable
+    // measurement, and the answer came, so not lost either.
+    return;
+  }
+  std::int64_t held = in.t3_ns >= in.t2_ns ? in.t3_ns - in.t2_ns : 0;
+  std::int64_t network = std::clamp<std::int64_t>(rtt_ns - held, 0, rtt_ns);
+  s->second.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
+  s->second.network_rtt.Observe(static_cast<double>(network) * 1e-9);
+}
+
+void Engine::OnAddressAnswer(const Received& r, const Packet& in) {
+  if (in.session != session_) return;
+  Transport* rdma = Rdma();
+  if (rdma && !(in.flags & kFlagNoRdma)) {
+    rdma->SetPeerAddress(r.from.udp, in.address);
+  }
+}
+
+bool Engine::Emit(MetricSink& sink, std::string* error) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [key, s] : stats_) {
+    Labels labels = transport_labels_[key.second];
+    labels.push_back({"peer", key.first});
+    sink.Histogram("fabric_probe_rtt_seconds",
+                   "Round-trip time of probes to the peer.", labels,
+                   s.rtt.Export());
+    sink.Histogram("fabric_probe_network_rtt_seconds",
+                   "Probe round-trip time minus the time the responder held "
+                   "the probe (its receive to send timestamps).",
+                   labels, s.network_rtt.Export());
+    sink.Counter("fabric_probe_sent_total", "Probes sent to the peer.", labels,
+                 static_cast<double>(s.sent));
+    sink.Counter("fabric_probe_lost_total",
+                 "Probes with no valid answer within probe_timeout.", labels,
+                 static_cast<double>(s.lost));
+  }
+  for (const char* reason : kReasons) {
+    auto it = rejected_.find(reason);
+    sink.Counter("fabric_probe_rejected_total",
+                 "Probe packets received and refused, by reason.",
+                 {{"reason", reason}},
+                 it == rejected_.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  sink.Counter("fabric_probe_answered_total",
+               "Probes from peers this daemon answered.", {},
+               static_cast<double>(answered_));
+  if (!transports_[0]->Healthy()) {
+    if (error) *error = transports_[0]->LastError();
+    return false;
+  }
+  return true;
+}
+
+std::map<std::string, std::uint64_t> Engine::Totals() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [key, s] : stats_) {
+    out["sent"] += s.sent;
+    out["lost"] += s.lost;
+    out["received"] += s.rtt.count();
+  }
+  out["answered"] = answered_;
+  for (const auto& [r, n] : rejected_) out["rejected:" + r] = n;
+  return out;
+}
+
+}  // namespace fabric::probe

@@ -1,0 +1,139 @@
+// Engine: the probe initiator and responder over one or more transports
+// (probe/transport.h; the UDP one always, an RDMA one where configured). It
+// probes every peer on a jittered schedule (one timer, no thread per peer),
+// matches answers to probes, counts a probe with no valid answer within
+// `probe_timeout` as lost, and answers authenticated probes from others
+// (replay window per source and session, rate limit per source address).
+// It also runs the RDMA address exchange over UDP. Statistics accumulate
+// here; Emit() writes them as the fabric_probe_* metrics.
+//
+// Thread-safety: Start/Stop and every handler run on the io_context thread;
+// SetPeers() and Emit() may be called from any thread (they post to io, or
+// take the statistics mutex). Handlers queued on io hold a shared_ptr, so
+// the engine outlives a collector destroyed while one is queued.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "auth/hmac.h"
+#include "core/metric_sink.h"
+#include "probe/guard.h"
+#include "probe/histogram.h"
+#include "probe/peers.h"
+#include "probe/transport.h"
+
+namespace fabric::probe {
+
+enum class TransportMode { kAuto, kUdp, kRdma };
+
+struct EngineOptions {
+  TransportMode mode = TransportMode::kAuto;
+  std::chrono::microseconds interval = std::chrono::seconds(1);
+  std::chrono::microseconds probe_timeout = std::chrono::seconds(1);
+  // Answers per second per source address.
+  double rate_limit = 2000;
+};
+
+// A configured peer with the endpoint its name resolved to.
+struct ResolvedPeer {
+  Peer peer;
+  Endpoint endpoint;
+  bool operator==(const ResolvedPeer&) const = default;
+};
+
+// Clocks, injectable for tests: realtime nanoseconds (the domain of
+// software timestamps) and the steady clock for the schedule.
+std::int64_t RealtimeNs();
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  // transports[0] is the UDP transport (the address exchange runs on it);
+  // an RDMA transport, when any, follows.
+  Engine(boost::asio::io_context& io, Hmac hmac, EngineOptions options,
+         std::vector<std::unique_ptr<Transport>> transports);
+
+  // io thread. Starts every transport; false with the reason when the UDP
+  // one cannot start (an RDMA one that cannot is logged in LastError and
+  // left out).
+  bool Start(std::string* error);
+  // io thread.
+  void Stop();
+  // Any thread: replaces the peer list (posted to io). Statistics of
+  // peers no longer listed are dropped; kept peers keep theirs.
+  void SetPeers(std::vector<ResolvedPeer> peers);
+  // Any thread: writes the statistics; returns whether the UDP transport
+  // is healthy, with the reason in `error` when not.
+  bool Emit(MetricSink& sink, std::string* error) const;
+
+  // For tests: totals by name ("sent", "lost", "answered", "rejected:<r>").
+  std::map<std::string, std::uint64_t> Totals() const;
+
+ private:
+  struct PeerState {
+    ResolvedPeer resolved;
+    std::chrono::steady_clock::time_point next;
+    std::chrono::steady_clock::time_point next_address_request{};
+  };
+  struct Pending {
+    std::string peer;  // name
+    std::size_t transport;
+    Timestamp tx;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct SeriesStats {
+    RttHistogram rtt, network_rtt;
+    std::uint64_t sent = 0, lost = 0;
+  };
+  using SeriesKey = std::pair<std::string, std::size_t>;  // peer, transport
+
+  void ApplyPeers(std::vector<ResolvedPeer> peers);
+  void Arm();
+  void OnTimer();
+  void SendProbe(PeerState& p);
+  void SendAddressRequest(PeerState& p);
+  void OnReceive(std::size_t transport, const Received& r);
+  void OnSent(std::uint64_t seq, Timestamp tx);
+  void Answer(std::size_t transport, const Received& r, const Packet& in);
+  void OnAnswer(std::size_t transport, const Received& r, const Packet& in);
+  void OnAddressAnswer(const Received& r, const Packet& in);
+  void Reject(const char* reason);
+  std::chrono::steady_clock::duration Jittered();
+  Transport* Rdma() const;
+
+  boost::asio::io_context& io_;
+  Hmac hmac_;
+  EngineOptions options_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  // Per transport: its series' labels besides `peer` (fixed at start, so
+  // Emit() need not call into the transport from another thread).
+  std::vector<Labels> transport_labels_;
+  boost::asio::steady_timer timer_;
+  std::mt19937_64 rng_;
+  std::uint64_t session_;
+  std::uint64_t next_seq_ = 1;
+  bool stopped_ = false;
+  std::vector<PeerState> peers_;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::deque<std::uint64_t> pending_order_;  // send order = deadline order
+  ReplayWindow replay_;
+  RateLimiter limiter_;
+
+  mutable std::mutex mu_;  // guards the statistics below
+  std::map<SeriesKey, SeriesStats> stats_;
+  std::map<std::string, std::uint64_t> rejected_;
+  std::uint64_t answered_ = 0;  // probes this responder answered
+};
+
+}  // namespace fabric::probe

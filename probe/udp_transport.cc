@@ -1,0 +1,284 @@
+#include "probe/udp_transport.h"
+
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <netinet/in.h>
+
+#include <array>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "probe/engine.h"
+#include "probe/peers.h"
+
+namespace fabric::probe {
+namespace {
+
+using boost::asio::ip::udp;
+
+std::int64_t Ns(const timespec& ts) {
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// IPv4 peers are reached through the dual-stack socket as v4-mapped
+// addresses, and v4-mapped sources are shown as plain IPv4.
+Endpoint ForSocket(const Endpoint& e, bool v6_socket) {
+  if (v6_socket && e.address().is_v4()) {
+    return Endpoint(boost::asio::ip::make_address_v6(boost::asio::ip::v4_mapped,
+                                                     e.address().to_v4()),
+                    e.port());
+  }
+  return e;
+}
+
+Endpoint Plain(const Endpoint& e) {
+  if (e.address().is_v6() && e.address().to_v6().is_v4_mapped()) {
+    return Endpoint(boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped,
+                                                     e.address().to_v6()),
+                    e.port());
+  }
+  return e;
+}
+
+}  // namespace
+
+std::optional<Endpoint> ParseListenAddress(const std::string& text,
+                                           std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<Endpoint> {
+    if (error) *error = "listen address \"" + text + "\": " + why;
+    return std::nullopt;
+  };
+  std::string host_port = text;
+  bool any = !text.empty() && text[0] == ':';
+  if (any) host_port = "any" + text;
+  std::string why;
+  auto peer = ParsePeer(host_port, &why, 0);
+  if (!peer) return fail(why);
+  if (peer->port == 0) return fail("needs a port");
+  if (any) return Endpoint(boost::asio::ip::address_v6::any(), peer->port);
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(peer->host, ec);
+  if (ec) return fail("not an IP address (use :port for every address)");
+  return Endpoint(address, peer->port);
+}
+
+Timestamp ParseTimestamps(const msghdr& msg) {
+  Timestamp ts;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPING ||
+        c->cmsg_len < CMSG_LEN(sizeof(scm_timestamping))) {
+      continue;
+    }
+    scm_timestamping stamps;
+    std::memcpy(&stamps, CMSG_DATA(c), sizeof(stamps));
+    // ts[0]: software; ts[2]: raw hardware (ts[1] is deprecated).
+    ts.software_ns = Ns(stamps.ts[0]);
+    ts.hardware_ns = Ns(stamps.ts[2]);
+  }
+  return ts;
+}
+
+struct UdpTransport::State : std::enable_shared_from_this<State> {
+  State(boost::asio::io_context& io, Endpoint l) : socket(io), listen(l) {}
+
+  void SetError(const std::string& e) {
+    std::lock_guard lock(mu);
+    error = e;
+  }
+
+  bool Open(std::string* why) {
+    boost::system::error_code ec;
+    Endpoint at = listen;
+    socket.open(at.protocol(), ec);
+    if (!ec && at.address().is_v6()) {
+      // Dual stack: IPv4 peers too, unless the host has IPv6 off.
+      socket.set_option(boost::asio::ip::v6_only(false), ec);
+    }
+    if (!ec) socket.bind(at, ec);
+    if (ec && listen.address().is_v6() &&
+        listen.address().to_v6().is_unspecified()) {
+      // No IPv6 here: every IPv4 address instead.
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      at = Endpoint(boost::asio::ip::address_v4::any(), listen.port());
+      ec.clear();
+      socket.open(at.protocol(), ec);
+      if (!ec) socket.bind(at, ec);
+    }
+    if (ec) {
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      *why = "cannot bind UDP " + listen.address().to_string() + ":" +
+             std::to_string(listen.port()) + ": " + ec.message();
+      return false;
+    }
+    v6 = at.address().is_v6();
+    int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
+                SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
+    // Without kernel stamps the engine takes its own clock on receipt:
+    // less exact, still a measurement.
+    kernel_stamps = ::setsockopt(socket.native_handle(), SOL_SOCKET,
+                                 SO_TIMESTAMPING, &flags, sizeof(flags)) == 0;
+    socket.non_blocking(true, ec);
+    {
+      std::lock_guard lock(mu);
+      open = true;
+      error.clear();
+    }
+    Receive();
+    return true;
+  }
+
+  void Receive() {
+    socket.async_wait(
+        udp::socket::wait_read,
+        [self = shared_from_this()](boost::system::error_code ec) {
+          if (!ec) self->OnReadable();
+        });
+  }
+
+  void OnReadable() {
+    if (!socket.is_open()) return;
+    if (Drain()) {
+      // Still more queued after a bounded drain: let the timer's handlers
+      // run, then continue (no new edge would wake an epoll wait).
+      boost::asio::post(socket.get_executor(),
+                        [self = shared_from_this()] { self->OnReadable(); });
+    } else {
+      Receive();
+    }
+  }
+
+  // Reads what is queued, a batch per system call (bounded, so a flood
+  // cannot starve the timer). A short batch means the queue was empty: no
+  // extra call to hear EAGAIN, and a datagram arriving after it wakes the
+  // reactor again (epoll is edge-triggered).
+  // True when the bound stopped it with datagrams possibly still queued.
+  bool Drain() {
+    constexpr unsigned kBatch = 8;
+    struct Slot {
+      std::array<std::uint8_t, 2048> buf;
+      alignas(cmsghdr) std::array<char, 256> control;
+      sockaddr_storage from;
+      iovec iov;
+    };
+    std::array<Slot, kBatch> slots;
+    std::array<mmsghdr, kBatch> msgs;
+    for (int round = 0; round < 8 && socket.is_open(); ++round) {
+      for (unsigned i = 0; i < kBatch; ++i) {
+        Slot& s = slots[i];
+        s.iov = {s.buf.data(), s.buf.size()};
+        msgs[i] = {};
+        msgs[i].msg_hdr.msg_name = &s.from;
+        msgs[i].msg_hdr.msg_namelen = sizeof(s.from);
+        msgs[i].msg_hdr.msg_iov = &s.iov;
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        msgs[i].msg_hdr.msg_control = s.control.data();
+        msgs[i].msg_hdr.msg_controllen = s.control.size();
+      }
+      int n = ::recvmmsg(socket.native_handle(), msgs.data(), kBatch,
+                         MSG_DONTWAIT, nullptr);
+      if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          SetError(std::string("recvmmsg: ") + std::strerror(errno));
+        }
+        return false;
+      }
+      for (int i = 0; i < n; ++i) {
+        const msghdr& msg = msgs[i].msg_hdr;
+        Received r;
+        // A truncated datagram (MSG_TRUNC) fills the buffer: longer than
+        // any probe, so malformed.
+        r.bytes =
+            std::span<const std::uint8_t>(slots[i].buf.data(), msgs[i].msg_len);
+        Endpoint source;
+        std::memcpy(
+            source.data(), &slots[i].from,
+            std::min<std::size_t>(msg.msg_namelen, sizeof(slots[i].from)));
+        source.resize(msg.msg_namelen);
+        r.from.udp = Plain(source);
+        r.from.key = r.from.udp.address().to_string();
+        r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
+        if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();
+        if (handlers.on_receive) handlers.on_receive(r);
+      }
+      if (n < static_cast<int>(kBatch)) return false;
+    }
+    return socket.is_open();
+  }
+
+  bool SendTo(const Endpoint& to, std::span<const std::uint8_t> packet) {
+    if (!socket.is_open()) return false;
+    Endpoint e = ForSocket(to, v6);
+    ssize_t n = ::sendto(socket.native_handle(), packet.data(), packet.size(),
+                         MSG_DONTWAIT, e.data(), e.size());
+    return n == static_cast<ssize_t>(packet.size());
+  }
+
+  udp::socket socket;
+  Endpoint listen;
+  Handlers handlers;
+  bool v6 = false;
+  bool kernel_stamps = false;
+  mutable std::mutex mu;  // guards open, error
+  bool open = false;
+  std::string error;
+};
+
+UdpTransport::UdpTransport(boost::asio::io_context& io, Endpoint listen)
+    : state_(std::make_shared<State>(io, listen)) {}
+
+UdpTransport::~UdpTransport() { Stop(); }
+
+bool UdpTransport::Start(Handlers handlers, std::string* error) {
+  state_->handlers = std::move(handlers);
+  std::string why;
+  if (!state_->Open(&why)) {
+    state_->SetError(why);
+    if (error) *error = why;
+    return false;
+  }
+  return true;
+}
+
+void UdpTransport::Stop() {
+  boost::system::error_code ignored;
+  state_->socket.close(ignored);
+  state_->handlers = {};
+  std::lock_guard lock(state_->mu);
+  state_->open = false;
+}
+
+bool UdpTransport::Healthy() const {
+  std::lock_guard lock(state_->mu);
+  return state_->open;
+}
+
+std::string UdpTransport::LastError() const {
+  std::lock_guard lock(state_->mu);
+  return state_->error;
+}
+
+std::optional<Timestamp> UdpTransport::Send(
+    const Endpoint& peer, std::span<const std::uint8_t> packet, std::uint64_t) {
+  Timestamp tx;
+  tx.software_ns = RealtimeNs();
+  if (!state_->SendTo(peer, packet)) return std::nullopt;
+  return tx;
+}
+
+bool UdpTransport::Reply(const Source& to,
+                         std::span<const std::uint8_t> packet) {
+  return state_->SendTo(to.udp, packet);
+}
+
+Endpoint UdpTransport::local_endpoint() const {
+  boost::system::error_code ec;
+  return state_->socket.local_endpoint(ec);
+}
+
+}  // namespace fabric::probe

@@ -1,0 +1,55 @@
+// UdpTransport: probes over one UDP socket (the probe port, default 10916)
+// with kernel receive timestamps (SO_TIMESTAMPING: the software stamp, and
+// the NIC's raw hardware stamp where the interface already has hardware
+// stamping switched on; fabricmon never reconfigures a NIC to get one).
+// Sends and receives on the daemon's io_context; no thread of its own.
+// The timestamp parsing is a pure function on a control-message buffer.
+//
+// Thread-safety: see probe/transport.h; Healthy()/LastError() take a mutex.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "probe/transport.h"
+
+namespace fabric::probe {
+
+// Where to listen: `:port` (every address, IPv6 and IPv4), `ip:port`,
+// `[v6]:port`. Only IP literals: no name lookup at bind time.
+std::optional<Endpoint> ParseListenAddress(const std::string& text,
+                                           std::string* error);
+
+// The SCM_TIMESTAMPING stamps in the control messages of `msg`.
+Timestamp ParseTimestamps(const msghdr& msg);
+
+class UdpTransport : public Transport {
+ public:
+  UdpTransport(boost::asio::io_context& io, Endpoint listen);
+  ~UdpTransport() override;
+
+  std::string_view Name() const override { return "udp"; }
+  bool Start(Handlers handlers, std::string* error) override;
+  void Stop() override;
+  bool Healthy() const override;
+  std::string LastError() const override;
+  bool CanReach(const Endpoint&) const override { return true; }
+  std::optional<Timestamp> Send(const Endpoint& peer,
+                                std::span<const std::uint8_t> packet,
+                                std::uint64_t tx_id) override;
+  bool Reply(const Source& to, std::span<const std::uint8_t> packet) override;
+
+  // The bound address (port 0 resolved), for tests.
+  Endpoint local_endpoint() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace fabric::probe

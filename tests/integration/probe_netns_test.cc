@@ -1,0 +1,411 @@
+// Integration: two real fabricmon daemons in network namespaces joined by
+// veth pairs probe each other through a test-only UDP relay
+// (tests/support/udp_relay.h) in a namespace of its own, which delays every
+// probe from A to B by a set time and drops every Nth. Read from the
+// daemons' /metrics: the median RTT moves with the delay (0, 200 µs, 1 ms)
+// within max(50 µs, 10%) of it over the zero-delay baseline; measured loss
+// equals the drop rate (0, 1/100, 1/10) within 0.5 percentage points; a
+// prober with the wrong key gets no answers and the responder counts
+// bad_mac; a dead peer is loss; a replayed probe is rejected.
+//
+// Topology (addresses link-local, inside namespaces this test creates):
+//   ns A: fabricmon A, pa 169.254.91.1/30
+//   ns R: relay, ra 169.254.91.2/30, rb 169.254.92.2/30
+//         A->B: front 169.254.91.2:20000 -> 169.254.92.1:10916 (delay/drop)
+//         B->A: front 169.254.92.2:20001 -> 169.254.91.1:10916
+//   ns B: fabricmon B, pb 169.254.92.1/30; fabricmon C (wrong key) probes
+//         B over B's loopback.
+// Needs root and `ip`; skips outside CI without them (MISSING_DEPENDENCY).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "tests/integration/fabricmon_run.h"
+#include "tests/support/ci.h"
+#include "tests/support/http.h"
+#include "tests/support/paths.h"
+#include "tests/support/udp_relay.h"
+
+namespace fabric {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using testing::UdpRelay;
+
+constexpr char kKey[] =
+    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+constexpr char kWrongKey[] =
+    "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\n";
+constexpr int kMetricsPort = 19915;
+
+bool Sh(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Runs `fn` on a thread inside netns `ns`.
+template <typename Fn>
+auto InNetns(const std::string& ns, Fn fn) -> decltype(fn()) {
+  decltype(fn()) result{};
+  std::thread t([&] {
+    int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
+      if (fd >= 0) ::close(fd);
+      return;
+    }
+    ::close(fd);
+    result = fn();
+  });
+  t.join();
+  return result;
+}
+
+struct Daemon {
+  pid_t pid = -1;
+  std::string ns;
+  std::string log;
+};
+
+// The parts of a scrape the test reads.
+struct Scrape {
+  std::map<std::string, double> samples;
+  double Get(const std::string& series) const {
+    auto it = samples.find(series);
+    return it == samples.end() ? NAN : it->second;
+  }
+};
+
+// Median of the observations between two scrapes of histogram `name` with
+// labels `labels` (as printed, without le), interpolated linearly inside
+// the bucket as PromQL's histogram_quantile does.
+double DeltaMedian(const Scrape& before, const Scrape& after,
+                   const std::string& name, const std::string& labels) {
+  std::vector<std::pair<double, double>> buckets;  // le, delta count
+  for (const auto& [series, value] : after.samples) {
+    std::string prefix = name + "_bucket{" + labels + ",le=\"";
+    if (series.rfind(prefix, 0) != 0) continue;
+    std::string le = series.substr(prefix.size());
+    le = le.substr(0, le.find('"'));
+    double bound = le == "+Inf" ? INFINITY : std::stod(le);
+    double was = before.Get(series);
+    buckets.push_back({bound, value - (std::isnan(was) ? 0 : was)});
+  }
+  std::sort(buckets.begin(), buckets.end());
+  if (buckets.empty() || buckets.back().second <= 0) return NAN;
+  double total = buckets.back().second, want = total / 2;
+  double lower = 0, below = 0;
+  for (auto [le, cumulative] : buckets) {
+    if (cumulative >= want) {
+      if (std::isinf(le)) return lower;
+      return lower + (le - lower) * (want - below) / (cumulative - below);
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return NAN;
+}
+
+class ProbeNetnsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (::geteuid() != 0 || !Sh("ip -V")) return;
+    env_ = new Env();
+    if (!env_->Up()) {
+      env_->Down();
+      delete env_;
+      env_ = nullptr;
+      setup_failed_ = true;
+    }
+  }
+  static void TearDownTestSuite() {
+    if (env_) env_->Down();
+    delete env_;
+    env_ = nullptr;
+  }
+  void SetUp() override {
+    if (::geteuid() != 0) MISSING_DEPENDENCY("needs root to create netns");
+    if (!Sh("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
+    ASSERT_FALSE(setup_failed_) << "namespace/daemon setup failed";
+    ASSERT_NE(env_, nullptr);
+  }
+
+  struct Env {
+    std::string a, b, r;
+    fs::path dir;
+    Daemon da, db, dc;
+    std::unique_ptr<UdpRelay> ab, ba;
+
+    bool Up() {
+      std::string id = std::to_string(::getpid());
+      a = "fmpa" + id;
+      b = "fmpb" + id;
+      r = "fmpr" + id;
+      dir = fs::temp_directory_path() / ("fabricmon-probe-" + id);
+      fs::create_directories(dir / "sysfs");
+      for (const auto& ns : {a, b, r}) {
+        if (!Sh("ip netns add " + ns)) return false;
+        if (!Sh("ip -n " + ns + " link set lo up")) return false;
+      }
+      const std::string cmds[] = {
+          "ip -n " + r + " link add ra type veth peer name pa netns " + a,
+          "ip -n " + r + " link add rb type veth peer name pb netns " + b,
+          "ip -n " + a + " addr add 169.254.91.1/30 dev pa",
+          "ip -n " + r + " addr add 169.254.91.2/30 dev ra",
+          "ip -n " + b + " addr add 169.254.92.1/30 dev pb",
+          "ip -n " + r + " addr add 169.254.92.2/30 dev rb",
+          "ip -n " + a + " link set pa up",
+          "ip -n " + r + " link set ra up",
+          "ip -n " + r + " link set rb up",
+          "ip -n " + b + " link set pb up",
+      };
+      for (const auto& c : cmds) {
+        if (!Sh(c)) {
+          ADD_FAILURE() << "failed: " << c;
+          return false;
+        }
+      }
+      ab = std::make_unique<UdpRelay>(r, "169.254.91.2", 20000, "169.254.92.1",
+                                      10916);
+      ba = std::make_unique<UdpRelay>(r, "169.254.92.2", 20001, "169.254.91.1",
+                                      10916);
+      std::string error;
+      if (!ab->Start(&error) || !ba->Start(&error)) {
+        ADD_FAILURE() << "relay: " << error;
+        return false;
+      }
+      WriteKey("key", kKey);
+      WriteKey("wrong.key", kWrongKey);
+      // A also probes a peer where nothing listens: a dead peer.
+      da = Start(a, "a", "key", {"169.254.91.2:20000", "169.254.91.2:20099"});
+      db = Start(b, "b", "key", {"169.254.92.2:20001"});
+      dc = Start(b, "c", "wrong.key", {"127.0.0.1:10916"}, ":10917", 19916);
+      return Ready(da, kMetricsPort) && Ready(db, kMetricsPort) &&
+             Ready(dc, 19916);
+    }
+
+    void WriteKey(const std::string& name, const char* text) {
+      std::ofstream(dir / name) << text;
+      ::chmod((dir / name).c_str(), 0600);
+    }
+
+    Daemon Start(const std::string& ns, const std::string& name,
+                 const std::string& key, std::vector<std::string> peers,
+                 const std::string& listen = ":10916",
+                 int metrics_port = kMetricsPort) {
+      fs::path config = dir / (name + ".yaml");
+      std::ofstream out(config);
+      out << "collectors:\n";
+      for (const char* off : {"ib_port", "hw_counters", "congestion", "roce",
+                              "nic_identity", "sm", "fabric"}) {
+        out << "  " << off << ": {enabled: false}\n";
+      }
+      out << "  probe:\n    enabled: true\n    interval: 1ms\n"
+          << "    probe_timeout: 50ms\n    listen_address: \"" << listen
+          << "\"\n    key_file: " << (dir / key).string() << "\n    peers:\n";
+      for (const auto& p : peers) out << "      - \"" << p << "\"\n";
+      out.close();
+      Daemon d;
+      d.ns = ns;
+      d.log = (dir / (name + ".log")).string();
+      d.pid = ::fork();
+      if (d.pid == 0) {
+        int fd = ::open(d.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        std::string bin = testing::Binary("fabricmon");
+        std::string listen_web = "127.0.0.1:" + std::to_string(metrics_port);
+        std::string cfg = config.string(), sysfs = (dir / "sysfs").string();
+        ::execlp("ip", "ip", "netns", "exec", ns.c_str(), bin.c_str(),
+                 "--config", cfg.c_str(), "--sysfs.root", sysfs.c_str(),
+                 "--web.listen-address", listen_web.c_str(), nullptr);
+        ::_exit(127);
+      }
+      return d;
+    }
+
+    bool Ready(const Daemon& d, int port) {
+      for (int i = 0; i < 200; ++i) {
+        if (::waitpid(d.pid, nullptr, WNOHANG) != 0) {
+          ADD_FAILURE() << "daemon in " << d.ns << " exited; log " << d.log;
+          return false;
+        }
+        auto body =
+            InNetns(d.ns, [&] { return testing::HttpGetOk(port, "/metrics"); });
+        if (body && body->find("fabric_probe_sent_total") != std::string::npos)
+          return true;
+        std::this_thread::sleep_for(100ms);
+      }
+      ADD_FAILURE() << "daemon in " << d.ns << " never served probes; log "
+                    << d.log;
+      return false;
+    }
+
+    void Down() {
+      for (Daemon* d : {&da, &db, &dc}) {
+        if (d->pid > 0) {
+          ::kill(d->pid, SIGTERM);
+          ::waitpid(d->pid, nullptr, 0);
+          d->pid = -1;
+        }
+      }
+      if (ab) ab->Stop();
+      if (ba) ba->Stop();
+      for (const auto& ns : {a, b, r}) {
+        if (!ns.empty()) Sh("ip netns del " + ns);
+      }
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  };
+
+  static Scrape Get(const Daemon& d, int port = kMetricsPort) {
+    auto body =
+        InNetns(d.ns, [&] { return testing::HttpGetOk(port, "/metrics"); });
+    EXPECT_TRUE(body) << "scrape of " << d.ns << " failed";
+    return Scrape{body ? testing::ParseSamples(*body)
+                       : std::map<std::string, double>{}};
+  }
+
+  // Scrapes of A before and after a window of `seconds` under the current
+  // relay settings. The first waits for a snapshot published after the
+  // change (snapshots are published once a second).
+  static std::pair<Scrape, Scrape> Window(double seconds) {
+    std::this_thread::sleep_for(1200ms);
+    Scrape before = Get(env_->da);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    Scrape after = Get(env_->da);
+    return {before, after};
+  }
+
+  static Env* env_;
+  static bool setup_failed_;
+};
+
+ProbeNetnsTest::Env* ProbeNetnsTest::env_ = nullptr;
+bool ProbeNetnsTest::setup_failed_ = false;
+
+constexpr char kToB[] = "peer=\"169.254.91.2:20000\",transport=\"udp\"";
+
+TEST_F(ProbeNetnsTest, MedianRttMovesWithTheRelayDelay) {
+  env_->ab->set_drop_every(0);
+  double baseline = 0, held0 = 0;
+  for (int delay_us : {0, 200, 1000}) {
+    env_->ab->set_delay(std::chrono::microseconds(delay_us));
+    auto [before, after] = Window(2.0);
+    double median =
+        DeltaMedian(before, after, "fabric_probe_rtt_seconds", kToB);
+    ASSERT_FALSE(std::isnan(median)) << "no answers at delay " << delay_us;
+    if (delay_us == 0) {
+      baseline = median;
+      held0 = std::chrono::duration<double>(env_->ab->MedianHeld(1000)).count();
+      continue;
+    }
+    // The delay the relay really applied (its wake-ups on a busy machine
+    // add to the set one), over the window's probes.
+    double applied =
+        std::chrono::duration<double>(env_->ab->MedianHeld(1000)).count() -
+        held0;
+    double shift = median - baseline, want = delay_us * 1e-6;
+    double tolerance = std::max(50e-6, 0.1 * want);
+    EXPECT_NEAR(shift, applied, tolerance)
+        << "delay " << delay_us << " µs (applied " << applied * 1e6
+        << " µs): median " << median * 1e6 << " µs, baseline " << baseline * 1e6
+        << " µs";
+    std::cout << "delay " << delay_us << " us: median RTT " << median * 1e6
+              << " us, baseline " << baseline * 1e6 << " us, shift "
+              << shift * 1e6 << " us, relay applied " << applied * 1e6
+              << " us\n";
+    // And the relay applied the delay it was set to.
+    EXPECT_NEAR(applied, want, tolerance);
+    // The responder held each probe for a moment, not for the delay: the
+    // network RTT moves with the delay too.
+    double network =
+        DeltaMedian(before, after, "fabric_probe_network_rtt_seconds", kToB);
+    EXPECT_LE(network, median);
+    EXPECT_GT(network, want * 0.9);
+  }
+  env_->ab->set_delay(0us);
+}
+
+TEST_F(ProbeNetnsTest, LossEqualsTheDropRate) {
+  env_->ab->set_delay(0us);
+  for (int every : {0, 100, 10}) {
+    env_->ab->set_drop_every(every);
+    auto [before, after] = Window(2.5);
+    std::string sent = std::string("fabric_probe_sent_total{") + kToB + "}";
+    std::string lost = std::string("fabric_probe_lost_total{") + kToB + "}";
+    double n = after.Get(sent) - before.Get(sent);
+    double l = after.Get(lost) - before.Get(lost);
+    ASSERT_GT(n, 500) << "too few probes in the window";
+    // Of the probes resolved in the window (answered or lost): the ones
+    // still waiting for an answer at either scrape are in neither.
+    std::string count =
+        std::string("fabric_probe_rtt_seconds_count{") + kToB + "}";
+    double answered = after.Get(count) - before.Get(count);
+    std::cout << "drop every " << every << ": " << l << " lost of " << n
+              << " sent, " << answered << " answered; relay dropped "
+              << env_->ab->dropped() << " in all\n";
+    double want = every ? 1.0 / every : 0.0;
+    EXPECT_NEAR(l / (l + answered), want, 0.005)
+        << "drop every " << every << ": " << l << " lost of " << n;
+  }
+  env_->ab->set_drop_every(0);
+}
+
+TEST_F(ProbeNetnsTest, WrongKeyGetsNoAnswersAndIsCountedBadMac) {
+  Scrape b0 = Get(env_->db), c0 = Get(env_->dc, 19916);
+  std::this_thread::sleep_for(1500ms);
+  Scrape b1 = Get(env_->db), c1 = Get(env_->dc, 19916);
+  const std::string bad = "fabric_probe_rejected_total{reason=\"bad_mac\"}";
+  EXPECT_GT(b1.Get(bad) - b0.Get(bad), 100);
+  const std::string to_b = "peer=\"127.0.0.1:10916\",transport=\"udp\"";
+  EXPECT_EQ(c1.Get("fabric_probe_rtt_seconds_count{" + to_b + "}"), 0);
+  EXPECT_GT(c1.Get("fabric_probe_lost_total{" + to_b + "}"), 100);
+}
+
+TEST_F(ProbeNetnsTest, DeadPeerIsLoss) {
+  auto [before, after] = Window(2.0);
+  const std::string dead = "peer=\"169.254.91.2:20099\",transport=\"udp\"";
+  double n = after.Get("fabric_probe_sent_total{" + dead + "}") -
+             before.Get("fabric_probe_sent_total{" + dead + "}");
+  double l = after.Get("fabric_probe_lost_total{" + dead + "}") -
+             before.Get("fabric_probe_lost_total{" + dead + "}");
+  // Snapshots are published once a second, so the window between two
+  // scrapes is 1 to 3 s of probes; the count is not what is checked.
+  ASSERT_GT(n, 200);
+  // All lost but those still within probe_timeout (50 ms) at the scrape.
+  EXPECT_NEAR(l / n, 1.0, 0.1) << l << " lost of " << n;
+  EXPECT_EQ(after.Get("fabric_probe_rtt_seconds_count{" + dead + "}"), 0);
+}
+
+TEST_F(ProbeNetnsTest, ReplayedProbeIsRejected) {
+  const std::string replay = "fabric_probe_rejected_total{reason=\"replay\"}";
+  Scrape b0 = Get(env_->db);
+  // The relay sends the last probe from A that it forwarded once more: a
+  // valid, signed packet seen before.
+  for (int i = 0; i < 5; ++i) {
+    env_->ab->ReplayLast();
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_for(1200ms);
+  Scrape b1 = Get(env_->db);
+  EXPECT_EQ(b1.Get(replay) - b0.Get(replay), 5);
+}
+
+}  // namespace
+}  // namespace fabric

@@ -1,0 +1,216 @@
+// The `probe` collector: its settings through ParseConfig (defaults, every
+// key, bad values naming key and line, the key file required and checked),
+// and the collector made through the registry probing a second instance
+// over loopback, with the peers file re-read when it changes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "collectors/probe.h"
+#include "collectors/registry.h"
+#include "config/config.h"
+
+namespace fabric {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+class ProbeCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fabricmon-probe-collector-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    key_ = (dir_ / "key").string();
+    std::ofstream(key_) << std::string(64, 'a') << "\n";
+    ::chmod(key_.c_str(), 0600);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+  std::string key_;
+};
+
+TEST_F(ProbeCollectorTest, Defaults) {
+  std::string error;
+  auto config = ParseConfig("", CollectorSpecs(), &error);
+  ASSERT_TRUE(config) << error;
+  CollectorConfig c = config->Collector("probe");
+  EXPECT_FALSE(c.enabled);
+  EXPECT_EQ(c.interval, 1s);
+  const auto& s = SettingsAs<ProbeSettings>(c);
+  EXPECT_EQ(s.transport, "auto");
+  EXPECT_EQ(s.listen_address, ":10916");
+  EXPECT_EQ(s.probe_timeout, 1s);
+  EXPECT_TRUE(s.peers.empty());
+  EXPECT_EQ(s.peers_file, "");
+  EXPECT_EQ(s.key_file, "");
+  EXPECT_EQ(s.rate_limit, 2000);
+}
+
+TEST_F(ProbeCollectorTest, EveryKey) {
+  std::string error;
+  auto config = ParseConfig(
+      "collectors:\n"
+      "  probe:\n"
+      "    enabled: true\n"
+      "    interval: 1ms\n"
+      "    transport: udp\n"
+      "    listen_address: \"127.0.0.1:20916\"\n"
+      "    probe_timeout: 250ms\n"
+      "    peers: [\"a:1\", \"[::1]:2\"]\n"
+      "    peers_file: /etc/fabricmon/peers\n"
+      "    key_file: " +
+          key_ +
+          "\n"
+          "    rate_limit: 500\n",
+      CollectorSpecs(), &error);
+  ASSERT_TRUE(config) << error;
+  CollectorConfig c = config->Collector("probe");
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.interval, 1ms);
+  const auto& s = SettingsAs<ProbeSettings>(c);
+  EXPECT_EQ(s.transport, "udp");
+  EXPECT_EQ(s.listen_address, "127.0.0.1:20916");
+  EXPECT_EQ(s.probe_timeout, 250ms);
+  EXPECT_EQ(s.peers, (std::vector<std::string>{"a:1", "[::1]:2"}));
+  EXPECT_EQ(s.peers_file, "/etc/fabricmon/peers");
+  EXPECT_EQ(s.key_file, key_);
+  EXPECT_EQ(s.rate_limit, 500);
+}
+
+TEST_F(ProbeCollectorTest, BadValuesNameKeyAndLine) {
+  std::string error;
+  auto bad = [&](const std::string& body) {
+    return !ParseConfig("collectors:\n  probe:\n" + body, CollectorSpecs(),
+                        &error);
+  };
+  EXPECT_TRUE(bad("    transport: tcp\n"));
+  EXPECT_NE(error.find("collectors.probe.transport (line 3)"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(bad("    listen_address: \"node1:10916\"\n"));
+  EXPECT_NE(error.find("listen_address"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    peers: [\"::1:80\"]\n"));
+  EXPECT_NE(error.find("[addr]:port"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rate_limit: -1\n"));
+  EXPECT_TRUE(bad("    probe_timeout: 1\n"));
+  // Enabled: the key file is required, and must be owner-only.
+  EXPECT_TRUE(bad("    enabled: true\n"));
+  EXPECT_NE(error.find("collectors.probe.key_file"), std::string::npos)
+      << error;
+  ::chmod(key_.c_str(), 0644);
+  EXPECT_TRUE(bad("    enabled: true\n    key_file: " + key_ + "\n"));
+  EXPECT_NE(error.find("key_file"), std::string::npos) << error;
+  // Disabled, nothing is required.
+  EXPECT_FALSE(bad("    enabled: false\n"));
+}
+
+// Two collectors, made through the registry, probe each other on loopback;
+// the second learns its peer from a peers file written after it started.
+TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
+  auto settings = [&](int port, std::vector<std::string> peers,
+                      std::string peers_file) {
+    ProbeSettings s;
+    s.transport = "udp";
+    s.listen_address = "127.0.0.1:" + std::to_string(port);
+    s.probe_timeout = 200ms;
+    s.peers = std::move(peers);
+    s.peers_file = std::move(peers_file);
+    s.key_file = key_;
+    CollectorConfig c;
+    c.interval = 1ms;
+    c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
+    return c;
+  };
+  // Ports from the dynamic range, unlikely to be taken.
+  const int pa = 20000 + ::getpid() % 20000, pb = pa + 1;
+  std::string file = (dir_ / "peers").string();
+  std::ofstream(file) << "# none yet\n";
+  CollectorEnv env;
+  auto a = MakeCollector("probe", env,
+                         settings(pa, {"127.0.0.1:" + std::to_string(pb)}, ""));
+  auto b = MakeCollector("probe", env, settings(pb, {}, file));
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(a->Samples());
+  EXPECT_EQ(a->PublishInterval(), 1s);
+
+  // Without Start (as in --once): not healthy, says why.
+  {
+    MetricSink sink;
+    EXPECT_FALSE(a->Collect(sink));
+    ASSERT_FALSE(sink.skip_reasons().empty());
+  }
+  boost::asio::io_context io;
+  a->Start(io);
+  b->Start(io);
+  std::thread runner([&] {
+    auto guard = boost::asio::make_work_guard(io);
+    io.run_for(20s);
+  });
+  auto text_of = [](Collector& c, bool* ok) {
+    MetricSink sink;
+    *ok = c.Collect(sink);
+    return ToText(sink.Take());
+  };
+  bool ok = false;
+  std::string ta;
+  const std::string to_b =
+      "fabric_probe_rtt_seconds_count{peer=\"127.0.0.1:" + std::to_string(pb) +
+      "\",transport=\"udp\"}";
+  for (int i = 0; i < 200; ++i) {
+    ta = text_of(*a, &ok);
+    if (ok && ta.find(to_b) != std::string::npos &&
+        ta.find(to_b + " 0") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_NE(ta.find(to_b), std::string::npos) << ta;
+  EXPECT_EQ(ta.find(to_b + " 0\n"), std::string::npos) << ta;
+
+  // b probes no one until its file names a; a rewritten file is re-read.
+  std::string tb = text_of(*b, &ok);
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(tb.find("fabric_probe_sent_total{"), std::string::npos) << tb;
+  std::ofstream(file) << "127.0.0.1:" << pa << "  # a\n";
+  const std::string to_a =
+      "fabric_probe_sent_total{peer=\"127.0.0.1:" + std::to_string(pa) +
+      "\",transport=\"udp\"}";
+  for (int i = 0; i < 200; ++i) {
+    tb = text_of(*b, &ok);
+    if (tb.find(to_a) != std::string::npos &&
+        tb.find(to_a + " 0\n") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_NE(tb.find(to_a), std::string::npos) << tb;
+  // A file that no longer parses keeps the list and says so.
+  std::ofstream(file) << "bad:port:x\n";
+  MetricSink sink;
+  EXPECT_TRUE(b->Collect(sink));
+  bool said = false;
+  for (const auto& r : sink.skip_reasons()) {
+    said |= r.find("keeping the previous list") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  EXPECT_NE(ToText(sink.Take()).find(to_a), std::string::npos);
+
+  boost::asio::post(io, [&] {
+    a->Stop();
+    b->Stop();
+    io.stop();
+  });
+  runner.join();
+}
+
+}  // namespace
+}  // namespace fabric
