@@ -34,17 +34,4 @@ std::int64_t CyclesToNs(std::int64_t cycles, std::uint64_t hz) {
   return static_cast<std::int64_t>(q);
 }
 
-std::optional<std::uint64_t> MeasureHz(std::uint64_t cycles_a,
-                                       std::int64_t host_ns_a,
-                                       std::uint64_t cycles_b,
-                                       std::int64_t host_ns_b,
-                                       std::uint64_t mask) {
-  const std::int64_t dns = host_ns_b - host_ns_a;
-  if (dns < 1000000) return std::nullopt;
-  const std::int64_t dc = SignedCycleDelta(cycles_a, cycles_b, mask);
-  if (dc <= 0) return std::nullopt;
-  const __int128 hz = (static_cast<__int128>(dc) * 1000000000 + dns / 2) / dns;
-  return static_cast<std::uint64_t>(hz);
-}
-
 }  // namespace fabric::rdma

@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 #include "probe/verbs_ops.h"
@@ -46,15 +45,6 @@ std::int64_t SignedCycleDelta(std::uint64_t earlier, std::uint64_t later,
 // Nanoseconds in `cycles` at `hz` (0 Hz gives 0). Exact to the nanosecond
 // for any count a 64-bit counter can hold.
 std::int64_t CyclesToNs(std::int64_t cycles, std::uint64_t hz);
-
-// The clock rate measured from two (cycles, host ns) readings, or nullopt
-// when they are too close together (< 1 ms) or go backwards. Used to check
-// the nominal hca_core_clock, which firmware reports only to the kHz.
-std::optional<std::uint64_t> MeasureHz(std::uint64_t cycles_a,
-                                       std::int64_t host_ns_a,
-                                       std::uint64_t cycles_b,
-                                       std::int64_t host_ns_b,
-                                       std::uint64_t mask);
 
 class HcaClock {
  public:
