@@ -21,8 +21,12 @@
 // daemon's poll interval does, and reports the thread CPU time per
 // collection: caches go cold between polls, which a tight loop hides.
 //
+// --sysfs-mode reads the tree as the reader reads real sysfs (kept
+// descriptors, one stat() per directory per collection), to count a real
+// host's syscalls on a recorded tree (strace -c).
+//
 // Usage: collect_profile [N] [--text] [--congestion [--sample]] [--pause MS]
-//                        [TREE]
+//                        [--sysfs-mode] [TREE]
 //   (TREE defaults to the H100 tree)
 #include <chrono>
 #include <cstdio>
@@ -61,6 +65,7 @@ int Main(int argc, char** argv) {
   bool text = false;
   bool congestion = false;
   bool sample = false;
+  SysfsCacheMode mode = SysfsCacheMode::kAuto;
   int pause_ms = 0;
   std::string tree =
       FABRICMON_SOURCE_DIR "/tests/fixtures/real/sysfs-gpud-h100";
@@ -72,6 +77,8 @@ int Main(int argc, char** argv) {
       congestion = true;
     } else if (arg == "--sample") {
       sample = true;
+    } else if (arg == "--sysfs-mode") {
+      mode = SysfsCacheMode::kSysfs;
     } else if (arg == "--pause" && i + 1 < argc) {
       pause_ms = std::atoi(argv[++i]);
     } else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') {
@@ -81,7 +88,7 @@ int Main(int argc, char** argv) {
     }
   }
   CollectorEnv env;
-  env.sysfs = MakeRealSysfs(tree);
+  env.sysfs = MakeRealSysfs(tree, mode);
   double fake_now = 1000.0;  // --congestion's clock, seconds
   auto ib = congestion ? std::make_unique<CongestionCollector>(
                              env, CongestionOptions{}, [&] { return fake_now; })

@@ -100,8 +100,8 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
 bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   const double now = clock_();
   if (!reader_) reader_ = env_.sysfs->NewReader();
-  reader_->Begin();
   if (!emit && walked_) {
+    reader_->BeginSample();
     // A sample polls the ports the last publish's walk found: the walk
     // (listing class/infiniband and every device's ports/) is as much work
     // as the reads, and a port that comes or goes is seen within one
@@ -115,6 +115,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
     if (ethtool_) PollPfc(sink);
     return true;
   }
+  reader_->Begin();
   walked_ = true;
   const std::uint64_t generation = ++generation_;
   // Quiet: a device that vanished between the two listings is left out.

@@ -75,6 +75,13 @@ class SysfsReader {
   // Starts a collection (applies pending invalidations, closes handles the
   // previous collection did not use). Call once at the top of Collect().
   virtual void Begin() = 0;
+  // Starts a collection that may reuse the previous Begin()'s validation:
+  // for fast polls of files a full collection found moments ago (the
+  // congestion collector's 100 ms samples between its publishes). On sysfs
+  // the directories are then not re-stat()ed; a removed device's kept
+  // descriptors fail with ENODEV and are read again by path, so a
+  // re-created device is read, not a stale one. Elsewhere it is Begin().
+  virtual void BeginSample() { Begin(); }
   // Reads `dir`/`name` like Sysfs::Read("dir/name"); `name` may contain '/'.
   virtual ReadResult Read(std::string_view dir, std::string_view name) = 0;
   // The same for an attribute whose value the kernel fixes when it creates

@@ -143,6 +143,15 @@ class CachingReader final : public SysfsReader {
     }
   }
 
+  void BeginSample() override {
+    // sysfs: one stat() per directory per collection is as many syscalls
+    // again as a sample's reads; the kept descriptors' ENODEV covers a
+    // removed device (ReadIn). inotify mode must drain its events (the
+    // simulator replaces files by rename) and does little more.
+    if (decided_ && mode_ == SysfsCacheMode::kSysfs && gen_ > 0) return;
+    Begin();
+  }
+
   ReadResult Read(std::string_view dir, std::string_view name) override {
     return Split(dir, name, /*fixed=*/false);
   }

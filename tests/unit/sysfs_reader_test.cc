@@ -394,6 +394,39 @@ TEST_F(SysfsModeTest, FixedAttributeIsKeptUntilTheDeviceIsRecreated) {
   EXPECT_EQ(fixed(), "28.41.1000\n");
 }
 
+// BeginSample() (fast polls between full collections) re-reads values from
+// the kept descriptors without re-validating directories; the next Begin()
+// validates again. (On real sysfs a removed device's kept descriptors fail
+// with ENODEV at once and are read again by path; a disk tree cannot show
+// that, so here the re-created device waits for Begin().)
+TEST_F(SysfsModeTest, SampleReusesTheLastValidation) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kSysfs);
+  r->BeginSample();  // no Begin() yet: a full one
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  Write(kCounters + "/port_rcv_data", "2\n");
+  r->BeginSample();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+  MoveAway("class/infiniband/mlx5_0");
+  Write(kCounters + "/port_rcv_data", "3\n");  // re-created: new inodes
+  r->BeginSample();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "3\n");
+}
+
+// On a local disk tree a sample still applies the inotify events: the
+// simulator replaces files by rename every tick.
+TEST_F(SysfsModeTest, InotifySampleSeesReplacedFiles) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kInotify);
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  Replace(kCounters + "/port_rcv_data", "2\n");
+  r->BeginSample();
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+}
+
 TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
   // The default NewReader() goes through Sysfs::Read/List with the joined
   // path, so fakes that fail or watch given paths keep working.
