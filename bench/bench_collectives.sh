@@ -55,13 +55,22 @@ for n in ns:
     for p, steps, share in (("allreduce-ring", 2*(n-1), 2*(n-1)/n),
                             ("alltoall", 1, (n-1)/n)):
         rows = json.load(open(f"{out}/{p}-small-{n}.json"))["results"]
-        alpha = rows[0]["time_seconds"] / steps
-        print(f"n={n} {p}: alpha = {alpha*1e6:.0f} us per step "
-              f"({steps} steps), B = {payload/1e6:.1f} MB/s")
-        for row in rows:
-            s = row["size_bytes"]
-            model = steps*alpha + share*s/payload
-            print(f"   {s:>8} B  measured {row['time_seconds']*1e6:9.0f} us"
-                  f"  model {model*1e6:9.0f} us  ratio "
-                  f"{row['time_seconds']/model:.2f}")
+        # Least squares of T = steps*alpha + share*S/B over the sizes (one
+        # noisy size does not set alpha alone).
+        xs = [(steps, share*r["size_bytes"]) for r in rows]
+        ts = [r["time_seconds"] for r in rows]
+        a11 = sum(x[0]*x[0] for x in xs); a12 = sum(x[0]*x[1] for x in xs)
+        a22 = sum(x[1]*x[1] for x in xs)
+        b1 = sum(x[0]*t for x, t in zip(xs, ts)); b2 = sum(x[1]*t for x, t in zip(xs, ts))
+        det = a11*a22 - a12*a12
+        alpha = (b1*a22 - b2*a12) / det
+        inv_b = (a11*b2 - a12*b1) / det
+        fit_b = 1/inv_b if inv_b > 0 else float("inf")
+        print(f"n={n} {p}: fitted alpha = {alpha*1e6:.0f} us per step "
+              f"({steps} steps), fitted B = {fit_b/1e6:.1f} MB/s "
+              f"(link payload {payload/1e6:.1f} MB/s)")
+        for (st, bytes_), t, row in zip(xs, ts, rows):
+            model = st*alpha + bytes_*inv_b
+            print(f"   {row['size_bytes']:>8} B  measured {t*1e6:9.0f} us"
+                  f"  model {model*1e6:9.0f} us  ratio {t/model:.2f}")
 PY
