@@ -159,7 +159,11 @@ struct Conn : std::enable_shared_from_this<Conn> {
       hello_timer.cancel();
       return ReadHeader();
     }
-    if (!hello_done || worker_running) return Refused(Refusal::kMalformed);
+    if (!hello_done) return Refused(Refusal::kMalformed);
+    // One request at a time; only Stop may interrupt a running one.
+    if (worker_running && h.type != MsgType::kStop) {
+      return Refused(Refusal::kMalformed);
+    }
     switch (h.type) {
       case MsgType::kPrepare: {
         auto m = DecodePrepare(payload);
