@@ -9,7 +9,7 @@ namespace {
 bool ReadU64(const Sysfs& sysfs, const std::string& path, std::uint64_t* v) {
   ReadResult r = sysfs.Read(path);
   if (!r.ok()) return false;
-  std::string_view t = r.data;
+  std::string_view t = r.value();
   while (!t.empty() && (t.back() == '\n' || t.back() == ' '))
     t.remove_suffix(1);
   auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);

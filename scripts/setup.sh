@@ -10,6 +10,8 @@ PACKAGES=(
   build-essential cmake pkg-config git
   prometheus-cpp-dev libboost-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
   libsystemd-dev libssl-dev
+  # /metrics server: gzip, bcrypt (crypt_r) for basic auth.
+  zlib1g-dev libcrypt-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -21,6 +23,9 @@ PACKAGES=(
   # fabricmon-bench: results.json (nlohmann), its report checked in headless
   # Chromium, its push checked against a real Pushgateway.
   nlohmann-json3-dev chromium prometheus-pushgateway
+  # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
+  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
+  dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
 )
 
 missing=()
