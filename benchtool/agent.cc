@@ -14,6 +14,7 @@
 
 #include "auth/hmac.h"
 #include "benchtool/patterns.h"
+#include "benchtool/rdma_rc.h"
 #include "benchtool/tcp_transport.h"
 #include "benchtool/wire.h"
 
@@ -23,9 +24,11 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 TransportFactory DefaultTransportFactory() {
-  return [](const std::string& name,
-            const std::string& bind) -> std::unique_ptr<BulkTransport> {
+  return [](const std::string& name, const std::string& bind,
+            std::string* why) -> std::unique_ptr<BulkTransport> {
     if (name == "tcp") return MakeTcpTransport({bind});
+    if (name == "rdma") return MakeRdmaTransport(bind, why);
+    *why = "unknown transport";
     return nullptr;
   };
 }
@@ -159,7 +162,11 @@ struct Conn : std::enable_shared_from_this<Conn> {
       hello_timer.cancel();
       return ReadHeader();
     }
-    if (!hello_done || worker_running) return Refused(Refusal::kMalformed);
+    if (!hello_done) return Refused(Refusal::kMalformed);
+    // One request at a time; only Stop may interrupt a running one.
+    if (worker_running && h.type != MsgType::kStop) {
+      return Refused(Refusal::kMalformed);
+    }
     switch (h.type) {
       case MsgType::kPrepare: {
         auto m = DecodePrepare(payload);
@@ -217,11 +224,12 @@ struct Conn : std::enable_shared_from_this<Conn> {
     boost::system::error_code ec;
     auto local = socket.local_endpoint(ec);
     std::string bind = ec ? "" : local.address().to_string();
-    transport = state->options.transports(m.transport, bind);
+    std::string why;
+    transport = state->options.transports(m.transport, bind, &why);
     if (!transport) {
       EndSession();
-      return SendError(
-          -1, "transport '" + m.transport + "' is not available on this host");
+      return SendError(-1, "transport '" + m.transport +
+                               "' is not available on this host: " + why);
     }
     pattern = *p;
     tp = static_cast<int>(m.tp);

@@ -35,11 +35,13 @@ namespace fabric::bench {
 using CounterReading = std::vector<std::pair<std::string, std::uint64_t>>;
 using CounterSource = std::function<CounterReading()>;
 
-// Makes the transport a Prepare asks for ("tcp", "rdma"); null = not
-// available here. `bind_address` is the local address of the control
-// connection, where the bulk listener belongs.
+// Makes the transport a Prepare asks for ("tcp", "rdma"); null with the
+// reason in `why` when not available here. `bind_address` is the local
+// address of the control connection, where the bulk listener belongs (RDMA:
+// the port whose GID is that address).
 using TransportFactory = std::function<std::unique_ptr<BulkTransport>(
-    const std::string& name, const std::string& bind_address)>;
+    const std::string& name, const std::string& bind_address,
+    std::string* why)>;
 TransportFactory DefaultTransportFactory();
 
 struct AgentOptions {

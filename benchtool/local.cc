@@ -114,9 +114,9 @@ bool LocalCluster::SetUpNetns(const LocalOptions& o, std::string* error) {
     }
     if (!o.rate.empty() &&
         (!in(ns, {"tc", "qdisc", "add", "dev", a, "root", "tbf", "rate", o.rate,
-                  "burst", "256kb", "limit", "2mb"}) ||
+                  "burst", "64kb", "limit", "2mb"}) ||
          !in(br, {"tc", "qdisc", "add", "dev", b, "root", "tbf", "rate", o.rate,
-                  "burst", "256kb", "limit", "2mb"}))) {
+                  "burst", "64kb", "limit", "2mb"}))) {
       return false;
     }
     hosts_.push_back(addr + ":10916");
