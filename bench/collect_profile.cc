@@ -12,11 +12,17 @@
 //   (--congestion: compare two N, e.g. 1000 and 2000, to get the steady
 //   state per collection without the first 600's filling windows)
 //
+// With --congestion --sample it runs the congestion collector as the
+// daemon does: Sample() at the ticks between two publishes and Collect()
+// (+ Take) every 10th tick (the default 100 ms interval, 1 s publish), so
+// the Ir per collection is the daemon's average per 100 ms tick.
+//
 // With --pause MS it sleeps MS milliseconds between collections, as the
 // daemon's poll interval does, and reports the thread CPU time per
 // collection: caches go cold between polls, which a tight loop hides.
 //
-// Usage: collect_profile [N] [--text] [--congestion] [--pause MS] [TREE]
+// Usage: collect_profile [N] [--text] [--congestion [--sample]] [--pause MS]
+//                        [TREE]
 //   (TREE defaults to the H100 tree)
 #include <chrono>
 #include <cstdio>
@@ -34,7 +40,12 @@
 namespace fabric {
 namespace {
 
-std::size_t Run(Collector& ib, Collector* hw, SampleOrder& order, bool text) {
+std::size_t Run(Collector& ib, Collector* hw, SampleOrder& order, bool text,
+                bool sample) {
+  if (sample) {
+    ib.Sample();
+    return 0;
+  }
   MetricSink sink;
   ib.Collect(sink);
   if (hw) hw->Collect(sink);
@@ -49,6 +60,7 @@ int Main(int argc, char** argv) {
   int runs = 10;
   bool text = false;
   bool congestion = false;
+  bool sample = false;
   int pause_ms = 0;
   std::string tree =
       FABRICMON_SOURCE_DIR "/tests/fixtures/real/sysfs-gpud-h100";
@@ -58,6 +70,8 @@ int Main(int argc, char** argv) {
       text = true;
     } else if (arg == "--congestion") {
       congestion = true;
+    } else if (arg == "--sample") {
+      sample = true;
     } else if (arg == "--pause" && i + 1 < argc) {
       pause_ms = std::atoi(argv[++i]);
     } else if (!arg.empty() && arg[0] >= '0' && arg[0] <= '9') {
@@ -88,7 +102,8 @@ int Main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     }
     const double before = thread_us();
-    check += Run(*ib, hw.get(), order, text);
+    check += Run(*ib, hw.get(), order, text,
+                 congestion && sample && (i + 1) % 10 != 0);
     fake_now += 0.1;
     cpu_us += thread_us() - before;
   }

@@ -53,7 +53,7 @@ void Collect(benchmark::State& state, const std::string& netdev,
   }
   EthtoolResult first = source->Stats(netdev);
   if (!first.ok()) {
-    state.SkipWithError((netdev + ": " + first.error.message()).c_str());
+    state.SkipWithError((netdev + ": " + first.error().message()).c_str());
     return;
   }
   RoceNetdev where{"dev", "1", netdev};
@@ -67,14 +67,13 @@ void Collect(benchmark::State& state, const std::string& netdev,
     std::uint64_t before = source->ioctl_count();
     EthtoolResult r = source->Stats(netdev);
     MetricSink sink;
-    EmitEthtoolMetrics(ParseEthtoolStats(r.stats.names, r.stats.values), where,
-                       sink);
+    EmitEthtoolMetrics(ParseEthtoolStats(r->names, r->values), where, sink);
     benchmark::DoNotOptimize(sink.Take());
     ioctls += source->ioctl_count() - before;
   }
   state.counters["ioctls_per_collection"] =
       static_cast<double>(ioctls) / static_cast<double>(state.iterations());
-  state.counters["stats"] = static_cast<double>(first.stats.names.size());
+  state.counters["stats"] = static_cast<double>(first->names.size());
 }
 
 void BM_Lo(benchmark::State& s) { Collect(s, "lo", "", false); }

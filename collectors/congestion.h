@@ -9,11 +9,12 @@
 //   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
 //   and `rate` (re-read every `rate_refresh_seconds`).
 // Which of those files exist is probed once per port, when the port first
-// appears. Reads and listings go through the collector's SysfsReader, which
-// keeps descriptors and listings between polls on real trees (core/sysfs.h),
-// and a poll builds no strings: paths and labels are made per port once.
-// Devices and ports that vanish lose their history; those that (re)appear
-// start a new baseline.
+// appears. Devices and ports are listed at each publish (Collect); the
+// samples in between poll the ports that listing found. Reads and listings go
+// through the collector's SysfsReader, which keeps descriptors and listings
+// between polls on real trees (core/sysfs.h), and a poll builds no strings:
+// paths and labels are made per port once. Devices and ports that vanish lose
+// their history; those that (re)appear start a new baseline.
 //
 // Devices and ports come from the shared walk (collectors/ib_walk.h).
 //
@@ -141,7 +142,8 @@ class CongestionCollector final : public Collector {
   // The device/port walk of the latest poll, its storage reused by the next.
   IbPortList walk_;
   std::map<std::string, Device, std::less<>> devices_;  // by device name
-  std::uint64_t generation_ = 0;                        // collections so far
+  std::uint64_t generation_ = 0;                        // walks so far
+  bool walked_ = false;  // Sample() walks only until the first walk
   bool ports_changed_ = true;
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };

@@ -141,17 +141,11 @@ class Parser {
         if (!Entry(key, tokens[i++])) return Bad();
       }
     }
-    DcbResult r;
-    r.ieee = std::move(ieee_);
-    return r;
+    return std::move(ieee_);
   }
 
  private:
-  static DcbResult Bad() {
-    DcbResult r;
-    r.error = Errno(EBADMSG);
-    return r;
-  }
+  static DcbResult Bad() { return Errno(EBADMSG); }
   DcbPfc& Pfc() {
     if (!ieee_.pfc) ieee_.pfc.emplace();
     return *ieee_.pfc;
@@ -279,18 +273,13 @@ bool UsableName(const std::string& name) {
 DcbResult ParseDcbText(std::string_view text) { return Parser().Run(text); }
 
 DcbResult FileDcbSource::Ieee(const std::string& netdev) {
-  DcbResult r;
-  if (!UsableName(netdev)) {
-    r.error = Errno(ENODEV);
-    return r;
-  }
+  if (!UsableName(netdev)) return Errno(ENODEV);
   std::string text;
   if (const int e =
           ReadWholeFile(dir_ + "/" + netdev, kMaxDcbDumpBytes, &text)) {
     // No dump: no DCB information for this netdev, as for a netdev without
     // dcbnl ops.
-    r.error = Errno(e == ENOENT || e == ENOTDIR ? EOPNOTSUPP : e);
-    return r;
+    return Errno(e == ENOENT || e == ENOTDIR ? EOPNOTSUPP : e);
   }
   return ParseDcbText(text);
 }

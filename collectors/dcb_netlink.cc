@@ -112,57 +112,42 @@ std::vector<std::uint8_t> EncodeDcbIeeeGet(std::string_view ifname,
 }
 
 DcbResult DecodeDcbIeeeReply(std::span<const std::uint8_t> bytes) {
-  DcbResult r;
   nlmsghdr h;
-  if (bytes.size() < sizeof(h)) {
-    r.error = Errno(EBADMSG);
-    return r;
-  }
+  if (bytes.size() < sizeof(h)) return Errno(EBADMSG);
   std::memcpy(&h, bytes.data(), sizeof(h));
   if (h.nlmsg_len < sizeof(h) || h.nlmsg_len > bytes.size()) {
-    r.error = Errno(EBADMSG);
-    return r;
+    return Errno(EBADMSG);
   }
   // NLMSG_HDRLEN == sizeof(nlmsghdr), checked above to fit in nlmsg_len.
   auto body = bytes.subspan(NLMSG_HDRLEN, h.nlmsg_len - NLMSG_HDRLEN);
   if (h.nlmsg_type == NLMSG_ERROR) {
     nlmsgerr err;
-    if (body.size() < sizeof(err.error)) {
-      r.error = Errno(EBADMSG);
-      return r;
-    }
+    if (body.size() < sizeof(err.error)) return Errno(EBADMSG);
     std::memcpy(&err.error, body.data(), sizeof(err.error));
-    // error 0 is an ACK, which a DCB get never answers with alone.
-    r.error = Errno(err.error < 0 ? -err.error : EBADMSG);
-    return r;
+    // error 0 is an ACK, which a DCB get never answers with alone. The
+    // kernel's errors are -1..-4095; anything else (INT_MIN would overflow
+    // the negation, found by fuzz/dcb_netlink_fuzz) is a bad message.
+    return Errno(err.error < 0 && err.error >= -4095 ? -err.error : EBADMSG);
   }
   if (h.nlmsg_type != RTM_GETDCB || body.size() < Align4(sizeof(dcbmsg))) {
-    r.error = Errno(EBADMSG);
-    return r;
+    return Errno(EBADMSG);
   }
   dcbmsg d;
   std::memcpy(&d, body.data(), sizeof(d));
-  if (d.cmd != DCB_CMD_IEEE_GET) {
-    r.error = Errno(EBADMSG);
-    return r;
-  }
+  if (d.cmd != DCB_CMD_IEEE_GET) return Errno(EBADMSG);
   std::vector<Attr> attrs;
   if (!SplitAttrs(body.subspan(Align4(sizeof(dcbmsg))), attrs)) {
-    r.error = Errno(EBADMSG);
-    return r;
+    return Errno(EBADMSG);
   }
+  DcbIeee ieee;
   for (const Attr& a : attrs) {
     if (a.type == DCB_ATTR_IEEE) {
-      if (!DecodeIeee(a.payload, r.ieee)) {
-        r.ieee = {};
-        r.error = Errno(EBADMSG);
-        return r;
-      }
+      if (!DecodeIeee(a.payload, ieee)) return Errno(EBADMSG);
     } else if (a.type == DCB_ATTR_DCBX && a.payload.size() >= 1) {
-      r.ieee.dcbx = a.payload[0];
+      ieee.dcbx = a.payload[0];
     }
   }
-  return r;
+  return ieee;
 }
 
 namespace {
@@ -184,23 +169,15 @@ class NetlinkDcbSource final : public DcbSource {
   }
 
   DcbResult Ieee(const std::string& netdev) override {
-    DcbResult r;
-    if (fd_ < 0) {
-      r.error = error_;
-      return r;
-    }
-    if (netdev.empty() || netdev.size() >= IFNAMSIZ) {
-      r.error = Errno(EINVAL);
-      return r;
-    }
+    if (fd_ < 0) return error_;
+    if (netdev.empty() || netdev.size() >= IFNAMSIZ) return Errno(EINVAL);
     std::uint32_t seq = ++seq_;
     std::vector<std::uint8_t> req = EncodeDcbIeeeGet(netdev, seq);
     sockaddr_nl kernel{};
     kernel.nl_family = AF_NETLINK;
     if (::sendto(fd_, req.data(), req.size(), 0,
                  reinterpret_cast<sockaddr*>(&kernel), sizeof(kernel)) < 0) {
-      r.error = Errno(errno);
-      return r;
+      return Errno(errno);
     }
     std::vector<std::uint8_t> buf(64 * 1024);
     // Skip stale replies to an earlier request that timed out.
@@ -208,8 +185,7 @@ class NetlinkDcbSource final : public DcbSource {
       ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
       if (n < 0) {
         if (errno == EINTR) continue;
-        r.error = Errno(errno == EAGAIN ? ETIMEDOUT : errno);
-        return r;
+        return Errno(errno == EAGAIN ? ETIMEDOUT : errno);
       }
       std::span<const std::uint8_t> got(buf.data(),
                                         static_cast<std::size_t>(n));
@@ -220,8 +196,7 @@ class NetlinkDcbSource final : public DcbSource {
       }
       return DecodeDcbIeeeReply(got);
     }
-    r.error = Errno(EBADMSG);
-    return r;
+    return Errno(EBADMSG);
   }
 
  private:

@@ -29,6 +29,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/result.h"
+
 namespace fabric {
 
 struct DcbPfc {
@@ -63,12 +65,9 @@ struct DcbIeee {
   std::string Trust() const;
 };
 
-struct DcbResult {
-  DcbIeee ieee;           // valid when ok()
-  std::error_code error;  // kernel errno (e.g. EOPNOTSUPP for veth) or
-                          // EBADMSG for a malformed reply
-  bool ok() const { return !error; }
-};
+// The IEEE DCB state, or the kernel's errno (e.g. EOPNOTSUPP for veth) or
+// EBADMSG for a malformed reply.
+using DcbResult = Result<DcbIeee>;
 
 // The RTM_GETDCB request for `ifname` (must be shorter than IFNAMSIZ).
 std::vector<std::uint8_t> EncodeDcbIeeeGet(std::string_view ifname,

@@ -23,22 +23,16 @@ std::error_code Errno(int e) { return {e, std::generic_category()}; }
 }  // namespace
 
 EthtoolResult FileEthtoolSource::Stats(const std::string& netdev) {
-  EthtoolResult r;
-  if (!UsableName(netdev)) {
-    r.error = Errno(ENODEV);
-    return r;
-  }
+  if (!UsableName(netdev)) return Errno(ENODEV);
   std::string text;
   if (const int e =
           ReadWholeFile(dir_ + "/" + netdev, kMaxEthtoolDumpBytes, &text)) {
     // No dump = no such netdev (it vanished, or was never there).
-    r.error = Errno(e == ENOENT || e == ENOTDIR ? ENODEV : e);
-    return r;
+    return Errno(e == ENOENT || e == ENOTDIR ? ENODEV : e);
   }
   EthtoolText parsed = ParseEthtoolText(text);
-  r.stats = std::move(parsed.stats);
-  r.stats.skipped_lines = parsed.bad_lines;
-  return r;
+  parsed.stats.skipped_lines = parsed.bad_lines;
+  return std::move(parsed.stats);
 }
 
 std::unique_ptr<EthtoolSource> MakeFileEthtoolSource(const std::string& dir) {

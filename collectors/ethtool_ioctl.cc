@@ -56,28 +56,23 @@ int IoctlEthtoolSource::Ioctl(const std::string& netdev, void* data) {
 }
 
 EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
-  EthtoolResult result;
-  if (fd_ < 0) {
-    result.error = socket_error_;
-    return result;
-  }
+  if (fd_ < 0) return socket_error_;
   if (netdev.empty() || netdev.size() >= IFNAMSIZ ||
       netdev.find('/') != std::string::npos) {
-    result.error = Errno(EINVAL);
-    return result;
+    return Errno(EINVAL);
   }
+  EthtoolStats stats;
 
   struct ethtool_drvinfo drv;
   std::memset(&drv, 0, sizeof(drv));
   drv.cmd = ETHTOOL_GDRVINFO;
   if (int e = Ioctl(netdev, &drv)) {
     // EOPNOTSUPP: a netdev without ethtool ops at all; no stats, not an error.
-    if (e != EOPNOTSUPP) result.error = Errno(e);
     strings_.erase(netdev);  // gone or stat-less: keep the cache bounded
-    return result;
+    if (e != EOPNOTSUPP) return Errno(e);
+    return stats;
   }
-  result.stats.driver.assign(drv.driver,
-                             strnlen(drv.driver, sizeof(drv.driver)));
+  stats.driver.assign(drv.driver, strnlen(drv.driver, sizeof(drv.driver)));
 
   // GSSET_INFO returns the count for each requested set whose bit stays set.
   // One requested set, so one u32 of data after the header.
@@ -89,26 +84,20 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
   sset->sset_mask = 1ULL << ETH_SS_STATS;
   std::uint32_t n = 0;
   if (int e = Ioctl(netdev, sset_buf)) {
-    if (e != EOPNOTSUPP) {
-      result.error = Errno(e);
-      return result;
-    }
+    if (e != EOPNOTSUPP) return Errno(e);
     n = drv.n_stats;  // very old drivers: count only in drvinfo
   } else if (sset->sset_mask & (1ULL << ETH_SS_STATS)) {
     std::memcpy(&n, sset_buf + sizeof(ethtool_sset_info), sizeof(n));
   }
   if (n == 0) {
     strings_.erase(netdev);
-    return result;  // driver offers no statistics
+    return stats;  // driver offers no statistics
   }
-  if (n > kMaxStats) {
-    result.error = Errno(E2BIG);
-    return result;
-  }
+  if (n > kMaxStats) return Errno(E2BIG);
 
   auto cached = strings_.find(netdev);
   if (cached == strings_.end() || cached->second.names.size() != n ||
-      cached->second.driver != result.stats.driver) {
+      cached->second.driver != stats.driver) {
     std::uint32_t cap = n + Slack(n);
     std::vector<std::uint8_t> buf(sizeof(ethtool_gstrings) +
                                   std::size_t{cap} * ETH_GSTRING_LEN);
@@ -116,14 +105,10 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
     gs->cmd = ETHTOOL_GSTRINGS;
     gs->string_set = ETH_SS_STATS;
     gs->len = n;
-    if (int e = Ioctl(netdev, buf.data())) {
-      result.error = Errno(e);
-      return result;
-    }
+    if (int e = Ioctl(netdev, buf.data())) return Errno(e);
     if (gs->len != n) {  // the set changed under us; try next collection
       strings_.erase(netdev);
-      result.error = Errno(EAGAIN);
-      return result;
+      return Errno(EAGAIN);
     }
     std::vector<std::string> names;
     names.reserve(n);
@@ -133,8 +118,8 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
       names.emplace_back(s, strnlen(s, ETH_GSTRING_LEN));
     }
     cached = strings_
-                 .insert_or_assign(
-                     netdev, StringTable{result.stats.driver, std::move(names)})
+                 .insert_or_assign(netdev,
+                                   StringTable{stats.driver, std::move(names)})
                  .first;
   }
 
@@ -146,19 +131,15 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
   auto* st = reinterpret_cast<ethtool_stats*>(buf.data());
   st->cmd = ETHTOOL_GSTATS;
   st->n_stats = n;
-  if (int e = Ioctl(netdev, buf.data())) {
-    result.error = Errno(e);
-    return result;
-  }
+  if (int e = Ioctl(netdev, buf.data())) return Errno(e);
   if (st->n_stats != n) {
     strings_.erase(netdev);
-    result.error = Errno(EAGAIN);
-    return result;
+    return Errno(EAGAIN);
   }
-  result.stats.names = cached->second.names;
-  result.stats.hw_address = HwAddress(netdev);
-  result.stats.values.assign(st->data, st->data + n);
-  return result;
+  stats.names = cached->second.names;
+  stats.hw_address = HwAddress(netdev);
+  stats.values.assign(st->data, st->data + n);
+  return stats;
 }
 
 std::string IoctlEthtoolSource::HwAddress(const std::string& netdev) {

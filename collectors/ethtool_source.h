@@ -7,7 +7,7 @@
 //
 // Contract for implementations:
 //   - Stats() never throws. A netdev that does not exist or cannot be
-//     queried returns an error (errno in `error`); a driver that offers no
+//     queried returns an error (its errno); a driver that offers no
 //     statistics returns ok() with empty `names`/`values` (not an error).
 //   - On success names.size() == values.size(), and values[i] is the value
 //     of the statistic named names[i] (driver order, duplicates possible).
@@ -23,6 +23,8 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "core/result.h"
 
 namespace fabric {
 
@@ -40,11 +42,8 @@ struct EthtoolStats {
   std::size_t skipped_lines = 0;
 };
 
-struct EthtoolResult {
-  EthtoolStats stats;     // valid when ok()
-  std::error_code error;  // e.g. ENODEV for an unknown netdev
-  bool ok() const { return !error; }
-};
+// The statistics, or e.g. ENODEV for an unknown netdev.
+using EthtoolResult = Result<EthtoolStats>;
 
 class EthtoolSource {
  public:

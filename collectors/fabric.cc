@@ -76,9 +76,7 @@ class FabricCollector : public Collector {
         std::chrono::steady_clock::now() +
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             config_.timeout * 9 / 10);
-    MadOptions options;
-    options.timeout = settings_.mad_timeout;
-    options.retries = settings_.mad_retries;
+    MadOptions options = settings_.mad.Apply({});
     options.max_outstanding = settings_.max_outstanding;
     options.deadline = deadline;
     const double every =
@@ -237,8 +235,8 @@ CollectorSpec FabricCollectorSpec() {
   spec.interval = std::chrono::seconds(30);
   spec.timeout = std::chrono::seconds(25);
   spec.keys = {
-      "discovery_interval", "ca",          "ca_port",     "shard",
-      "max_outstanding",    "mad_timeout", "mad_retries", "node_name_map"};
+      "discovery_interval", "ca",           "ca_port",      "shard",
+      "max_outstanding",    kMadTimeoutKey, kMadRetriesKey, "node_name_map"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     FabricSettings s;
@@ -246,13 +244,14 @@ CollectorSpec FabricCollectorSpec() {
         node, path,
         [&](const std::string& key, const YAML::Node& value,
             const std::string& key_path, const YAML::Mark& mark) {
+          if (ReadMadKey(key, value, key_path, s.mad)) return;
           if (key == "discovery_interval") {
             s.discovery_interval = Duration(value, key_path);
           } else if (key == "ca") {
             s.ca = Scalar(value, key_path);
           } else if (key == "ca_port") {
             s.ca_port = static_cast<int>(
-                Number(value, key_path, -1, 254, "a port number (e.g. 1)"));
+                Integer(value, key_path, 0, 254, "a port number (e.g. 1)"));
           } else if (key == "shard") {
             s.shard = Scalar(value, key_path);
             if (!mad::ParseShard(s.shard)) {
@@ -260,15 +259,8 @@ CollectorSpec FabricCollectorSpec() {
                    "is not a shard \"i/n\" with 1 <= i <= n (e.g. \"2/4\")");
             }
           } else if (key == "max_outstanding") {
-            s.max_outstanding = static_cast<int>(Number(
-                value, key_path, 0, 4096, "a MAD count (1 to 4096, e.g. 64)"));
-          } else if (key == "mad_timeout") {
-            s.mad_timeout =
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    Duration(value, key_path));
-          } else if (key == "mad_retries") {
-            s.mad_retries = static_cast<int>(Number(
-                value, key_path, -1, 20, "a retry count (0 to 20, e.g. 2)"));
+            s.max_outstanding = static_cast<int>(Integer(
+                value, key_path, 1, 4096, "a MAD count (1 to 4096, e.g. 64)"));
           } else if (key == "node_name_map") {
             s.node_name_map = Scalar(value, key_path);
           }

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "collectors/collector.h"
+#include "collectors/mad_settings.h"
 
 namespace fabric {
 
@@ -33,8 +34,7 @@ struct FabricSettings {
   int ca_port = 0;
   std::string shard = "1/1";
   int max_outstanding = 64;
-  std::chrono::milliseconds mad_timeout{500};
-  int mad_retries = 2;
+  MadSettings mad;            // mad_timeout, mad_retries
   std::string node_name_map;  // file path; "" = none
   bool operator==(const FabricSettings&) const = default;
 };

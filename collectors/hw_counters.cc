@@ -138,10 +138,10 @@ class HwCountersCollector final : public Collector {
       if (file == kLifespan) continue;
       ReadResult r = reader_->Read(dir, file);
       if (!r.ok()) {
-        sink.Skip(dir + "/" + file + ": " + r.error.message());
+        sink.Skip(dir + "/" + file + ": " + r.error().message());
         continue;
       }
-      auto parsed = ParseU64(r.data);
+      auto parsed = ParseU64(*r);
       if (!parsed.ok()) {
         sink.Skip(dir + "/" + file + ": " +
                   std::string(ParseStatusName(parsed.status)));

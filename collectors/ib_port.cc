@@ -242,13 +242,13 @@ class IbPortCollector final : public Collector {
     ReadResult r =
         fixed ? reader_->ReadFixed(dir, name) : reader_->Read(dir, name);
     if (!r.ok()) {
-      if (!IsAbsent(r.error)) {
-        sink.Skip(JoinPath(dir, name) + ": " + r.error.message());
+      if (!IsAbsent(r.error())) {
+        sink.Skip(JoinPath(dir, name) + ": " + r.error().message());
       }
       return std::nullopt;
     }
-    std::string_view trimmed = TrimValue(r.data);
-    if (trimmed.size() == r.data.size()) return std::move(r.data);
+    std::string_view trimmed = TrimValue(*r);
+    if (trimmed.size() == r->size()) return std::move(*r);
     return std::string(trimmed);
   }
 
@@ -258,10 +258,10 @@ class IbPortCollector final : public Collector {
                                            MetricSink& sink) const {
     ReadResult r = reader_->Read(dir, name);
     if (!r.ok()) {
-      sink.Skip(JoinPath(dir, name) + ": " + r.error.message());
+      sink.Skip(JoinPath(dir, name) + ": " + r.error().message());
       return std::nullopt;
     }
-    auto parsed = ParseU64(r.data);
+    auto parsed = ParseU64(*r);
     if (!parsed.ok()) {
       sink.Skip(JoinPath(dir, name) + ": " +
                 std::string(ParseStatusName(parsed.status)));
@@ -372,7 +372,7 @@ class IbPortCollector final : public Collector {
   std::string PortGuid(const std::string& dir) const {
     ReadResult r = reader_->Read(dir, "gids/0");
     if (!r.ok()) return {};
-    auto guid = ParseGidInterfaceId(r.data);
+    auto guid = ParseGidInterfaceId(*r);
     return guid.ok() ? FormatGuid(guid.value) : std::string();
   }
 
@@ -385,7 +385,7 @@ class IbPortCollector final : public Collector {
                      const std::string& port_dir) const {
     ReadResult r = reader_->Read(port_dir, "gid_attrs/ndevs/0");
     if (r.ok()) {
-      std::string_view name = TrimValue(r.data);
+      std::string_view name = TrimValue(*r);
       if (!name.empty()) return std::string(name);
     }
     const std::string net_dir = IbDevicePath(device) + "/device/net";
@@ -400,13 +400,13 @@ class IbPortCollector final : public Collector {
       const std::string base = JoinPath(net_dir, net);
       ReadResult dev_port = reader_->Read(base, "dev_port");
       if (dev_port.ok()) {
-        auto v = ParseU64(dev_port.data);
+        auto v = ParseU64(*dev_port);
         if (v.ok() && v.value == port_num.value - 1) return net;
         continue;
       }
       ReadResult dev_id = reader_->Read(base, "dev_id");
       if (dev_id.ok()) {
-        auto v = ParseHex(dev_id.data);
+        auto v = ParseHex(*dev_id);
         if (v.ok() && v.value == port_num.value - 1) return net;
       }
     }

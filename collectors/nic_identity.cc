@@ -82,13 +82,13 @@ class NicIdentityCollector final : public Collector {
       // PCI ids and hca_type are fixed when the device is created.
       auto vendor = reader_->ReadFixed(base, "device/vendor");
       auto pci = reader_->ReadFixed(base, "device/device");
-      if (pci.ok() && (!vendor.ok() || ParsePciId(vendor.data) == 0x15b3u)) {
-        id = ParsePciId(pci.data);
+      if (pci.ok() && (!vendor.ok() || ParsePciId(*vendor) == 0x15b3u)) {
+        id = ParsePciId(*pci);
         if (!id) sink.Skip(base + "/device/device: not a PCI id");
       }
       if (!id) {
         auto hca = reader_->ReadFixed(base, "hca_type");
-        if (hca.ok()) id = ParseHcaType(hca.data);
+        if (hca.ok()) id = ParseHcaType(*hca);
       }
       if (!id) continue;
       auto model = ModelForPciId(*id);
@@ -120,11 +120,11 @@ class NicIdentityCollector final : public Collector {
         const std::string net = "class/net/" + nd;
         // The eswitch mode changes at run time (devlink): read every time.
         auto mode = reader_->Read(net, "compat/devlink/mode");
-        if (mode.ok() && TrimValue(mode.data) == "switchdev") return "dpu";
+        if (mode.ok() && TrimValue(*mode) == "switchdev") return "dpu";
         // The host-PF representor (pf0hpf, pf1hpf) exists only on the Arm
         // side of a DPU; upstream kernels have no compat/devlink/mode file.
         auto name = reader_->Read(net, "phys_port_name");
-        std::string_view pn = name.ok() ? TrimValue(name.data) : "";
+        std::string_view pn = name.ok() ? TrimValue(*name) : "";
         if (pn.starts_with("pf") && pn.ends_with("hpf")) return "dpu";
       }
     }

@@ -1,5 +1,6 @@
 #include "collectors/registry.h"
 
+#include "collectors/bench_agent.h"
 #include "collectors/congestion.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
@@ -23,6 +24,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
     ProbeCollectorSpec(),
+    BenchAgentCollectorSpec(),
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),

@@ -53,7 +53,7 @@ std::string PortDir(const std::string& dev, const std::string& port) {
 // creates the port.
 bool IsEthernet(SysfsReader& reader, const std::string& pdir) {
   auto ll = reader.ReadFixed(pdir, "link_layer");
-  return ll.ok() && TrimValue(ll.data) == "Ethernet";
+  return ll.ok() && TrimValue(*ll) == "Ethernet";
 }
 
 // Adds the netdevs of one Ethernet port, in discovery order, without
@@ -77,7 +77,7 @@ void AddPortNetdevs(SysfsReader& reader, const std::string& dev,
     for (const std::string& i : *idx) {
       if (++seen > kMaxGidEntries) break;
       auto r = reader.Read(ndevs, i);
-      if (r.ok()) push(r.data);  // unused GID entries fail with EINVAL
+      if (r.ok()) push(*r);  // unused GID entries fail with EINVAL
     }
   }
   if (names.empty()) {
@@ -92,7 +92,7 @@ void AddPortNetdevs(SysfsReader& reader, const std::string& dev,
   for (std::size_t i = 0; i < masters; ++i) {
     auto slaves = reader.Read("class/net/" + names[i], "bonding/slaves");
     if (!slaves.ok()) continue;
-    std::string_view rest = slaves.data;
+    std::string_view rest = *slaves;
     std::size_t count = 0;
     while (!rest.empty() && count < kMaxSlaves) {
       std::size_t sp = rest.find_first_of(" \n\t");
@@ -171,16 +171,15 @@ class RoceCollector final : public Collector {
       bool foreign = false;  // same name, another interface than the tree's
       if (ethtool_) {
         EthtoolResult r = ethtool_->Stats(t.netdev);
-        if (r.ok() && r.stats.skipped_lines > 0) {
+        if (r.ok() && r->skipped_lines > 0) {
           sink.Skip("ethtool " + t.netdev + ": " +
-                    std::to_string(r.stats.skipped_lines) +
-                    " malformed line(s)");
+                    std::to_string(r->skipped_lines) + " malformed line(s)");
         }
         // The address check compares the running kernel's interface with
         // the tree's; a file-backed source is not the kernel (and has no
         // address), so it does not apply there.
         if (r.ok() && options_.ethtool_is_kernel &&
-            IsForeign(t.netdev, r.stats.hw_address)) {
+            IsForeign(t.netdev, r->hw_address)) {
           foreign = true;
           sink.Skip("netdev " + t.netdev +
                     ": address differs from class/net/<if>/address");
@@ -188,26 +187,25 @@ class RoceCollector final : public Collector {
           sink.Gauge("fabric_roce_netdev_info",
                      "Netdev read by the roce collector, with its ethtool "
                      "driver (ETHTOOL_GDRVINFO).",
-                     With(Base(t), {{"driver", r.stats.driver}}), 1);
-          EmitEthtoolMetrics(ParseEthtoolStats(r.stats.names, r.stats.values),
-                             t, sink);
+                     With(Base(t), {{"driver", r->driver}}), 1);
+          EmitEthtoolMetrics(ParseEthtoolStats(r->names, r->values), t, sink);
         } else {
           // ENODEV: the netdev went away since discovery, a race rather
           // than a broken source.
-          if (r.error != std::errc::no_such_device) ++ethtool_failed;
-          sink.Skip("ethtool " + t.netdev + ": " + r.error.message());
+          if (r.error() != std::errc::no_such_device) ++ethtool_failed;
+          sink.Skip("ethtool " + t.netdev + ": " + r.error().message());
         }
       }
       CollectEcn(t, sink);
       if (dcb_ && !foreign) {
         DcbResult d = dcb_->Ieee(t.netdev);
         if (d.ok()) {
-          EmitDcbMetrics(d.ieee, t, sink);
-        } else if (d.error != std::errc::operation_not_supported &&
-                   d.error != std::errc::no_such_device &&
-                   d.error != std::errc::invalid_argument) {
+          EmitDcbMetrics(*d, t, sink);
+        } else if (d.error() != std::errc::operation_not_supported &&
+                   d.error() != std::errc::no_such_device &&
+                   d.error() != std::errc::invalid_argument) {
           // EOPNOTSUPP (no dcbnl ops, e.g. veth) is "no DCB", not a failure.
-          sink.Skip("dcb " + t.netdev + ": " + d.error.message());
+          sink.Skip("dcb " + t.netdev + ": " + d.error().message());
         }
       }
     }
@@ -221,7 +219,7 @@ class RoceCollector final : public Collector {
   bool IsForeign(const std::string& netdev, const std::string& hw_address) {
     if (hw_address.empty()) return false;
     auto r = reader_->Read("class/net/" + netdev, "address");
-    return r.ok() && TrimValue(r.data) != hw_address;
+    return r.ok() && TrimValue(*r) != hw_address;
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {
@@ -236,10 +234,10 @@ class RoceCollector final : public Collector {
         if (p.size() != 1 || p[0] < '0' || p[0] > '7') continue;
         auto r = reader_->Read(dir, p);
         if (!r.ok()) {
-          sink.Skip(dir + "/" + p + ": " + r.error.message());
+          sink.Skip(dir + "/" + p + ": " + r.error().message());
           continue;
         }
-        std::string_view v = TrimValue(r.data);
+        std::string_view v = TrimValue(*r);
         if (v != "0" && v != "1") {
           sink.Skip(dir + "/" + p + ": not 0/1");
           continue;
@@ -269,7 +267,7 @@ class RoceCollector final : public Collector {
           if (++seen > kMaxGidEntries) break;
           auto r = reader_->Read(types, i);
           if (!r.ok()) continue;  // unused entry: EINVAL
-          std::string type = GidTypeLabel(r.data);
+          std::string type = GidTypeLabel(*r);
           if (!type.empty()) ++counts[type];
         }
         for (const auto& [type, n] : counts) {
@@ -289,7 +287,7 @@ class RoceCollector final : public Collector {
                                MetricSink& sink) {
     auto guid_text = reader_->ReadFixed(IbDevicePath(dev), "node_guid");
     std::optional<std::uint64_t> guid;
-    if (guid_text.ok()) guid = ParseNodeGuid(guid_text.data);
+    if (guid_text.ok()) guid = ParseNodeGuid(*guid_text);
     std::uint32_t port_num = 0;
     auto [end, ec] =
         std::from_chars(port.data(), port.data() + port.size(), port_num);
@@ -299,12 +297,12 @@ class RoceCollector final : public Collector {
     RdmaStatResult r = rdma_->PortCounters(dev, *guid, port_num);
     if (!r.ok()) {
       // No ib_core / no such device here / old kernel: absent, not an error.
-      if (r.error != std::errc::no_such_device &&
-          r.error != std::errc::protocol_not_supported &&
-          r.error != std::errc::operation_not_supported &&
-          r.error != std::errc::no_such_file_or_directory) {
+      if (r.error() != std::errc::no_such_device &&
+          r.error() != std::errc::protocol_not_supported &&
+          r.error() != std::errc::operation_not_supported &&
+          r.error() != std::errc::no_such_file_or_directory) {
         sink.Skip("rdma netlink " + dev + "/" + port + ": " +
-                  r.error.message());
+                  r.error().message());
       }
       return;
     }
@@ -313,7 +311,7 @@ class RoceCollector final : public Collector {
         reader_->List(PortDir(dev, port) + "/hw_counters", true, nullptr);
     std::set<std::string> in_sysfs;
     if (listed) in_sysfs.insert(listed->begin(), listed->end());
-    for (const RdmaCounter& c : r.counters) {
+    for (const RdmaCounter& c : *r) {
       if (in_sysfs.count(c.name)) continue;  // the hw_counters collector's
       sink.Counter("fabric_roce_optional_counter_total",
                    "mlx5 optional port counters (cc_rx_ce_pkts, "

@@ -77,7 +77,10 @@ std::error_code ErrorOf(std::span<const std::uint8_t> payload) {
   std::int32_t err = 0;
   if (payload.size() < sizeof(err)) return Errno(EBADMSG);
   std::memcpy(&err, payload.data(), sizeof(err));
-  return err < 0 ? Errno(-err) : std::error_code();
+  // The kernel's errors are -1..-4095; a lower value (INT_MIN would
+  // overflow the negation) is a bad message, not an errno.
+  if (err < 0) return Errno(err >= -4095 ? -err : EBADMSG);
+  return std::error_code();
 }
 
 }  // namespace
@@ -165,36 +168,37 @@ std::error_code DecodeRdmaDeviceDump(std::span<const std::uint8_t> bytes,
 }
 
 RdmaStatResult DecodeRdmaStatReply(std::span<const std::uint8_t> bytes) {
-  RdmaStatResult r;
+  std::vector<RdmaCounter> counters;
+  std::error_code error;
   bool seen = false;
   bool ok = ForEachMessage(bytes, [&](const nlmsghdr& h, auto payload) {
     if (h.nlmsg_type == NLMSG_ERROR) {
-      r.error = ErrorOf(payload);
-      if (!r.error) r.error = Errno(EBADMSG);  // a bare ACK is no answer
+      error = ErrorOf(payload);
+      if (!error) error = Errno(EBADMSG);  // a bare ACK is no answer
       return false;
     }
     if (h.nlmsg_type != kStatType) {
-      r.error = Errno(EBADMSG);
+      error = Errno(EBADMSG);
       return false;
     }
     seen = true;
     std::vector<Attr> attrs;
     if (!SplitAttrs(payload, attrs)) {
-      r.error = Errno(EBADMSG);
+      error = Errno(EBADMSG);
       return false;
     }
     for (const Attr& a : attrs) {
       if (a.type != RDMA_NLDEV_ATTR_STAT_HWCOUNTERS) continue;
       std::vector<Attr> entries;
       if (!SplitAttrs(a.payload, entries)) {
-        r.error = Errno(EBADMSG);
+        error = Errno(EBADMSG);
         return false;
       }
       for (const Attr& e : entries) {
         if (e.type != RDMA_NLDEV_ATTR_STAT_HWCOUNTER_ENTRY) continue;
         std::vector<Attr> fields;
         if (!SplitAttrs(e.payload, fields)) {
-          r.error = Errno(EBADMSG);
+          error = Errno(EBADMSG);
           return false;
         }
         RdmaCounter c;
@@ -208,14 +212,14 @@ RdmaStatResult DecodeRdmaStatReply(std::span<const std::uint8_t> bytes) {
             has_value = true;
           }
         }
-        if (has_value && !c.name.empty()) r.counters.push_back(std::move(c));
+        if (has_value && !c.name.empty()) counters.push_back(std::move(c));
       }
     }
     return false;  // one reply message
   });
-  if (!r.error && (!ok || !seen)) r.error = Errno(EBADMSG);
-  if (r.error) r.counters.clear();
-  return r;
+  if (!error && (!ok || !seen)) error = Errno(EBADMSG);
+  if (error) return error;
+  return counters;
 }
 
 namespace {
@@ -238,41 +242,24 @@ class NetlinkRdmaStatSource final : public RdmaStatSource {
   RdmaStatResult PortCounters(const std::string& device,
                               std::uint64_t node_guid,
                               std::uint32_t port) override {
-    RdmaStatResult r;
-    if (fd_ < 0) {
-      r.error = error_;
-      return r;
-    }
+    if (fd_ < 0) return error_;
     std::vector<RdmaDevice> devices;
-    if (auto e = Dump(devices)) {
-      r.error = e;
-      return r;
-    }
+    if (auto e = Dump(devices)) return e;
     const RdmaDevice* dev = nullptr;
     for (const auto& d : devices) {
       if (d.name == device && d.node_guid == node_guid) dev = &d;
     }
-    if (!dev) {
-      r.error = Errno(ENODEV);
-      return r;
-    }
+    if (!dev) return Errno(ENODEV);
     std::uint32_t seq = ++seq_;
-    if (auto e = Send(EncodeRdmaStatGet(dev->index, port, seq))) {
-      r.error = e;
-      return r;
-    }
+    if (auto e = Send(EncodeRdmaStatGet(dev->index, port, seq))) return e;
     std::vector<std::uint8_t> buf(kBuf);
     for (int tries = 0; tries < 8; ++tries) {
       std::span<const std::uint8_t> got;
-      if (auto e = Recv(buf, got)) {
-        r.error = e;
-        return r;
-      }
+      if (auto e = Recv(buf, got)) return e;
       if (SeqOf(got) != seq) continue;  // stale reply of a timed-out request
       return DecodeRdmaStatReply(got);
     }
-    r.error = Errno(EBADMSG);
-    return r;
+    return Errno(EBADMSG);
   }
 
  private:

@@ -25,6 +25,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/result.h"
+
 namespace fabric {
 
 struct RdmaDevice {
@@ -38,11 +40,8 @@ struct RdmaCounter {
   std::uint64_t value = 0;
 };
 
-struct RdmaStatResult {
-  std::vector<RdmaCounter> counters;  // valid when ok()
-  std::error_code error;
-  bool ok() const { return !error; }
-};
+// A port's counters, or the socket's / the kernel's errno.
+using RdmaStatResult = Result<std::vector<RdmaCounter>>;
 
 std::vector<std::uint8_t> EncodeRdmaDeviceDump(std::uint32_t seq);
 std::vector<std::uint8_t> EncodeRdmaStatGet(std::uint32_t dev_index,

@@ -56,9 +56,7 @@ class SmCollector : public Collector {
       if (p.usable()) usable.push_back(p);
     }
     if (usable.empty()) return error.empty();  // no IB port: nothing to say
-    MadOptions options;
-    options.timeout = settings_.mad_timeout;
-    options.retries = settings_.mad_retries;
+    const MadOptions options = settings_.mad.Apply({});
     bool ok = true;
     std::map<std::uint64_t, bool> emitted;
     std::unique_ptr<MadTransport> every_sm_transport;
@@ -87,7 +85,7 @@ class SmCollector : public Collector {
                                 static_cast<std::uint32_t>(port.port), {})},
           options);
       if (pi.ok()) {
-        if (auto info = mad::DecodePortInfo(pi.response, &error)) {
+        if (auto info = mad::DecodePortInfo(*pi, &error)) {
           sm_lid = info->sm_lid;
         }
       }
@@ -126,10 +124,10 @@ class SmCollector : public Collector {
         {.dlid = lid, .mad = mad::SmpGet(mad::kAttrSmInfo, 0)}, options);
     if (!r.ok()) {
       sink.Skip("sm: SMInfo at LID " + std::to_string(lid) + ": " +
-                r.error.message());
+                r.error().message());
       return false;
     }
-    const auto si = mad::DecodeSmInfo(r.response, &error);
+    const auto si = mad::DecodeSmInfo(*r, &error);
     if (!si) {
       sink.Skip("sm: SMInfo: " + error);
       return false;
@@ -142,7 +140,7 @@ class SmCollector : public Collector {
         {.dlid = lid, .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
         options);
     if (d.ok()) {
-      if (auto desc = mad::DecodeNodeDescription(d.response, &error)) {
+      if (auto desc = mad::DecodeNodeDescription(*d, &error)) {
         node = *desc;
       }
     }
@@ -213,25 +211,18 @@ CollectorSpec SmCollectorSpec() {
   // SMInfo from every node of a 10,000-node fabric: keep it rare.
   spec.interval = std::chrono::seconds(60);
   spec.timeout = std::chrono::seconds(10);
-  spec.keys = {"mad_timeout", "mad_retries", "stall_after"};
+  spec.keys = {kMadTimeoutKey, kMadRetriesKey, "stall_after"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     SmSettings s;
-    ForEachKey(
-        node, path,
-        [&](const std::string& key, const YAML::Node& value,
-            const std::string& key_path, const YAML::Mark&) {
-          if (key == "mad_timeout") {
-            s.mad_timeout =
-                std::chrono::duration_cast<std::chrono::milliseconds>(
-                    Duration(value, key_path));
-          } else if (key == "mad_retries") {
-            s.mad_retries = static_cast<int>(Number(
-                value, key_path, -1, 20, "a retry count (0 to 20, e.g. 2)"));
-          } else if (key == "stall_after") {
-            s.stall_after = Duration(value, key_path);
-          }
-        });
+    ForEachKey(node, path,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark&) {
+                 if (ReadMadKey(key, value, key_path, s.mad)) return;
+                 if (key == "stall_after") {
+                   s.stall_after = Duration(value, key_path);
+                 }
+               });
     return std::make_shared<SettingsOf<SmSettings>>(s);
   };
   spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {

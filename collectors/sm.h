@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/mad_settings.h"
 #include "mad/umad_transport.h"
 
 namespace fabric {
 
 struct SmSettings {
-  std::chrono::milliseconds mad_timeout{500};
-  int mad_retries = 2;
+  MadSettings mad;  // mad_timeout, mad_retries
   std::chrono::microseconds stall_after = std::chrono::seconds(60);
   bool operator==(const SmSettings&) const = default;
 };

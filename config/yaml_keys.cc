@@ -58,6 +58,19 @@ double Number(const YAML::Node& node, const std::string& key, double lo,
   return value;
 }
 
+long long Integer(const YAML::Node& node, const std::string& key, long long lo,
+                  long long hi, const std::string& what) {
+  std::string text = Scalar(node, key);
+  long long value = 0;
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < lo ||
+      value > hi) {
+    Fail(key, node.Mark(), Quote(text) + " is not " + what);
+  }
+  return value;
+}
+
 std::vector<std::string> Names(const YAML::Node& node, const std::string& key) {
   if (node.IsNull()) return {};
   if (!node.IsSequence()) Fail(key, node.Mark(), "expected a list of names");

@@ -35,6 +35,10 @@ std::chrono::microseconds Duration(const YAML::Node& node,
 // A number in (lo, hi]; `example` completes "is not <what> (e.g. ...)".
 double Number(const YAML::Node& node, const std::string& key, double lo,
               double hi, const std::string& what);
+// A whole number in [lo, hi] (no sign for lo >= 0, no fraction, no
+// exponent); `what` completes "is not <what>" as for Number.
+long long Integer(const YAML::Node& node, const std::string& key, long long lo,
+                  long long hi, const std::string& what);
 // A list of plain strings (null = empty).
 std::vector<std::string> Names(const YAML::Node& node, const std::string& key);
 void RequireMap(const YAML::Node& node, const std::string& key);

@@ -60,18 +60,15 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
   auto finish = [&](const MadRequest& request, MadResult result) {
     if (result.ok()) {
       ++stats.ok;
-    } else if (result.error == std::errc::timed_out) {
+    } else if (result.error() == std::errc::timed_out) {
       ++stats.timeouts;
     } else {
       ++stats.errors;
     }
     done(request, result);
   };
-  auto fail = [&](const MadRequest& request, std::errc e, int attempts) {
-    MadResult r;
-    r.error = std::make_error_code(e);
-    r.attempts = attempts;
-    finish(request, r);
+  auto fail = [&](const MadRequest& request, std::errc e) {
+    finish(request, e);
   };
   auto release = [&](const std::string& key) {
     auto it = waiting.find(key);
@@ -93,7 +90,7 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
     ++f.attempts;
     if (!Post(dlid, f.request.mad, timeout)) {
       release(f.key);
-      fail(f.request, std::errc::io_error, f.attempts);
+      fail(f.request, std::errc::io_error);
       return;
     }
     f.expires = Clock::now() + timeout;
@@ -105,13 +102,13 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
     const std::uint8_t mclass = r.mad[1];
     if (r.mad[kMethodOffset] != kMadMethodGet) {
       if (slot_held) release(DestinationKey(r));
-      fail(r, std::errc::operation_not_permitted, 0);
+      fail(r, std::errc::operation_not_permitted);
       return;
     }
     if (mclass != kMadClassSmiLid && mclass != kMadClassSmiDirected &&
         mclass != kMadClassPerf) {
       if (slot_held) release(DestinationKey(r));
-      fail(r, std::errc::invalid_argument, 0);
+      fail(r, std::errc::invalid_argument);
       return;
     }
     std::string key = DestinationKey(r);
@@ -175,10 +172,7 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
       InFlight f = std::move(it->second);
       in_flight.erase(it);
       release(f.key);
-      MadResult r;
-      r.response = a.mad;
-      r.attempts = f.attempts;
-      finish(f.request, r);
+      finish(f.request, a.mad);
     }
     // Expired tries: retry with a new transaction id, or give up.
     const auto now = Clock::now();
@@ -194,22 +188,22 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
         post(std::move(f));
       } else {
         release(f.key);
-        fail(f.request, std::errc::timed_out, f.attempts);
+        fail(f.request, std::errc::timed_out);
       }
     }
   }
   // Deadline: everything left is canceled.
   for (auto& [tid, f] : in_flight) {
-    fail(f.request, std::errc::operation_canceled, f.attempts);
+    fail(f.request, std::errc::operation_canceled);
   }
-  for (auto& r : ready) fail(r, std::errc::operation_canceled, 0);
+  for (auto& r : ready) fail(r, std::errc::operation_canceled);
   for (auto& [key, q] : waiting) {
-    for (auto& r : q) fail(r, std::errc::operation_canceled, 0);
+    for (auto& r : q) fail(r, std::errc::operation_canceled);
   }
   while (!pending.empty()) {
     MadRequest r = std::move(pending.front());
     pending.pop_front();
-    fail(r, std::errc::operation_canceled, 0);
+    fail(r, std::errc::operation_canceled);
   }
   return stats;
 }
@@ -217,7 +211,8 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
 MadResult MadTransport::Send(const MadRequest& request,
                              const MadOptions& options) {
   std::deque<MadRequest> pending{request};
-  MadResult out;
+  // Run() calls `done` exactly once; the default is never returned.
+  MadResult out = std::errc::operation_canceled;
   Run(pending, options,
       [&](const MadRequest&, const MadResult& r) { out = r; });
   return out;

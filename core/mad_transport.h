@@ -38,6 +38,8 @@
 #include <system_error>
 #include <vector>
 
+#include "core/result.h"
+
 namespace fabric {
 
 inline constexpr std::size_t kMadSize = 256;
@@ -59,12 +61,9 @@ struct MadRequest {
   std::uint64_t cookie = 0;
 };
 
-struct MadResult {
-  Mad response{};         // valid when ok()
-  std::error_code error;  // see the header comment
-  int attempts = 0;       // sends, including retries
-  bool ok() const { return !error; }
-};
+// The response MAD, or an error as the header comment says. (How many sends
+// it took is in MadStats: retries.)
+using MadResult = Result<Mad>;
 
 struct MadOptions {
   std::chrono::milliseconds timeout{500};  // per try

@@ -21,18 +21,14 @@ class RealSysfs final : public Sysfs {
   }
 
   ReadResult Read(const std::string& path) const override {
-    ReadResult result;
     int fd = ::open(Full(path).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      result.error = {errno, std::system_category()};
-      return result;
-    }
+    if (fd < 0) return ErrnoError(errno);
+    std::string data;
     int error = 0;
-    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error)) {
-      result.error = {error, std::system_category()};
-    }
+    const bool ok = ReadAttribute(fd, /*from_start=*/false, &data, &error);
     ::close(fd);
-    return result;
+    if (!ok) return ErrnoError(error);
+    return data;
   }
 
   std::optional<std::vector<std::string>> List(

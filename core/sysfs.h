@@ -16,13 +16,12 @@
 #include <system_error>
 #include <vector>
 
+#include "core/result.h"
+
 namespace fabric {
 
-struct ReadResult {
-  std::string data;       // contents when ok()
-  std::error_code error;  // errno of the failed open/read, else empty
-  bool ok() const { return !error; }
-};
+// A file's contents, or the errno of the failed open/read.
+using ReadResult = Result<std::string>;
 
 class SysfsReader;
 

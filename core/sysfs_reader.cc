@@ -40,8 +40,6 @@ constexpr std::uint32_t kWatchMask =
     IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
     IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW;
 
-std::error_code Errno(int e) { return {e, std::system_category()}; }
-
 std::string Join(std::string_view dir, std::string_view name) {
   std::string out;
   out.reserve(dir.size() + 1 + name.size());
@@ -122,7 +120,7 @@ class CachingReader final : public SysfsReader {
         for (auto it = dirs_.begin(); it != dirs_.end();) {
           if (it->second.used + 1 < gen_) {
             Close(it->second);
-            it = dirs_.erase(it);
+            it = Erase(it);
           } else {
             ++it;
           }
@@ -136,7 +134,7 @@ class CachingReader final : public SysfsReader {
         for (auto it = dirs_.begin(); it != dirs_.end();) {
           if (!it->second.cacheable) {
             Close(it->second);
-            it = dirs_.erase(it);
+            it = Erase(it);
           } else {
             ++it;
           }
@@ -157,7 +155,7 @@ class CachingReader final : public SysfsReader {
                                        std::error_code* error) override {
     Dir& dir = Use(path);
     if (dir.fd < 0) {
-      if (error) *error = Errno(dir.error);
+      if (error) *error = ErrnoError(dir.error);
       return nullptr;
     }
     const bool keep = (mode_ == SysfsCacheMode::kInotify && dir.cacheable) ||
@@ -165,12 +163,12 @@ class CachingReader final : public SysfsReader {
     if (dir.listed && (dir.listed_gen == gen_ || keep)) return &dir.names;
     int fd = ::openat(dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
-      if (error) *error = Errno(errno);
+      if (error) *error = ErrnoError(errno);
       return nullptr;
     }
     DIR* d = ::fdopendir(fd);
     if (d == nullptr) {
-      if (error) *error = Errno(errno);
+      if (error) *error = ErrnoError(errno);
       ::close(fd);
       return nullptr;
     }
@@ -279,6 +277,13 @@ class CachingReader final : public SysfsReader {
     last_dir_ = nullptr;
     for (auto& [path, dir] : dirs_) Close(dir);
     dirs_.clear();
+    index_.clear();
+  }
+
+  std::map<std::string, Dir, std::less<>>::iterator Erase(
+      std::map<std::string, Dir, std::less<>>::iterator it) {
+    index_.erase(std::string_view(it->first));
+    return dirs_.erase(it);
   }
 
   // Drops `prefix` and every directory below it ("" = everything).
@@ -293,7 +298,7 @@ class CachingReader final : public SysfsReader {
       if (key.compare(0, prefix.size(), prefix) != 0) break;
       if (key.size() == prefix.size() || key[prefix.size()] == '/') {
         Close(it->second);
-        it = dirs_.erase(it);
+        it = Erase(it);
       } else {
         ++it;  // a sibling such as "<prefix>-x" sorts in between
       }
@@ -462,9 +467,15 @@ class CachingReader final : public SysfsReader {
   }
 
   Dir& Lookup(std::string_view path) {
-    auto it = dirs_.find(path);
-    if (it == dirs_.end()) it = dirs_.emplace(std::string(path), Dir()).first;
-    Dir& dir = it->second;
+    Dir* found = nullptr;
+    if (auto hit = index_.find(path); hit != index_.end()) {
+      found = hit->second;
+    } else {
+      auto it = dirs_.emplace(std::string(path), Dir()).first;
+      index_.emplace(it->first, &it->second);
+      found = &it->second;
+    }
+    Dir& dir = *found;
     dir.used = gen_;
     if (dir.checked == gen_) return dir;
     dir.checked = gen_;
@@ -515,24 +526,18 @@ class CachingReader final : public SysfsReader {
   // `fixed`: the content may come from (and goes into) the kept entry.
   ReadResult ReadIn(std::string_view dir_path, std::string_view name,
                     bool fixed) {
-    ReadResult result;
     Dir& dir = Use(dir_path);
-    if (dir.fd < 0) {
-      result.error = Errno(dir.error);
-      return result;
-    }
+    if (dir.fd < 0) return ErrnoError(dir.error);
+    std::string data;
     auto kept = dir.files.find(name);
     if (kept != dir.files.end()) {
       File& file = kept->second;
       if (file.fd >= 0) {
-        if (fixed && file.fixed) {
-          result.data = *file.fixed;
-          return result;
-        }
+        if (fixed && file.fixed) return *file.fixed;
         int error = 0;
-        if (ReadAttribute(file.fd, /*from_start=*/true, &result.data, &error)) {
-          if (fixed) Remember(file, result.data);
-          return result;
+        if (ReadAttribute(file.fd, /*from_start=*/true, &data, &error)) {
+          if (fixed) Remember(file, data);
+          return data;
         }
         CloseFile(file);
         dir.files.erase(kept);
@@ -545,33 +550,27 @@ class CachingReader final : public SysfsReader {
           return ReadByPath(dir_path, name);
         }
       } else if (file.error != 0) {
-        result.error = Errno(file.error);  // known absent (inotify mode)
-        return result;
+        return ErrnoError(file.error);  // known absent (inotify mode)
       }
     }
     char cname[256];
-    if (name.size() >= sizeof(cname)) {
-      result.error = Errno(ENAMETOOLONG);
-      return result;
-    }
+    if (name.size() >= sizeof(cname)) return ErrnoError(ENAMETOOLONG);
     std::memcpy(cname, name.data(), name.size());
     cname[name.size()] = '\0';
     int fd = ::openat(dir.fd, cname, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       const int error = errno;
-      result.error = Errno(error);
       if (error == ENOENT && mode_ == SysfsCacheMode::kInotify &&
           dir.cacheable) {
         // Its creation would be an event on this watched directory.
         dir.files[std::string(name)].error = error;
       }
-      return result;
+      return ErrnoError(error);
     }
     int error = 0;
-    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error)) {
+    if (!ReadAttribute(fd, /*from_start=*/false, &data, &error)) {
       ::close(fd);
-      result.error = Errno(error);
-      return result;
+      return ErrnoError(error);
     }
     const bool keep = (mode_ == SysfsCacheMode::kSysfs ||
                        (mode_ == SysfsCacheMode::kInotify && dir.cacheable)) &&
@@ -581,12 +580,12 @@ class CachingReader final : public SysfsReader {
       File& file = dir.files[std::string(name)];
       file = File();
       file.fd = fd;
-      if (fixed) Remember(file, result.data);
+      if (fixed) Remember(file, data);
       ++open_fds_;
     } else {
       ::close(fd);
     }
-    return result;
+    return data;
   }
 
   // Only what a fixed attribute can be: a short line, not a whole page.
@@ -596,17 +595,14 @@ class CachingReader final : public SysfsReader {
   }
 
   ReadResult ReadByPath(std::string_view dir_path, std::string_view name) {
-    ReadResult result;
     int fd = ::open(Full(Join(dir_path, name)).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      result.error = Errno(errno);
-      return result;
-    }
+    if (fd < 0) return ErrnoError(errno);
+    std::string data;
     int error = 0;
-    if (!ReadAttribute(fd, /*from_start=*/false, &result.data, &error))
-      result.error = Errno(error);
+    const bool ok = ReadAttribute(fd, /*from_start=*/false, &data, &error);
     ::close(fd);
-    return result;
+    if (!ok) return ErrnoError(error);
+    return data;
   }
 
   std::string root_;
@@ -617,7 +613,13 @@ class CachingReader final : public SysfsReader {
   std::uint64_t gen_ = 0;
   std::size_t open_fds_ = 0;
   std::size_t max_fds_ = 256;
+  // Ordered, for DropSubtree's prefix walk; index_ finds an entry by its
+  // whole path in one hash and one compare (the map's lookups compare long
+  // shared prefixes, "class/infiniband/mlx5_0/ports/1/...", several times).
+  // index_ points into dirs_'s nodes, which do not move; Erase() and the
+  // clear() in DropAll() keep the two in step.
   std::map<std::string, Dir, std::less<>> dirs_;
+  std::unordered_map<std::string_view, Dir*> index_;
   // The directory of the latest Use() (see there).
   Dir* last_dir_ = nullptr;
   std::uint64_t last_gen_ = 0;

@@ -13,7 +13,7 @@
 #include "daemon/poller.h"
 #include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
-#include "exporters/http_exporter.h"
+#include "http/server.h"
 
 namespace fabric {
 namespace {
@@ -49,16 +49,22 @@ class Daemon {
         store_(std::make_shared<SnapshotStore>()),
         collectable_(
             std::make_shared<SnapshotCollectable>(store_, ThisBuild())),
+        http_metrics_(std::make_shared<http::ServerMetrics>()),
         in_flight_(std::make_shared<InFlight>()) {}
 
   int Run() {
     std::string error;
-    http_ = HttpExporter::Start(config_.listen_address, collectable_, &error);
+    auto security = http::LoadSecurity(WebConfigPath(), &error);
+    if (security) {
+      http_ = http::Server::Start(io_, config_.listen_address, *security,
+                                  {collectable_}, http_metrics_, &error);
+    }
     if (!http_) {
       spdlog::error("{}", error);
       return 1;
     }
-    spdlog::info("listening on {}", http_->BoundAddress());
+    spdlog::info("listening on {} ({})", http_->BoundAddress(),
+                 http::Describe(*security));
     StartPollers();
     Supervise();
     WaitSignal();
@@ -66,7 +72,8 @@ class Daemon {
     SystemdNotify("READY=1\nSTATUS=serving /metrics");
     io_.run();
 
-    // Stopped. Scrapes end first, then wait (bounded) for collections.
+    // Stopped. Connections close first, then wait (bounded) for
+    // collections.
     http_.reset();
     if (!in_flight_->WaitIdle(kShutdownGrace)) {
       spdlog::warn("a collection is still running after {}s; exiting anyway",
@@ -207,21 +214,35 @@ class Daemon {
       config->sysfs_root = config_.sysfs_root;
       config->ethtool_dir = config_.ethtool_dir;
     }
+    // The web config too: a bad one rejects the whole reload.
+    auto security = http::LoadSecurity(WebConfigPath(), &error);
+    if (!security) {
+      spdlog::error("reload rejected, keeping the running config: {}", error);
+      return;
+    }
     if (config->listen_address != config_.listen_address) {
-      auto http =
-          HttpExporter::Start(config->listen_address, collectable_, &error);
+      auto http = http::Server::Start(io_, config->listen_address, *security,
+                                      {collectable_}, http_metrics_, &error);
       if (!http) {
         spdlog::error("reload rejected, keeping the running config: {}", error);
         return;
       }
       http_ = std::move(http);
-      spdlog::info("listening on {}", http_->BoundAddress());
+      spdlog::info("listening on {} ({})", http_->BoundAddress(),
+                   http::Describe(*security));
+    } else {
+      http_->Reconfigure(*security);
+      spdlog::info("/metrics serves {}", http::Describe(*security));
     }
     StopChangedPollers(*config);
     config_ = std::move(*config);
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
     StartPollers();
     spdlog::info("reload done");
+  }
+
+  std::string WebConfigPath() const {
+    return options_.web_config_file.value_or("");
   }
 
   const Options& options_;
@@ -235,8 +256,9 @@ class Daemon {
   std::chrono::microseconds watchdog_period_{0};
   std::shared_ptr<SnapshotStore> store_;
   std::shared_ptr<SnapshotCollectable> collectable_;
+  std::shared_ptr<http::ServerMetrics> http_metrics_;
   std::shared_ptr<InFlight> in_flight_;
-  std::unique_ptr<HttpExporter> http_;
+  std::unique_ptr<http::Server> http_;
   std::vector<std::unique_ptr<Poller>> pollers_;
   // Retired pollers whose collection was still running (see poller.h).
   std::vector<std::unique_ptr<Poller>> abandoned_;

@@ -17,6 +17,7 @@
 #include "daemon/options.h"
 #include "daemon/simulate.h"
 #include "exporters/exposition.h"
+#include "http/server.h"
 
 namespace fabric {
 namespace {
@@ -82,6 +83,11 @@ int Main(int argc, char** argv) {
           ? options.config_path
           : options.config_path + " absent, built-in defaults";
   if (options.check_config) {
+    if (options.web_config_file &&
+        !http::LoadSecurity(*options.web_config_file, &error)) {
+      spdlog::error("{}", error);
+      return 1;
+    }
     // Printed even at log_level error/off: it is the command's answer.
     std::cerr << "config ok: " << source << "\n";
     return 0;

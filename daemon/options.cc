@@ -16,7 +16,7 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   BuildInfo build = ThisBuild();
   app.set_version_flag(
       "--version", "fabricmon " + build.version + " (" + build.revision + ")");
-  std::string listen, sysfs, level, simulate;
+  std::string listen, sysfs, level, simulate, web_config;
   auto* config_opt =
       app.add_option("--config", o.config_path,
                      "YAML config file; a missing default file means "
@@ -25,6 +25,10 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   auto* listen_opt = app.add_option("--web.listen-address", listen,
                                     "HOST:PORT to serve /metrics on "
                                     "(default from config, \":10915\")");
+  auto* web_config_opt = app.add_option(
+      "--web.config.file", web_config,
+      "Exporter-toolkit web config (TLS, basic auth) for /metrics; "
+      "re-read on SIGHUP");
   auto* sysfs_opt = app.add_option("--sysfs.root", sysfs,
                                    "Root of the sysfs tree to read "
                                    "(default from config, \"/sys\")");
@@ -54,6 +58,7 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   o.config_given = config_opt->count() > 0;
   if (listen_opt->count()) o.listen_address = listen;
   if (sysfs_opt->count()) o.sysfs_root = sysfs;
+  if (web_config_opt->count()) o.web_config_file = web_config;
   if (level_opt->count()) o.log_level = level;
   if (simulate_opt->count()) o.simulate = simulate;
   return parsed;

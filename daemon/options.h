@@ -18,6 +18,9 @@ struct Options {
   std::optional<std::string> listen_address;  // --web.listen-address
   std::optional<std::string> sysfs_root;      // --sysfs.root
   std::optional<std::string> log_level;       // --log.level
+  // --web.config.file: exporter-toolkit TLS/basic-auth file
+  // (http/web_config.h); re-read on SIGHUP.
+  std::optional<std::string> web_config_file;
   bool once = false;
   bool check_config = false;
   std::optional<std::string> simulate;  // --simulate[=SCENARIO]

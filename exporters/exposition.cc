@@ -76,8 +76,8 @@ SnapshotCollectable::SnapshotCollectable(
     : store_(std::move(store)), build_(std::move(build)) {}
 
 std::vector<prometheus::MetricFamily> SnapshotCollectable::Collect() const {
-  // prometheus-cpp does not catch exceptions from collectables (it would
-  // take the civetweb thread down); allocation failure is the only source.
+  // A scrape must never throw into the server's event loop (the daemon's
+  // own); allocation failure is the only source.
   try {
     return BuildExposition(store_->All(), build_);
   } catch (...) {

@@ -37,19 +37,19 @@ class Walk {
     std::string error;
     switch (ctx.ask) {
       case Ask::kNodeInfo: {
-        auto ni = DecodeNodeInfo(result.response, &error);
+        auto ni = DecodeNodeInfo(*result, &error);
         if (!ni) return Error(error);
         OnNodeInfo(ctx, *ni);
         break;
       }
       case Ask::kNodeDescription: {
-        auto d = DecodeNodeDescription(result.response, &error);
+        auto d = DecodeNodeDescription(*result, &error);
         if (!d) return Error(error);
         topo_.nodes[ctx.node].description = *d;
         break;
       }
       case Ask::kPortInfo: {
-        auto pi = DecodePortInfo(result.response, &error);
+        auto pi = DecodePortInfo(*result, &error);
         if (!pi) return Error(error);
         OnPortInfo(ctx, *pi);
         break;

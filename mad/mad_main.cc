@@ -76,10 +76,10 @@ int main(int argc, char** argv) {
     const MadResult r =
         transport->Send({.dlid = lid, .mad = SmpGet(kAttrSmInfo, 0)}, options);
     if (!r.ok()) {
-      std::printf("sm lid %u error %s\n", lid, r.error.message().c_str());
+      std::printf("sm lid %u error %s\n", lid, r.error().message().c_str());
       return;
     }
-    const auto si = DecodeSmInfo(r.response, &error);
+    const auto si = DecodeSmInfo(*r, &error);
     if (!si) {
       std::printf("sm lid %u error %s\n", lid, error.c_str());
       return;

@@ -1,8 +1,15 @@
 // The SM LIDs the fabric collector's last discovery found (ports whose
 // PortInfo CapabilityMask has IsSM), for the sm collector of the same
 // process: with them it queries every SM, standbys included, and can say
-// how many answered MASTER (fabric_sm_masters). Process-wide because the
-// two collectors share nothing else; a candidate for CollectorEnv.
+// how many answered MASTER (fabric_sm_masters).
+//
+// Process-wide on purpose, not in CollectorEnv: the daemon builds a new env
+// at every (re)start of pollers, and a SIGHUP that changes only one of the
+// two collectors keeps the other instance with the env it was made with, so
+// an env-held directory would split (the kept sm collector would never see
+// the new fabric collector's SM LIDs). It can move into CollectorEnv once
+// the daemon keeps the env's shared services across reloads (the umad
+// transport factory's per-env port sharing needs the same).
 //
 // Thread-safety: all functions are safe from any thread (one mutex).
 #pragma once

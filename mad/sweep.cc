@@ -88,13 +88,13 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
         std::string error;
         switch (static_cast<Ask>(q.cookie & 3)) {
           case Ask::kPortInfo:
-            sp.info = DecodePortInfo(r.response, &error);
+            sp.info = DecodePortInfo(*r, &error);
             break;
           case Ask::kCounters:
-            sp.counters = DecodePortCounters(r.response, &error);
+            sp.counters = DecodePortCounters(*r, &error);
             break;
           case Ask::kExtended:
-            sp.extended = DecodePortCountersExtended(r.response, &error);
+            sp.extended = DecodePortCountersExtended(*r, &error);
             break;
         }
         if (!error.empty()) {

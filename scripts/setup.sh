@@ -10,6 +10,8 @@ PACKAGES=(
   build-essential cmake pkg-config git
   prometheus-cpp-dev libboost-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
   libsystemd-dev libssl-dev
+  # /metrics server: gzip, bcrypt (crypt_r) for basic auth.
+  zlib1g-dev libcrypt-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -18,6 +20,12 @@ PACKAGES=(
   # amtool checks dashboards/alertmanager/ (rules_promtool_test).
   prometheus-alertmanager
   ibsim-utils opensm infiniband-diags
+  # fabricmon-bench: results.json (nlohmann), its report checked in headless
+  # Chromium, its push checked against a real Pushgateway.
+  nlohmann-json3-dev chromium prometheus-pushgateway
+  # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
+  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
+  dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
 )
 
 missing=()
@@ -34,5 +42,5 @@ fi
 # start their own instances on loopback, so the packaged ones are not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now prometheus prometheus-node-exporter \
-    prometheus-alertmanager >/dev/null 2>&1 || true
+    prometheus-alertmanager prometheus-pushgateway >/dev/null 2>&1 || true
 fi

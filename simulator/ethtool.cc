@@ -15,7 +15,7 @@ class SimEthtoolSource : public EthtoolSource {
   SimEthtoolSource(Access access, int host)
       : access_(std::move(access)), host_(host) {}
   EthtoolResult Stats(const std::string& netdev) override {
-    EthtoolResult r;
+    EthtoolResult r = std::errc::no_such_device;
     access_([&](const Cluster& c) { r = SimEthtoolStats(c, host_, netdev); });
     return r;
   }
@@ -29,7 +29,6 @@ class SimEthtoolSource : public EthtoolSource {
 
 EthtoolResult SimEthtoolStats(const Cluster& c, int host,
                               const std::string& netdev) {
-  EthtoolResult r;
   const Port* port = nullptr;
   if (host >= 0 && host < static_cast<int>(c.hosts().size())) {
     for (int d : c.hosts()[host].devices) {
@@ -39,11 +38,8 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
       }
     }
   }
-  if (!port) {
-    r.error = std::make_error_code(std::errc::no_such_device);
-    return r;
-  }
-  EthtoolStats& s = r.stats;
+  if (!port) return std::errc::no_such_device;
+  EthtoolStats s;
   s.driver = "mlx5_core";
   auto add = [&](const std::string& name, std::uint64_t value) {
     s.names.push_back(name);
@@ -91,7 +87,7 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   }
   add("tx_pause_storm_warning_events", stat("tx_pause_storm_warning_events"));
   add("tx_pause_storm_error_events", stat("tx_pause_storm_error_events"));
-  return r;
+  return s;
 }
 
 std::string EthtoolText(const EthtoolStats& stats) {

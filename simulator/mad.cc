@@ -176,8 +176,8 @@ class SimMadTransport : public MadTransport {
       return true;  // dropped by the overloaded node
     }
     ++busy;
-    queue_.push_back({std::chrono::steady_clock::now() + options_.service_time,
-                      node, r.response});
+    queue_.push_back(
+        {std::chrono::steady_clock::now() + options_.service_time, node, *r});
     return true;
   }
 
@@ -214,29 +214,26 @@ class SimMadTransport : public MadTransport {
 }  // namespace
 
 MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
-  MadResult out;
   const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
   if (hdr->base_ver != 1) {
-    out.error = std::make_error_code(std::errc::invalid_argument);
-    return out;
+    return std::errc::invalid_argument;
   }
   const auto ports = NodePorts(c, dlid);
   if (ports.empty()) {
-    out.error = std::make_error_code(std::errc::host_unreachable);
-    return out;
+    return std::errc::host_unreachable;
   }
-  out.response = request;
-  auto* rhdr = reinterpret_cast<ib_mad_t*>(out.response.data());
+  Mad response = request;
+  auto* rhdr = reinterpret_cast<ib_mad_t*>(response.data());
   rhdr->method = IB_MAD_METHOD_GET_RESP;
   rhdr->status = 0;
   if (hdr->method != IB_MAD_METHOD_GET) {
     // fabricmon's simulator, like fabricmon, never changes the fabric.
-    SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD);
-    return out;
+    SetStatus(response, IB_MAD_STATUS_UNSUP_METHOD);
+    return response;
   }
   const std::uint32_t attr_mod = cl_ntoh32(hdr->attr_mod);
   if (hdr->mgmt_class == IB_MCLASS_SUBN_LID) {
-    auto* smp = reinterpret_cast<ib_smp_t*>(out.response.data());
+    auto* smp = reinterpret_cast<ib_smp_t*>(response.data());
     std::memset(smp->data, 0, sizeof(smp->data));
     if (hdr->attr_id == IB_MAD_ATTR_SM_INFO) {
       const SubnetManager* sm = nullptr;
@@ -244,12 +241,11 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
         if (s.lid == dlid) sm = &s;
       }
       if (!sm) {
-        SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
-        return out;
+        SetStatus(response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
+        return response;
       }
       if (!sm->alive) {
-        out.error = std::make_error_code(std::errc::timed_out);
-        return out;
+        return std::errc::timed_out;
       }
       ib_sm_info_t si{};
       si.guid = cl_hton64(sm->guid);
@@ -257,11 +253,11 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
       si.pri_state =
           static_cast<std::uint8_t>((sm->priority << 4) | (sm->state & 0x0f));
       std::memcpy(smp->data, &si, sizeof(si));
-      return out;
+      return response;
     }
     if (hdr->attr_id == IB_MAD_ATTR_NODE_INFO) {
       FillNodeInfo(c, ports, smp->data);
-      return out;
+      return response;
     }
     if (hdr->attr_id == IB_MAD_ATTR_NODE_DESC) {
       const Port& p = *ports[0];
@@ -269,40 +265,40 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
           p.host >= 0 ? c.devices()[p.device_index].node_desc : p.node;
       std::memcpy(smp->data, desc.data(),
                   std::min(desc.size(), sizeof(ib_node_desc_t)));
-      return out;
+      return response;
     }
     if (hdr->attr_id == IB_MAD_ATTR_PORT_INFO) {
       const int num = attr_mod == 0 ? ports[0]->port_num
                                     : static_cast<int>(attr_mod & 0xff);
       const Port* p = SelectPort(ports, num);
       if (!p) {
-        SetStatus(out.response, IB_MAD_STATUS_INVALID_FIELD);
-        return out;
+        SetStatus(response, IB_MAD_STATUS_INVALID_FIELD);
+        return response;
       }
       FillPortInfo(c, *p, smp->data);
-      return out;
+      return response;
     }
   } else if (hdr->mgmt_class == IB_MCLASS_PERF) {
-    auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(out.response.data());
+    auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(response.data());
     const std::uint8_t port_select = pm->data[1];
     std::memset(pm->data, 0, sizeof(pm->data));
     const Port* p = SelectPort(ports, port_select);
     if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS ||
         hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
       if (!p) {
-        SetStatus(out.response, IB_MAD_STATUS_INVALID_FIELD);
-        return out;
+        SetStatus(response, IB_MAD_STATUS_INVALID_FIELD);
+        return response;
       }
       if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS) {
         FillPortCounters(*p, port_select, pm->data);
       } else {
         FillPortCountersExt(*p, port_select, pm->data);
       }
-      return out;
+      return response;
     }
   }
-  SetStatus(out.response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
-  return out;
+  SetStatus(response, IB_MAD_STATUS_UNSUP_METHOD_ATTR);
+  return response;
 }
 
 std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
@@ -318,7 +314,7 @@ std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
                                                   SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
       [&runner](std::uint16_t dlid, const Mad& mad, std::uint32_t*) {
-        MadResult r;
+        MadResult r = std::errc::host_unreachable;
         runner.WithCluster(
             [&](const Cluster& c) { r = AnswerMad(c, dlid, mad); });
         return r;
@@ -346,7 +342,6 @@ std::uint64_t SwitchFarm::XmitData(int index, int port) {
 
 MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
                              std::uint32_t* node) const {
-  MadResult out;
   const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
   int index = -1;
   if (hdr->mgmt_class == IB_MCLASS_SUBN_DIR) {
@@ -358,15 +353,14 @@ MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
     index = static_cast<int>(dlid) - 1;
   }
   if (index < 0 || index >= switches_) {
-    out.error = std::make_error_code(std::errc::host_unreachable);
-    return out;
+    return std::errc::host_unreachable;
   }
   *node = static_cast<std::uint32_t>(index);
-  out.response = request;
-  auto* rhdr = reinterpret_cast<ib_mad_t*>(out.response.data());
+  Mad response = request;
+  auto* rhdr = reinterpret_cast<ib_mad_t*>(response.data());
   rhdr->method = IB_MAD_METHOD_GET_RESP;
   if (hdr->mgmt_class == IB_MCLASS_SUBN_DIR) {
-    auto* smp = reinterpret_cast<ib_smp_t*>(out.response.data());
+    auto* smp = reinterpret_cast<ib_smp_t*>(response.data());
     smp->status = CL_HTON16(0x8000);  // D bit: returning
     const int port = static_cast<int>(cl_ntoh32(hdr->attr_mod));
     ib_port_info_t pi{};
@@ -376,9 +370,9 @@ MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
     pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
     std::memset(smp->data, 0, sizeof(smp->data));
     std::memcpy(smp->data, &pi, sizeof(pi));
-    return out;
+    return response;
   }
-  auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(out.response.data());
+  auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(response.data());
   const std::uint8_t port = pm->data[1];
   std::memset(pm->data, 0, sizeof(pm->data));
   if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
@@ -392,7 +386,7 @@ MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
     pc.symbol_err_cnt = cl_hton16(static_cast<std::uint16_t>(port));
     std::memcpy(pm->data, &pc, sizeof(pc));
   }
-  return out;
+  return response;
 }
 
 std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(

@@ -268,7 +268,7 @@ bool SysfsRenderer::RenderDumps(const Cluster& cluster, const Device& device,
   if (device.present) {
     const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
     if (!stats.ok()) return true;  // not this host's netdev
-    ethtool = EthtoolText(stats.stats);
+    ethtool = EthtoolText(*stats);
     dcb = SimDcbText(cluster, host_, device.netdev);
   }
   return RenderDump(kEthtoolDir, device.netdev, ethtool ? &*ethtool : nullptr,

@@ -77,24 +77,21 @@ TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
     IoctlEthtoolSource source;
     for (const char* end : {"va", "vb"}) {
       EthtoolResult r = source.Stats(end);
-      ASSERT_TRUE(r.ok()) << end << ": " << r.error.message();
-      EXPECT_EQ(r.stats.driver, "veth");
-      ASSERT_FALSE(r.stats.names.empty()) << end;
-      EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
-      EXPECT_TRUE(Has(r.stats.names, "peer_ifindex")) << end;
-      EXPECT_EQ(r.stats.hw_address.size(), 17u) << r.stats.hw_address;
+      ASSERT_TRUE(r.ok()) << end << ": " << r.error().message();
+      EXPECT_EQ(r->driver, "veth");
+      ASSERT_FALSE(r->names.empty()) << end;
+      EXPECT_EQ(r->names.size(), r->values.size());
+      EXPECT_TRUE(Has(r->names, "peer_ifindex")) << end;
+      EXPECT_EQ(r->hw_address.size(), 17u) << r->hw_address;
       // veth has no mlx5 counters: an empty RoCE view, no error.
-      EXPECT_EQ(ParseEthtoolStats(r.stats.names, r.stats.values).recognized,
-                0u);
+      EXPECT_EQ(ParseEthtoolStats(r->names, r->values).recognized, 0u);
     }
     // Values are real: veth reports its peer's ifindex as a statistic.
     EthtoolResult va = source.Stats("va");
     ASSERT_TRUE(va.ok());
-    auto it =
-        std::find(va.stats.names.begin(), va.stats.names.end(), "peer_ifindex");
-    ASSERT_NE(it, va.stats.names.end());
-    EXPECT_EQ(va.stats.values[it - va.stats.names.begin()],
-              ::if_nametoindex("vb"));
+    auto it = std::find(va->names.begin(), va->names.end(), "peer_ifindex");
+    ASSERT_NE(it, va->names.end());
+    EXPECT_EQ(va->values[it - va->names.begin()], ::if_nametoindex("vb"));
     // Steady state: the string table is cached, so a collection is
     // GDRVINFO + GSSET_INFO + GSTATS + SIOCGIFHWADDR.
     std::uint64_t before = source.ioctl_count();
@@ -102,12 +99,12 @@ TEST_F(EthtoolNetnsTest, ReadsBothVethEndsInsideTheNamespace) {
     EXPECT_EQ(source.ioctl_count() - before, 4u);
     // lo of the namespace: no driver statistics, which is not an error.
     EthtoolResult lo = source.Stats("lo");
-    EXPECT_TRUE(lo.ok()) << lo.error.message();
-    EXPECT_TRUE(lo.stats.names.empty());
-    EXPECT_EQ(lo.stats.hw_address, "");  // not Ethernet
+    EXPECT_TRUE(lo.ok()) << lo.error().message();
+    EXPECT_TRUE(lo->names.empty());
+    EXPECT_EQ(lo->hw_address, "");  // not Ethernet
     // The host's interfaces are not visible from in here.
     EthtoolResult missing = source.Stats("nosuchdev0");
-    EXPECT_EQ(missing.error, std::errc::no_such_device);
+    EXPECT_EQ(missing.error(), std::errc::no_such_device);
     EthtoolResult bad = source.Stats("much_too_long_ifname");
     EXPECT_FALSE(bad.ok());
   });
@@ -117,7 +114,8 @@ TEST_F(EthtoolNetnsTest, DcbOnVethIsUnsupportedAndTheMetricIsAbsent) {
   InNetns([] {
     auto dcb = MakeRealDcbSource();
     DcbResult r = dcb->Ieee("va");
-    EXPECT_EQ(r.error, std::errc::operation_not_supported) << r.error.message();
+    EXPECT_EQ(r.error(), std::errc::operation_not_supported)
+        << r.error().message();
     DcbResult gone = dcb->Ieee("nosuchdev0");
     EXPECT_FALSE(gone.ok());
 
@@ -145,8 +143,8 @@ TEST_F(EthtoolNetnsTest, DcbOnVethIsUnsupportedAndTheMetricIsAbsent) {
 TEST(EthtoolHostTest, LoopbackAndVirtioInTheHostNamespace) {
   IoctlEthtoolSource source;
   EthtoolResult lo = source.Stats("lo");
-  ASSERT_TRUE(lo.ok()) << lo.error.message();
-  EXPECT_TRUE(lo.stats.names.empty());
+  ASSERT_TRUE(lo.ok()) << lo.error().message();
+  EXPECT_TRUE(lo->names.empty());
   int virtio = 0;
   std::error_code ec;
   for (const auto& e :
@@ -155,10 +153,10 @@ TEST(EthtoolHostTest, LoopbackAndVirtioInTheHostNamespace) {
     if (ec || driver.filename() != "virtio_net") continue;
     const std::string name = e.path().filename();
     EthtoolResult r = source.Stats(name);
-    ASSERT_TRUE(r.ok()) << name << ": " << r.error.message();
-    EXPECT_EQ(r.stats.driver, "virtio_net");
-    EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
-    EXPECT_FALSE(r.stats.names.empty()) << name;
+    ASSERT_TRUE(r.ok()) << name << ": " << r.error().message();
+    EXPECT_EQ(r->driver, "virtio_net");
+    EXPECT_EQ(r->names.size(), r->values.size());
+    EXPECT_FALSE(r->names.empty()) << name;
     ++virtio;
   }
   if (virtio == 0) {

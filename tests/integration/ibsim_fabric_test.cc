@@ -7,6 +7,8 @@
 
 #include <regex>
 
+#include "tests/support/ci.h"
+
 namespace fabric::testing {
 namespace {
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "tests/support/ci.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/paths.h"
 

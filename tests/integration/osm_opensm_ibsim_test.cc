@@ -16,6 +16,7 @@
 
 #include "tests/integration/fabricmon_run.h"
 #include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/osm_plugin_harness.h"

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/integration/fabricmon_run.h"
+#include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/paths.h"

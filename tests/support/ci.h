@@ -9,17 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <string>
-
-namespace fabric::testing {
-
-inline bool InCi() {
-  const char* ci = std::getenv("CI");
-  return ci != nullptr && std::string(ci) == "true";
-}
-
-}  // namespace fabric::testing
+#include "tests/support/in_ci.h"
 
 #define MISSING_DEPENDENCY(why)                                   \
   do {                                                            \

@@ -109,18 +109,13 @@ int FakeSysfs::Reads() const {
 
 ReadResult FakeSysfs::Read(const std::string& path) const {
   calls_.push_back("read " + path);
-  ReadResult r;
   std::string p;
-  if (!Resolve(path, &p)) {
-    r.error = Errno(ELOOP);
-  } else if (auto e = errors_.find(p); e != errors_.end()) {
-    r.error = Errno(e->second);
-  } else if (auto f = files_.find(p); f != files_.end()) {
-    r.data = f->second.show ? f->second.show() : f->second.data;
-  } else {
-    r.error = Errno(MissingErrno(p, Kind::kFile));
+  if (!Resolve(path, &p)) return Errno(ELOOP);
+  if (auto e = errors_.find(p); e != errors_.end()) return Errno(e->second);
+  if (auto f = files_.find(p); f != files_.end()) {
+    return f->second.show ? f->second.show() : f->second.data;
   }
-  return r;
+  return Errno(MissingErrno(p, Kind::kFile));
 }
 
 std::optional<std::vector<std::string>> FakeSysfs::List(

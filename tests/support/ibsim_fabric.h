@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/in_ci.h"
+
 namespace fabric::testing {
 
 inline constexpr char kUmad2Sim[] =
@@ -112,25 +114,18 @@ class IbsimFabric {
   std::vector<pid_t> clients_;
 };
 
-// Under CI=true a missing tool fails the test; elsewhere it skips it.
-inline bool InCi() {
-  const char* ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 }  // namespace fabric::testing
 
-// Starts `fabric` (an IbsimFabric) or ends the test: FAIL under CI=true,
-// GTEST_SKIP elsewhere, when the tools are missing; FAIL when ibsim does
-// not come up.
+// Starts `fabric` (an IbsimFabric) or ends the test: when the tools are
+// missing, MISSING_DEPENDENCY (tests/support/ci.h: FAIL under CI=true,
+// GTEST_SKIP elsewhere; a test using this macro includes ci.h, which this
+// header does not, so that benches can use IbsimFabric without GoogleTest);
+// FAIL when ibsim does not come up.
 #define FABRIC_START_IBSIM(ibsim_fabric)                              \
   do {                                                                \
     const std::string missing_ = ::fabric::testing::MissingIbTools(); \
     if (!missing_.empty()) {                                          \
-      if (::fabric::testing::InCi()) {                                \
-        FAIL() << "missing under CI: " << missing_;                   \
-      }                                                               \
-      GTEST_SKIP() << "not installed: " << missing_;                  \
+      MISSING_DEPENDENCY("not installed: " << missing_);              \
     }                                                                 \
     std::string start_error_;                                         \
     ASSERT_TRUE((ibsim_fabric).Start(&start_error_)) << start_error_; \

@@ -88,6 +88,49 @@ class CongestionCollectorTest : public ::testing::Test {
   }
 };
 
+// A sample polls the ports the last publish found without listing
+// anything; ports that appear are picked up, and ports that vanish
+// forgotten, at the next publish.
+TEST_F(CongestionCollectorTest, SamplesPollKnownPortsAndPublishesWalk) {
+  Make();
+  SimPort a;
+  a.Render(*fs, "mlx5_0", "1");
+  Collect();
+  const std::size_t listed = fs->calls().size();
+  SimPort b;
+  b.Render(*fs, "mlx5_1", "1");  // appears between publishes
+  for (int i = 0; i < 3; ++i) {
+    now += 0.1;
+    a.Run(0.1, 0.5, 0.25);
+    a.Render(*fs, "mlx5_0", "1");
+    collector->Sample();
+  }
+  std::vector<std::string> sampled(fs->calls().begin() + listed,
+                                   fs->calls().end());
+  for (const auto& call : sampled) {
+    EXPECT_TRUE(call.starts_with("read class/infiniband/mlx5_0/")) << call;
+  }
+  EXPECT_EQ(sampled.size(), 3u * 3u);  // xmit_data, rcv_data, xmit_wait
+  // The samples' intervals are in the published peaks.
+  auto fams = Collect();
+  EXPECT_NEAR(Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1")
+                  .value_or(-1),
+              0.25, 0.01);
+  // The publish walked: mlx5_1 is polled from now on.
+  now += 0.1;
+  b.Run(0.1, 1.0, 0.0);
+  b.Render(*fs, "mlx5_1", "1");
+  fs->Remove("class/infiniband/mlx5_0");
+  collector->Sample();  // mlx5_0's reads fail quietly
+  fams = Collect();
+  EXPECT_NEAR(
+      Value(fams, "fabric_port_transmit_utilization_peak_ratio", "mlx5_1", "1")
+          .value_or(-1),
+      1.0, 0.01);
+  EXPECT_FALSE(
+      Value(fams, "fabric_port_transmit_wait_peak_ratio", "mlx5_0", "1"));
+}
+
 // The headline case: polls every 200 ms, a 300 ms burst of full
 // transmit-wait (and line-rate transmit) lands between polls. The peak over
 // the window sees (nearly) the whole burst, while the 30 s average that a
@@ -471,16 +514,13 @@ class FakeEthtool final : public EthtoolSource {
   std::map<std::string, int> calls;
   EthtoolResult Stats(const std::string& netdev) override {
     ++calls[netdev];
-    EthtoolResult r;
     auto it = stats.find(netdev);
-    if (it == stats.end()) {
-      r.error = std::make_error_code(std::errc::no_such_device);
-      return r;
-    }
-    r.stats.driver = "mlx5_core";
+    if (it == stats.end()) return std::errc::no_such_device;
+    EthtoolStats r;
+    r.driver = "mlx5_core";
     for (const auto& [n, v] : it->second) {
-      r.stats.names.push_back(n);
-      r.stats.values.push_back(v);
+      r.names.push_back(n);
+      r.values.push_back(v);
     }
     return r;
   }

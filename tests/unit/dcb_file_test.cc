@@ -47,50 +47,50 @@ constexpr const char* kDump =
 
 TEST(DcbFileParseTest, ReadsPfcEtsAndAppTable) {
   const DcbResult r = ParseDcbText(kDump);
-  ASSERT_TRUE(r.ok()) << r.error.message();
-  ASSERT_TRUE(r.ieee.pfc.has_value());
-  EXPECT_EQ(r.ieee.pfc->cap, 8);
-  EXPECT_EQ(r.ieee.pfc->enabled, 1u << 3);
-  EXPECT_EQ(r.ieee.pfc->delay, 0);
-  EXPECT_EQ(r.ieee.pfc->requests[3], 1234u);
-  EXPECT_EQ(r.ieee.pfc->indications[3], 56u);
-  EXPECT_EQ(r.ieee.pfc->requests[0], 0u);
-  ASSERT_TRUE(r.ieee.ets.has_value());
-  EXPECT_FALSE(r.ieee.ets->willing);
-  EXPECT_EQ(r.ieee.ets->ets_cap, 8);
-  EXPECT_EQ(r.ieee.ets->prio_tc[3], 3);
-  EXPECT_EQ(r.ieee.ets->prio_tc[0], 0);
-  ASSERT_TRUE(r.ieee.has_app_table);
-  ASSERT_EQ(r.ieee.apps.size(), 2u);
-  EXPECT_EQ(r.ieee.apps[0].selector, IEEE_8021QAZ_APP_SEL_DSCP);
-  EXPECT_EQ(r.ieee.apps[0].protocol, 26);
-  EXPECT_EQ(r.ieee.apps[0].priority, 3);
-  EXPECT_EQ(r.ieee.Trust(), "dscp");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_TRUE(r->pfc.has_value());
+  EXPECT_EQ(r->pfc->cap, 8);
+  EXPECT_EQ(r->pfc->enabled, 1u << 3);
+  EXPECT_EQ(r->pfc->delay, 0);
+  EXPECT_EQ(r->pfc->requests[3], 1234u);
+  EXPECT_EQ(r->pfc->indications[3], 56u);
+  EXPECT_EQ(r->pfc->requests[0], 0u);
+  ASSERT_TRUE(r->ets.has_value());
+  EXPECT_FALSE(r->ets->willing);
+  EXPECT_EQ(r->ets->ets_cap, 8);
+  EXPECT_EQ(r->ets->prio_tc[3], 3);
+  EXPECT_EQ(r->ets->prio_tc[0], 0);
+  ASSERT_TRUE(r->has_app_table);
+  ASSERT_EQ(r->apps.size(), 2u);
+  EXPECT_EQ(r->apps[0].selector, IEEE_8021QAZ_APP_SEL_DSCP);
+  EXPECT_EQ(r->apps[0].protocol, 26);
+  EXPECT_EQ(r->apps[0].priority, 3);
+  EXPECT_EQ(r->Trust(), "dscp");
 }
 
 TEST(DcbFileParseTest, NamedDscpValuesAsDcbPrintsThemWithoutN) {
   const DcbResult r = ParseDcbText("dscp-prio AF31:3 CS6:6 EF:5\n");
   ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r.ieee.apps.size(), 3u);
-  EXPECT_EQ(r.ieee.apps[0].protocol, 26);
-  EXPECT_EQ(r.ieee.apps[1].protocol, 48);
-  EXPECT_EQ(r.ieee.apps[2].protocol, 46);
+  ASSERT_EQ(r->apps.size(), 3u);
+  EXPECT_EQ(r->apps[0].protocol, 26);
+  EXPECT_EQ(r->apps[1].protocol, 48);
+  EXPECT_EQ(r->apps[2].protocol, 46);
 }
 
 TEST(DcbFileParseTest, PcpOnlyAppTableIsPcpTrustAndNoAppTableIsNoTrust) {
   const DcbResult pcp = ParseDcbText("default-prio 0\nethtype-prio 0x8906:3\n");
   ASSERT_TRUE(pcp.ok());
-  EXPECT_TRUE(pcp.ieee.has_app_table);
-  EXPECT_EQ(pcp.ieee.Trust(), "pcp");
-  ASSERT_EQ(pcp.ieee.apps.size(), 2u);
-  EXPECT_EQ(pcp.ieee.apps[1].protocol, 0x8906);
+  EXPECT_TRUE(pcp->has_app_table);
+  EXPECT_EQ(pcp->Trust(), "pcp");
+  ASSERT_EQ(pcp->apps.size(), 2u);
+  EXPECT_EQ(pcp->apps[1].protocol, 0x8906);
   const DcbResult none = ParseDcbText("prio-pfc 0:on\n");
   ASSERT_TRUE(none.ok());
-  EXPECT_FALSE(none.ieee.has_app_table);
-  EXPECT_EQ(none.ieee.Trust(), "");
-  EXPECT_FALSE(none.ieee.ets.has_value());
-  ASSERT_TRUE(none.ieee.pfc.has_value());
-  EXPECT_EQ(none.ieee.pfc->enabled, 1);
+  EXPECT_FALSE(none->has_app_table);
+  EXPECT_EQ(none->Trust(), "");
+  EXPECT_FALSE(none->ets.has_value());
+  ASSERT_TRUE(none->pfc.has_value());
+  EXPECT_EQ(none->pfc->enabled, 1);
 }
 
 TEST(DcbFileParseTest, CommentsLayoutAndUnknownKeys) {
@@ -100,18 +100,18 @@ TEST(DcbFileParseTest, CommentsLayoutAndUnknownKeys) {
       "  4:on\n"
       "buffer-size 0:256K 1:0\n"  // a key this parser does not know
       "pfc-cap 8\r\n");
-  ASSERT_TRUE(r.ok()) << r.error.message();
-  ASSERT_TRUE(r.ieee.pfc.has_value());
-  EXPECT_EQ(r.ieee.pfc->enabled, (1u << 3) | (1u << 4));
-  EXPECT_EQ(r.ieee.pfc->cap, 8);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_TRUE(r->pfc.has_value());
+  EXPECT_EQ(r->pfc->enabled, (1u << 3) | (1u << 4));
+  EXPECT_EQ(r->pfc->cap, 8);
 }
 
 TEST(DcbFileParseTest, EmptyTextIsNoConfiguration) {
   const DcbResult r = ParseDcbText("");
   ASSERT_TRUE(r.ok());
-  EXPECT_FALSE(r.ieee.pfc.has_value());
-  EXPECT_FALSE(r.ieee.ets.has_value());
-  EXPECT_FALSE(r.ieee.has_app_table);
+  EXPECT_FALSE(r->pfc.has_value());
+  EXPECT_FALSE(r->ets.has_value());
+  EXPECT_FALSE(r->has_app_table);
 }
 
 TEST(DcbFileParseTest, MalformedValuesRejectTheWholeDump) {
@@ -133,7 +133,7 @@ TEST(DcbFileParseTest, MalformedValuesRejectTheWholeDump) {
            "default-prio x\n",
        }) {
     const DcbResult r = ParseDcbText(bad);
-    EXPECT_EQ(r.error, std::errc::bad_message) << bad;
+    EXPECT_EQ(r.error(), std::errc::bad_message) << bad;
   }
 }
 
@@ -155,33 +155,33 @@ TEST_F(DcbFileSourceTest, ReadsTheNetdevsFile) {
   std::ofstream(dir_ / "bond0") << kDump;
   FileDcbSource source(dir_.string());
   const DcbResult r = source.Ieee("bond0");
-  ASSERT_TRUE(r.ok()) << r.error.message();
-  ASSERT_TRUE(r.ieee.pfc.has_value());
-  EXPECT_EQ(r.ieee.pfc->enabled, 1u << 3);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  ASSERT_TRUE(r->pfc.has_value());
+  EXPECT_EQ(r->pfc->enabled, 1u << 3);
 }
 
 TEST_F(DcbFileSourceTest, MissingFileIsNoDcbAndBadNamesAreNoDevice) {
   FileDcbSource source(dir_.string());
-  EXPECT_EQ(source.Ieee("eth9").error, std::errc::operation_not_supported);
-  EXPECT_EQ(source.Ieee("../etc").error, std::errc::no_such_device);
-  EXPECT_EQ(source.Ieee("").error, std::errc::no_such_device);
+  EXPECT_EQ(source.Ieee("eth9").error(), std::errc::operation_not_supported);
+  EXPECT_EQ(source.Ieee("../etc").error(), std::errc::no_such_device);
+  EXPECT_EQ(source.Ieee("").error(), std::errc::no_such_device);
   FileDcbSource nowhere((dir_ / "absent").string());
-  EXPECT_EQ(nowhere.Ieee("eth0").error, std::errc::operation_not_supported);
+  EXPECT_EQ(nowhere.Ieee("eth0").error(), std::errc::operation_not_supported);
 }
 
 TEST_F(DcbFileSourceTest, OversizedAndMalformedFilesAreErrors) {
   std::ofstream(dir_ / "big") << std::string(kMaxDcbDumpBytes + 1, ' ');
   std::ofstream(dir_ / "bad") << "prio-pfc 3:sometimes\n";
   FileDcbSource source(dir_.string());
-  EXPECT_EQ(source.Ieee("big").error, std::errc::file_too_large);
-  EXPECT_EQ(source.Ieee("bad").error, std::errc::bad_message);
+  EXPECT_EQ(source.Ieee("big").error(), std::errc::file_too_large);
+  EXPECT_EQ(source.Ieee("bad").error(), std::errc::bad_message);
 }
 
 TEST(DcbFileMetricsTest, ParsedDumpGivesPfcEnabledAndTrustSeries) {
   const DcbResult r = ParseDcbText(kDump);
   ASSERT_TRUE(r.ok());
   MetricSink sink;
-  EmitDcbMetrics(r.ieee, RoceNetdev{"mlx5_bond_0", "1", "bond0"}, sink);
+  EmitDcbMetrics(*r, RoceNetdev{"mlx5_bond_0", "1", "bond0"}, sink);
   int pfc_on = 0, pfc_series = 0, trust_dscp = 0;
   for (const auto& family : sink.Take()) {
     for (const auto& m : family.metric) {

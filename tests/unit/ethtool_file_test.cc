@@ -39,8 +39,8 @@ class EthtoolFileTest : public ::testing::Test {
     std::ofstream(dir_ / name, std::ios::binary) << text;
   }
   std::uint64_t Value(const EthtoolResult& r, const std::string& name) {
-    for (std::size_t i = 0; i < r.stats.names.size(); ++i) {
-      if (r.stats.names[i] == name) return r.stats.values[i];
+    for (std::size_t i = 0; i < r->names.size(); ++i) {
+      if (r->names[i] == name) return r->values[i];
     }
     ADD_FAILURE() << "no statistic " << name;
     return 0;
@@ -56,16 +56,16 @@ TEST_F(EthtoolFileTest, GoodDumpIsReadLikeTheIoctl) {
   Write("eth2", text.str());
   FileEthtoolSource source(dir_.string());
   const EthtoolResult r = source.Stats("eth2");
-  ASSERT_TRUE(r.ok()) << r.error.message();
-  EXPECT_EQ(r.stats.skipped_lines, 0u);
-  EXPECT_EQ(r.stats.names.size(), r.stats.values.size());
-  EXPECT_TRUE(r.stats.driver.empty());
-  EXPECT_TRUE(r.stats.hw_address.empty());
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->skipped_lines, 0u);
+  EXPECT_EQ(r->names.size(), r->values.size());
+  EXPECT_TRUE(r->driver.empty());
+  EXPECT_TRUE(r->hw_address.empty());
   // The same view the parser gives the recorded dump.
   const EthtoolText expected = ParseEthtoolText(text.str());
-  EXPECT_EQ(r.stats.names, expected.stats.names);
-  EXPECT_EQ(r.stats.values, expected.stats.values);
-  const RoceEthtoolStats s = ParseEthtoolStats(r.stats.names, r.stats.values);
+  EXPECT_EQ(r->names, expected.stats.names);
+  EXPECT_EQ(r->values, expected.stats.values);
+  const RoceEthtoolStats s = ParseEthtoolStats(r->names, r->values);
   EXPECT_TRUE(s.prio[3].pause[kRx].has_value());
   EXPECT_GT(s.recognized, 0u);
 }
@@ -79,7 +79,7 @@ TEST_F(EthtoolFileTest, SimpleDumpValues) {
   FileEthtoolSource source(dir_.string());
   const EthtoolResult r = source.Stats("bond0");
   ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r.stats.names.size(), 3u);
+  ASSERT_EQ(r->names.size(), 3u);
   EXPECT_EQ(Value(r, "rx_prio3_pause"), 1234u);
   EXPECT_EQ(Value(r, "tx_prio3_pause_duration"), 18446744073709551615u);
   EXPECT_EQ(Value(r, "tx_pause_storm_error_events"), 1u);
@@ -87,10 +87,10 @@ TEST_F(EthtoolFileTest, SimpleDumpValues) {
 
 TEST_F(EthtoolFileTest, MissingFileIsNoSuchDevice) {
   FileEthtoolSource source(dir_.string());
-  EXPECT_EQ(source.Stats("bond0").error, std::errc::no_such_device);
+  EXPECT_EQ(source.Stats("bond0").error(), std::errc::no_such_device);
   // The whole directory missing is the same: no dump, no netdev.
   FileEthtoolSource nowhere((dir_ / "absent").string());
-  EXPECT_EQ(nowhere.Stats("bond0").error, std::errc::no_such_device);
+  EXPECT_EQ(nowhere.Stats("bond0").error(), std::errc::no_such_device);
   // A dump that appears later is read (no caching of absence).
   Write("bond0", "rx_prio3_pause: 5\n");
   EXPECT_TRUE(source.Stats("bond0").ok());
@@ -109,7 +109,7 @@ TEST_F(EthtoolFileTest, NamesThatCannotBeANetdevAreNoSuchDevice) {
                                           "sixteen_chars_xx",
                                           std::string("o\0k", 3)};
   for (const std::string& name : names) {
-    EXPECT_EQ(source.Stats(name).error, std::errc::no_such_device)
+    EXPECT_EQ(source.Stats(name).error(), std::errc::no_such_device)
         << "'" << name << "'";
   }
   EXPECT_TRUE(source.Stats("x").ok());
@@ -129,8 +129,8 @@ TEST_F(EthtoolFileTest, MalformedLinesAreSkippedAndCounted) {
   FileEthtoolSource source(dir_.string());
   const EthtoolResult r = source.Stats("bond0");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.stats.skipped_lines, 5u);
-  ASSERT_EQ(r.stats.names.size(), 2u);
+  EXPECT_EQ(r->skipped_lines, 5u);
+  ASSERT_EQ(r->names.size(), 2u);
   EXPECT_EQ(Value(r, "rx_prio3_pause"), 10u);
   EXPECT_EQ(Value(r, "tx_pause_storm_warning_events"), 2u);
 }
@@ -140,21 +140,21 @@ TEST_F(EthtoolFileTest, TruncatedDumpKeepsTheCompleteLines) {
   FileEthtoolSource source(dir_.string());
   const EthtoolResult r = source.Stats("bond0");
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.stats.skipped_lines, 1u);
-  ASSERT_EQ(r.stats.names.size(), 1u);
+  EXPECT_EQ(r->skipped_lines, 1u);
+  ASSERT_EQ(r->names.size(), 1u);
   EXPECT_EQ(Value(r, "rx_prio3_pause"), 10u);
   // Cut right after the colon: the value is missing.
   Write("bond1", "rx_prio3_pause: 10\ntx_prio3_pause:");
   const EthtoolResult r1 = source.Stats("bond1");
   ASSERT_TRUE(r1.ok());
-  EXPECT_EQ(r1.stats.skipped_lines, 1u);
-  EXPECT_EQ(r1.stats.names.size(), 1u);
+  EXPECT_EQ(r1->skipped_lines, 1u);
+  EXPECT_EQ(r1->names.size(), 1u);
   // Empty file: a driver with no statistics, not an error.
   Write("bond2", "");
   const EthtoolResult r2 = source.Stats("bond2");
   ASSERT_TRUE(r2.ok());
-  EXPECT_TRUE(r2.stats.names.empty());
-  EXPECT_EQ(r2.stats.skipped_lines, 0u);
+  EXPECT_TRUE(r2->names.empty());
+  EXPECT_EQ(r2->skipped_lines, 0u);
 }
 
 TEST_F(EthtoolFileTest, BinaryGarbageAndOversizedFiles) {
@@ -164,9 +164,9 @@ TEST_F(EthtoolFileTest, BinaryGarbageAndOversizedFiles) {
   const EthtoolResult r = source.Stats("bond0");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(Value(r, "rx_prio3_pause"), 1u);
-  EXPECT_EQ(r.stats.skipped_lines, 1u);  // the line without a colon
+  EXPECT_EQ(r->skipped_lines, 1u);  // the line without a colon
   Write("huge", std::string(kMaxEthtoolDumpBytes + 1, 'x'));
-  EXPECT_EQ(source.Stats("huge").error, std::errc::file_too_large);
+  EXPECT_EQ(source.Stats("huge").error(), std::errc::file_too_large);
   // A directory where the dump should be: an error, not a crash.
   fs::create_directories(dir_ / "adir");
   const EthtoolResult d = source.Stats("adir");

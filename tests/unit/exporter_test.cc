@@ -1,12 +1,10 @@
 // Tests for exporters/: merging snapshots, self-metrics, build info, the
-// failed-collector policy, and serving over HTTP with port 0.
+// failed-collector policy (serving over HTTP: http_server_test.cc).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/metric_sink.h"
 #include "exporters/exposition.h"
-#include "exporters/http_exporter.h"
-#include "tests/support/http.h"
 
 namespace fabric {
 namespace {
@@ -132,54 +130,6 @@ TEST(ExpositionTest, CollectorCannotOverrideSelfMetrics) {
   a.Gauge("fabric_build_info", "fake", {{"version", "evil"}}, 1);
   auto text = ToText(BuildExposition({Snap("a", true, a.Take())}, kBuild));
   EXPECT_THAT(text, Not(HasSubstr("evil")));
-}
-
-TEST(HttpExporterTest, CivetAddress) {
-  EXPECT_EQ(CivetAddress(":10915"), "0.0.0.0:10915");
-  EXPECT_EQ(CivetAddress("127.0.0.1:0"), "127.0.0.1:0");
-  EXPECT_EQ(CivetAddress("[::1]:80"), "[::1]:80");
-}
-
-TEST(HttpExporterTest, ServesSnapshotsOnPortZero) {
-  auto store = std::make_shared<SnapshotStore>();
-  MetricSink sink;
-  sink.Counter("fabric_port_transmit_bytes_total", "tx",
-               {{"device", "mlx5_0"}, {"port", "1"}}, 42);
-  store->Publish(Snap("ib_port", true, sink.Take()));
-  std::string error;
-  auto http = HttpExporter::Start(
-      "127.0.0.1:0", std::make_shared<SnapshotCollectable>(store, kBuild),
-      &error);
-  ASSERT_TRUE(http) << error;
-  ASSERT_GT(http->port(), 0);
-  EXPECT_EQ(http->BoundAddress(), "127.0.0.1:" + std::to_string(http->port()));
-
-  auto response = testing::HttpGet(http->port(), "/metrics");
-  ASSERT_TRUE(response);
-  EXPECT_EQ(response->status, 200);
-  EXPECT_THAT(response->content_type, HasSubstr("text/plain"));
-  EXPECT_THAT(response->body, HasSubstr("fabric_port_transmit_bytes_total{"
-                                        "device=\"mlx5_0\",port=\"1\"} 42\n"));
-
-  // A newer snapshot is what the next scrape sees.
-  MetricSink sink2;
-  sink2.Counter("fabric_port_transmit_bytes_total", "tx",
-                {{"device", "mlx5_0"}, {"port", "1"}}, 43);
-  store->Publish(Snap("ib_port", true, sink2.Take()));
-  EXPECT_THAT(testing::HttpGetOk(http->port(), "/metrics").value_or(""),
-              HasSubstr("port=\"1\"} 43\n"));
-}
-
-TEST(HttpExporterTest, BindFailureIsAnError) {
-  auto store = std::make_shared<SnapshotStore>();
-  auto collectable = std::make_shared<SnapshotCollectable>(store, kBuild);
-  std::string error;
-  auto first = HttpExporter::Start("127.0.0.1:0", collectable, &error);
-  ASSERT_TRUE(first) << error;
-  auto second = HttpExporter::Start(
-      "127.0.0.1:" + std::to_string(first->port()), collectable, &error);
-  EXPECT_FALSE(second);
-  EXPECT_THAT(error, HasSubstr("cannot listen on 127.0.0.1:"));
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 std::string Answer(const Sysfs& sysfs, const std::string& path) {
   std::string out = "read ";
   const ReadResult r = sysfs.Read(path);
-  out += r.ok() ? "'" + r.data + "'" : std::to_string(r.error.value());
+  out += r.ok() ? "'" + *r + "'" : std::to_string(r.error().value());
   out += "; list ";
   std::error_code error;
   if (auto names = sysfs.List(path, &error)) {
@@ -121,8 +121,8 @@ TEST_F(FakeSysfsTest, ComputedFileIsComputedAtEachRead) {
                      [&shows] { return std::to_string(++shows) + "\n"; });
   const std::string path =
       "class/infiniband/mlx5_0/ports/1/counters/port_rcv_data";
-  EXPECT_EQ(fake_.Read(path).data, "1\n");
-  EXPECT_EQ(fake_.Read(path).data, "2\n");
+  EXPECT_EQ(*fake_.Read(path), "1\n");
+  EXPECT_EQ(*fake_.Read(path), "2\n");
   EXPECT_EQ(fake_.List("class/infiniband/mlx5_0/ports/1/counters", nullptr),
             std::vector<std::string>{"port_rcv_data"});
   EXPECT_EQ(shows, 2);  // a listing does not compute contents
@@ -138,7 +138,7 @@ TEST_F(FakeSysfsTest, FailuresHooksRemovalAndTheCallLog) {
   const std::string ndevs = "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs";
   // A failing entry is listed and fails with its errno.
   EXPECT_EQ(fake_.List(ndevs, nullptr), (std::vector<std::string>{"0", "1"}));
-  EXPECT_EQ(fake_.Read(ndevs + "/1").error.value(), EINVAL);
+  EXPECT_EQ(fake_.Read(ndevs + "/1").error().value(), EINVAL);
   fake_.Fail(ndevs, EACCES);
   std::error_code error;
   EXPECT_EQ(fake_.List(ndevs, &error), std::nullopt);
@@ -147,7 +147,7 @@ TEST_F(FakeSysfsTest, FailuresHooksRemovalAndTheCallLog) {
   // The listing that ran the hook still names mlx5_9; then it is gone.
   EXPECT_EQ(fake_.List("class/infiniband", nullptr),
             (std::vector<std::string>{"mlx5_0", "mlx5_9"}));
-  EXPECT_EQ(fake_.Read("class/infiniband/mlx5_9/ports/1/state").error.value(),
+  EXPECT_EQ(fake_.Read("class/infiniband/mlx5_9/ports/1/state").error().value(),
             ENOENT);
   EXPECT_FALSE(fake_.IsDirectory("class/infiniband/mlx5_9"));
 

@@ -19,7 +19,7 @@ namespace {
 class ListingFake final : public Sysfs {
  public:
   ReadResult Read(const std::string&) const override {
-    return {"", std::make_error_code(std::errc::no_such_file_or_directory)};
+    return std::errc::no_such_file_or_directory;
   }
   std::optional<std::vector<std::string>> List(
       const std::string& path, std::error_code* error) const override {

@@ -72,9 +72,7 @@ class FakeEthtool final : public EthtoolSource {
     calls->push_back(netdev);
     auto it = results.find(netdev);
     if (it != results.end()) return it->second;
-    EthtoolResult r;
-    r.error = std::make_error_code(missing);
-    return r;
+    return missing;
   }
 };
 
@@ -87,19 +85,15 @@ class FakeDcb final : public DcbSource {
     calls->push_back(netdev);
     auto it = results.find(netdev);
     if (it != results.end()) return it->second;
-    DcbResult r;
-    r.error = std::make_error_code(std::errc::operation_not_supported);
-    return r;
+    return std::errc::operation_not_supported;
   }
 };
 
 EthtoolResult FromFixture(const std::string& relative, std::string driver) {
   EthtoolText t = ParseEthtoolText(ReadFile(testing::Fixture(relative)));
   EXPECT_EQ(t.bad_lines, 0u);
-  EthtoolResult r;
-  r.stats = std::move(t.stats);
-  r.stats.driver = std::move(driver);
-  return r;
+  t.stats.driver = std::move(driver);
+  return std::move(t.stats);
 }
 
 // A host with an mlx5 RoCE port, an IB port, and a RoCE LAG bond.
@@ -183,29 +177,30 @@ Collected RunRoce(std::shared_ptr<const Sysfs> fs, RoceOptions options,
 // every kind of metric.
 Collected FullHost() {
   auto ethtool = std::make_unique<FakeEthtool>();
-  ethtool->results["ens1f0np0"] =
-      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
-  ethtool->results["ens2f1np1"] =
-      FromFixture("real/ethtool/mlx5_core-cx4lx-ethq-1.txt", "mlx5_core");
-  ethtool->results["bond0"].stats.driver = "bonding";  // no stats: not an error
-  ethtool->results["ens3np0"].stats.driver = "mlx5_core";
+  ethtool->results.insert_or_assign(
+      "ens1f0np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
+  ethtool->results.insert_or_assign(
+      "ens2f1np1",
+      FromFixture("real/ethtool/mlx5_core-cx4lx-ethq-1.txt", "mlx5_core"));
+  // No stats: not an error.
+  ethtool->results.insert_or_assign("bond0", EthtoolStats{.driver = "bonding"});
+  ethtool->results.insert_or_assign("ens3np0",
+                                    EthtoolStats{.driver = "mlx5_core"});
   // ens2f0np0 is missing: ENODEV, counted as a skip.
   auto dcb = std::make_unique<FakeDcb>();
-  DcbResult d;
-  d.ieee.pfc = DcbPfc{};
-  d.ieee.pfc->cap = 8;
-  d.ieee.pfc->enabled = 1u << 3;
-  d.ieee.pfc->requests[3] = 119;
-  d.ieee.pfc->indications[3] = 4499;
-  d.ieee.ets = DcbEts{};
-  d.ieee.ets->willing = false;
-  d.ieee.ets->prio_tc[3] = 3;
-  d.ieee.has_app_table = true;
-  d.ieee.apps.push_back({IEEE_8021QAZ_APP_SEL_DSCP, 3, 26});
-  dcb->results["ens1f0np0"] = d;
-  DcbResult broken;
-  broken.error = std::make_error_code(std::errc::bad_message);
-  dcb->results["ens3np0"] = broken;
+  DcbIeee d;
+  d.pfc = DcbPfc{};
+  d.pfc->cap = 8;
+  d.pfc->enabled = 1u << 3;
+  d.pfc->requests[3] = 119;
+  d.pfc->indications[3] = 4499;
+  d.ets = DcbEts{};
+  d.ets->willing = false;
+  d.ets->prio_tc[3] = 3;
+  d.has_app_table = true;
+  d.apps.push_back({IEEE_8021QAZ_APP_SEL_DSCP, 3, 26});
+  dcb->results.insert_or_assign("ens1f0np0", d);
+  dcb->results.insert_or_assign("ens3np0", std::errc::bad_message);
 
   return RunRoce(RoceHost(), {}, std::move(ethtool), std::move(dcb));
 }
@@ -334,8 +329,10 @@ TEST(RoceCollectorTest, VanishedNetdevsAreSkipsNotFailure) {
 
 TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
   auto ethtool = std::make_unique<FakeEthtool>();
-  ethtool->results["eth9"].stats = {"virtio_net", {"rx_prio3_pause"}, {5}, ""};
-  ethtool->results["ens1f0np0"].stats.driver = "mlx5_core";
+  ethtool->results.insert_or_assign(
+      "eth9", EthtoolStats{"virtio_net", {"rx_prio3_pause"}, {5}, ""});
+  ethtool->results.insert_or_assign("ens1f0np0",
+                                    EthtoolStats{.driver = "mlx5_core"});
   auto calls = ethtool->calls;
   RoceOptions options;
   // ghost0 is not in class/net of the tree: never read (on a recorded tree
@@ -360,12 +357,12 @@ TEST(RoceCollectorTest, SameNamedInterfaceWithAnotherAddressIsNotRead) {
   fs->File("class/net/ens3np0/address", "0c:42:a1:00:00:03\n");
   auto ethtool = std::make_unique<FakeEthtool>();
   // The kernel's ens1f0np0 is another interface than the tree's.
-  ethtool->results["ens1f0np0"] =
-      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
-  ethtool->results["ens1f0np0"].stats.hw_address = "02:fc:00:00:00:01";
-  ethtool->results["ens3np0"] =
-      FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core");
-  ethtool->results["ens3np0"].stats.hw_address = "0c:42:a1:00:00:03";
+  ethtool->results.insert_or_assign(
+      "ens1f0np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
+  ethtool->results.at("ens1f0np0")->hw_address = "02:fc:00:00:00:01";
+  ethtool->results.insert_or_assign(
+      "ens3np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
+  ethtool->results.at("ens3np0")->hw_address = "0c:42:a1:00:00:03";
   auto dcb = std::make_unique<FakeDcb>();
   auto dcb_calls = dcb->calls;
   Collected c = RunRoce(fs, {}, std::move(ethtool), std::move(dcb));

@@ -20,8 +20,8 @@ namespace fs = std::filesystem;
 using std::chrono::seconds;
 
 std::uint64_t StatOf(const EthtoolResult& r, const std::string& name) {
-  for (size_t i = 0; i < r.stats.names.size(); ++i) {
-    if (r.stats.names[i] == name) return r.stats.values[i];
+  for (size_t i = 0; i < r->names.size(); ++i) {
+    if (r->names[i] == name) return r->values[i];
   }
   ADD_FAILURE() << "no statistic " << name;
   return 0;
@@ -80,8 +80,8 @@ class SimEthtool : public ::testing::Test {
 TEST_F(SimEthtool, Mlx5NamesWithTheModelsValues) {
   const EthtoolResult storming = SimEthtoolStats(*cluster_, 0, "bond0");
   ASSERT_TRUE(storming.ok());
-  EXPECT_EQ(storming.stats.driver, "mlx5_core");
-  EXPECT_EQ(storming.stats.names.size(), storming.stats.values.size());
+  EXPECT_EQ(storming->driver, "mlx5_core");
+  EXPECT_EQ(storming->names.size(), storming->values.size());
   EXPECT_EQ(StatOf(storming, "tx_prio3_pause"), 30000u);
   EXPECT_EQ(StatOf(storming, "tx_prio3_pause_duration"), 3'000'000u);
   EXPECT_EQ(StatOf(storming, "tx_pause_storm_warning_events"), 1u);
@@ -95,9 +95,9 @@ TEST_F(SimEthtool, Mlx5NamesWithTheModelsValues) {
   EXPECT_EQ(StatOf(sender, "tx_bytes"), p->tx_bytes);
   EXPECT_EQ(StatOf(sender, "tx_prio3_bytes"), p->tx_bytes);
 
-  EXPECT_EQ(SimEthtoolStats(*cluster_, 0, "eth0").error,
+  EXPECT_EQ(SimEthtoolStats(*cluster_, 0, "eth0").error(),
             std::errc::no_such_device);
-  EXPECT_EQ(SimEthtoolStats(*cluster_, 9, "bond0").error,
+  EXPECT_EQ(SimEthtoolStats(*cluster_, 9, "bond0").error(),
             std::errc::no_such_device);
 }
 

@@ -206,12 +206,12 @@ TEST(SimRender, EthtoolDumpOfTheRoceNetdevOutsideClass) {
   ASSERT_TRUE(want.ok());
   FileEthtoolSource files((tmp.path() / "ethtool").string());
   const EthtoolResult got = files.Stats("bond0");
-  ASSERT_TRUE(got.ok()) << got.error.message();
-  EXPECT_EQ(got.stats.skipped_lines, 0u);
-  EXPECT_EQ(got.stats.names, want.stats.names);
-  EXPECT_EQ(got.stats.values, want.stats.values);
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  EXPECT_EQ(got->skipped_lines, 0u);
+  EXPECT_EQ(got->names, want->names);
+  EXPECT_EQ(got->values, want->values);
   EXPECT_NE(Read(dump).find("     tx_prio3_pause: 20000\n"), std::string::npos);
-  EXPECT_EQ(files.Stats("eth0").error, std::errc::no_such_device);
+  EXPECT_EQ(files.Stats("eth0").error(), std::errc::no_such_device);
   // Replaced by rename: no temp files left in ethtool/ or staging.
   EXPECT_EQ(Entries(tmp.path() / "ethtool"), std::set<std::string>{"bond0"});
   EXPECT_TRUE(fs::is_empty(tmp.path() / ".sim-staging"));
@@ -230,7 +230,7 @@ TEST(SimRender, EthtoolDumpGoesWithARemovedRoceDevice) {
   for (int i = 0; i < 15; ++i) c.Step();  // t = 1.5 s: removed
   ASSERT_TRUE(r.Render(c, &error)) << error;
   EXPECT_FALSE(fs::exists(tmp.path() / "class/net/bond0"));
-  EXPECT_EQ(files.Stats("bond0").error, std::errc::no_such_device);
+  EXPECT_EQ(files.Stats("bond0").error(), std::errc::no_such_device);
   for (int i = 0; i < 10; ++i) c.Step();  // t = 2.5 s: back
   ASSERT_TRUE(r.Render(c, &error)) << error;
   EXPECT_TRUE(files.Stats("bond0").ok());
@@ -255,25 +255,24 @@ TEST(SimRender, DcbDumpOfTheRoceNetdevReadsBackAsTheExpectedConfig) {
   ASSERT_TRUE(r.Render(c, &error)) << error;
   FileDcbSource files((tmp.path() / "dcb").string());
   const DcbResult got = files.Ieee("bond0");
-  ASSERT_TRUE(got.ok()) << got.error.message() << "\n"
+  ASSERT_TRUE(got.ok()) << got.error().message() << "\n"
                         << Read(tmp.path() / "dcb/bond0");
-  ASSERT_TRUE(got.ieee.pfc.has_value());
-  EXPECT_EQ(got.ieee.pfc->enabled, 1u << kRocePriority);
-  EXPECT_EQ(got.ieee.pfc->cap, 8);
+  ASSERT_TRUE(got->pfc.has_value());
+  EXPECT_EQ(got->pfc->enabled, 1u << kRocePriority);
+  EXPECT_EQ(got->pfc->cap, 8);
   // requests = PFC frames sent = the storming NIC's tx pause frames.
   const EthtoolResult stats = SimEthtoolStats(c, 0, "bond0");
   std::uint64_t tx_pause = 0;
-  for (std::size_t i = 0; i < stats.stats.names.size(); ++i) {
-    if (stats.stats.names[i] == "tx_prio3_pause")
-      tx_pause = stats.stats.values[i];
+  for (std::size_t i = 0; i < stats->names.size(); ++i) {
+    if (stats->names[i] == "tx_prio3_pause") tx_pause = stats->values[i];
   }
   EXPECT_GT(tx_pause, 0u);
-  EXPECT_EQ(got.ieee.pfc->requests[kRocePriority], tx_pause);
-  ASSERT_TRUE(got.ieee.ets.has_value());
-  EXPECT_EQ(got.ieee.ets->prio_tc[kRocePriority], kRocePriority);
-  EXPECT_EQ(got.ieee.Trust(), "dscp");
+  EXPECT_EQ(got->pfc->requests[kRocePriority], tx_pause);
+  ASSERT_TRUE(got->ets.has_value());
+  EXPECT_EQ(got->ets->prio_tc[kRocePriority], kRocePriority);
+  EXPECT_EQ(got->Trust(), "dscp");
   EXPECT_EQ(SimDcbText(c, 0, "eth0"), std::nullopt);
-  EXPECT_EQ(files.Ieee("eth0").error, std::errc::operation_not_supported);
+  EXPECT_EQ(files.Ieee("eth0").error(), std::errc::operation_not_supported);
   for (int i = 0; i < 15; ++i) c.Step();  // t = 3.5 s: device removed
   ASSERT_TRUE(r.Render(c, &error)) << error;
   EXPECT_EQ(SimDcbText(c, 0, "bond0"), std::nullopt);

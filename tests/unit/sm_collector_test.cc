@@ -3,6 +3,7 @@
 // local-port list and clock; its settings through ParseConfig.
 #include <gtest/gtest.h>
 
+#include "collectors/fabric.h"
 #include "collectors/registry.h"
 #include "collectors/sm.h"
 #include "config/config.h"
@@ -35,8 +36,8 @@ struct SmRig {
       return std::chrono::duration<double>(cluster.now()).count();
     };
     SmSettings s;
-    s.mad_timeout = milliseconds(20);
-    s.mad_retries = 0;
+    s.mad.timeout = milliseconds(20);
+    s.mad.retries = 0;
     s.stall_after = seconds(2);
     config.settings = std::make_shared<SettingsOf<SmSettings>>(s);
     collector = MakeSmCollector(env, config, [this](std::string*) {
@@ -189,8 +190,8 @@ TEST(SmCollector, Settings) {
       CollectorSpecs(), &error);
   ASSERT_TRUE(config) << error;
   const SmSettings& s = SettingsAs<SmSettings>(config->Collector("sm"));
-  EXPECT_EQ(s.mad_timeout, milliseconds(250));
-  EXPECT_EQ(s.mad_retries, 5);
+  EXPECT_EQ(s.mad.timeout, milliseconds(250));
+  EXPECT_EQ(s.mad.retries, 5);
   EXPECT_EQ(s.stall_after, std::chrono::minutes(2));
 
   EXPECT_FALSE(ParseConfig("collectors:\n  sm:\n    mad_retries: many\n",
@@ -200,6 +201,43 @@ TEST(SmCollector, Settings) {
   EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    shard: 4/3\n",
                            CollectorSpecs(), &error));
   EXPECT_NE(error.find("collectors.fabric.shard (line 3)"), std::string::npos)
+      << error;
+}
+
+// mad_timeout / mad_retries are read by one reader (collectors/mad_settings.h)
+// for sm and fabric alike: same values, same whole-number check, errors that
+// name the collector's key.
+TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
+  std::string error;
+  auto config = ParseConfig(
+      "collectors:\n"
+      "  sm: {mad_timeout: 40ms, mad_retries: 0}\n"
+      "  fabric: {mad_timeout: 40ms, mad_retries: 0, max_outstanding: 8}\n",
+      CollectorSpecs(), &error);
+  ASSERT_TRUE(config) << error;
+  const MadSettings want{milliseconds(40), 0};
+  EXPECT_EQ(SettingsAs<SmSettings>(config->Collector("sm")).mad, want);
+  const auto& fabric = SettingsAs<FabricSettings>(config->Collector("fabric"));
+  EXPECT_EQ(fabric.mad, want);
+  EXPECT_EQ(fabric.max_outstanding, 8);
+  EXPECT_EQ(fabric.mad.Apply({}).timeout, milliseconds(40));
+  EXPECT_EQ(fabric.mad.Apply({}).retries, 0);
+  for (const std::string name : {"sm", "fabric"}) {
+    for (const std::string bad : {"1.5", "-1", "21", "2e1", "+2"}) {
+      EXPECT_FALSE(ParseConfig(
+          "collectors:\n  " + name + ":\n    mad_retries: " + bad + "\n",
+          CollectorSpecs(), &error))
+          << name << " " << bad;
+      EXPECT_NE(error.find("collectors." + name + ".mad_retries (line 3): \"" +
+                           bad + "\" is not a retry count"),
+                std::string::npos)
+          << error;
+    }
+  }
+  EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    max_outstanding: 0\n",
+                           CollectorSpecs(), &error));
+  EXPECT_NE(error.find("collectors.fabric.max_outstanding (line 3)"),
+            std::string::npos)
       << error;
 }
 

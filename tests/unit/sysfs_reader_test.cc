@@ -69,7 +69,7 @@ class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
 
   // A read's content, or its error as "<message>".
   static std::string Show(const ReadResult& result) {
-    return result.ok() ? result.data : "<" + result.error.message() + ">";
+    return result.ok() ? *result : "<" + result.error().message() + ">";
   }
   static std::string Text(SysfsReader& r, const std::string& dir,
                           const std::string& name) {
@@ -401,7 +401,7 @@ TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {
   fake.File("class/infiniband/x/ports/1/gids/0", "1\n");
   auto r = fake.NewReader();
   r->Begin();
-  EXPECT_EQ(r->Read("class/infiniband/x/ports/1", "gids/0").data, "1\n");
+  EXPECT_EQ(*r->Read("class/infiniband/x/ports/1", "gids/0"), "1\n");
   std::error_code error;
   const auto* a = r->List("class/infiniband", false, &error);
   const auto* b = r->List("class/infiniband/x/ports", true, &error);

@@ -1,0 +1,79 @@
+// The collective patterns fabricmon-bench runs, as plans of transport steps
+// for one rank, and the nccl-tests bandwidth arithmetic
+// (shared/reference/counters-and-probes.md A.5). Pure functions.
+//
+// Memory: every pattern works on one transport Region() of
+// RegionBytes(size): [0, size) is the rank's buffer (input, and output in
+// place), [size, 2*size) scratch where reductions receive.
+//
+// Thread-safety: pure functions; Execute drives one transport from the
+// calling thread.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "benchtool/transport.h"
+
+namespace fabric::bench {
+
+enum class Pattern {
+  kAllreduceRing,
+  kAllgatherRing,
+  kReducescatterRing,
+  kAlltoall,
+  kSendrecvPairs,
+  kTpDp,
+};
+std::optional<Pattern> ParsePattern(std::string_view name);
+std::string_view PatternName(Pattern p);
+const std::vector<std::string>& PatternNames();
+
+// Whether `ranks` ranks can run the pattern (pairs need an even count, tp-dp
+// a multiple of tp, every pattern at least two ranks); the reason otherwise.
+std::optional<std::string> CheckShape(Pattern p, int ranks, int tp);
+
+// busbw = algbw * factor. nccl-tests: all-reduce 2(n-1)/n; all-gather,
+// reduce-scatter and all-to-all (n-1)/n; send/recv 1. tp-dp (ours): one
+// all-reduce of the whole buffer inside each group of tp ranks, then one
+// across the n/tp groups, so each rank moves 2(tp-1)/tp + 2(g-1)/g buffer
+// sizes: the factor is that sum, and busbw stays comparable to a link rate.
+double BusBwFactor(Pattern p, int ranks, int tp);
+
+std::size_t RegionBytes(std::size_t size);
+
+// One step: post all sends and receives at once; then add `reduce` ranges
+// (src in scratch, dst in the buffer, float32 sum; a trailing part shorter
+// than 4 bytes adds bytes).
+struct Reduce {
+  std::size_t dst = 0, src = 0, length = 0;
+};
+struct Step {
+  std::vector<Op> sends, recvs;
+  std::vector<Reduce> reduce;
+};
+
+// The steps rank `rank` of `ranks` takes for one operation on `size` bytes.
+std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
+                       std::size_t size);
+
+// The ranks `rank` sends to and receives from in any Plan of the pattern.
+struct Links {
+  std::set<int> send_to, recv_from;
+};
+Links LinksOf(Pattern p, int rank, int ranks, int tp);
+
+// Runs `steps` once over `transport` (its Region() at least
+// RegionBytes(size)).
+TransportStatus Execute(BulkTransport& transport,
+                        const std::vector<Step>& steps);
+
+// Chunk i of n of a `size`-byte buffer: starts are multiples of 4 so float
+// reductions stay aligned; the last chunk ends at `size`.
+std::size_t ChunkBegin(std::size_t size, int i, int n);
+
+}  // namespace fabric::bench

@@ -1,0 +1,55 @@
+// The HTTP semantics of the metrics endpoint, apart from sockets: given one
+// parsed request, what to answer. Only GET and HEAD on "/" (a landing page)
+// and "/metrics"; other paths 404, other methods 405; with basic_auth_users
+// configured, every path needs valid credentials (401 otherwise).
+//
+// Thread-safety: HandleRequest calls `render`; the BasicAuth overload uses
+// `auth` (not thread-safe, see basic_auth.h).
+#pragma once
+
+// Before Beast: boost/beast/http/verb.hpp uses std::ostream without it.
+#include <boost/beast/http/verb.hpp>
+#include <functional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "http/basic_auth.h"
+
+namespace fabric::http {
+
+inline constexpr std::string_view kMetricsContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+struct Request {
+  boost::beast::http::verb method = boost::beast::http::verb::get;
+  std::string_view target;
+  std::string_view authorization;    // header value, "" if absent
+  std::string_view accept_encoding;  // header value, "" if absent
+};
+
+struct Reply {
+  unsigned status = 200;
+  std::string content_type;
+  std::string body;  // already gzip-compressed when `gzip`
+  bool gzip = false;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones
+  // Set when the request is refused: the `reason` label of
+  // fabric_http_requests_rejected_total.
+  std::string rejected;
+};
+
+// The exposition text served at /metrics.
+using RenderMetrics = std::function<std::string()>;
+
+// `authorized`: the request's credentials passed basic auth (or none are
+// configured).
+Reply HandleRequest(const Request& request, bool authorized,
+                    const RenderMetrics& render);
+// The same with the check done here (BasicAuth::Allows, bcrypt inline).
+Reply HandleRequest(const Request& request, BasicAuth& auth,
+                    const RenderMetrics& render);
+
+}  // namespace fabric::http

@@ -1,0 +1,69 @@
+// Web config: the Prometheus exporter-toolkit `--web.config.file` format
+// (https://prometheus.io/docs/prometheus/latest/configuration/https/) that
+// every exporter accepts, parsed into a plain struct:
+//
+//   tls_server_config:
+//     cert_file: server.crt        # both or neither
+//     key_file: server.key
+//     client_auth_type: RequireAndVerifyClientCert
+//     client_ca_file: ca.crt
+//     min_version: TLS12           # TLS10..TLS13
+//     max_version: TLS13
+//   basic_auth_users:
+//     prometheus: $2y$10$...       # bcrypt hash
+//
+// Errors name the key path and the 1-based line, like config/:
+//   web config error: tls_server_config.min_version (line 4): "TLS9" is ...
+// Unknown keys are errors; the exporter-toolkit keys fabricmon does not
+// implement (cipher_suites, http_server_config, ...) say so by name.
+//
+// Thread-safety: pure functions on values (LoadWebConfigFile reads a file).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace fabric::http {
+
+// client_auth_type values, named as in Go's crypto/tls.
+enum class ClientAuth {
+  kNoClientCert,
+  kRequestClientCert,
+  kRequireAnyClientCert,
+  kVerifyClientCertIfGiven,
+  kRequireAndVerifyClientCert,
+};
+
+struct TlsConfig {
+  std::string cert_file;
+  std::string key_file;
+  ClientAuth client_auth = ClientAuth::kNoClientCert;
+  std::string client_ca_file;  // required by the two Verify* modes
+  // TLS versions as OpenSSL numbers (TLS1_2_VERSION ...).
+  int min_version = 0x0303;  // TLS12, the exporter-toolkit default
+  int max_version = 0x0304;  // TLS13
+  // 1-based line of each key present, by key path (for file errors found
+  // when the files are loaded).
+  std::map<std::string, int> lines;
+};
+
+struct WebConfig {
+  std::optional<TlsConfig> tls;  // absent = plain HTTP
+  // user -> bcrypt hash; empty = no authentication.
+  std::map<std::string, std::string> users;
+};
+
+// Parses web config YAML. An empty document is a valid config (plain HTTP,
+// no auth). On failure returns nullopt with a "web config error: ..."
+// message in *error.
+std::optional<WebConfig> ParseWebConfig(std::string_view yaml,
+                                        std::string* error);
+
+// Reads and parses `path`; relative file names inside it are resolved
+// against the file's directory, as exporter-toolkit does.
+std::optional<WebConfig> LoadWebConfigFile(const std::string& path,
+                                           std::string* error);
+
+}  // namespace fabric::http

@@ -1,0 +1,271 @@
+// fabricmon-bench end to end: the binary with --local agents (loopback, and
+// network namespaces with tbf-shaped veths when root), results.json as the
+// issue specifies it, a host killed mid-run (the error names it and the
+// others stop sending), a coordinator with the wrong key refused, the HTML
+// report in headless Chromium, and a push to a real Pushgateway.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "benchtool/coordinator.h"
+#include "benchtool/local.h"
+#include "tests/integration/fabricmon_run.h"
+#include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
+#include "tests/support/http.h"
+
+namespace fabric::bench {
+namespace {
+
+const std::string kBench =
+    std::string(FABRICMON_BINARY_DIR) + "/benchtool/fabricmon-bench";
+
+class TempDir {
+ public:
+  TempDir() {
+    char t[] = "/tmp/bench-test-XXXXXX";
+    path_ = mkdtemp(t);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+bool CanUseNetns() {
+  return geteuid() == 0 && access("/usr/sbin/ip", X_OK) == 0 &&
+         system("ip netns list >/dev/null 2>&1") == 0;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Checks results.json against the issue's contract.
+void CheckResults(const std::string& path, const std::string& pattern,
+                  int hosts, double factor, std::size_t rows) {
+  auto j = nlohmann::json::parse(Slurp(path));
+  EXPECT_EQ(j.at("pattern"), pattern);
+  EXPECT_EQ(j.at("hosts"), hosts);
+  ASSERT_EQ(j.at("results").size(), rows);
+  for (const auto& r : j.at("results")) {
+    double size = r.at("size_bytes"), t = r.at("time_seconds");
+    double algbw = r.at("algbw_bytes_per_second");
+    double busbw = r.at("busbw_bytes_per_second");
+    EXPECT_GT(t, 0);
+    EXPECT_DOUBLE_EQ(algbw, size / t);
+    EXPECT_DOUBLE_EQ(busbw, algbw * factor);
+    EXPECT_LE(r.at("p50_seconds").get<double>(),
+              r.at("p99_seconds").get<double>());
+    EXPECT_FALSE(r.at("iterations").empty());
+  }
+}
+
+TEST(BenchLocal, LoopbackAllReduceWritesResults) {
+  TempDir dir;
+  auto run = testing::RunCommand(
+      kBench +
+      " run --pattern allreduce-ring --local 3 --local-loopback"
+      " --sizes 1K:64K:x4 --iterations 3 --warmup 1 --out " +
+      dir.path() + "/r.json 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  CheckResults(dir.path() + "/r.json", "allreduce-ring", 3, 2.0 * 2 / 3, 4);
+}
+
+TEST(BenchLocal, EveryPatternInNamespacesOverShapedVeth) {
+  if (!CanUseNetns()) MISSING_DEPENDENCY("root and ip netns");
+  TempDir dir;
+  struct P {
+    const char* name;
+    double factor;
+  } patterns[] = {{"allgather-ring", 3.0 / 4},
+                  {"reducescatter-ring", 3.0 / 4},
+                  {"alltoall", 3.0 / 4},
+                  {"sendrecv-pairs", 1.0},
+                  {"tp-dp", 1.0 + 1.0}};
+  for (const auto& p : patterns) {
+    std::string out = dir.path() + "/" + p.name + ".json";
+    auto run = testing::RunCommand(
+        kBench + " run --pattern " + p.name +
+        " --local 4 --tp 2 --sizes 4K,256K --iterations 2 --warmup 1 --out " +
+        out + " 2>&1");
+    ASSERT_EQ(run.exit_code, 0) << p.name << "\n" << run.out;
+    EXPECT_NE(run.out.find("network namespaces"), std::string::npos);
+    CheckResults(out, p.name, 4, p.factor, 2);
+  }
+}
+
+// Bytes the bridge namespace's veth ends have received (what agents sent).
+std::uint64_t BridgeRxBytes() {
+  std::ifstream in("/proc/thread-self/net/dev");
+  std::string line;
+  std::uint64_t sum = 0;
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    name.erase(0, name.find_first_not_of(' '));
+    if (name.empty() || name[0] != 'b' || name == "br0") continue;
+    std::istringstream rest(line.substr(colon + 1));
+    std::uint64_t rx = 0;
+    rest >> rx;
+    sum += rx;
+  }
+  return sum;
+}
+
+TEST(BenchLocal, HostDyingMidRunIsNamedAndTheOthersStop) {
+  if (!CanUseNetns()) MISSING_DEPENDENCY("root and ip netns");
+  LocalOptions lo;
+  lo.agents = 4;
+  lo.rate = "40mbit";  // one 8 MiB all-reduce takes about 2.5 s
+  lo.self_exe = kBench;
+  std::string error;
+  auto cluster = LocalCluster::Start(lo, &error);
+  ASSERT_TRUE(cluster) << error;
+  RunOptions o;
+  o.pattern = Pattern::kAllreduceRing;
+  o.hosts = cluster->hosts();
+  o.key = cluster->key();
+  o.sizes = {8 << 20};
+  o.iterations = 50;
+  o.warmup = 0;
+  o.io_timeout = std::chrono::milliseconds(5000);
+  std::atomic<bool> started{false};
+  o.progress = [&](const std::string&) { started = true; };
+  RunOutcome out;
+  std::thread runner([&] { out = RunBenchmark(o); });
+  while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Let the bulk traffic flow, then kill rank 1.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  cluster->Kill(1);
+  runner.join();
+  EXPECT_FALSE(out.ok);
+  EXPECT_EQ(out.failed_host, cluster->hosts()[1]) << out.error;
+  EXPECT_NE(out.error.find(cluster->hosts()[1]), std::string::npos)
+      << out.error;
+  // The survivors were told to stop and reset their links: nothing more
+  // crosses the bridge (a few KiB of stray ACKs/keepalives at most).
+  std::uint64_t before = BridgeRxBytes();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_LT(BridgeRxBytes() - before, 64u * 1024);
+}
+
+TEST(BenchLocal, WrongKeyIsRefusedWithAClearError) {
+  LocalOptions lo;
+  lo.agents = 2;
+  lo.netns = false;
+  lo.self_exe = kBench;
+  std::string error;
+  auto cluster = LocalCluster::Start(lo, &error);
+  ASSERT_TRUE(cluster) << error;
+  RunOptions o;
+  o.hosts = cluster->hosts();
+  o.key = Key(32, 0x11);
+  o.sizes = {1024};
+  auto out = RunBenchmark(o);
+  EXPECT_FALSE(out.ok);
+  EXPECT_EQ(out.failed_host, cluster->hosts()[0]);
+  EXPECT_NE(out.error.find("key"), std::string::npos) << out.error;
+}
+
+TEST(BenchReport, SelfContainedHtmlRendersInHeadlessChromium) {
+  TempDir dir;
+  for (const char* label : {"before", "after"}) {
+    auto run = testing::RunCommand(
+        kBench +
+        " run --pattern allreduce-ring --local 2 --local-loopback"
+        " --sizes 1K:1M:x4 --iterations 2 --warmup 0 --label " +
+        label + " --out " + dir.path() + "/" + label + ".json 2>&1");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+  }
+  auto rep = testing::RunCommand(
+      kBench + " report " + dir.path() + "/before.json " + dir.path() +
+      "/after.json --out " + dir.path() + "/report.html 2>&1");
+  ASSERT_EQ(rep.exit_code, 0) << rep.out;
+  std::string html = Slurp(dir.path() + "/report.html");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  // Two curves (one per run) and a table row per run and size.
+  std::size_t lines = 0;
+  for (auto p = html.find("<polyline"); p != std::string::npos;
+       p = html.find("<polyline", p + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u);
+  EXPECT_NE(html.find("before (tcp, 2 hosts)"), std::string::npos);
+
+  if (access("/usr/bin/chromium", X_OK) != 0) {
+    MISSING_DEPENDENCY("chromium (scripts/setup.sh installs it)");
+  }
+  std::string png = dir.path() + "/shot.png";
+  auto shot = testing::RunCommand(
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+      "--disable-quic --no-first-run --disable-background-networking "
+      "--disable-component-update --disable-sync --user-data-dir=" +
+      dir.path() + "/profile --window-size=900,1000 --screenshot=" + png +
+      " file://" + dir.path() + "/report.html 2>&1");
+  ASSERT_EQ(shot.exit_code, 0) << shot.out;
+  std::string bytes = Slurp(png);
+  ASSERT_GT(bytes.size(), 1000u);
+  EXPECT_EQ(bytes.substr(1, 3), "PNG");
+}
+
+TEST(BenchPush, ResultsReachARealPushgateway) {
+  const char* gw = "/usr/bin/prometheus-pushgateway";
+  if (access(gw, X_OK) != 0) {
+    MISSING_DEPENDENCY("prometheus-pushgateway (scripts/setup.sh)");
+  }
+  TempDir dir;
+  auto run =
+      testing::RunCommand(kBench +
+                          " run --pattern alltoall --local 2 --local-loopback"
+                          " --sizes 4K --iterations 2 --warmup 0 --out " +
+                          dir.path() + "/r.json 2>&1");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  int port = testing::FreeLoopbackPort();
+  testing::sim::Session gateway(
+      std::string(gw) + " --web.listen-address=127.0.0.1:" +
+          std::to_string(port) + " --persistence.file=",
+      dir.path() + "/gw.log");
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = testing::HttpGetOk(port, "/-/ready").has_value();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << Slurp(dir.path() + "/gw.log");
+  auto push = testing::RunCommand(
+      kBench + " push --gateway http://127.0.0.1:" + std::to_string(port) +
+      " --run ci " + dir.path() + "/r.json 2>&1");
+  ASSERT_EQ(push.exit_code, 0) << push.out;
+  auto metrics = testing::HttpGetOk(port, "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->find("fabric_bench_busbw_bytes_per_second{"
+                          "instance=\"\",job=\"fabricmon_bench\","
+                          "pattern=\"alltoall\",run=\"ci\",size=\"4096\","
+                          "transport=\"tcp\"}"),
+            std::string::npos)
+      << *metrics;
+  // A gateway that is not there is an error, not a hang or a crash.
+  auto bad =
+      testing::RunCommand(kBench + " push --gateway http://127.0.0.1:1 " +
+                          dir.path() + "/r.json 2>&1");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace fabric::bench

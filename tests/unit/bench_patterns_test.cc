@@ -1,0 +1,214 @@
+// fabricmon-bench patterns: the nccl-tests bandwidth factors, sizes parsing,
+// percentiles and results.json, and every pattern run for real over loopback
+// TCP transports (one thread per rank) with the reductions checked: an
+// all-reduce ends with every rank holding the sum of all ranks' values.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+#include "benchtool/coordinator.h"
+#include "benchtool/patterns.h"
+#include "benchtool/results.h"
+#include "benchtool/tcp_transport.h"
+
+namespace fabric::bench {
+namespace {
+
+TEST(BenchPatterns, BusBwFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kAllreduceRing, 8, 1), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kAllgatherRing, 8, 1), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kReducescatterRing, 4, 1), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kAlltoall, 4, 1), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kSendrecvPairs, 4, 1), 1.0);
+  // tp-dp with 8 ranks in groups of 2: 2*(1/2) + 2*(3/4).
+  EXPECT_DOUBLE_EQ(BusBwFactor(Pattern::kTpDp, 8, 2), 1.0 + 1.5);
+}
+
+TEST(BenchPatterns, ShapesAreChecked) {
+  EXPECT_TRUE(CheckShape(Pattern::kSendrecvPairs, 3, 1));
+  EXPECT_FALSE(CheckShape(Pattern::kSendrecvPairs, 4, 1));
+  EXPECT_TRUE(CheckShape(Pattern::kTpDp, 6, 4));
+  EXPECT_TRUE(CheckShape(Pattern::kTpDp, 4, 4));  // one group only
+  EXPECT_FALSE(CheckShape(Pattern::kTpDp, 8, 2));
+  EXPECT_TRUE(CheckShape(Pattern::kAllreduceRing, 1, 1));
+}
+
+TEST(BenchPatterns, RingAllReduceMovesTwoNMinusOneOverNOfTheBuffer) {
+  const std::size_t size = 1 << 20;
+  for (int n : {2, 3, 4, 8}) {
+    std::size_t sent = 0;
+    for (const Step& s : Plan(Pattern::kAllreduceRing, 0, n, 1, size)) {
+      for (const Op& o : s.sends) sent += o.length;
+    }
+    // Chunks are rounded to 4 bytes, so within n*4 bytes of the theory.
+    double theory = 2.0 * (n - 1) / n * size;
+    EXPECT_NEAR(sent, theory, 4.0 * n) << n;
+  }
+}
+
+TEST(BenchPatterns, LinksAreNeighbours) {
+  Links ring = LinksOf(Pattern::kAllreduceRing, 0, 4, 1);
+  EXPECT_EQ(ring.send_to, (std::set<int>{1}));
+  EXPECT_EQ(ring.recv_from, (std::set<int>{3}));
+  Links a2a = LinksOf(Pattern::kAlltoall, 1, 4, 1);
+  EXPECT_EQ(a2a.send_to, (std::set<int>{0, 2, 3}));
+  Links tpdp = LinksOf(Pattern::kTpDp, 0, 8, 2);
+  // Its tp partner (1) and its dp ring neighbours (2 and 6).
+  EXPECT_EQ(tpdp.send_to, (std::set<int>{1, 2}));
+  EXPECT_EQ(tpdp.recv_from, (std::set<int>{1, 6}));
+}
+
+TEST(BenchSizes, Parses) {
+  std::string err;
+  EXPECT_EQ(ParseSizes("8:64:x2", &err),
+            (std::vector<std::uint64_t>{8, 16, 32, 64}));
+  EXPECT_EQ(ParseSizes("1K:3K:+1K", &err),
+            (std::vector<std::uint64_t>{1024, 2048, 3072}));
+  EXPECT_EQ(ParseSizes("8,1M,1G", &err),
+            (std::vector<std::uint64_t>{8, 1 << 20, 1 << 30}));
+  EXPECT_TRUE(ParseSizes("8:1G:x1", &err).empty());
+  EXPECT_TRUE(ParseSizes("64:8:x2", &err).empty());
+  EXPECT_TRUE(ParseSizes("eight", &err).empty());
+  EXPECT_NE(err.find("--sizes"), std::string::npos);
+}
+
+TEST(BenchResults, PercentilesMedianAndJsonRoundTrip) {
+  EXPECT_EQ(Percentile({3, 1, 2, 4}, 50), 2);
+  EXPECT_EQ(Percentile({3, 1, 2, 4}, 99), 4);
+  RunOptions o;
+  o.pattern = Pattern::kAllreduceRing;
+  o.hosts = {"a:1", "b:1", "c:1", "d:1"};
+  o.warmup = 1;
+  RunOutcome out;
+  out.ok = true;
+  out.sizes.push_back({1000, {0.001, 0.003, 0.002, 0.004}, {{}, {}, {}, {}}});
+  out.sizes[0].counters[1]["xmit_wait"] = 9;
+  Results r = Summarize(o, out, "before");
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.results[0].time_seconds, 0.0025);  // median of 4
+  EXPECT_DOUBLE_EQ(r.results[0].algbw_bytes_per_second, 1000 / 0.0025);
+  EXPECT_DOUBLE_EQ(r.results[0].busbw_bytes_per_second, 1000 / 0.0025 * 1.5);
+  std::string err;
+  auto back = FromJson(ToJson(r), &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(back->pattern, "allreduce-ring");
+  EXPECT_EQ(back->hosts, 4);
+  EXPECT_EQ(back->label, "before");
+  EXPECT_EQ(back->results[0].iterations[1].counters.at("xmit_wait"), 9u);
+  EXPECT_TRUE(back->results[0].iterations[0].counters.empty());
+  EXPECT_FALSE(FromJson("{\"pattern\": 1}", &err));
+}
+
+// Runs one operation of `p` on `n` ranks over loopback TCP and returns each
+// rank's region.
+std::vector<std::vector<float>> RunOnLoopback(Pattern p, int n, int tp,
+                                              std::size_t size) {
+  std::vector<std::unique_ptr<BulkTransport>> t;
+  std::vector<Endpoint> eps;
+  SessionInfo s;
+  s.session_id = 7;
+  s.token = {1, 2, 3, 4};
+  for (int r = 0; r < n; ++r) s.peers.push_back("127.0.0.1:1");
+  s.io_timeout = std::chrono::milliseconds(20000);
+  for (int r = 0; r < n; ++r) {
+    t.push_back(MakeTcpTransport({"127.0.0.1"}));
+    SessionInfo mine = s;
+    mine.rank = r;
+    TransportError err;
+    auto ep = t[r]->Prepare(mine, RegionBytes(size), &err);
+    EXPECT_TRUE(ep) << err.Message();
+    eps.push_back(*ep);
+    auto region = t[r]->Region();
+    float v = static_cast<float>(r + 1);
+    for (std::size_t i = 0; i + 4 <= size; i += 4) {
+      std::memcpy(region.data() + i, &v, 4);
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Links l = LinksOf(p, r, n, tp);
+      std::vector<int> to(l.send_to.begin(), l.send_to.end());
+      std::vector<int> from(l.recv_from.begin(), l.recv_from.end());
+      if (auto e = t[r]->Connect(eps, to, from)) {
+        errors[r] = e->Message();
+        return;
+      }
+      if (auto e = Execute(*t[r], Plan(p, r, n, tp, size))) {
+        errors[r] = e->Message();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<std::vector<float>> out;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(errors[r], "") << r;
+    auto region = t[r]->Region();
+    std::vector<float> f(region.size() / 4);
+    std::memcpy(f.data(), region.data(), f.size() * 4);
+    out.push_back(std::move(f));
+    t[r]->Close();
+  }
+  return out;
+}
+
+TEST(BenchPatterns, RingAllReduceSumsEveryRank) {
+  const int n = 4;
+  const std::size_t size = 4096 + 12;
+  auto regions = RunOnLoopback(Pattern::kAllreduceRing, n, 1, size);
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < size / 4; ++i) {
+      ASSERT_EQ(regions[r][i], 1 + 2 + 3 + 4) << "rank " << r << " @" << i;
+    }
+  }
+}
+
+TEST(BenchPatterns, TpDpSumsEveryRank) {
+  // All-reduce in pairs (sums 3 and 7), then across pairs: 10 everywhere.
+  auto regions = RunOnLoopback(Pattern::kTpDp, 4, 2, 1024);
+  for (const auto& reg : regions) {
+    for (std::size_t i = 0; i < 256; ++i) ASSERT_EQ(reg[i], 10) << i;
+  }
+}
+
+TEST(BenchPatterns, AllToAllDeliversEachPeersChunk) {
+  const int n = 3;
+  const std::size_t size = 3 * 64;
+  auto regions = RunOnLoopback(Pattern::kAlltoall, n, 1, size);
+  for (int r = 0; r < n; ++r) {
+    // Chunk j of the scratch half came from rank j (value j+1).
+    for (int j = 0; j < n; ++j) {
+      if (j == r) continue;
+      std::size_t b = ChunkBegin(size, j, n) / 4,
+                  e = ChunkBegin(size, j + 1, n) / 4;
+      for (std::size_t i = b; i < e; ++i) {
+        ASSERT_EQ(regions[r][size / 4 + i], j + 1) << r << " from " << j;
+      }
+    }
+  }
+}
+
+TEST(BenchPatterns, AllGatherAndPairsAndReduceScatterComplete) {
+  RunOnLoopback(Pattern::kAllgatherRing, 3, 1, 300);
+  RunOnLoopback(Pattern::kReducescatterRing, 3, 1, 300);
+  RunOnLoopback(Pattern::kSendrecvPairs, 2, 1, 8);
+  RunOnLoopback(Pattern::kAllreduceRing, 8, 1, 8);  // chunks of 0 and 4 bytes
+}
+
+TEST(BenchTcp, ExchangeRefusesOpsOutsideTheRegionAndUnknownPeers) {
+  auto t = MakeTcpTransport({"127.0.0.1"});
+  SessionInfo s;
+  s.token = {1};
+  s.peers = {"127.0.0.1:1", "127.0.0.1:1"};
+  TransportError err;
+  ASSERT_TRUE(t->Prepare(s, 16, &err));
+  Op far{1, 8, 16};
+  auto e = t->Exchange(std::span(&far, 1), {});
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->Message().find("127.0.0.1:1 (rank 1)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fabric::bench

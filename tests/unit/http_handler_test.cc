@@ -1,0 +1,160 @@
+// Tests for the socket-free parts of http/: request handling (paths,
+// methods, auth, gzip), Accept-Encoding, gzip, the Basic header, bcrypt
+// checks and listen addresses.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "http/basic_auth.h"
+#include "http/gzip.h"
+#include "http/handler.h"
+#include "http/listen_address.h"
+#include "tests/support/http_client.h"
+
+namespace fabric::http {
+namespace {
+
+using ::testing::HasSubstr;
+namespace bhttp = boost::beast::http;
+
+const RenderMetrics kRender = [] { return std::string("fabric_x 1\n"); };
+
+TEST(HttpHandlerTest, PathsAndMethods) {
+  BasicAuth open({});
+  Reply r =
+      HandleRequest({bhttp::verb::get, "/metrics", "", ""}, open, kRender);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "fabric_x 1\n");
+  EXPECT_EQ(r.content_type, kMetricsContentType);
+  EXPECT_TRUE(r.rejected.empty());
+  // Prometheus' `params:` arrive as a query string.
+  EXPECT_EQ(
+      HandleRequest({bhttp::verb::get, "/metrics?x=1", "", ""}, open, kRender)
+          .status,
+      200u);
+  r = HandleRequest({bhttp::verb::head, "/", "", ""}, open, kRender);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_THAT(r.body, HasSubstr("<a href=\"/metrics\">"));
+  r = HandleRequest({bhttp::verb::get, "/metricsx", "", ""}, open, kRender);
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(r.rejected, "not_found");
+  for (auto verb : {bhttp::verb::post, bhttp::verb::put, bhttp::verb::delete_,
+                    bhttp::verb::options}) {
+    r = HandleRequest({verb, "/metrics", "", ""}, open, kRender);
+    EXPECT_EQ(r.status, 405u);
+    EXPECT_EQ(r.rejected, "method_not_allowed");
+    EXPECT_THAT(r.headers,
+                ::testing::Contains(
+                    std::pair<std::string, std::string>("Allow", "GET, HEAD")));
+  }
+}
+
+TEST(HttpHandlerTest, GzipWhenAccepted) {
+  BasicAuth open({});
+  Reply r =
+      HandleRequest({bhttp::verb::get, "/metrics", "", "gzip"}, open, kRender);
+  EXPECT_TRUE(r.gzip);
+  EXPECT_EQ(testing::Gunzip(r.body), "fabric_x 1\n");
+  r = HandleRequest({bhttp::verb::get, "/metrics", "", "identity"}, open,
+                    kRender);
+  EXPECT_FALSE(r.gzip);
+  EXPECT_EQ(r.body, "fabric_x 1\n");
+}
+
+TEST(HttpHandlerTest, AcceptsGzip) {
+  EXPECT_TRUE(AcceptsGzip("gzip"));
+  EXPECT_TRUE(AcceptsGzip("deflate, GZIP;q=0.5, br"));
+  EXPECT_TRUE(AcceptsGzip("*"));
+  EXPECT_TRUE(AcceptsGzip("x-gzip"));
+  EXPECT_FALSE(AcceptsGzip(""));
+  EXPECT_FALSE(AcceptsGzip("identity"));
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzip; q=0.000, *"));
+  EXPECT_FALSE(AcceptsGzip("*;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzipped"));
+}
+
+TEST(HttpHandlerTest, GzipRoundTrips) {
+  std::string big;
+  for (int i = 0; i < 10000; ++i)
+    big += "fabric_y{i=\"" + std::to_string(i) + "\"} 1\n";
+  auto packed = Gzip(big);
+  ASSERT_TRUE(packed);
+  EXPECT_LT(packed->size(), big.size() / 4);
+  EXPECT_EQ(testing::Gunzip(*packed), big);
+  EXPECT_EQ(testing::Gunzip(Gzip("").value()), "");
+}
+
+TEST(HttpHandlerTest, ParseBasicAuthorization) {
+  auto c = ParseBasicAuthorization("Basic YWxpY2U6czNjcjN0");  // alice:s3cr3t
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->user, "alice");
+  EXPECT_EQ(c->password, "s3cr3t");
+  c = ParseBasicAuthorization("basic  YTo6Yg==");  // a::b
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->user, "a");
+  EXPECT_EQ(c->password, ":b");
+  c = ParseBasicAuthorization("Basic YTo=");  // a:
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->password, "");
+  EXPECT_FALSE(ParseBasicAuthorization(""));
+  EXPECT_FALSE(ParseBasicAuthorization("Bearer YWxpY2U6czNjcjN0"));
+  EXPECT_FALSE(ParseBasicAuthorization("Basic !!!!"));
+  EXPECT_FALSE(ParseBasicAuthorization("Basic YWxpY2U"));   // bad length
+  EXPECT_FALSE(ParseBasicAuthorization("Basic YWxpY2U="));  // no ':'
+}
+
+TEST(HttpHandlerTest, BasicAuthChecksBcrypt) {
+  const std::string hash = testing::BcryptHash("s3cr3t");
+  ASSERT_FALSE(hash.empty());
+  EXPECT_TRUE(CheckBcrypt("s3cr3t", hash));
+  EXPECT_FALSE(CheckBcrypt("s3cr3T", hash));
+  EXPECT_FALSE(CheckBcrypt("s3cr3t", "$2y$10$tooshort"));
+
+  BasicAuth auth({{"alice", hash}});
+  EXPECT_TRUE(auth.enabled());
+  EXPECT_TRUE(auth.Allows("Basic YWxpY2U6czNjcjN0"));
+  EXPECT_TRUE(auth.Allows("Basic YWxpY2U6czNjcjN0"));   // cached now
+  EXPECT_FALSE(auth.Allows("Basic YWxpY2U6czNjcjNU"));  // alice:s3cr3T
+  EXPECT_FALSE(auth.Allows("Basic Ym9iOnMzY3IzdA=="));  // bob:s3cr3t
+  EXPECT_FALSE(auth.Allows(""));
+
+  Reply r = HandleRequest({bhttp::verb::get, "/", "", ""}, auth, kRender);
+  EXPECT_EQ(r.status, 401u);
+  EXPECT_EQ(r.rejected, "unauthorized");
+  EXPECT_THAT(r.headers,
+              ::testing::Contains(::testing::Key("WWW-Authenticate")));
+  // Auth comes before path and method: nothing leaks unauthenticated.
+  r = HandleRequest({bhttp::verb::post, "/nope", "", ""}, auth, kRender);
+  EXPECT_EQ(r.status, 401u);
+  r = HandleRequest(
+      {bhttp::verb::get, "/metrics", "Basic YWxpY2U6czNjcjN0", ""}, auth,
+      kRender);
+  EXPECT_EQ(r.status, 200u);
+}
+
+TEST(HttpHandlerTest, ListenAddresses) {
+  std::string error;
+  auto e = ResolveListenAddress(":10915", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(FormatEndpoint(*e), "0.0.0.0:10915");
+  e = ResolveListenAddress("[::]:10915", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(FormatEndpoint(*e), "[::]:10915");
+  e = ResolveListenAddress("[::1]:0", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(FormatEndpoint(*e), "[::1]:0");
+  e = ResolveListenAddress("127.0.0.1:80", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_EQ(FormatEndpoint(*e), "127.0.0.1:80");
+  e = ResolveListenAddress("localhost:81", &error);
+  ASSERT_TRUE(e) << error;
+  EXPECT_TRUE(e->address().is_loopback());
+  for (const char* bad :
+       {"10915", ":", ":65536", ":x", "[::1:80", "[zz]:80", "[]:80"}) {
+    EXPECT_FALSE(ResolveListenAddress(bad, &error)) << bad;
+    EXPECT_THAT(error, HasSubstr(std::string("cannot listen on ") + bad));
+  }
+}
+
+}  // namespace
+}  // namespace fabric::http

@@ -1,0 +1,475 @@
+// Tests for http/server: the /metrics server on an io_context thread in
+// this process, talked to over loopback. Plain HTTP, HEAD, 404/405, gzip,
+// IPv6, basic auth, TLS with a CA generated here, required client
+// certificates, plain HTTP refused on a TLS port, truncated, malformed and
+// oversized requests, a slowloris client and the connection bound's
+// eviction policy, each refusal counted in
+// fabric_http_requests_rejected_total. No timed assertions: limits are set
+// short and the tests only wait for outcomes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "core/metric_sink.h"
+#include "exporters/exposition.h"
+#include "http/handler.h"
+#include "http/server.h"
+#include "tests/support/ci.h"
+#include "tests/support/http_client.h"
+
+namespace fabric::http {
+namespace {
+
+using testing::Fetch;
+using testing::FetchOptions;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+namespace asio = boost::asio;
+
+const BuildInfo kBuild{"9.9.9", "abc123"};
+
+// A server on its own io_context thread, serving one ib_port snapshot.
+class Harness {
+ public:
+  Harness(const std::string& address, Security security,
+          ServerLimits limits = {})
+      : store_(std::make_shared<SnapshotStore>()),
+        work_(asio::make_work_guard(io_)) {
+    MetricSink sink;
+    sink.Counter("fabric_port_transmit_bytes_total", "tx",
+                 {{"device", "mlx5_0"}, {"port", "1"}}, 42);
+    auto snap = std::make_shared<Snapshot>();
+    snap->collector = "ib_port";
+    snap->success = true;
+    snap->families = sink.Take();
+    store_->Publish(snap);
+    server_ =
+        Server::Start(io_, address, std::move(security),
+                      {std::make_shared<SnapshotCollectable>(store_, kBuild)},
+                      std::make_shared<ServerMetrics>(), &error_, limits);
+    // Read before the loop runs: the acceptor belongs to the io thread.
+    if (server_) {
+      port_ = server_->port();
+      bound_ = server_->BoundAddress();
+    }
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~Harness() {
+    asio::post(io_, [this] {
+      server_.reset();
+      work_.reset();
+      io_.stop();
+    });
+    thread_.join();
+  }
+  bool started() const { return server_ != nullptr; }
+  const std::string& error() const { return error_; }
+  int port() const { return port_; }
+  const std::string& bound() const { return bound_; }
+  void Reconfigure(Security security) {
+    std::promise<void> done;
+    asio::post(io_, [&] {
+      server_->Reconfigure(std::move(security));
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+ private:
+  asio::io_context io_;
+  std::shared_ptr<SnapshotStore> store_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::unique_ptr<Server> server_;
+  std::string error_;
+  int port_ = 0;
+  std::string bound_;
+  std::thread thread_;
+};
+
+Security Plain() {
+  std::string error;
+  return *MakeSecurity(WebConfig{}, &error);
+}
+
+FetchOptions At(int port, const std::string& target = "/metrics") {
+  FetchOptions o;
+  o.port = port;
+  o.target = target;
+  return o;
+}
+
+// fabric_http_requests_rejected_total{reason} from a fresh scrape (-1 when
+// the scrape fails); `o` carries the credentials/TLS the server needs.
+double Rejected(FetchOptions o, const std::string& reason) {
+  o.target = "/metrics";
+  o.method = "GET";
+  auto r = Fetch(o);
+  if (!r || r->status != 200) return -1;
+  std::smatch m;
+  const std::regex re("fabric_http_requests_rejected_total\\{reason=\"" +
+                      reason + "\"\\} ([0-9.e+]+)");
+  if (!std::regex_search(r->body, m, re)) return -1;
+  return std::stod(m[1]);
+}
+
+TEST(HttpServerTest, ServesMetricsLandingPageAndRefusesTheRest) {
+  Harness h("127.0.0.1:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  EXPECT_EQ(h.bound(), "127.0.0.1:" + std::to_string(h.port()));
+  auto r = Fetch(At(h.port()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-type"], kMetricsContentType);
+  EXPECT_THAT(r->body, HasSubstr("fabric_port_transmit_bytes_total{"
+                                 "device=\"mlx5_0\",port=\"1\"} 42\n"));
+  EXPECT_THAT(r->body, HasSubstr("fabric_build_info{"));
+  // Every reason exported from the start, at 0.
+  for (const auto& reason : ServerMetrics::Reasons()) {
+    EXPECT_THAT(r->body, HasSubstr("fabric_http_requests_rejected_total{"
+                                   "reason=\"" +
+                                   reason + "\"} 0\n"));
+  }
+  EXPECT_THAT(r->body, HasSubstr("# TYPE fabric_http_connections gauge\n"));
+
+  FetchOptions head = At(h.port());
+  head.method = "HEAD";
+  auto hr = Fetch(head);
+  ASSERT_TRUE(hr);
+  EXPECT_EQ(hr->status, 200);
+  EXPECT_TRUE(hr->body.empty());
+  EXPECT_GT(std::stoul(hr->headers["content-length"]), 100u);
+
+  auto landing = Fetch(At(h.port(), "/"));
+  ASSERT_TRUE(landing);
+  EXPECT_EQ(landing->status, 200);
+  EXPECT_THAT(landing->body, HasSubstr("href=\"/metrics\""));
+
+  auto missing = Fetch(At(h.port(), "/debug/pprof"));
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  FetchOptions post = At(h.port());
+  post.method = "DELETE";
+  auto refused = Fetch(post);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 405);
+  EXPECT_EQ(refused->headers["allow"], "GET, HEAD");
+  EXPECT_EQ(Rejected(At(h.port()), "not_found"), 1);
+  EXPECT_EQ(Rejected(At(h.port()), "method_not_allowed"), 1);
+}
+
+TEST(HttpServerTest, GzipWhenTheClientAcceptsIt) {
+  Harness h("127.0.0.1:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions o = At(h.port());
+  o.headers = {{"Accept-Encoding", "gzip"}};
+  auto r = Fetch(o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->headers["content-encoding"], "gzip");
+  auto text = testing::Gunzip(r->body);
+  ASSERT_TRUE(text);
+  EXPECT_THAT(*text, HasSubstr("device=\"mlx5_0\",port=\"1\"} 42\n"));
+  auto plain = Fetch(At(h.port()));
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->headers.count("content-encoding"), 0u);
+}
+
+TEST(HttpServerTest, BindFailureIsAnError) {
+  Harness first("127.0.0.1:0", Plain());
+  ASSERT_TRUE(first.started()) << first.error();
+  Harness second("127.0.0.1:" + std::to_string(first.port()), Plain());
+  EXPECT_FALSE(second.started());
+  EXPECT_THAT(second.error(), HasSubstr("cannot listen on 127.0.0.1:"));
+  EXPECT_THAT(second.error(), HasSubstr("in use"));
+}
+
+TEST(HttpServerTest, Ipv6Loopback) {
+  Harness h("[::1]:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  EXPECT_EQ(h.bound(), "[::1]:" + std::to_string(h.port()));
+  FetchOptions o = At(h.port());
+  o.host = "::1";
+  auto r = Fetch(o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("fabric_build_info{"));
+}
+
+TEST(HttpServerTest, BasicAuth) {
+  WebConfig web;
+  web.users["prometheus"] = testing::BcryptHash("s3cr3t");
+  std::string error;
+  auto security = MakeSecurity(web, &error);
+  ASSERT_TRUE(security) << error;
+  Harness h("127.0.0.1:0", *security);
+  ASSERT_TRUE(h.started()) << h.error();
+
+  auto none = Fetch(At(h.port()));
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_THAT(none->headers["www-authenticate"], StartsWith("Basic realm="));
+  EXPECT_THAT(none->body, ::testing::Not(HasSubstr("fabric_")));
+  FetchOptions wrong = At(h.port());
+  wrong.user = "prometheus";
+  wrong.password = "guess";
+  EXPECT_EQ(Fetch(wrong)->status, 401);
+  FetchOptions right = At(h.port());
+  right.user = "prometheus";
+  right.password = "s3cr3t";
+  auto ok = Fetch(right);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(Rejected(right, "unauthorized"), 2);
+
+  // Reconfigured without users: open to everyone, no restart.
+  h.Reconfigure(Plain());
+  EXPECT_EQ(Fetch(At(h.port()))->status, 200);
+}
+
+TEST(HttpServerTest, PasswordGuessingDoesNotStopAuthorizedScrapes) {
+  WebConfig web;
+  web.users["prometheus"] = testing::BcryptHash("s3cr3t");
+  std::string error;
+  auto security = MakeSecurity(web, &error);
+  ASSERT_TRUE(security) << error;
+  Harness h("127.0.0.1:0", *security);
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions right = At(h.port());
+  right.user = "prometheus";
+  right.password = "s3cr3t";
+  ASSERT_EQ(Fetch(right)->status, 200);  // verified once, then cached
+  // 32 guesses at once: more than the 8 bcrypt checks allowed in flight.
+  std::vector<std::future<int>> guesses;
+  for (int i = 0; i < 32; ++i) {
+    guesses.push_back(std::async(std::launch::async, [&, i] {
+      FetchOptions o = At(h.port());
+      o.user = i % 2 ? "prometheus" : "nobody";
+      o.password = "guess" + std::to_string(i);
+      auto r = Fetch(o);
+      return r ? r->status : 0;
+    }));
+  }
+  auto ok = Fetch(right);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  for (auto& g : guesses) EXPECT_EQ(g.get(), 401);
+  EXPECT_EQ(Rejected(right, "unauthorized"), 32);
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+      MISSING_DEPENDENCY("openssl CLI not installed");
+    }
+    dir_ =
+        ::testing::TempDir() + "/http_server_test." + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    std::string error;
+    ASSERT_TRUE(testing::MakeTestCa(dir_, &error)) << error;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  Security Tls(ClientAuth auth, bool with_ca) {
+    WebConfig web;
+    web.tls.emplace();
+    web.tls->cert_file = dir_ + "/server.crt";
+    web.tls->key_file = dir_ + "/server.key";
+    web.tls->client_auth = auth;
+    if (with_ca) web.tls->client_ca_file = dir_ + "/ca.crt";
+    std::string error;
+    auto security = MakeSecurity(web, &error);
+    EXPECT_TRUE(security) << error;
+    return security.value_or(Security{});
+  }
+  FetchOptions Client(int port, const std::string& cert = "") {
+    FetchOptions o = At(port);
+    o.tls = true;
+    o.ca_file = dir_ + "/ca.crt";
+    if (!cert.empty()) {
+      o.cert_file = dir_ + "/" + cert + ".crt";
+      o.key_file = dir_ + "/" + cert + ".key";
+    }
+    return o;
+  }
+  std::string dir_;
+};
+
+TEST_F(TlsTest, ServesTlsAndRefusesPlainHttp) {
+  Harness h("127.0.0.1:0", Tls(ClientAuth::kNoClientCert, false));
+  ASSERT_TRUE(h.started()) << h.error();
+  auto r = Fetch(Client(h.port()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("port=\"1\"} 42\n"));
+  // Plain HTTP gets no answer at all on the TLS port.
+  EXPECT_FALSE(Fetch(At(h.port())));
+  auto raw =
+      testing::RawExchange(h.port(), "GET /metrics HTTP/1.1\r\n\r\n", true);
+  ASSERT_TRUE(raw);
+  EXPECT_THAT(*raw, ::testing::Not(HasSubstr("fabric_")));
+  EXPECT_EQ(Rejected(Client(h.port()), "tls_handshake"), 2);
+}
+
+TEST_F(TlsTest, ClientCertificateRequired) {
+  Harness h("127.0.0.1:0", Tls(ClientAuth::kRequireAndVerifyClientCert, true));
+  ASSERT_TRUE(h.started()) << h.error();
+  EXPECT_FALSE(Fetch(Client(h.port())));              // no certificate
+  EXPECT_FALSE(Fetch(Client(h.port(), "stranger")));  // not from the CA
+  auto r = Fetch(Client(h.port(), "client"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_GE(Rejected(Client(h.port(), "client"), "tls_handshake"), 2);
+}
+
+TEST_F(TlsTest, RequireAnyClientCertAcceptsAStranger) {
+  Harness h("127.0.0.1:0", Tls(ClientAuth::kRequireAnyClientCert, false));
+  ASSERT_TRUE(h.started()) << h.error();
+  EXPECT_FALSE(Fetch(Client(h.port())));
+  auto r = Fetch(Client(h.port(), "stranger"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(TlsTest, BadFilesNameTheKeyAndLine) {
+  const std::string path = dir_ + "/web.yml";
+  std::ofstream(path) << "tls_server_config:\n  cert_file: absent.crt\n"
+                         "  key_file: server.key\n";
+  std::string error;
+  EXPECT_FALSE(LoadSecurity(path, &error));
+  EXPECT_THAT(error, HasSubstr("web config error: tls_server_config.cert_file "
+                               "(line 2): cannot load certificate " +
+                               dir_ + "/absent.crt"));
+  std::ofstream(path) << "tls_server_config:\n  cert_file: server.crt\n"
+                         "  key_file: client.key\n";
+  EXPECT_FALSE(LoadSecurity(path, &error));
+  EXPECT_THAT(error, HasSubstr("tls_server_config.key_file (line 3): "));
+  std::ofstream(path) << "tls_server_config:\n  cert_file: server.crt\n"
+                         "  key_file: server.key\n";
+  auto security = LoadSecurity(path, &error);
+  ASSERT_TRUE(security) << error;
+  EXPECT_EQ(Describe(*security), "TLS");
+}
+
+TEST(HttpServerTest, MalformedTruncatedAndOversizedRequests) {
+  Harness h("127.0.0.1:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  auto truncated = testing::RawExchange(
+      h.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: te", true);
+  ASSERT_TRUE(truncated);
+  EXPECT_THAT(*truncated, StartsWith("HTTP/1.1 400"));
+  auto garbage = testing::RawExchange(
+      h.port(), std::string("\x16\x03\x01\x00\xff junk\r\n\r\n", 13), true);
+  ASSERT_TRUE(garbage);
+  EXPECT_THAT(*garbage, StartsWith("HTTP/1.1 400"));
+  auto oversized = testing::RawExchange(
+      h.port(),
+      "GET /metrics HTTP/1.1\r\nX-Big: " + std::string(64 * 1024, 'a') +
+          "\r\n\r\n",
+      false);
+  ASSERT_TRUE(oversized);
+  EXPECT_THAT(*oversized, StartsWith("HTTP/1.1 431"));
+  auto with_body = testing::RawExchange(
+      h.port(), "POST /metrics HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+      true);
+  ASSERT_TRUE(with_body);
+  EXPECT_THAT(*with_body, StartsWith("HTTP/1.1 400"));
+  // Scrapes unaffected, every refusal counted.
+  EXPECT_EQ(Fetch(At(h.port()))->status, 200);
+  EXPECT_EQ(Rejected(At(h.port()), "truncated"), 1);
+  EXPECT_EQ(Rejected(At(h.port()), "bad_request"), 2);
+  EXPECT_EQ(Rejected(At(h.port()), "header_too_large"), 1);
+}
+
+// Sends a request head one header line at a time, forever; returns once
+// the server has closed the connection (false if it never did, or answered).
+bool SlowlorisUntilClosed(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return false;
+  }
+  send(fd, "GET /metrics HTTP/1.1\r\n", 23, MSG_NOSIGNAL);
+  bool closed = false;
+  for (int i = 0; i < 600 && !closed; ++i) {  // up to a minute
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      char buf[256];
+      closed = recv(fd, buf, sizeof(buf), 0) <= 0;
+      if (!closed) break;  // the server answered a partial request
+    } else if (send(fd, "X-a: b\r\n", 8, MSG_NOSIGNAL) < 0) {
+      closed = true;
+    }
+  }
+  close(fd);
+  return closed;
+}
+
+TEST(HttpServerTest, SlowlorisIsClosedWhileScrapesGoOn) {
+  ServerLimits limits;
+  limits.request_timeout = std::chrono::milliseconds(500);
+  Harness h("127.0.0.1:0", Plain(), limits);
+  ASSERT_TRUE(h.started()) << h.error();
+  auto slow = std::async(std::launch::async, SlowlorisUntilClosed, h.port());
+  auto r = Fetch(At(h.port()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(slow.get());
+  EXPECT_EQ(Rejected(At(h.port()), "timeout"), 1);
+}
+
+// True once `fd` reads EOF or an error (the server closed it).
+bool Closed(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
+}
+
+TEST(HttpServerTest, BoundEvictsTheOldestWaitingConnection) {
+  ServerLimits limits;
+  limits.max_connections = 4;
+  Harness h("127.0.0.1:0", Plain(), limits);
+  ASSERT_TRUE(h.started()) << h.error();
+  std::vector<int> idle;
+  for (int i = 0; i < 10; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(h.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    idle.push_back(fd);
+  }
+  // A real scrape gets through (it evicts the oldest idle connection).
+  auto r = Fetch(At(h.port()));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // The scrape was accepted after all ten: 7 evictions, oldest first.
+  for (int i = 0; i < 7; ++i) {
+    pollfd p{idle[i], POLLIN, 0};
+    poll(&p, 1, 10'000);  // the FIN is on its way; bounded wait
+    EXPECT_TRUE(Closed(idle[i])) << i;
+  }
+  for (int i = 7; i < 10; ++i) EXPECT_FALSE(Closed(idle[i])) << i;
+  EXPECT_GE(Rejected(At(h.port()), "evicted"), 7);
+  for (int fd : idle) close(fd);
+}
+
+}  // namespace
+}  // namespace fabric::http
