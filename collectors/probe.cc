@@ -18,6 +18,7 @@
 #include "config/yaml_keys.h"
 #include "probe/engine.h"
 #include "probe/peers.h"
+#include "probe/rdma_transport.h"
 #include "probe/udp_transport.h"
 
 namespace fabric {
@@ -71,11 +72,6 @@ struct Core {
       open_error = error;
       return;
     }
-    if (settings.transport == "rdma") {
-      // The verbs transport is not part of this build (docs/probes.md).
-      open_error = "transport rdma: no RDMA probe transport in this build";
-      return;
-    }
     probe::EngineOptions options;
     options.mode = Mode(settings.transport);
     options.interval = interval;
@@ -83,6 +79,18 @@ struct Core {
     options.rate_limit = settings.rate_limit;
     std::vector<std::unique_ptr<probe::Transport>> transports;
     transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
+    if (settings.transport != "udp") {
+      // The verbs transport where this host has an active RDMA port; `auto`
+      // keeps to UDP without one, `rdma` reports why.
+      std::string why;
+      auto rdma = probe::MakeRdmaTransport(*io, settings.listen_address, &why);
+      if (rdma) {
+        transports.push_back(std::move(rdma));
+      } else if (settings.transport == "rdma") {
+        open_error = "transport rdma: " + why;
+        return;
+      }
+    }
     auto e = std::make_shared<Engine>(*io, Hmac(std::move(*key)), options,
                                       std::move(transports));
     if (!e->Start(&error)) {

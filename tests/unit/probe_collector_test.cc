@@ -212,5 +212,35 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
   runner.join();
 }
 
+// `transport: rdma` on a host without an active RDMA port (every build
+// machine): not healthy, and the reason says so; `auto` probes over UDP.
+TEST_F(ProbeCollectorTest, RdmaWithoutRdmaPortsSaysWhy) {
+  auto make = [&](const std::string& transport, int port) {
+    ProbeSettings s;
+    s.transport = transport;
+    s.listen_address = "127.0.0.1:" + std::to_string(port);
+    s.key_file = key_;
+    CollectorConfig c;
+    c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
+    return MakeCollector("probe", CollectorEnv{}, c);
+  };
+  const int port = 20000 + (::getpid() + 7) % 20000;
+  auto rdma = make("rdma", port), automatic = make("auto", port + 1);
+  boost::asio::io_context io;
+  rdma->Start(io);
+  automatic->Start(io);
+  MetricSink sink;
+  EXPECT_FALSE(rdma->Collect(sink));
+  bool said = false;
+  for (const auto& r : sink.skip_reasons()) {
+    said |= r.find("transport rdma") != std::string::npos;
+  }
+  EXPECT_TRUE(said);
+  MetricSink sink2;
+  EXPECT_TRUE(automatic->Collect(sink2));
+  rdma->Stop();
+  automatic->Stop();
+}
+
 }  // namespace
 }  // namespace fabric

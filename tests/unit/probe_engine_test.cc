@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <functional>
 #include <thread>
 
 #include "core/metric_sink.h"
@@ -193,6 +194,54 @@ TEST(ProbeEngineTest, GarbageIsMalformed) {
   s.send_to(boost::asio::buffer(junk), b.transport->local_endpoint());
   RunUntil(io, [&] { return b.engine->Totals()["rejected:malformed"] >= 1; });
   EXPECT_EQ(b.engine->Totals()["rejected:malformed"], 1u);
+}
+
+}  // namespace
+}  // namespace fabric::probe
+
+namespace fabric::probe {
+namespace {
+
+// A peer that answers every probe but every 10th: the engine counts exactly
+// those as lost and every other one as answered.
+TEST(ProbeEngineTest, LossIsExactlyTheUnansweredProbes) {
+  boost::asio::io_context io;
+  EngineOptions o = Fast();
+  o.probe_timeout = 50ms;
+  Node a(io, 1, o);
+  Hmac hmac(Key(32, 1));
+  udp::socket peer(
+      io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  std::array<std::uint8_t, 512> buf;
+  udp::endpoint from;
+  std::uint64_t seen = 0, dropped = 0;
+  std::function<void()> serve = [&] {
+    peer.async_receive_from(
+        boost::asio::buffer(buf), from,
+        [&](boost::system::error_code ec, std::size_t n) {
+          if (ec) return;
+          auto p = Decode(std::span(buf.data(), n), hmac, nullptr);
+          if (p && ++seen % 10 == 0) {
+            ++dropped;
+          } else if (p) {
+            p->type = MessageType::kAnswer;
+            peer.send_to(boost::asio::buffer(Encode(*p, hmac)), from);
+          }
+          serve();
+        });
+  };
+  serve();
+  a.engine->SetPeers({{{"p", "127.0.0.1", peer.local_endpoint().port()},
+                       peer.local_endpoint()}});
+  RunUntil(io, [&] { return seen >= 3000; });
+  auto t = a.engine->Totals();
+  // Probes younger than probe_timeout (about 50 at 1 ms) are not resolved
+  // yet; every older unanswered one is lost, and only those.
+  EXPECT_LE(t["lost"], dropped);
+  EXPECT_GE(t["lost"] + 10, dropped);
+  EXPECT_LE(t["received"], seen - dropped);
+  EXPECT_GE(t["received"] + 60, seen - dropped);
+  EXPECT_EQ(t["rejected:bad_mac"] + t["rejected:malformed"], 0u);
 }
 
 }  // namespace
