@@ -130,7 +130,15 @@ class ProbeNetnsTest : public ::testing::Test {
       delete env_;
       env_ = nullptr;
       setup_failed_ = true;
+      return;
     }
+    // ctest runs each case in its own process, right after the daemons
+    // start: let probes flow and every daemon publish once, so that a
+    // case's first scrape is a baseline rather than a daemon still starting.
+    for (int i = 0; i < 500 && env_->ab->forwarded() < 100; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
   static void TearDownTestSuite() {
     if (env_) env_->Down();
@@ -395,6 +403,9 @@ TEST_F(ProbeNetnsTest, DeadPeerIsLoss) {
 
 TEST_F(ProbeNetnsTest, ReplayedProbeIsRejected) {
   const std::string replay = "fabric_probe_rejected_total{reason=\"replay\"}";
+  // SetUpTestSuite waited until A's probes flow through the relay, so it
+  // has a packet to replay.
+  ASSERT_GE(env_->ab->forwarded(), 10u) << "no probes through the relay";
   Scrape b0 = Get(env_->db);
   // The relay sends the last probe from A that it forwarded once more: a
   // valid, signed packet seen before.
