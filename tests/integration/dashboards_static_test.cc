@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
@@ -446,7 +447,7 @@ TEST(DashboardsStaticTest, ProbesDashboardShowsRttHeatmapWorstPairsAndLoss) {
 // All expressions, dashboards' and rules', through promtool's parser.
 TEST(DashboardsStaticTest, EveryExpressionParses) {
   if (RunShell("command -v promtool").first != 0) {
-    GTEST_SKIP() << "promtool not installed";
+    MISSING_DEPENDENCY("promtool not installed");
   }
   std::vector<std::string> exprs = DashboardExprs();
   for (const auto& r : Rules()) exprs.push_back(r.expr);

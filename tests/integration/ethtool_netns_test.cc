@@ -34,12 +34,12 @@ bool Has(const std::vector<std::string>& v, const std::string& s) {
 class EthtoolNetnsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a netns";
+    if (::geteuid() != 0) MISSING_DEPENDENCY("needs root to create a netns");
     if (!Sh("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
     ns_ = "fmethtool" + std::to_string(::getpid());
     if (!Sh("ip netns add " + ns_)) {
       ns_.clear();
-      GTEST_SKIP() << "ip netns add failed (no netns support here?)";
+      MISSING_DEPENDENCY("ip netns add failed (no netns support here?)");
     }
     ASSERT_TRUE(Sh("ip -n " + ns_ + " link add va type veth peer name vb"));
     ASSERT_TRUE(Sh("ip -n " + ns_ + " link set va up"));

@@ -11,6 +11,7 @@
 #include "tests/integration/fabricmon_run.h"
 #include "tests/integration/node_exporter_mapping.h"
 #include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
 namespace fabric::testing {
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 
 TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   if (!fs::exists("/usr/bin/prometheus-node-exporter")) {
-    GTEST_SKIP() << "prometheus-node-exporter not installed";
+    MISSING_DEPENDENCY("prometheus-node-exporter not installed");
   }
   std::string tmpl = fs::temp_directory_path() / "simne.XXXXXX";
   const fs::path dir = ::mkdtemp(tmpl.data());

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/integration/fabricmon_run.h"
+#include "tests/support/ci.h"
 
 namespace fabric {
 namespace {
@@ -43,7 +44,7 @@ class SimulateOnceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (access(testing::Binary("fabricmon").c_str(), X_OK) != 0) {
-      GTEST_SKIP() << "fabricmon is not built";
+      MISSING_DEPENDENCY("fabricmon is not built");
     }
   }
 };

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "collectors/roce.h"
+#include "tests/support/ci.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
@@ -442,7 +443,7 @@ TEST(RoceCollectorTest, EveryEmittedFamilyIsInMetricsDoc) {
 
 TEST(RoceCollectorTest, FullHostExpositionPassesPromtool) {
   if (std::system("promtool --version >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "promtool not installed";
+    MISSING_DEPENDENCY("promtool not installed");
   }
   Collected c = FullHost();
   std::string path = ::testing::TempDir() + "roce_full_host.prom";
