@@ -15,6 +15,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <map>
+#include <string>
 
 namespace fabric::testing {
 namespace {
@@ -27,25 +29,57 @@ sockaddr_in Addr(const std::string& ip, int port) {
   return a;
 }
 
+// CLOCK_REALTIME: the clock of the kernel's SO_TIMESTAMPNS receive stamps.
 std::int64_t NowNs() {
   timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 constexpr std::size_t kHeldRing = 4096;
-// Closer than this to a release, the relay polls without sleeping: a
-// sleeping thread's wake-up on a busy machine is late by tens of µs.
-constexpr std::int64_t kSpinNs = 200'000;
+// A minute of probes at 1 ms.
+constexpr std::size_t kRoundsKept = 60'000;
+// A probe and its answer share bytes 8..23 (session and sequence number,
+// probe/wire.h): the relay pairs them by that.
+constexpr std::size_t kIdOffset = 8, kIdBytes = 16;
+
+// One datagram from a non-blocking socket with the time the kernel received
+// it; -1 when there is none.
+ssize_t Receive(int fd, char* buf, std::size_t size, sockaddr_in* from,
+                std::int64_t* kernel_ns) {
+  iovec iov{buf, size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_name = from;
+  msg.msg_namelen = from ? sizeof(*from) : 0;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n = ::recvmsg(fd, &msg, 0);
+  if (n < 0) return n;
+  *kernel_ns = NowNs();
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec ts;
+      std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
+      *kernel_ns = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 +
+                   ts.tv_nsec;
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
-std::chrono::nanoseconds UdpRelay::MedianHeld(std::size_t n) {
-  std::lock_guard lock(held_mu_);
+std::chrono::nanoseconds UdpRelay::MedianHeld(double from_s, double to_s) {
   std::vector<std::int64_t> v;
-  std::size_t have = std::min({n, held_ns_.size()});
-  for (std::size_t i = 0; i < have; ++i) {
-    v.push_back(held_ns_[(held_next_ + kHeldRing - 1 - i) % kHeldRing]);
+  {
+    std::lock_guard lock(held_mu_);
+    for (const auto& [when, held] : held_round_) {
+      double t = static_cast<double>(when) * 1e-9;
+      if (t >= from_s && t <= to_s) v.push_back(held);
+    }
   }
   if (v.empty()) return std::chrono::nanoseconds(0);
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
@@ -77,6 +111,10 @@ bool UdpRelay::Start(std::string* error) {
       front_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
       upstream_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
       wake_fd_ = ::eventfd(0, EFD_NONBLOCK);
+      int on = 1;
+      for (int fd : {front_fd_, upstream_fd_}) {
+        ::setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on));
+      }
       sockaddr_in front = Addr(front_ip_, front_port_);
       if (::bind(front_fd_, reinterpret_cast<sockaddr*>(&front),
                  sizeof(front)) != 0) {
@@ -135,21 +173,41 @@ void UdpRelay::Run() {
              reinterpret_cast<sockaddr*>(&upstream), sizeof(upstream));
     ++forwarded_;
   };
-  auto record = [&](std::int64_t arrived) {
-    std::int64_t held = NowNs() - arrived;
-    std::lock_guard lock(held_mu_);
-    if (held_ns_.size() < kHeldRing) {
-      held_ns_.push_back(held);
-    } else {
-      held_ns_[held_next_] = held;
+  // Up-holds by probe id until the answer comes back: a round trip's
+  // holds are summed per probe, since a median of sums is not the sum of
+  // medians when wake-ups are skewed.
+  std::map<std::string, std::int64_t> up_held;
+  std::deque<std::string> up_order;
+  auto id = [](const char* b, std::size_t n) {
+    return n >= kIdOffset + kIdBytes ? std::string(b + kIdOffset, kIdBytes)
+                                     : std::string();
+  };
+  // A hold ends when sendto() starts: the call itself delivers the datagram
+  // to the receiver's socket (veth), whose kernel stamp is taken inside it.
+  auto record_up = [&](const std::vector<char>& b, std::int64_t held) {
+    std::string key = id(b.data(), b.size());
+    if (key.empty()) return;
+    if (up_order.size() >= kHeldRing) {
+      up_held.erase(up_order.front());
+      up_order.pop_front();
     }
-    held_next_ = (held_next_ + 1) % kHeldRing;
+    up_held[key] = held;
+    up_order.push_back(std::move(key));
+  };
+  auto record_back = [&](const char* b, std::size_t n, std::int64_t held) {
+    auto it = up_held.find(id(b, n));
+    if (it == up_held.end()) return;
+    std::int64_t round = it->second + held;
+    up_held.erase(it);
+    std::lock_guard lock(held_mu_);
+    if (held_round_.size() >= kRoundsKept) held_round_.pop_front();
+    held_round_.push_back({NowNs(), round});
   };
   while (!stop_) {
     std::int64_t now = NowNs();
     while (!held.empty() && held.front().due <= now) {
+      record_up(held.front().bytes, NowNs() - held.front().arrived);
       send_up(held.front().bytes);
-      record(held.front().arrived);
       last = std::move(held.front().bytes);
       held.pop_front();
     }
@@ -157,7 +215,6 @@ void UdpRelay::Run() {
     timespec timeout{1, 0};
     if (!held.empty()) {
       std::int64_t left = std::max<std::int64_t>(0, held.front().due - now);
-      if (left < kSpinNs) left = 0;
       timeout = {static_cast<time_t>(left / 1'000'000'000),
                  static_cast<long>(left % 1'000'000'000)};
     }
@@ -168,9 +225,8 @@ void UdpRelay::Run() {
     if (fds[0].revents & POLLIN) {
       while (true) {
         sockaddr_in from{};
-        socklen_t len = sizeof(from);
-        ssize_t n = ::recvfrom(front_fd_, buf, sizeof(buf), 0,
-                               reinterpret_cast<sockaddr*>(&from), &len);
+        std::int64_t arrived = 0;
+        ssize_t n = Receive(front_fd_, buf, sizeof(buf), &from, &arrived);
         if (n < 0) break;
         client = from;
         have_client = true;
@@ -180,10 +236,10 @@ void UdpRelay::Run() {
           continue;
         }
         std::vector<char> bytes(buf, buf + n);
-        std::int64_t d = delay_us_, arrived = NowNs();
+        std::int64_t d = delay_us_;
         if (d <= 0 && held.empty()) {
+          record_up(bytes, NowNs() - arrived);
           send_up(bytes);
-          record(arrived);
           last = std::move(bytes);
         } else {
           held.push_back({arrived, arrived + d * 1000, std::move(bytes)});
@@ -192,9 +248,11 @@ void UdpRelay::Run() {
     }
     if (fds[1].revents & POLLIN) {
       while (true) {
-        ssize_t n = ::recv(upstream_fd_, buf, sizeof(buf), 0);
+        std::int64_t arrived = 0;
+        ssize_t n = Receive(upstream_fd_, buf, sizeof(buf), nullptr, &arrived);
         if (n < 0) break;
         if (have_client) {
+          record_back(buf, static_cast<std::size_t>(n), NowNs() - arrived);
           ::sendto(front_fd_, buf, static_cast<std::size_t>(n), 0,
                    reinterpret_cast<sockaddr*>(&client), sizeof(client));
         }

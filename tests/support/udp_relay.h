@@ -5,9 +5,12 @@
 // datagram by a set time and drops every Nth. This kernel has no netem, and
 // tbf does not delay sparse packets, hence a relay.
 //
-// Delays are kept with a timer slack of 1 ns, the last 200 µs spun rather
-// than slept, and a FIFO (one delay for all packets keeps them in order).
-// Settings change at run time (atomics).
+// Delays are kept with a timer slack of 1 ns and a FIFO (one delay for all
+// packets keeps them in order). The relay does not try to be punctual: on a
+// loaded machine its wake-ups are late, so it measures what it really held
+// each datagram, from the kernel's receive stamp to its own send, in both
+// directions, and a test compares against that. Settings change at run time
+// (atomics).
 //
 // Thread-safety: Start/Stop from one thread; the setters and counters from
 // any thread.
@@ -16,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -44,10 +48,13 @@ class UdpRelay {
   // Sends the last datagram forwarded upstream once more (a replay).
   void ReplayLast() { replay_ = true; }
 
-  // The median time the last `n` datagrams sent upstream were actually
-  // held (arrival to send, the relay's monotonic clock): the delay really
-  // injected, which a loaded machine's wake-up latency adds to.
-  std::chrono::nanoseconds MedianHeld(std::size_t n = 1000);
+  // The time the relay really added to a round trip: the median, over the
+  // probes whose answers it sent back between two Unix times, of the probe's
+  // hold upstream plus its answer's hold back (kernel receive stamp to
+  // send; the two are paired by the probe wire format's session and
+  // sequence number). It is the set delay plus the relay's own wake-ups,
+  // which a loaded machine adds to.
+  std::chrono::nanoseconds MedianHeld(double from_unix_s, double to_unix_s);
   std::uint64_t forwarded() const { return forwarded_; }
   std::uint64_t dropped() const { return dropped_; }
 
@@ -63,8 +70,8 @@ class UdpRelay {
   std::atomic<int> drop_every_{0};
   std::atomic<std::uint64_t> counter_{0}, forwarded_{0}, dropped_{0};
   std::mutex held_mu_;
-  std::vector<std::int64_t> held_ns_;  // ring of the last kHeldRing
-  std::size_t held_next_ = 0;
+  // (Unix ns answer sent back, round-trip hold ns), oldest first.
+  std::deque<std::pair<std::int64_t, std::int64_t>> held_round_;
   std::mutex start_mu_;
   std::string start_error_;
   bool started_ = false;

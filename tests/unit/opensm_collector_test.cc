@@ -8,10 +8,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
 #include <set>
+#include <vector>
 #include <thread>
 
 #include "collectors/opensm.h"
@@ -251,14 +253,19 @@ class OpensmCollectorTest : public ::testing::Test {
     io_.stop();
     thread_.join();
   }
-  // Collects until `needle` is in the exposition (bounded: 20 s).
-  std::string CollectUntil(const std::string& needle) {
+  // Collects until every needle is in the exposition (bounded: 20 s). The
+  // plugin sends from its own thread, so its datagrams and a test's direct
+  // ones arrive in no fixed order.
+  std::string CollectUntil(const std::vector<std::string>& needles) {
     std::string text;
     for (int i = 0; i < 2000; ++i) {
       MetricSink sink;
       ok_ = collector_->Collect(sink);
       text = ToText(sink.Take());
-      if (text.find(needle) != std::string::npos) break;
+      if (std::all_of(needles.begin(), needles.end(), [&](const auto& n) {
+            return text.find(n) != std::string::npos;
+          }))
+        break;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return text;
@@ -307,7 +314,8 @@ TEST_F(OpensmCollectorTest, PluginEventsBecomeMetrics) {
     ::close(fd);
   }
   const std::string text =
-      CollectUntil("fabric_opensm_datagrams_rejected_total 1\n");
+      CollectUntil({"fabric_opensm_datagrams_rejected_total 1\n",
+                    "fabric_opensm_events_total{event=\"subnet_up\"} 1\n"});
   plugin_.impl->delete_plugin(data);
   EXPECT_TRUE(ok_);
   const std::string port =
