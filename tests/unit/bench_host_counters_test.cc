@@ -46,7 +46,7 @@ TEST(HostCounters, SumsSysfsCountersAndPausesOfEachNetdevOnce) {
                  "rx_prio0_pause",    "rx_prio3_pause_duration",
                  "rx_pause_ctrl_phy", "rx_prio3_pause_transition"};
   stats.values = {10, 4, 1, 999, 50, 2};
-  ethtool->results["bond0"] = stats;
+  ethtool->results.emplace("bond0", stats);
 
   auto counters = Read(HostCounterSource(sysfs, ethtool));
   EXPECT_EQ(counters["xmit_wait"], 105u);
