@@ -142,6 +142,29 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   mad::ClearSmLids();
 }
 
+// libibumad's view of the port can be stale (umad2sim freezes it at the
+// first libibumad call, e.g. INIT before the SM ran): the port's own
+// PortInfo decides, at every collection.
+TEST(SmCollector, UsesAPortItsOwnPortInfoSaysIsActive) {
+  SmRig rig(sim::Scenario::kSmHung, seconds(60));
+  rig.Advance(milliseconds(500));
+  rig.collector = MakeSmCollector(rig.env, rig.config, [](std::string*) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = 2;       // INIT in the frozen view
+    p.phys_state = 5;  // LinkUp
+    p.link_layer = "InfiniBand";
+    return std::vector<mad::LocalPort>{p};  // no LID, no SM LID
+  });
+  const Collected c = rig.Collect();
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
+  EXPECT_EQ(
+      c.Value("fabric_sm_info", {{"sm_guid", rig.Guid(0)}, {"sm_lid", "1"}}),
+      1);
+}
+
 TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {
   CollectorEnv env;
   env.mad = [](const std::string&, int) -> std::unique_ptr<MadTransport> {
