@@ -3,7 +3,8 @@
 // libibumad reads stays INIT for the life of the process. The daemon, with
 // sm + fabric, must be healthy and export no SM sample while there is no
 // SM, then start reporting once a real OpenSM brings the port ACTIVE:
-// fabric_sm_masters 1 and the master GUID that `sminfo` reports.
+// fabric_sm_masters 1 and the master GUID that `sminfo` reports; and
+// follow its port going down (Unlink) and coming back (Link).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -137,6 +138,25 @@ TEST_F(SmLateActiveIbsim, DaemonStartedBeforeOpenSmReportsOnceThePortIsUp) {
   // The fabric collector swept from the port it could not use before.
   EXPECT_EQ(Get(s, "fabric_collector_success{collector=\"fabric\"}"), 1);
   EXPECT_GT(Count(s, "fabric_switch_info{"), 0);
+
+  // The daemon's own port goes down (cable pulled): both collectors drop
+  // it and stay healthy with nothing to say; cabled again, the SM brings
+  // it back and they report again.
+  fabric_.Console("Unlink \"hca1\"[1]");
+  s = ScrapeUntil(port, [&](const Samples& x) {
+    return Count(x, "fabric_sm_") == 0 && Count(x, "fabric_switch_") == 0;
+  });
+  EXPECT_EQ(Get(s, "fabric_collector_success{collector=\"sm\"}"), 1);
+  EXPECT_EQ(Get(s, "fabric_collector_success{collector=\"fabric\"}"), 1);
+  EXPECT_NE(Log().find("is no longer ACTIVE"), std::string::npos) << Log();
+  fabric_.Console("Link \"hca1\"[1] \"leaf0\"[2]");
+  s = ScrapeUntil(port, [&](const Samples& x) {
+    return Get(x, "fabric_sm_masters") == 1.0 &&
+           Get(x, "fabric_sm_state{sm_guid=\"" + g + "\"}") == 3.0 &&
+           Count(x, "fabric_switch_info{") > 0;
+  });
+  EXPECT_EQ(Get(s, "fabric_collector_success{collector=\"sm\"}"), 1);
+  EXPECT_EQ(Get(s, "fabric_collector_success{collector=\"fabric\"}"), 1);
   fabric_.StopClient(daemon);
 }
 
