@@ -5,12 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectors/node_name_map.h"
 #include "config/yaml_keys.h"
 #include "core/mad_transport.h"
 #include "mad/codec.h"
 #include "mad/discovery.h"
 #include "mad/live_ports.h"
-#include "mad/node_name_map.h"
 #include "mad/sm_directory.h"
 #include "mad/sweep.h"
 
@@ -158,7 +158,7 @@ class FabricCollector : public Collector {
     }
     std::stringstream text;
     text << in.rdbuf();
-    auto map = mad::ParseNodeNameMap(text.str());
+    auto map = ParseNodeNameMap(text.str());
     for (int line : map.bad_lines) {
       sink.Skip("fabric: node_name_map line " + std::to_string(line));
     }
