@@ -98,8 +98,7 @@ class FabricCollector : public Collector {
   // dropped when the held port goes down; a new LID of the held port (the
   // SM re-assigned LIDs) forces a new discovery, whose LIDs the sweep uses.
   // False when there is no port to sweep from this time; open_ok_ then
-  // says whether that is a failure (a port exists but cannot be opened) or
-  // not (no IB port, or none ACTIVE yet: success, no samples).
+  // says whether that is a failure (NoPortIsFine).
   bool HoldActivePort(MetricSink& sink) {
     const MadOptions options = settings_.mad.Apply({});
     if (transport_) {
@@ -131,15 +130,39 @@ class FabricCollector : public Collector {
                    held_.port, held_.lid);
       return true;
     }
-    open_ok_ = live.unopenable.empty() && error.empty();
-    if (!live.unopenable.empty() && !open_failed_) {
-      spdlog::warn(
-          "fabric: cannot open MAD port {} (no permission on "
-          "/dev/infiniband/umad*?)",
-          live.unopenable.front());
-    }
-    open_failed_ = !live.unopenable.empty();
+    open_ok_ = NoPortIsFine(view, live, error, sink);
     return false;
+  }
+
+  // No ACTIVE port to sweep from: fine (no IB port, or none ACTIVE yet) or
+  // a failure, with one warning per failure streak (a port that cannot be
+  // opened; a `ca` / `ca_port` naming no local port, a configuration error
+  // rather than "no IB port here").
+  bool NoPortIsFine(const std::vector<mad::LocalPort>& view,
+                    const mad::LivePorts& live, const std::string& error,
+                    MetricSink& sink) {
+    const bool named = !settings_.ca.empty() || settings_.ca_port != 0;
+    bool exists = !named;
+    for (const auto& p : view) {
+      exists =
+          exists || ((settings_.ca.empty() || p.ca == settings_.ca) &&
+                     (settings_.ca_port == 0 || p.port == settings_.ca_port));
+    }
+    std::string failure;
+    if (!live.unopenable.empty()) {
+      failure = "cannot open MAD port " + live.unopenable.front() +
+                " (no permission on /dev/infiniband/umad*?)";
+    } else if (!exists && error.empty()) {
+      failure = "no local port '" + settings_.ca + "' " +
+                std::to_string(settings_.ca_port) +
+                " (collectors.fabric.ca / ca_port)";
+    }
+    if (!failure.empty()) {
+      sink.Skip("fabric: " + failure);
+      if (!open_failed_) spdlog::warn("fabric: {}", failure);
+    }
+    open_failed_ = !failure.empty();
+    return failure.empty() && error.empty();
   }
 
   void Count(const MadStats& s) {

@@ -266,6 +266,43 @@ TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {
   EXPECT_TRUE(roce->Collect(sink));
 }
 
+// The fabric collector with no ACTIVE port to sweep from: success and no
+// samples when there is no IB port or none is ACTIVE yet; a failure when a
+// port cannot be opened or the configured ca / ca_port names none.
+TEST(SmCollector, FabricCollectorWithoutAnActivePort) {
+  CollectorEnv env;
+  env.mad = [](const std::string&, int) -> std::unique_ptr<MadTransport> {
+    return nullptr;  // e.g. no permission on /dev/infiniband/umad0
+  };
+  auto port = [](int state, int phys) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = state;
+    p.phys_state = phys;
+    p.link_layer = "InfiniBand";
+    return std::vector<mad::LocalPort>{p};
+  };
+  auto run = [&](const std::string& ca, std::vector<mad::LocalPort> view) {
+    CollectorConfig config;
+    FabricSettings s;
+    s.ca = ca;
+    config.settings = std::make_shared<SettingsOf<FabricSettings>>(s);
+    auto c =
+        MakeFabricCollector(env, config, [view](std::string*) { return view; });
+    MetricSink sink;
+    const bool ok = c->Collect(sink);
+    EXPECT_TRUE(sink.Take().empty());
+    return ok;
+  };
+  EXPECT_TRUE(run("", {}));                 // no IB port
+  EXPECT_TRUE(run("", port(1, 2)));         // no cable: never opened
+  EXPECT_FALSE(run("", port(4, 5)));        // ACTIVE, cannot be opened
+  EXPECT_FALSE(run("", port(2, 5)));        // INIT, cannot be opened either
+  EXPECT_FALSE(run("mlx5_9", port(1, 2)));  // names no local port
+  EXPECT_TRUE(run("mlx5_0", port(1, 2)));
+}
+
 TEST(SmCollector, Settings) {
   std::string error;
   auto config = ParseConfig("", CollectorSpecs(), &error);
