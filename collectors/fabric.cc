@@ -10,6 +10,7 @@
 #include "core/mad_transport.h"
 #include "mad/codec.h"
 #include "mad/discovery.h"
+#include "mad/live_ports.h"
 #include "mad/sm_directory.h"
 #include "mad/sweep.h"
 
@@ -30,6 +31,10 @@ constexpr char kLinkHelp[] =
 constexpr char kErrorsHelp[] =
     "Switch port PortCounters error fields; error as the host side names "
     "them.";
+constexpr char kSaturatedHelp[] =
+    "1 when a switch port's PortCounters field (counter: the error name, or "
+    "port_xmit_wait) sits at its maximum 2^width-1 and no longer counts; "
+    "absent otherwise. fabricmon never resets counters.";
 constexpr char kMadsHelp[] =
     "MADs of the fabric sweep and discovery by result (ok, timeout, error); "
     "retries are counted as timeouts of the try.";
@@ -44,10 +49,11 @@ struct Counter64 {
 class FabricCollector : public Collector {
  public:
   FabricCollector(CollectorEnv env, CollectorConfig config,
-                  FabricSettings settings)
+                  FabricSettings settings, mad::LocalPortLister ports)
       : env_(std::move(env)),
         config_(std::move(config)),
         settings_(std::move(settings)),
+        ports_(std::move(ports)),
         shard_(mad::ParseShard(settings_.shard).value_or(mad::Shard{})) {}
 
   std::string_view Name() const override { return "fabric"; }
@@ -56,21 +62,8 @@ class FabricCollector : public Collector {
 
  private:
   bool CollectOnce(MetricSink& sink) {
-    if (!transport_) {
-      transport_ =
-          env_.mad ? env_.mad(settings_.ca, settings_.ca_port) : nullptr;
-      if (!transport_) {
-        if (!open_failed_) {
-          spdlog::warn(
-              "fabric: cannot open MAD port '{}' {} (no active IB "
-              "port, or no permission on /dev/infiniband/umad*)",
-              settings_.ca, settings_.ca_port);
-        }
-        open_failed_ = true;
-        return false;
-      }
-      open_failed_ = false;
-    }
+    if (!env_.mad) return true;  // no MAD service (not the live system)
+    if (!HoldActivePort(sink)) return open_ok_;
     const double now = env_.clock();
     const auto deadline =
         std::chrono::steady_clock::now() +
@@ -98,6 +91,78 @@ class FabricCollector : public Collector {
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
     Emit(sink, sweep);
     return true;
+  }
+
+  // Keeps transport_ on an ACTIVE local port, chosen again whenever none is
+  // held (a daemon started before the SM: its port goes ACTIVE later) and
+  // dropped when the held port goes down; a new LID of the held port (the
+  // SM re-assigned LIDs) forces a new discovery, whose LIDs the sweep uses.
+  // False when there is no port to sweep from this time; open_ok_ then
+  // says whether that is a failure (NoPortIsFine).
+  bool HoldActivePort(MetricSink& sink) {
+    const MadOptions options = settings_.mad.Apply({});
+    if (transport_) {
+      mad::LocalPort now = held_;
+      if (!mad::RefreshFromPortInfo(*transport_, options, &now)) return true;
+      if (now.state == 4) {
+        if (now.lid != held_.lid) topology_.reset();
+        held_ = now;
+        return true;
+      }
+      spdlog::info("fabric: {} port {} is no longer ACTIVE (state {})",
+                   held_.ca, held_.port, now.state);
+      transport_.reset();
+      topology_.reset();
+    }
+    std::string error;
+    const auto view = ports_(&error);
+    if (!error.empty()) sink.Skip("fabric: " + error);
+    mad::LivePorts live = mad::FindLivePorts(
+        view, settings_.ca, settings_.ca_port, env_.mad, options);
+    for (const auto& w : live.waiting)
+      sink.Skip("fabric: " + w + ": not ACTIVE");
+    if (!live.active.empty()) {
+      held_ = live.active.front().port;
+      transport_ = std::move(live.active.front().transport);
+      open_failed_ = false;
+      open_ok_ = true;
+      spdlog::info("fabric: sweeping from {} port {} (LID {})", held_.ca,
+                   held_.port, held_.lid);
+      return true;
+    }
+    open_ok_ = NoPortIsFine(view, live, error, sink);
+    return false;
+  }
+
+  // No ACTIVE port to sweep from: fine (no IB port, or none ACTIVE yet) or
+  // a failure, with one warning per failure streak (a port that cannot be
+  // opened; a `ca` / `ca_port` naming no local port, a configuration error
+  // rather than "no IB port here").
+  bool NoPortIsFine(const std::vector<mad::LocalPort>& view,
+                    const mad::LivePorts& live, const std::string& error,
+                    MetricSink& sink) {
+    const bool named = !settings_.ca.empty() || settings_.ca_port != 0;
+    bool exists = !named;
+    for (const auto& p : view) {
+      exists =
+          exists || ((settings_.ca.empty() || p.ca == settings_.ca) &&
+                     (settings_.ca_port == 0 || p.port == settings_.ca_port));
+    }
+    std::string failure;
+    if (!live.unopenable.empty()) {
+      failure = "cannot open MAD port " + live.unopenable.front() +
+                " (no permission on /dev/infiniband/umad*?)";
+    } else if (!exists && error.empty()) {
+      failure = "no local port '" + settings_.ca + "' " +
+                std::to_string(settings_.ca_port) +
+                " (collectors.fabric.ca / ca_port)";
+    }
+    if (!failure.empty()) {
+      sink.Skip("fabric: " + failure);
+      if (!open_failed_) spdlog::warn("fabric: {}", failure);
+    }
+    open_failed_ = !failure.empty();
+    return failure.empty() && error.empty();
   }
 
   void Count(const MadStats& s) {
@@ -184,13 +249,22 @@ class FabricCollector : public Collector {
         if (p.counters) {
           sink.Counter("fabric_switch_port_transmit_wait_total",
                        "Ticks with data to send but no credits "
-                       "(PortCounters PortXmitWait, 32-bit).",
+                       "(PortCounters PortXmitWait, 32-bit: it saturates, "
+                       "see fabric_switch_port_counters_saturated).",
                        labels(), static_cast<double>(p.counters->xmit_wait));
           for (const auto& [error, value] : p.counters->errors) {
             Labels l = labels();
             l.insert(l.begin(), {"error", error});
             sink.Counter("fabric_switch_port_errors_total", kErrorsHelp,
                          std::move(l), static_cast<double>(value));
+          }
+          // Only the stuck ones (not a 0 for every field): 13 more series
+          // per port would double a 2,000-switch fabric's series count.
+          for (const std::string& counter : p.counters->saturated) {
+            Labels l = labels();
+            l.insert(l.begin(), {"counter", counter});
+            sink.Gauge("fabric_switch_port_counters_saturated", kSaturatedHelp,
+                       std::move(l), 1);
           }
         }
       }
@@ -209,22 +283,31 @@ class FabricCollector : public Collector {
   CollectorEnv env_;
   CollectorConfig config_;
   FabricSettings settings_;
+  mad::LocalPortLister ports_;
   mad::Shard shard_;
   std::unique_ptr<MadTransport> transport_;
+  mad::LocalPort held_;  // transport_'s port, as its PortInfo last said
   std::unique_ptr<mad::Topology> topology_;
   double discovered_at_ = 0;
   int discovery_unreachable_ = 0;
   std::map<std::uint64_t, std::string> names_;
   std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0;
   bool open_failed_ = false;
+  bool open_ok_ = true;  // HoldActivePort's verdict when it found no port
 };
 
 }  // namespace
 
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
+                                               const CollectorConfig& config,
+                                               mad::LocalPortLister ports) {
+  return std::make_unique<FabricCollector>(
+      env, config, SettingsAs<FabricSettings>(config), std::move(ports));
+}
+
+std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return std::make_unique<FabricCollector>(env, config,
-                                           SettingsAs<FabricSettings>(config));
+  return MakeFabricCollector(env, config, mad::LocalIbPorts);
 }
 
 CollectorSpec FabricCollectorSpec() {
@@ -267,7 +350,9 @@ CollectorSpec FabricCollectorSpec() {
         });
     return std::make_shared<SettingsOf<FabricSettings>>(s);
   };
-  spec.make = MakeFabricCollector;
+  spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
+    return MakeFabricCollector(env, config);
+  };
   return spec;
 }
 

@@ -7,13 +7,20 @@
 // fabric_switch_port_link_info, fabric_switch_port_{transmit,receive}_
 // {bytes,packets}_total (PortCountersExtended, data x4),
 // fabric_switch_port_transmit_wait_total and fabric_switch_port_errors_total
-// (PortCounters), and the sweep's health: fabric_sweep_mads_total{result}
+// (PortCounters; fabric_switch_port_counters_saturated for a field stuck at
+// its maximum), and the sweep's health: fabric_sweep_mads_total{result}
 // and fabric_sweep_unreachable_nodes.
 //
 // Names: the switch's NodeDescription, or `node_name_map`'s name for its
 // GUID (infiniband-diags format). A sweep that loses MADs shows it in
 // fabric_sweep_mads_total, never as wrong values: an unanswered attribute
 // is simply not exported this round.
+//
+// The port it sweeps from is chosen again at every collection while none is
+// held (a node started before the SM starts sweeping once its port goes
+// ACTIVE) and dropped when it goes down (mad/live_ports.h). No IB port, or
+// none ACTIVE yet: success with no samples; a port that cannot be opened:
+// success 0 and one warning per failure streak.
 //
 // Thread-safety: one Collect() at a time (the daemon's rule); the topology
 // and the transport are the collector's own.
@@ -25,6 +32,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/mad_settings.h"
+#include "mad/live_ports.h"
 
 namespace fabric {
 
@@ -41,6 +49,10 @@ struct FabricSettings {
 
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
                                                const CollectorConfig& config);
+// The same with the local port list injected (tests; real: LocalIbPorts).
+std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
+                                               const CollectorConfig& config,
+                                               mad::LocalPortLister ports);
 CollectorSpec FabricCollectorSpec();
 
 }  // namespace fabric

@@ -8,6 +8,7 @@
 #include "config/yaml_keys.h"
 #include "core/mad_transport.h"
 #include "mad/codec.h"
+#include "mad/live_ports.h"
 #include "mad/sm_directory.h"
 
 namespace fabric {
@@ -51,49 +52,40 @@ class SmCollector : public Collector {
     // simulated tree instead of the live system): nothing to ask.
     if (!env_.mad) return true;
     std::string error;
-    std::vector<mad::LocalPort> usable;
-    for (const auto& p : ports_(&error)) {
-      if (p.usable()) usable.push_back(p);
-    }
-    if (usable.empty()) return error.empty();  // no IB port: nothing to say
+    const std::vector<mad::LocalPort> view = ports_(&error);
+    bool ok = error.empty();  // libibumad itself failed
+    if (!ok) sink.Skip("sm: " + error);
     const MadOptions options = settings_.mad.Apply({});
-    bool ok = true;
+    // Chosen again at every collection, from each port's own PortInfo: a
+    // port the SM made ACTIVE after the daemon started is used from then
+    // on, one that went down is dropped, and the SM LID a failover moved
+    // is followed (libibumad's copy may lag, and under umad2sim never
+    // moves).
+    mad::LivePorts live = mad::FindLivePorts(view, "", 0, env_.mad, options);
+    for (const auto& w : live.waiting) sink.Skip("sm: " + w + ": not ACTIVE");
+    if (!live.unopenable.empty()) {
+      if (!open_failed_) {
+        spdlog::warn(
+            "sm: cannot open MAD port {} (/dev/infiniband/umad* "
+            "permission?)",
+            Join(live.unopenable));
+      }
+      open_failed_ = true;
+      ok = false;
+    } else {
+      open_failed_ = false;
+    }
+    LogChoice(live);
     std::map<std::uint64_t, bool> emitted;
     std::unique_ptr<MadTransport> every_sm_transport;
     queried_.clear();
     masters_ = 0;
-    for (const auto& port : usable) {
-      auto transport = env_.mad ? env_.mad(port.ca, port.port) : nullptr;
-      if (!transport) {
-        if (!open_failed_) {
-          spdlog::warn(
-              "sm: cannot open MAD port {} {} (/dev/infiniband/umad* "
-              "permission?)",
-              port.ca, port.port);
-        }
-        open_failed_ = true;
-        ok = false;
-        continue;
-      }
-      open_failed_ = false;
-      // The SM LID as the port has it now (a failover changes it; sysfs and
-      // umad2sim's copy of it may lag): PortInfo of the local port itself,
-      // a directed-route SMP of zero hops.
-      std::uint16_t sm_lid = port.sm_lid;
-      const MadResult pi = transport->Send(
-          {.mad = mad::DrSmpGet(mad::kAttrPortInfo,
-                                static_cast<std::uint32_t>(port.port), {})},
-          options);
-      if (pi.ok()) {
-        if (auto info = mad::DecodePortInfo(*pi, &error)) {
-          sm_lid = info->sm_lid;
-        }
-      }
-      if (sm_lid == 0) {
+    for (auto& [port, transport] : live.active) {
+      if (port.sm_lid == 0) {
         sink.Skip("sm: " + port.ca + " port has no SM LID");
         continue;
       }
-      if (!Query(*transport, sm_lid, options, true, sink, &emitted)) {
+      if (!Query(*transport, port.sm_lid, options, true, sink, &emitted)) {
         ok = false;
       }
       if (!every_sm_transport) every_sm_transport = std::move(transport);
@@ -148,6 +140,31 @@ class SmCollector : public Collector {
     return true;
   }
 
+  static std::string Join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+
+  // One line when the set of ports in use (or their SM LIDs) changes, e.g.
+  // the first time the SM brings a late port up: not one per collection.
+  void LogChoice(const mad::LivePorts& live) {
+    std::vector<std::string> now;
+    for (const auto& a : live.active) {
+      now.push_back(a.port.ca + " port " + std::to_string(a.port.port) +
+                    " (LID " + std::to_string(a.port.lid) + ", SM LID " +
+                    std::to_string(a.port.sm_lid) + ")");
+    }
+    const std::string line = Join(now);
+    if (line == last_choice_) return;
+    if (!line.empty()) {
+      spdlog::info("sm: using {}", line);
+    } else if (!last_choice_.empty()) {
+      spdlog::info("sm: no ACTIVE IB port any more ({})", Join(live.waiting));
+    }
+    last_choice_ = line;
+  }
+
   void Emit(MetricSink& sink, const mad::SmInfo& si, std::uint16_t lid,
             const std::string& node, bool local_master) {
     const std::string guid = mad::GuidString(si.guid);
@@ -188,6 +205,7 @@ class SmCollector : public Collector {
   std::uint64_t master_ = 0;
   std::uint64_t master_changes_ = 0;
   bool open_failed_ = false;
+  std::string last_choice_;  // LogChoice's last line
 };
 
 }  // namespace

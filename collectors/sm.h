@@ -8,8 +8,10 @@
 // fabric_sm_masters is exported only where every SM is queried (a node
 // that also runs the fabric collector), so it is not emitted here.
 //
-// No IB port: success with no samples. A port that cannot be opened:
-// success 0 and one warning (per failure streak).
+// The ports are chosen again at every collection (mad/live_ports.h): a
+// port the SM brings up after the daemon started is used from then on.
+// No IB port, or none ACTIVE yet: success with no samples. A port that
+// cannot be opened: success 0 and one warning (per failure streak).
 //
 // Thread-safety: one Collect() at a time (the daemon's rule); the
 // ActCount history is the collector's own.
@@ -23,7 +25,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/mad_settings.h"
-#include "mad/umad_transport.h"
+#include "mad/live_ports.h"
 
 namespace fabric {
 
@@ -34,8 +36,7 @@ struct SmSettings {
 };
 
 // The local ports to look at; injectable for tests (real: mad::LocalIbPorts).
-using LocalPortLister =
-    std::function<std::vector<mad::LocalPort>(std::string* error)>;
+using LocalPortLister = mad::LocalPortLister;
 
 std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
                                            const CollectorConfig& config);

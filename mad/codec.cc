@@ -179,28 +179,42 @@ std::optional<PortCounters> DecodePortCounters(Bytes mad, std::string* error) {
   if (!Check(mad, false, kAttrPortCounters, error)) return std::nullopt;
   std::uint8_t* d = Raw(mad) + IB_PC_DATA_OFFS;
   PortCounters c;
-  static const std::pair<const char*, MAD_FIELDS> kErrors[] = {
-      {"symbol_error", IB_PC_ERR_SYM_F},
-      {"link_error_recovery", IB_PC_LINK_RECOVERS_F},
-      {"link_downed", IB_PC_LINK_DOWNED_F},
-      {"port_rcv_errors", IB_PC_ERR_RCV_F},
-      {"port_rcv_remote_physical_errors", IB_PC_ERR_PHYSRCV_F},
-      {"port_rcv_switch_relay_errors", IB_PC_ERR_SWITCH_REL_F},
-      {"port_xmit_discards", IB_PC_XMT_DISCARDS_F},
-      {"port_xmit_constraint_errors", IB_PC_ERR_XMTCONSTR_F},
-      {"port_rcv_constraint_errors", IB_PC_ERR_RCVCONSTR_F},
-      {"local_link_integrity_errors", IB_PC_ERR_LOCALINTEG_F},
-      {"excessive_buffer_overrun_errors", IB_PC_ERR_EXCESS_OVR_F},
-      {"VL15_dropped", IB_PC_VL15_DROPPED_F},
+  // Field widths as IBA PortCounters (attr 0x12) has them (the host side,
+  // collectors/ib_port.cc, uses the same): a field at 2^bits-1 is stuck.
+  struct Field {
+    const char* name;
+    MAD_FIELDS field;
+    unsigned bits;
   };
-  for (const auto& [name, field] : kErrors) {
+  static const Field kErrors[] = {
+      {"symbol_error", IB_PC_ERR_SYM_F, 16},
+      {"link_error_recovery", IB_PC_LINK_RECOVERS_F, 8},
+      {"link_downed", IB_PC_LINK_DOWNED_F, 8},
+      {"port_rcv_errors", IB_PC_ERR_RCV_F, 16},
+      {"port_rcv_remote_physical_errors", IB_PC_ERR_PHYSRCV_F, 16},
+      {"port_rcv_switch_relay_errors", IB_PC_ERR_SWITCH_REL_F, 16},
+      {"port_xmit_discards", IB_PC_XMT_DISCARDS_F, 16},
+      {"port_xmit_constraint_errors", IB_PC_ERR_XMTCONSTR_F, 8},
+      {"port_rcv_constraint_errors", IB_PC_ERR_RCVCONSTR_F, 8},
+      {"local_link_integrity_errors", IB_PC_ERR_LOCALINTEG_F, 4},
+      {"excessive_buffer_overrun_errors", IB_PC_ERR_EXCESS_OVR_F, 4},
+      {"VL15_dropped", IB_PC_VL15_DROPPED_F, 16},
+  };
+  auto at_max = [](std::uint64_t v, unsigned bits) {
+    return v == (std::uint64_t{1} << bits) - 1;
+  };
+  for (const auto& [name, field, bits] : kErrors) {
     c.errors[name] = mad_get_field(d, 0, field);
+    if (at_max(c.errors[name], bits)) c.saturated.push_back(name);
   }
   c.xmit_data = mad_get_field(d, 0, IB_PC_XMT_BYTES_F);
   c.rcv_data = mad_get_field(d, 0, IB_PC_RCV_BYTES_F);
   c.xmit_pkts = mad_get_field(d, 0, IB_PC_XMT_PKTS_F);
   c.rcv_pkts = mad_get_field(d, 0, IB_PC_RCV_PKTS_F);
   c.xmit_wait = mad_get_field(d, 0, IB_PC_XMT_WAIT_F);
+  // No wider PortXmitWait here: PortCountersExtended (libibmad's
+  // IB_PC_EXT_*) has none, so the 32-bit one sticks under long congestion.
+  if (at_max(c.xmit_wait, 32)) c.saturated.push_back("port_xmit_wait");
   return c;
 }
 

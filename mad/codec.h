@@ -75,6 +75,10 @@ struct PortCounters {
   std::uint64_t xmit_pkts = 0;
   std::uint64_t rcv_pkts = 0;
   std::uint64_t xmit_wait = 0;
+  // The exported fields (an `errors` key, or "port_xmit_wait") that read
+  // their maximum 2^width-1: PortCounters fields saturate there instead of
+  // wrapping, so they no longer count.
+  std::vector<std::string> saturated;
 };
 
 struct PortCountersExtended {

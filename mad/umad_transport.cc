@@ -47,6 +47,7 @@ std::vector<LocalPort> LocalIbPorts(std::string* error) {
       lp.lid = static_cast<std::uint16_t>(port->base_lid);
       lp.sm_lid = static_cast<std::uint16_t>(port->sm_lid);
       lp.state = static_cast<int>(port->state);
+      lp.phys_state = static_cast<int>(port->phys_state);
       lp.link_layer = port->link_layer;
       // Older kernels leave link_layer empty for IB.
       if (lp.link_layer.empty()) lp.link_layer = "InfiniBand";

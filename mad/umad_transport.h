@@ -27,6 +27,7 @@ struct LocalPort {
   std::uint16_t lid = 0;
   std::uint16_t sm_lid = 0;
   int state = 0;           // 4 active
+  int phys_state = 0;      // 5 LinkUp
   std::string link_layer;  // "InfiniBand" / "Ethernet"
   // umad2sim reports the IB link layer as "IB".
   bool usable() const {

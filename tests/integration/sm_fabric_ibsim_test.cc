@@ -2,9 +2,9 @@
 // ibsim as hca1 under umad2sim, against real OpenSM and infiniband-diags:
 // `--once` agrees with sminfo / ibswitches / ibnetdiscover and passes
 // `promtool check metrics`; the daemon's sweeps see PerformanceSet values
-// exactly (data x4) and an Unlinked port within one sweep (no
-// re-discovery); a killed master SM shows up as a failover to the standby
-// with the collector still healthy.
+// exactly (data x4), a PortXmitWait stuck at 2^32-1 as saturated, and an
+// Unlinked port within one sweep (no re-discovery); a killed master SM
+// shows up as a failover to the standby with the collector still healthy.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -192,6 +192,32 @@ TEST_F(SmFabricIbsim, SweepsSeePerformanceSetAndUnlinkWithinOneSweep) {
     }
   }
   EXPECT_TRUE(symbol);
+
+  // PortXmitWait stuck at its 32-bit maximum (hours of congestion): the
+  // value as it is, and the saturation flag for that port and field only.
+  fabric_.Console(
+      "PerformanceSet \"leaf2\"[1] PortCounters.PortXmitWait=4294967295");
+  const std::string stuck =
+      "fabric_switch_port_counters_saturated{counter=\"port_xmit_wait\"," +
+      leaf2_p1;
+  s = ScrapeUntil(port, [&](const Samples& x) {
+    for (const auto& [k, v] : x) {
+      if (k.rfind(stuck, 0) == 0) return true;
+    }
+    return false;
+  });
+  int saturated = 0;
+  for (const auto& [k, v] : s) {
+    if (k.rfind("fabric_switch_port_counters_saturated{", 0) == 0) {
+      ++saturated;
+      EXPECT_EQ(k.rfind(stuck, 0), 0u) << k;  // symbol_error 77 is not
+      EXPECT_EQ(v, 1);
+    }
+    if (k.rfind("fabric_switch_port_transmit_wait_total{" + leaf2_p1, 0) == 0) {
+      EXPECT_EQ(v, 4294967295.0);
+    }
+  }
+  EXPECT_EQ(saturated, 1);
 
   fabric_.Console("Unlink \"leaf2\"[1]");
   s = ScrapeUntil(port, [&](const Samples& x) {

@@ -157,6 +157,28 @@ TEST(MadCodec, DecodesPortCountersAtTheirWidths) {
   EXPECT_EQ(c->xmit_pkts, 20u);
   EXPECT_EQ(c->rcv_pkts, 30u);
   EXPECT_EQ(c->xmit_wait, 40u);
+  // At 2^width-1 (16-bit symbol_error, 8-bit link_downed): stuck.
+  EXPECT_EQ(c->saturated,
+            (std::vector<std::string>{"symbol_error", "link_downed"}));
+
+  // PortXmitWait at 2^32-1 (what a switch shows after hours of
+  // congestion): saturated; one below is not.
+  pc = {};
+  pc.xmit_wait = cl_hton32(0xffffffff);
+  pc.link_int_buffer_overrun = 0xf0;  // local_link_integrity_errors 15
+  c = DecodePortCounters(Response(IB_MCLASS_PERF, IB_MAD_ATTR_PORT_CNTRS, pc),
+                         &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->xmit_wait, 0xffffffffu);
+  EXPECT_EQ(c->saturated,
+            (std::vector<std::string>{"local_link_integrity_errors",
+                                      "port_xmit_wait"}));
+  pc.xmit_wait = cl_hton32(0xfffffffe);
+  pc.link_int_buffer_overrun = 0;
+  c = DecodePortCounters(Response(IB_MCLASS_PERF, IB_MAD_ATTR_PORT_CNTRS, pc),
+                         &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_TRUE(c->saturated.empty());
 
   ib_port_counters_ext_t e{};
   e.xmit_data = cl_hton64(0x123456789abcdefULL);

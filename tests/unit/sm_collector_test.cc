@@ -2,6 +2,9 @@
 // sm-failover) through the simulator's MadTransport, with an injected
 // local-port list and clock; its settings through ParseConfig.
 #include <gtest/gtest.h>
+#include <iba/ib_types.h>
+
+#include <cstring>
 
 #include "collectors/fabric.h"
 #include "collectors/registry.h"
@@ -142,6 +145,95 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   mad::ClearSmLids();
 }
 
+// The local port's SMA: answers the zero-hop directed-route PortInfo from
+// `state` (what the port says now) and every LID-routed MAD from the
+// simulated cluster.
+struct LocalPortState {
+  int state = 2;  // INIT: link up, no SM yet
+  std::uint16_t lid = 0, sm_lid = 0;
+};
+class LocalSmaTransport : public MadTransport {
+ public:
+  LocalSmaTransport(const sim::Cluster& c, const LocalPortState& s)
+      : cluster_(c), state_(s) {}
+
+ protected:
+  bool Post(std::uint16_t dlid, const Mad& mad,
+            std::chrono::milliseconds) override {
+    if (mad[1] != kMadClassSmiDirected) {
+      if (auto r = sim::AnswerMad(cluster_, dlid, mad); r.ok()) {
+        answers_.push_back(*r);
+      }
+      return true;
+    }
+    Mad r = mad;
+    auto* smp = reinterpret_cast<ib_smp_t*>(r.data());
+    smp->method = IB_MAD_METHOD_GET_RESP;
+    smp->status = CL_HTON16(0x8000);  // D bit: returning
+    ib_port_info_t pi{};
+    pi.base_lid = cl_hton16(state_.lid);
+    pi.master_sm_base_lid = cl_hton16(state_.sm_lid);
+    pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | state_.state);
+    pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
+    std::memset(smp->data, 0, sizeof(smp->data));
+    std::memcpy(smp->data, &pi, sizeof(pi));
+    answers_.push_back(r);
+    return true;
+  }
+  void Poll(std::chrono::microseconds, std::vector<Answer>* out) override {
+    for (const Mad& m : answers_) {
+      Answer a;
+      a.mad = m;
+      for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | m[i];
+      out->push_back(a);
+    }
+    answers_.clear();
+  }
+
+ private:
+  const sim::Cluster& cluster_;
+  const LocalPortState& state_;
+  std::vector<Mad> answers_;
+};
+
+// A daemon started before the SM: libibumad's view of its port says INIT
+// for good (umad2sim freezes it at the first libibumad call), so the
+// port's own PortInfo decides, at every collection: nothing (and success)
+// while INIT, the master once ACTIVE, nothing again once it went down.
+TEST(SmCollector, FollowsThePortsOwnPortInfoNotAStaleView) {
+  SmRig rig(sim::Scenario::kSmHung, seconds(60));
+  rig.Advance(milliseconds(500));
+  LocalPortState port;
+  rig.env.mad = [&](const std::string&, int) {
+    return std::make_unique<LocalSmaTransport>(rig.cluster, port);
+  };
+  rig.collector = MakeSmCollector(rig.env, rig.config, [](std::string*) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = 2;       // INIT in the frozen view
+    p.phys_state = 5;  // LinkUp
+    p.link_layer = "InfiniBand";
+    return std::vector<mad::LocalPort>{p};  // no LID, no SM LID
+  });
+  Collected c = rig.Collect();
+  EXPECT_TRUE(c.ok);
+  EXPECT_TRUE(c.families.empty());
+
+  port = {.state = 4, .lid = 5, .sm_lid = rig.cluster.master_sm().lid};
+  c = rig.Collect();
+  EXPECT_TRUE(c.ok);
+  EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
+  EXPECT_EQ(
+      c.Value("fabric_sm_info", {{"sm_guid", rig.Guid(0)}, {"sm_lid", "1"}}),
+      1);
+
+  port.state = 1;  // DOWN
+  c = rig.Collect();
+  EXPECT_TRUE(c.ok);
+  EXPECT_TRUE(c.families.empty());
+}
+
 TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {
   CollectorEnv env;
   env.mad = [](const std::string&, int) -> std::unique_ptr<MadTransport> {
@@ -172,6 +264,43 @@ TEST(SmCollector, NoPortIsQuietSuccessUnopenablePortFails) {
     return std::vector<mad::LocalPort>{p};
   });
   EXPECT_TRUE(roce->Collect(sink));
+}
+
+// The fabric collector with no ACTIVE port to sweep from: success and no
+// samples when there is no IB port or none is ACTIVE yet; a failure when a
+// port cannot be opened or the configured ca / ca_port names none.
+TEST(SmCollector, FabricCollectorWithoutAnActivePort) {
+  CollectorEnv env;
+  env.mad = [](const std::string&, int) -> std::unique_ptr<MadTransport> {
+    return nullptr;  // e.g. no permission on /dev/infiniband/umad0
+  };
+  auto port = [](int state, int phys) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = state;
+    p.phys_state = phys;
+    p.link_layer = "InfiniBand";
+    return std::vector<mad::LocalPort>{p};
+  };
+  auto run = [&](const std::string& ca, std::vector<mad::LocalPort> view) {
+    CollectorConfig config;
+    FabricSettings s;
+    s.ca = ca;
+    config.settings = std::make_shared<SettingsOf<FabricSettings>>(s);
+    auto c =
+        MakeFabricCollector(env, config, [view](std::string*) { return view; });
+    MetricSink sink;
+    const bool ok = c->Collect(sink);
+    EXPECT_TRUE(sink.Take().empty());
+    return ok;
+  };
+  EXPECT_TRUE(run("", {}));                 // no IB port
+  EXPECT_TRUE(run("", port(1, 2)));         // no cable: never opened
+  EXPECT_FALSE(run("", port(4, 5)));        // ACTIVE, cannot be opened
+  EXPECT_FALSE(run("", port(2, 5)));        // INIT, cannot be opened either
+  EXPECT_FALSE(run("mlx5_9", port(1, 2)));  // names no local port
+  EXPECT_TRUE(run("mlx5_0", port(1, 2)));
 }
 
 TEST(SmCollector, Settings) {
