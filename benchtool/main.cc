@@ -16,6 +16,7 @@
 #include "benchtool/push.h"
 #include "benchtool/report.h"
 #include "benchtool/results.h"
+#include "collectors/ethtool_ioctl.h"
 #include "core/sysfs.h"
 #include "probe/peers.h"
 
@@ -67,7 +68,8 @@ int RunAgent(const std::string& listen, const std::string& key_path) {
   fb::AgentOptions o;
   o.listen_address = listen;
   o.key = *key;
-  o.counters = fb::SysfsCounterSource(fabric::MakeRealSysfs("/sys"));
+  o.counters = fb::HostCounterSource(fabric::MakeRealSysfs("/sys"),
+                                     fabric::MakeRealEthtoolSource());
   fb::BenchAgent agent(io, o);
   if (!agent.Start(&error)) {
     std::cerr << "fabricmon-bench agent: " << error << "\n";

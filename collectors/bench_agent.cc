@@ -26,7 +26,7 @@ struct AgentHolder {
 
   // On the io thread: load the key and open the listener, unless open.
   void Open(boost::asio::io_context& io, const BenchAgentSettings& settings,
-            const std::shared_ptr<const Sysfs>& sysfs) {
+            const bench::CounterSource& counters) {
     std::lock_guard lock(mu);
     if (stopped || (agent && agent->Stats().listening)) return;
     std::string why;
@@ -38,7 +38,7 @@ struct AgentHolder {
     bench::AgentOptions o;
     o.listen_address = settings.listen_address;
     o.key = std::move(*key);
-    if (sysfs) o.counters = bench::SysfsCounterSource(sysfs);
+    o.counters = counters;
     agent = std::make_unique<bench::BenchAgent>(io, std::move(o));
     if (!agent->Start(&why)) {
       error = why;
@@ -53,13 +53,19 @@ struct AgentHolder {
 class BenchAgentCollector final : public Collector {
  public:
   BenchAgentCollector(const CollectorEnv& env, BenchAgentSettings settings)
-      : sysfs_(env.sysfs), settings_(std::move(settings)) {}
+      : settings_(std::move(settings)) {
+    if (env.sysfs) {
+      std::shared_ptr<EthtoolSource> ethtool;
+      if (env.ethtool) ethtool = env.ethtool();
+      counters_ = bench::HostCounterSource(env.sysfs, std::move(ethtool));
+    }
+  }
 
   std::string_view Name() const override { return "bench_agent"; }
 
   void Start(boost::asio::io_context& io) override {
     io_ = &io;
-    holder_->Open(io, settings_, sysfs_);
+    holder_->Open(io, settings_, counters_);
   }
 
   void Stop() override {
@@ -103,8 +109,8 @@ class BenchAgentCollector final : public Collector {
                 (io_ ? error : "listens only in the running daemon"));
       if (io_) {
         boost::asio::post(*io_, [w = std::weak_ptr(holder_), io = io_,
-                                 settings = settings_, sysfs = sysfs_] {
-          if (auto h = w.lock()) h->Open(*io, settings, sysfs);
+                                 settings = settings_, counters = counters_] {
+          if (auto h = w.lock()) h->Open(*io, settings, counters);
         });
       }
       return false;
@@ -114,7 +120,7 @@ class BenchAgentCollector final : public Collector {
   }
 
  private:
-  std::shared_ptr<const Sysfs> sysfs_;
+  bench::CounterSource counters_;  // null = no counters
   const BenchAgentSettings settings_;
   boost::asio::io_context* io_ = nullptr;
   std::shared_ptr<AgentHolder> holder_ = std::make_shared<AgentHolder>();

@@ -5,11 +5,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "collectors/node_name_map.h"
 #include "config/yaml_keys.h"
 #include "core/mad_transport.h"
 #include "mad/codec.h"
 #include "mad/discovery.h"
-#include "mad/node_name_map.h"
 #include "mad/sm_directory.h"
 #include "mad/sweep.h"
 
@@ -116,7 +116,7 @@ class FabricCollector : public Collector {
     }
     std::stringstream text;
     text << in.rdbuf();
-    auto map = mad::ParseNodeNameMap(text.str());
+    auto map = ParseNodeNameMap(text.str());
     for (int line : map.bad_lines) {
       sink.Skip("fabric: node_name_map line " + std::to_string(line));
     }

@@ -176,8 +176,8 @@ class OpensmCollector final : public Collector {
         return false;
       }
       if (map_error_) sink.Skip("opensm: node_name_map unreadable");
-      for (int i = 0; i < names_.bad_lines; ++i) {
-        sink.Skip("opensm: bad node_name_map line");
+      for (int line : names_.bad_lines) {
+        sink.Skip("opensm: node_name_map line " + std::to_string(line));
       }
       std::string error;
       if (listener_->Emit(sink, names_, settings_.switch_ports, &error)) {

@@ -1,7 +1,6 @@
 #include "collectors/opensm_parse.h"
 
-#include <charconv>
-#include <cstdio>
+#include "collectors/sysfs_parse.h"
 
 namespace fabric {
 
@@ -23,80 +22,12 @@ const std::array<std::string_view, kSwitchPortErrorFields>
 
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
-
-bool ParseGuid(std::string_view token, uint64_t* guid) {
-  int base = 10;
-  if (token.size() > 2 && token[0] == '0' &&
-      (token[1] == 'x' || token[1] == 'X')) {
-    token.remove_prefix(2);
-    base = 16;
-  }
-  if (token.empty()) return false;
-  const auto [end, ec] =
-      std::from_chars(token.data(), token.data() + token.size(), *guid, base);
-  return ec == std::errc() && end == token.data() + token.size();
-}
-
 constexpr std::string_view kEventsHelp =
     "OpenSM events received from the libfabricmon_osm.so event plugin.";
 constexpr std::string_view kErrorsHelp =
     "Switch port error counters, accumulated from OpenSM PerfMgr deltas.";
 
 }  // namespace
-
-NodeNameMap ParseNodeNameMap(std::string_view text) {
-  NodeNameMap map;
-  while (!text.empty()) {
-    const auto eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view{}
-                                         : text.substr(eol + 1);
-    if (const auto hash = line.find('#'); hash != std::string_view::npos) {
-      // '#' inside a quoted name is part of the name.
-      const auto quote = line.find('"');
-      if (quote == std::string_view::npos || hash < quote) {
-        line = line.substr(0, hash);
-      }
-    }
-    line = Trim(line);
-    if (line.empty()) continue;
-    const auto space = line.find_first_of(" \t");
-    uint64_t guid = 0;
-    if (space == std::string_view::npos ||
-        !ParseGuid(line.substr(0, space), &guid)) {
-      ++map.bad_lines;
-      continue;
-    }
-    std::string_view name = Trim(line.substr(space));
-    if (name.size() >= 2 && name.front() == '"') {
-      const auto close = name.find('"', 1);
-      if (close == std::string_view::npos) {
-        ++map.bad_lines;
-        continue;
-      }
-      name = name.substr(1, close - 1);
-    }
-    if (name.empty()) {
-      ++map.bad_lines;
-      continue;
-    }
-    map.names[guid] = std::string(name);
-  }
-  return map;
-}
-
-std::string GuidLabel(uint64_t guid) {
-  char buf[19];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(guid));
-  return buf;
-}
 
 OpensmTotals::SwitchPort* OpensmTotals::PortFor(const osm::PortId& id) {
   if (id.node_type == osm::NodeType::kSwitch) {
@@ -186,7 +117,7 @@ void OpensmTotals::Emit(MetricSink& sink, const NodeNameMap& names,
     const auto mapped = names.names.find(key.first);
     const std::string& name =
         mapped != names.names.end() ? mapped->second : p.name;
-    const Labels labels = {{"switch_guid", GuidLabel(key.first)},
+    const Labels labels = {{"switch_guid", FormatGuid(key.first)},
                            {"switch", name},
                            {"port", std::to_string(key.second)}};
     if (p.has_data) {

@@ -1,10 +1,9 @@
-// opensm_parse: pure parts of the `opensm` collector: the node-name-map
-// file OpenSM and infiniband-diags share (`--node-name-map`, lines
-// `<guid> "<name>"`), and the accumulator that turns decoded plugin events
-// (osm/event_wire.h) into the collector's samples.
+// opensm_parse: the pure part of the `opensm` collector, the accumulator
+// that turns decoded plugin events (osm/event_wire.h) into the collector's
+// samples.
 //
-// Thread-safety: ParseNodeNameMap is pure. OpensmTotals is a plain value;
-// its owner serialises access.
+// Thread-safety: OpensmTotals is a plain value; its owner serialises
+// access.
 #pragma once
 
 #include <array>
@@ -15,21 +14,11 @@
 #include <unordered_set>
 #include <utility>
 
+#include "collectors/node_name_map.h"
 #include "core/metric_sink.h"
 #include "osm/event_wire.h"
 
 namespace fabric {
-
-struct NodeNameMap {
-  std::map<uint64_t, std::string> names;  // node GUID -> name
-  int bad_lines = 0;  // lines that are neither comments nor entries
-};
-// `<guid> "<name>"` or `<guid> <name>` per line (GUID in hex with 0x, or
-// decimal); '#' starts a comment; blank lines are ignored.
-NodeNameMap ParseNodeNameMap(std::string_view text);
-
-// "0x" + 16 hex digits, as the host side prints GUID labels.
-std::string GuidLabel(uint64_t guid);
 
 // The PortCounters error fields OpenSM's PerfMgr reports, with the `error`
 // label the host side uses for the same field (the sysfs file name).

@@ -1,5 +1,6 @@
 #include "exporters/exposition.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -9,15 +10,67 @@ namespace fabric {
 
 BuildInfo ThisBuild() { return {FABRICMON_VERSION, FABRICMON_REVISION}; }
 
+namespace {
+
+using LabelSet = std::vector<std::pair<std::string, std::string>>;
+
+LabelSet Key(const prometheus::ClientMetric& metric) {
+  LabelSet key;
+  for (const auto& l : metric.label) key.emplace_back(l.name, l.value);
+  std::sort(key.begin(), key.end());
+  return key;
+}
+
+// Appends `from`'s samples to `into` but for the series `into` already has
+// (two series with one name and label set are invalid exposition: the
+// first collector's stays). Returns how many were left out. Runs only for
+// a name two collectors share, e.g. the fabric sweep's and the opensm
+// collector's switch port counters on one daemon.
+std::uint64_t Append(prometheus::MetricFamily& into,
+                     const prometheus::MetricFamily& from) {
+  std::set<LabelSet> have;
+  for (const auto& m : into.metric) have.insert(Key(m));
+  std::uint64_t left_out = 0;
+  for (const auto& m : from.metric) {
+    if (have.insert(Key(m)).second) {
+      into.metric.push_back(m);
+    } else {
+      ++left_out;
+    }
+  }
+  return left_out;
+}
+
+}  // namespace
+
 std::vector<prometheus::MetricFamily> BuildExposition(
-    const std::vector<std::shared_ptr<const Snapshot>>& snapshots,
+    std::vector<std::shared_ptr<const Snapshot>> snapshots,
     const BuildInfo& build) {
+  // In collector name order, whatever the caller's: it decides which of two
+  // collectors keeps a series both export.
+  std::erase(snapshots, nullptr);
+  std::sort(
+      snapshots.begin(), snapshots.end(),
+      [](const auto& a, const auto& b) { return a->collector < b->collector; });
   MetricSink self;
   std::map<std::string, prometheus::MetricFamily> merged;
   std::set<std::string> appended;  // got samples from a second collector
   for (const auto& snap : snapshots) {
-    if (!snap) continue;
     const Labels labels = {{"collector", snap->collector}};
+    std::uint64_t duplicates = 0;
+    for (const auto& family : snap->families) {
+      auto [it, inserted] = merged.try_emplace(family.name, family);
+      if (inserted) continue;
+      // Same name from two collectors: keep one family. A type clash would
+      // make invalid exposition, so the later one's samples are dropped.
+      if (it->second.type != family.type) continue;
+      duplicates += Append(it->second, family);
+      appended.insert(family.name);
+    }
+    self.Gauge("fabric_collector_duplicate_samples",
+               "Samples of the collector's latest collection left out because "
+               "a collector earlier in name order exported the same series.",
+               labels, static_cast<double>(duplicates));
     self.Gauge("fabric_collector_success",
                "1 if the collector's latest background collection succeeded, "
                "0 if it failed or overran its timeout.",
@@ -40,16 +93,6 @@ std::vector<prometheus::MetricFamily> BuildExposition(
                "its timeout (e.g. a read stuck in the kernel on a wedged "
                "device), else 0.",
                labels, snap->stuck ? 1 : 0);
-    for (const auto& family : snap->families) {
-      auto [it, inserted] = merged.try_emplace(family.name, family);
-      if (inserted) continue;
-      // Same name from two collectors: keep one family. A type clash would
-      // make invalid exposition, so the later one's samples are dropped.
-      if (it->second.type != family.type) continue;
-      it->second.metric.insert(it->second.metric.end(), family.metric.begin(),
-                               family.metric.end());
-      appended.insert(family.name);
-    }
   }
   self.Gauge("fabric_build_info",
              "A constant 1 labelled with the fabricmon version and git "

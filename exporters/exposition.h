@@ -34,8 +34,12 @@ struct BuildInfo {
 // This binary's version (CMake PROJECT_VERSION) and git revision.
 BuildInfo ThisBuild();
 
+// Merges the collectors' latest samples (in collector name order) with the
+// self-metrics. Two collectors exporting one series (same name and labels)
+// would be invalid exposition: the one whose name sorts first keeps it, the
+// other's count in fabric_collector_duplicate_samples{collector}.
 std::vector<prometheus::MetricFamily> BuildExposition(
-    const std::vector<std::shared_ptr<const Snapshot>>& snapshots,
+    std::vector<std::shared_ptr<const Snapshot>> snapshots,
     const BuildInfo& build);
 
 // prometheus-cpp pull adapter: each scrape reads the latest snapshots; it

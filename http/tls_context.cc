@@ -1,7 +1,12 @@
 #include "http/tls_context.h"
 
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <cstring>
 
 namespace fabric::http {
 namespace {
@@ -27,12 +32,82 @@ std::string KeyError(const TlsConfig& tls, const std::string& key,
   return out + ": " + what;
 }
 
+// One subject alternative name as text: DNS, email and URI names as they
+// are, IP addresses in inet_ntop form.
+std::string SanText(const GENERAL_NAME* name) {
+  int type = 0;
+  const auto* value =
+      static_cast<const ASN1_STRING*>(GENERAL_NAME_get0_value(name, &type));
+  if (value == nullptr) return "";
+  const auto* data = ASN1_STRING_get0_data(value);
+  const int size = ASN1_STRING_length(value);
+  switch (type) {
+    case GEN_DNS:
+    case GEN_EMAIL:
+    case GEN_URI:
+      return std::string(reinterpret_cast<const char*>(data), size);
+    case GEN_IPADD: {
+      char text[INET6_ADDRSTRLEN] = {};
+      const int family = size == 4 ? AF_INET : size == 16 ? AF_INET6 : 0;
+      if (family == 0 || !inet_ntop(family, data, text, sizeof(text)))
+        return "";
+      return text;
+    }
+    default:
+      return "";
+  }
+}
+
+// An allowed IP written any valid way ("::0001") matches its inet_ntop form.
+std::string Canonical(const std::string& san) {
+  unsigned char bytes[16];
+  char text[INET6_ADDRSTRLEN] = {};
+  for (int family : {AF_INET, AF_INET6}) {
+    if (inet_pton(family, san.c_str(), bytes) == 1 &&
+        inet_ntop(family, bytes, text, sizeof(text))) {
+      return text;
+    }
+  }
+  return san;
+}
+
+struct AllowedSans {
+  std::vector<std::string> names;  // canonical
+};
+
+// OpenSSL's certificate check, then: the client's certificate carries one of
+// the allowed names as a SAN. `arg` is the context's AllowedSans.
+int VerifyWithAllowedSans(X509_STORE_CTX* store, void* arg) {
+  if (X509_verify_cert(store) != 1) return 0;
+  const auto* allowed = static_cast<const AllowedSans*>(arg);
+  X509* cert = X509_STORE_CTX_get0_cert(store);
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  bool ok = false;
+  for (int i = 0; names != nullptr && i < sk_GENERAL_NAME_num(names) && !ok;
+       ++i) {
+    const std::string san = SanText(sk_GENERAL_NAME_value(names, i));
+    ok = !san.empty() && std::find(allowed->names.begin(), allowed->names.end(),
+                                   san) != allowed->names.end();
+  }
+  GENERAL_NAMES_free(names);
+  if (!ok) X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED);
+  return ok ? 1 : 0;
+}
+
+// An ssl::context that owns the state its callbacks point to.
+struct ContextWithSans {
+  ssl::context context{ssl::context::tls_server};
+  AllowedSans sans;
+};
+
 }  // namespace
 
 std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
                                              std::string* error) {
   ERR_clear_error();
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  auto owner = std::make_shared<ContextWithSans>();
+  std::shared_ptr<ssl::context> ctx(owner, &owner->context);
   SSL_CTX* native = ctx->native_handle();
   SSL_CTX_set_min_proto_version(native, tls.min_version);
   SSL_CTX_set_max_proto_version(native, tls.max_version);
@@ -92,6 +167,13 @@ std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
       SSL_CTX_set_verify(
           native, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
       break;
+  }
+  if (!tls.client_allowed_sans.empty()) {
+    for (const auto& san : tls.client_allowed_sans) {
+      owner->sans.names.push_back(Canonical(san));
+    }
+    SSL_CTX_set_cert_verify_callback(native, VerifyWithAllowedSans,
+                                     &owner->sans);
   }
   return ctx;
 }

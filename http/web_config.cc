@@ -79,11 +79,17 @@ TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
                  tls.min_version = ParseVersion(value, key);
                } else if (name == "max_version") {
                  tls.max_version = ParseVersion(value, key);
+               } else if (name == "client_allowed_sans") {
+                 if (!value.IsSequence() || value.size() == 0) {
+                   Fail(key, mark, "must be a non-empty list of names");
+                 }
+                 for (const auto& san : value) {
+                   tls.client_allowed_sans.push_back(NonEmpty(san, key));
+                 }
                } else if (name == "cipher_suites" ||
                           name == "curve_preferences" ||
                           name == "prefer_server_cipher_suites" ||
-                          name == "client_allowed_sans" || name == "cert" ||
-                          name == "key") {
+                          name == "cert" || name == "key") {
                  Fail(key, mark,
                       "is not supported by fabricmon (OpenSSL defaults apply)");
                } else {
@@ -103,6 +109,10 @@ TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
   if (verifies && tls.client_ca_file.empty()) {
     Fail(path + ".client_ca_file", mark,
          "is required when client_auth_type verifies client certificates");
+  }
+  if (!verifies && !tls.client_allowed_sans.empty()) {
+    Fail(path + ".client_allowed_sans", mark,
+         "needs a client_auth_type that verifies client certificates");
   }
   if (!verifies && !tls.client_ca_file.empty()) {
     Fail(path + ".client_ca_file", mark,

@@ -9,6 +9,8 @@
 //     client_ca_file: ca.crt
 //     min_version: TLS12           # TLS10..TLS13
 //     max_version: TLS13
+//     client_allowed_sans:         # a verified client cert must carry one
+//       - prometheus.example.org   # (DNS, IP, email or URI SAN, exact)
 //   basic_auth_users:
 //     prometheus: $2y$10$...       # bcrypt hash
 //
@@ -24,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fabric::http {
 
@@ -41,6 +44,9 @@ struct TlsConfig {
   std::string key_file;
   ClientAuth client_auth = ClientAuth::kNoClientCert;
   std::string client_ca_file;  // required by the two Verify* modes
+  // A verified client certificate must carry one of these as a subject
+  // alternative name (exact match, any SAN type); empty = any.
+  std::vector<std::string> client_allowed_sans;
   // TLS versions as OpenSSL numbers (TLS1_2_VERSION ...).
   int min_version = 0x0303;  // TLS12, the exporter-toolkit default
   int max_version = 0x0304;  // TLS13

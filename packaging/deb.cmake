@@ -3,10 +3,11 @@
 # ExecStart is rendered at install time, see daemon/CMakeLists.txt).
 # Included last by the top-level CMakeLists.txt, once every target exists.
 #
-# One package, `fabricmon`: the daemon, fabricmon-sim, fabricmon-bench and
-# libfabricmon_osm.so when built, the unit, the udev rule and sysusers.d
+# One package, `fabricmon`: the daemon, fabricmon-sim, fabricmon-mad,
+# fabricmon-bench and libfabricmon_osm.so when built, the unit, the udev rule and sysusers.d
 # entry (group `fabricmon` owns /dev/infiniband/umad*), the example config as
-# the conffile /etc/fabricmon/fabricmon.yaml, dashboards, rules and runbooks
+# the conffile /etc/fabricmon/fabricmon.yaml, /etc/default/fabricmon (the
+# unit's extra arguments) as a conffile, dashboards, rules and runbooks
 # under /usr/share/fabricmon/. Depends come from dpkg-shlibdeps. The
 # maintainer scripts are in packaging/debian/ (what they do: README.md).
 include(GNUInstallDirs)
@@ -14,7 +15,7 @@ include(GNUInstallDirs)
 # whole tree (every test) first: build the binaries, then package.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
-foreach(tool fabricmon-sim fabricmon-bench)
+foreach(tool fabricmon-sim fabricmon-bench fabricmon-mad)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
@@ -63,7 +64,7 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "init-system-helpers (>= 1.54), systemd | addus
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, opensm, infiniband-diags")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 file(WRITE ${CMAKE_BINARY_DIR}/packaging/conffiles
-     "${FABRICMON_CONFIG_DIR}/fabricmon.yaml\n")
+     "${FABRICMON_CONFIG_DIR}/fabricmon.yaml\n/etc/default/fabricmon\n")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_SOURCE_DIR}/packaging/debian/postinst
     ${CMAKE_SOURCE_DIR}/packaging/debian/prerm

@@ -186,8 +186,12 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
       "/usr/bin/fabricmon --version\n"
       "/usr/bin/fabricmon --check-config\n"
       "/usr/bin/fabricmon-sim --help >/dev/null\n"
-      "grep -x 'ExecStart=/usr/bin/fabricmon' "
+      "grep -x 'ExecStart=/usr/bin/fabricmon $FABRICMON_ARGS' "
       "/usr/lib/systemd/system/fabricmon.service\n"
+      "grep -x 'ExecStartPre=/usr/bin/fabricmon --check-config "
+      "$FABRICMON_ARGS' /usr/lib/systemd/system/fabricmon.service\n"
+      ". /etc/default/fabricmon && test -z \"$FABRICMON_ARGS\"\n"
+      "/usr/bin/fabricmon-mad --help >/dev/null\n"
       "grep -x 'Group=fabricmon' /usr/lib/systemd/system/fabricmon.service\n"
       "test -L /etc/systemd/system/multi-user.target.wants/fabricmon.service\n"
       "grep -q 'GROUP=\"fabricmon\"' "
@@ -198,6 +202,8 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
       "test -f /usr/share/fabricmon/runbooks/README.md\n"
       "dpkg-query -W -f='${Conffiles}\\n' fabricmon | "
       "grep -q ' /etc/fabricmon/fabricmon.yaml '\n"
+      "dpkg-query -W -f='${Conffiles}\\n' fabricmon | "
+      "grep -q ' /etc/default/fabricmon '\n"
       "dpkg-query -W -f='${Depends}\\n' fabricmon\n");
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("libc6"), std::string::npos)

@@ -217,9 +217,12 @@ bool MakeTestCa(const std::string& dir, std::string* error) {
           "/ca.key -CAcreateserial -days 2 -copy_extensions copy -out " + d +
           "/server.crt",
       "openssl req -new" + ec + " -keyout " + d + "/client.key -out " + d +
-          "/client.csr -subj /CN=prometheus",
+          "/client.csr -subj /CN=prometheus -addext "
+          "subjectAltName=DNS:prometheus.example,IP:10.0.0.7,"
+          "URI:spiffe://fabricmon-test/prometheus",
       "openssl x509 -req -in " + d + "/client.csr -CA " + d +
-          "/ca.crt -CAkey " + d + "/ca.key -CAcreateserial -days 2 -out " + d +
+          "/ca.crt -CAkey " + d +
+          "/ca.key -CAcreateserial -days 2 -copy_extensions copy -out " + d +
           "/client.crt",
       "openssl req -x509" + ec + " -keyout " + d + "/stranger.key -out " + d +
           "/stranger.crt -subj /CN=stranger -days 2",

@@ -125,6 +125,29 @@ TEST(ExpositionTest, TypeClashAcrossCollectorsKeepsFirstValidFamily) {
   EXPECT_EQ(it->metric.size(), 1u);
 }
 
+TEST(ExpositionTest, SameSeriesFromTwoCollectorsIsExportedOnceFirstByName) {
+  // As the fabric sweep and the opensm collector both export a switch
+  // port's counters: "fabric" sorts first and its value stays.
+  MetricSink sweep, osm;
+  const Labels port = {{"switch_guid", "0x1"}, {"port", "7"}};
+  sweep.Counter("fabric_switch_port_transmit_wait_total", "w", port, 100);
+  osm.Counter("fabric_switch_port_transmit_wait_total", "w", port, 40);
+  osm.Counter("fabric_switch_port_transmit_wait_total", "w",
+              {{"switch_guid", "0x1"}, {"port", "8"}}, 5);
+  auto text = ToText(BuildExposition(
+      {Snap("fabric", true, sweep.Take()), Snap("opensm", true, osm.Take())},
+      kBuild));
+  EXPECT_THAT(text, HasSubstr("fabric_switch_port_transmit_wait_total{port="
+                              "\"7\",switch_guid=\"0x1\"} 100\n"));
+  EXPECT_THAT(text, Not(HasSubstr("switch_guid=\"0x1\"} 40\n")));
+  EXPECT_THAT(text, HasSubstr("fabric_switch_port_transmit_wait_total{port="
+                              "\"8\",switch_guid=\"0x1\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("fabric_collector_duplicate_samples{collector="
+                              "\"opensm\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("fabric_collector_duplicate_samples{collector="
+                              "\"fabric\"} 0\n"));
+}
+
 TEST(ExpositionTest, CollectorCannotOverrideSelfMetrics) {
   MetricSink a;
   a.Gauge("fabric_build_info", "fake", {{"version", "evil"}}, 1);

@@ -281,12 +281,14 @@ class TlsTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  Security Tls(ClientAuth auth, bool with_ca) {
+  Security Tls(ClientAuth auth, bool with_ca,
+               std::vector<std::string> allowed_sans = {}) {
     WebConfig web;
     web.tls.emplace();
     web.tls->cert_file = dir_ + "/server.crt";
     web.tls->key_file = dir_ + "/server.key";
     web.tls->client_auth = auth;
+    web.tls->client_allowed_sans = std::move(allowed_sans);
     if (with_ca) web.tls->client_ca_file = dir_ + "/ca.crt";
     std::string error;
     auto security = MakeSecurity(web, &error);
@@ -331,6 +333,28 @@ TEST_F(TlsTest, ClientCertificateRequired) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
   EXPECT_GE(Rejected(Client(h.port(), "client"), "tls_handshake"), 2);
+}
+
+TEST_F(TlsTest, ClientAllowedSansAdmitsOnlyThoseNames) {
+  // The client certificate carries DNS:prometheus.example, IP:10.0.0.7 and
+  // a URI; each kind admits it, written as the config would write it.
+  for (const char* san : {"prometheus.example", "10.0.0.7",
+                          "spiffe://fabricmon-test/prometheus"}) {
+    Harness h("127.0.0.1:0", Tls(ClientAuth::kRequireAndVerifyClientCert, true,
+                                 {"other.example", san}));
+    ASSERT_TRUE(h.started()) << h.error();
+    auto r = Fetch(Client(h.port(), "client"));
+    ASSERT_TRUE(r) << san;
+    EXPECT_EQ(r->status, 200);
+  }
+  // A certificate from the CA without an allowed name is refused, and so
+  // is a name that only differs in case or a prefix of one.
+  Harness h("127.0.0.1:0", Tls(ClientAuth::kRequireAndVerifyClientCert, true,
+                               {"other.example", "Prometheus.example",
+                                "prometheus", "10.0.0.8"}));
+  ASSERT_TRUE(h.started()) << h.error();
+  EXPECT_FALSE(Fetch(Client(h.port(), "client")));
+  EXPECT_FALSE(Fetch(Client(h.port(), "stranger")));
 }
 
 TEST_F(TlsTest, RequireAnyClientCertAcceptsAStranger) {

@@ -3,7 +3,6 @@
 
 #include <set>
 
-#include "mad/node_name_map.h"
 #include "mad/sweep.h"
 
 namespace fabric::mad {
@@ -43,24 +42,6 @@ TEST(Shard, ShardsCoverEverySwitchExactlyOnce) {
     EXPECT_LT(n, 420);
   }
   EXPECT_TRUE(Shard{}.Contains(42));  // 1/1 has everything
-}
-
-TEST(NodeNameMap, ParsesTheInfinibandDiagsFormat) {
-  const auto map = ParseNodeNameMap(
-      "# leaf switches\n"
-      "0x0002c90300000001 \"leaf01 rack A\"\n"
-      "\n"
-      "   0x0002C90300000002\t\"spine01\"  # trailing comment\n"
-      "12345 \"decimal\"\n"
-      "0xzz \"bad guid\"\n"
-      "0x0002c90300000003 no quotes\n"
-      "0x0002c90300000004 \"unterminated\n");
-  EXPECT_EQ(map.names.size(), 3u);
-  EXPECT_EQ(map.names.at(0x0002c90300000001), "leaf01 rack A");
-  EXPECT_EQ(map.names.at(0x0002c90300000002), "spine01");
-  EXPECT_EQ(map.names.at(12345), "decimal");
-  EXPECT_EQ(map.bad_lines, (std::vector<int>{6, 7, 8}));
-  EXPECT_TRUE(ParseNodeNameMap("").names.empty());
 }
 
 }  // namespace

@@ -5,16 +5,16 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <future>
 #include <set>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "collectors/opensm.h"
 #include "collectors/opensm_parse.h"
@@ -26,23 +26,6 @@ namespace fabric {
 namespace {
 
 using testing::DatagramReceiver;
-
-TEST(OpensmNodeNameMap, ParsesQuotedUnquotedCommentsAndCountsBadLines) {
-  const auto map = ParseNodeNameMap(
-      "# generated\n"
-      "0x0002c90300000001 \"leaf01 # rack 3\"\n"
-      "\n"
-      "0x0002C90300000002   spine01  # trailing comment\n"
-      "4 \"decimal\"\n"
-      "0xZZ \"bad guid\"\n"
-      "0x0002c90300000003\n"
-      "0x0002c90300000004 \"unterminated\n");
-  EXPECT_EQ(map.names.size(), 3u);
-  EXPECT_EQ(map.names.at(0x0002c90300000001ull), "leaf01 # rack 3");
-  EXPECT_EQ(map.names.at(0x0002c90300000002ull), "spine01");
-  EXPECT_EQ(map.names.at(4), "decimal");
-  EXPECT_EQ(map.bad_lines, 3);
-}
 
 osm::PortId Port(uint64_t guid, uint8_t port, osm::NodeType type,
                  const char* name) {

@@ -43,6 +43,9 @@ TEST(WebConfigTest, FullExample) {
                                            "RequireAndVerifyClientCert\n"
                                            "  client_ca_file: /etc/f/ca.crt\n"
                                            "  min_version: TLS13\n"
+                                           "  client_allowed_sans:\n"
+                                           "    - prom.example\n"
+                                           "    - 10.0.0.1\n"
                                            "basic_auth_users:\n"
                                            "  prometheus: ") +
                                    kHash + "\n  'other': '" + kHash + "'\n",
@@ -56,6 +59,8 @@ TEST(WebConfigTest, FullExample) {
   EXPECT_EQ(config->tls->min_version, 0x0304);
   EXPECT_EQ(config->tls->max_version, 0x0304);
   EXPECT_EQ(config->tls->lines.at("tls_server_config.min_version"), 6);
+  EXPECT_EQ(config->tls->client_allowed_sans,
+            (std::vector<std::string>{"prom.example", "10.0.0.1"}));
   EXPECT_EQ(config->users.size(), 2u);
   EXPECT_EQ(config->users.at("prometheus"), kHash);
 }
@@ -108,6 +113,14 @@ TEST(WebConfigTest, ErrorsNameKeyAndLine) {
   EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
                     "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"),
               HasSubstr("cipher_suites (line 4): is not supported"));
+  EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
+                    "  client_allowed_sans: [x.example]\n"),
+              HasSubstr("client_allowed_sans (line 2): needs a "
+                        "client_auth_type that verifies"));
+  EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
+                    "  client_ca_file: c\n  client_allowed_sans: x\n"),
+              HasSubstr("client_allowed_sans (line 5): must be a non-empty "
+                        "list"));
   EXPECT_THAT(Error("http_server_config:\n  http2: false\n"),
               HasSubstr("http_server_config (line 1): is not supported"));
   EXPECT_THAT(Error("tls_server_config: [a, b]\n"),
