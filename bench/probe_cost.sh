@@ -134,11 +134,16 @@ def total(path, family):
 sent = total(sys.argv[10], "fabric_probe_sent_total") - total(sys.argv[9], "fabric_probe_sent_total")
 answered = (total(sys.argv[10], "fabric_probe_rtt_seconds_count")
             - total(sys.argv[9], "fabric_probe_rtt_seconds_count"))
+rtt_sum = (total(sys.argv[10], "fabric_probe_rtt_seconds_sum")
+           - total(sys.argv[9], "fabric_probe_rtt_seconds_sum"))
 pct = lambda s: 100 * s
 wakeups = dict(zip(["prober", "responder", "baseline"], (int(w) / window for w in sys.argv[11:14])))
 print("load average (1 min) at the end: %s on %d cores" % (sys.argv[14], __import__("os").cpu_count()))
 print("window %.1f s; prober sent %.0f probes (%.0f/s), %.0f answered (%.1f%%)"
       % (window, sent, sent / window, answered, 100 * answered / max(sent, 1)))
+# From the kernel's receive stamps: reading answers late (lazy receive)
+# must not move it.
+print("prober mean RTT %.1f us" % (1e6 * rtt_sum / max(answered, 1)))
 for name in ["prober", "responder", "baseline"]:
     print("%-9s CPU %.2f ms/s = %.3f%% of one core, %.0f wake-ups/s"
           % (name, cpu[name] * 1e3, pct(cpu[name]), wakeups[name]))

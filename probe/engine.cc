@@ -22,6 +22,13 @@ double SteadySecondsNow() {
 // change only when a daemon restarts.
 constexpr auto kAddressRequestEvery = std::chrono::seconds(1);
 
+// Lazy receive (Transport::SetLazyReceive) only while the timer wakes the
+// engine at least this often: what an arriving request may wait for before
+// this node sees it and turns lazy receive off.
+constexpr auto kLazyMaxInterval = std::chrono::milliseconds(10);
+// After a request from a peer, answer on arrival for this long.
+constexpr auto kEagerAfterRequest = std::chrono::seconds(1);
+
 }  // namespace
 
 std::int64_t RealtimeNs() {
@@ -140,6 +147,12 @@ void Engine::Arm() {
     else
       wake = Clock::now();  // a stale entry: pop it soon
   }
+  // A prober that nobody probes needs no wake-up per answer: the answers'
+  // kernel stamps keep the RTT exact, and the next tick (Poll in
+  // OnTimer) reads them. Peers keep the timer ticking every interval.
+  bool lazy = !peers_.empty() && options_.interval <= kLazyMaxInterval &&
+              Clock::now() >= eager_until_;
+  if (lazy != lazy_) lazy_ = transports_[0]->SetLazyReceive(lazy);
   if (wake == Clock::time_point::max()) return;
   timer_.expires_at(wake);
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -148,6 +161,9 @@ void Engine::Arm() {
 }
 
 void Engine::OnTimer() {
+  // Answers that arrived while receiving lazily, before any of them can be
+  // counted lost below.
+  if (lazy_) transports_[0]->Poll();
   auto now = Clock::now();
   // Expire probes that got no valid answer in time.
   while (!pending_order_.empty()) {
@@ -251,6 +267,9 @@ void Engine::OnReceive(std::size_t t, const Received& r) {
   switch (packet->type) {
     case MessageType::kProbe:
     case MessageType::kAddressRequest:
+      // Requests from a peer are answered on arrival: lazy receive would
+      // add up to an interval to its RTT. Arm() turns it off.
+      eager_until_ = Clock::now() + kEagerAfterRequest;
       Answer(t, r, *packet);
       break;
     case MessageType::kAnswer:

@@ -124,6 +124,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::uint64_t session_;
   std::uint64_t next_seq_ = 1;
   bool stopped_ = false;
+  // Lazy receive on transports_[0] (see Arm()), and until when a request
+  // from a peer keeps it off.
+  bool lazy_ = false;
+  std::chrono::steady_clock::time_point eager_until_{};
   std::vector<PeerState> peers_;
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::deque<std::uint64_t> pending_order_;  // send order = deadline order

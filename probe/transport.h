@@ -96,6 +96,16 @@ class Transport {
   virtual bool Reply(const Source& to,
                      std::span<const std::uint8_t> packet) = 0;
 
+  // Lazy receive: while on, arriving datagrams do not wake the io thread;
+  // they wait in the kernel until Poll() reads them. The engine turns it on
+  // when its timer wakes it every few milliseconds anyway and no peer
+  // probes this node, so a prober wakes once per probe instead of twice.
+  // Only exact where receive stamps are taken on arrival (kernel stamps),
+  // not on reading. Returns whether lazy receive is now on.
+  virtual bool SetLazyReceive(bool /*on*/) { return false; }
+  // Delivers (on_receive) what has arrived, without waiting.
+  virtual void Poll() {}
+
   // RDMA hooks (the UDP transport keeps the defaults). The verbs address a
   // peer needs to reach this transport; nullopt = no RDMA here.
   virtual std::optional<RdmaAddress> LocalAddress() const {

@@ -3,6 +3,7 @@
 #include <linux/errqueue.h>
 #include <linux/net_tstamp.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <array>
 #include <boost/asio/ip/udp.hpp>
@@ -117,6 +118,9 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
       return false;
     }
     v6 = at.address().is_v6();
+    protocol = at.protocol();
+    fd = socket.native_handle();
+    bound = socket.local_endpoint(ec);
     int flags = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE |
                 SOF_TIMESTAMPING_RX_HARDWARE | SOF_TIMESTAMPING_RAW_HARDWARE;
     // Without kernel stamps the engine takes its own clock on receipt:
@@ -142,7 +146,9 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   }
 
   void OnReadable() {
-    if (!socket.is_open()) return;
+    // Lazy: Poll() reads from now on (a continuation posted before the
+    // switch ends here).
+    if (fd < 0 || lazy) return;
     if (Drain()) {
       // Still more queued after a bounded drain: let the timer's handlers
       // run, then continue (no new edge would wake an epoll wait).
@@ -168,7 +174,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     };
     std::array<Slot, kBatch> slots;
     std::array<mmsghdr, kBatch> msgs;
-    for (int round = 0; round < 8 && socket.is_open(); ++round) {
+    for (int round = 0; round < 8 && fd >= 0; ++round) {
       for (unsigned i = 0; i < kBatch; ++i) {
         Slot& s = slots[i];
         s.iov = {s.buf.data(), s.buf.size()};
@@ -180,8 +186,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         msgs[i].msg_hdr.msg_control = s.control.data();
         msgs[i].msg_hdr.msg_controllen = s.control.size();
       }
-      int n = ::recvmmsg(socket.native_handle(), msgs.data(), kBatch,
-                         MSG_DONTWAIT, nullptr);
+      int n = ::recvmmsg(fd, msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
       if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           SetError(std::string("recvmmsg: ") + std::strerror(errno));
@@ -208,20 +213,65 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
       }
       if (n < static_cast<int>(kBatch)) return false;
     }
-    return socket.is_open();
+    return fd >= 0;
+  }
+
+  bool SetLazy(bool on) {
+    if (fd < 0 || !kernel_stamps || on == lazy) return lazy;
+    boost::system::error_code ec;
+    if (on) {
+      // Out of the epoll set (the pending wait ends, aborted); the
+      // descriptor stays open, owned here.
+      socket.release(ec);
+      if (!ec) lazy = true;
+      return lazy;
+    }
+    socket.assign(protocol, fd, ec);
+    if (ec) {
+      // Nothing would wake the io thread for a request: say so.
+      std::lock_guard lock(mu);
+      open = false;
+      error = "cannot watch the probe socket again: " + ec.message();
+      return lazy;
+    }
+    lazy = false;
+    Receive();
+    return lazy;
+  }
+
+  void Poll() {
+    // Bounded like Drain(), so a flood cannot hold the timer's handler.
+    for (int i = 0; lazy && i < 16 && Drain(); ++i) {
+    }
+  }
+
+  void Close() {
+    boost::system::error_code ignored;
+    if (lazy && fd >= 0) {
+      ::close(fd);
+    } else {
+      socket.close(ignored);
+    }
+    fd = -1;
+    lazy = false;
   }
 
   bool SendTo(const Endpoint& to, std::span<const std::uint8_t> packet) {
-    if (!socket.is_open()) return false;
+    if (fd < 0) return false;
     Endpoint e = ForSocket(to, v6);
-    ssize_t n = ::sendto(socket.native_handle(), packet.data(), packet.size(),
-                         MSG_DONTWAIT, e.data(), e.size());
+    ssize_t n = ::sendto(fd, packet.data(), packet.size(), MSG_DONTWAIT,
+                         e.data(), e.size());
     return n == static_cast<ssize_t>(packet.size());
   }
 
-  udp::socket socket;
+  udp::socket socket;  // not open while lazy (released)
   Endpoint listen;
+  Endpoint bound;
   Handlers handlers;
+  udp protocol = udp::v4();
+  // The socket's descriptor while open, whether or not `socket` holds it.
+  int fd = -1;
+  bool lazy = false;
   bool v6 = false;
   bool kernel_stamps = false;
   mutable std::mutex mu;  // guards open, error
@@ -246,8 +296,7 @@ bool UdpTransport::Start(Handlers handlers, std::string* error) {
 }
 
 void UdpTransport::Stop() {
-  boost::system::error_code ignored;
-  state_->socket.close(ignored);
+  state_->Close();
   state_->handlers = {};
   std::lock_guard lock(state_->mu);
   state_->open = false;
@@ -276,9 +325,12 @@ bool UdpTransport::Reply(const Source& to,
   return state_->SendTo(to.udp, packet);
 }
 
-Endpoint UdpTransport::local_endpoint() const {
-  boost::system::error_code ec;
-  return state_->socket.local_endpoint(ec);
-}
+bool UdpTransport::SetLazyReceive(bool on) { return state_->SetLazy(on); }
+
+void UdpTransport::Poll() { state_->Poll(); }
+
+Endpoint UdpTransport::local_endpoint() const { return state_->bound; }
+
+bool UdpTransport::lazy() const { return state_->lazy; }
 
 }  // namespace fabric::probe

@@ -43,9 +43,15 @@ class UdpTransport : public Transport {
                                 std::span<const std::uint8_t> packet,
                                 std::uint64_t tx_id) override;
   bool Reply(const Source& to, std::span<const std::uint8_t> packet) override;
+  // Lazy only with kernel receive stamps: the socket leaves the io
+  // context's epoll set (released, the descriptor kept) until turned off.
+  bool SetLazyReceive(bool on) override;
+  void Poll() override;
 
   // The bound address (port 0 resolved), for tests.
   Endpoint local_endpoint() const;
+  // Whether lazy receive is on, for tests.
+  bool lazy() const;
 
  private:
   struct State;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -564,6 +565,107 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
               HasSubstr("fabric_collector_stuck{collector=\"ib_port\"} 1"));
   EXPECT_THAT(text,
               HasSubstr("fabric_collector_success{collector=\"ib_port\"} 0"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+}
+
+// A UDP port on loopback that was free a moment ago (the kernel's pick).
+int FreeUdpPort() {
+  int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+// fabric_probe_sent_total of the series with peer="`peer`", -1 if absent.
+double ProbesSent(const std::string& text, const std::string& peer) {
+  std::istringstream in(text);
+  const std::string label = "peer=\"" + peer + "\"";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("fabric_probe_sent_total{", 0) == 0 &&
+        line.find(label) != std::string::npos) {
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return -1;
+}
+
+// SIGHUP re-reads collectors.probe.peers_file even when the file looks
+// unchanged (same inode, size and mtime, so the collector's change poll
+// cannot see it): the operator's way to force a re-read.
+TEST_F(DaemonTest, SighupRereadsProbePeersFile) {
+  const std::string key = dir_ / "probe.key", peers = dir_ / "peers.txt";
+  WriteFile(key, std::string(64, 'a') + "\n");
+  ASSERT_EQ(chmod(key.c_str(), 0600), 0);
+  const int listen = FreeUdpPort(), dead = FreeUdpPort();
+  ASSERT_GT(listen, 0);
+  ASSERT_GT(dead, 0);
+  // Nobody answers on these: sent_total counts, the probes are lost. Same
+  // length, so the rewrite keeps the file's size.
+  const std::string old_peer = "127.0.0.2:" + std::to_string(dead);
+  const std::string new_peer = "127.0.0.3:" + std::to_string(dead);
+  WriteFile(peers, old_peer + "\n");
+  WriteFile(config_,
+            "collectors:\n  probe:\n    enabled: true\n"
+            "    interval: 100ms\n"
+            "    listen_address: \"127.0.0.1:" +
+                std::to_string(listen) + "\"\n    key_file: " + key +
+                "\n    peers_file: " + peers + "\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  const int port = daemon.Port();
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(port);
+    return ProbesSent(text, old_peer) > 0;
+  })) << text
+      << daemon.Stderr();
+
+  // Rewrite in place, then put the old mtime back. (A change poll that ran
+  // between the two calls, microseconds apart once a second, would re-read
+  // early and fail the check before SIGHUP below.)
+  struct stat before {};
+  ASSERT_EQ(stat(peers.c_str(), &before), 0);
+  {
+    std::fstream f(peers, std::ios::in | std::ios::out);
+    f << new_peer << "\n";
+  }
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(utimensat(AT_FDCWD, peers.c_str(), times, 0), 0);
+  struct stat after {};
+  ASSERT_EQ(stat(peers.c_str(), &after), 0);
+  ASSERT_EQ(after.st_ino, before.st_ino);
+  ASSERT_EQ(after.st_size, before.st_size);
+  ASSERT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  ASSERT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+
+  // Two more snapshots (the count grows twice): the second was collected
+  // after the rewrite, and still probes the old peer. Without this the
+  // check below could pass on the change poll alone.
+  for (int i = 0; i < 2; ++i) {
+    double seen = ProbesSent(Scrape(port), old_peer);
+    ASSERT_TRUE(WaitFor([&] {
+      text = Scrape(port);
+      return ProbesSent(text, old_peer) > seen;
+    })) << text;
+  }
+  EXPECT_LT(ProbesSent(text, new_peer), 0) << text;
+
+  daemon.Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(port);
+    return ProbesSent(text, new_peer) > 0 && ProbesSent(text, old_peer) < 0;
+  })) << text
+      << daemon.Stderr();
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
 }

@@ -1,5 +1,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "auth/hmac.h"
 #include "auth/key_file.h"
@@ -113,6 +117,65 @@ TEST(HmacTest, VerifyRejectsAnyChangedByteAndAnotherKey) {
   mac[0] ^= 0x80;
   EXPECT_FALSE(hmac.Verify(msg, mac));
   EXPECT_FALSE(hmac.Verify(msg, std::span(mac).first(16)));
+}
+
+// The reused context must give, call after call, what a fresh one-shot
+// HMAC() gives: messages of every length around SHA-256's 64-byte block,
+// with a key longer than a block (hashed first) and a short one.
+TEST(HmacTest, ReusedContextMatchesOneShotCallAfterCall) {
+  for (std::size_t key_bytes : {4u, 32u, 131u}) {
+    Key key(key_bytes);
+    for (std::size_t i = 0; i < key.size(); ++i) key[i] = i * 31 + 1;
+    Hmac hmac(key);
+    for (std::size_t n = 0; n <= 200; ++n) {
+      std::vector<std::uint8_t> msg(n);
+      for (std::size_t i = 0; i < n; ++i) msg[i] = (i * 7 + n) & 0xff;
+      Mac expected{};
+      unsigned int length = 0;
+      ASSERT_NE(HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+                     msg.data(), msg.size(), expected.data(), &length),
+                nullptr);
+      ASSERT_EQ(hmac.Sign(msg), expected) << key_bytes << " " << n;
+      ASSERT_TRUE(hmac.Verify(msg, expected));
+    }
+  }
+}
+
+TEST(HmacTest, CopiesAndMovesSignAlike) {
+  std::vector<std::uint8_t> msg(64, 3);
+  Hmac a(Key(32, 9));
+  Mac mac = a.Sign(msg);
+  Hmac copy(a);
+  EXPECT_EQ(copy.Sign(msg), mac);
+  Hmac assigned(Key(32, 1));
+  assigned = a;
+  EXPECT_EQ(assigned.Sign(msg), mac);
+  Hmac moved(std::move(copy));
+  EXPECT_EQ(moved.Sign(msg), mac);
+  EXPECT_EQ(a.Sign(msg), mac);
+}
+
+// Sign/Verify are const and may run concurrently on one instance (the
+// header's rule): threads signing different messages each get their own
+// message's MAC.
+TEST(HmacTest, ConcurrentSignsOnOneInstanceStayCorrect) {
+  Hmac shared(Key(32, 5));
+  std::vector<Mac> expected;
+  for (int t = 0; t < 4; ++t) {
+    expected.push_back(Hmac(Key(32, 5)).Sign(std::vector<std::uint8_t>(64, t)));
+  }
+  std::vector<int> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<std::uint8_t> msg(64, t);
+      for (int i = 0; i < 2000; ++i) {
+        if (shared.Sign(msg) != expected[t]) ++wrong[t];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong, std::vector<int>(4, 0));
 }
 
 }  // namespace

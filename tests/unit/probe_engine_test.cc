@@ -89,6 +89,37 @@ TEST(ProbeEngineTest, PeersProbeEachOtherAndMeasureRtt) {
   b.engine->Stop();
 }
 
+// A prober that no peer probes receives lazily (its answers wait in the
+// kernel, stamped on arrival, until its next tick) and loses none; once a
+// peer probes it, it answers on arrival; a second after the peer stops, it
+// is lazy again.
+TEST(ProbeEngineTest, ProberNobodyProbesReceivesLazilyUntilProbed) {
+  boost::asio::io_context io;
+  Node a(io, 1, Fast()), b(io, 1, Fast());
+  a.engine->SetPeers({b.AsPeer("b")});
+  RunUntil(io, [&] { return a.engine->Totals()["received"] >= 200; });
+  auto ta = a.engine->Totals();
+  EXPECT_GE(ta["received"], 200u);
+  EXPECT_EQ(ta["lost"], 0u);
+  EXPECT_TRUE(a.transport->lazy());
+  EXPECT_FALSE(b.transport->lazy());  // no peers: nothing ticks its timer
+
+  b.engine->SetPeers({a.AsPeer("a")});
+  RunUntil(io, [&] { return b.engine->Totals()["received"] >= 200; });
+  EXPECT_GE(b.engine->Totals()["received"], 200u);
+  EXPECT_FALSE(a.transport->lazy());
+  EXPECT_FALSE(b.transport->lazy());
+
+  b.engine->SetPeers({});
+  RunUntil(io, [&] { return a.transport->lazy(); });
+  EXPECT_TRUE(a.transport->lazy());
+  std::uint64_t before = a.engine->Totals()["received"];
+  RunUntil(io, [&] { return a.engine->Totals()["received"] >= before + 100; });
+  EXPECT_EQ(a.engine->Totals()["lost"], 0u);
+  a.engine->Stop();
+  b.engine->Stop();
+}
+
 TEST(ProbeEngineTest, WrongKeyGetsNoAnswersAndCountsBadMac) {
   boost::asio::io_context io;
   Node a(io, 1, Fast()), b(io, 2, Fast());
