@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -485,18 +486,25 @@ def main():
         first_instance = "h00000:10915"
         now = end
         rows = []
+        failed = []
         for dash, title, expr, instant, seconds, bounded in dashboard_queries(args.step):
             q = substitute(expr, first_instance, bounded, args.step)
             walls = []
-            for _ in range(2):  # cold, then warm
-                t0 = time.monotonic()
-                if instant:
-                    r = get(port, "/api/v1/query", {"query": q, "time": now})
-                else:
-                    r = get(port, "/api/v1/query_range", {
-                        "query": q, "start": now - seconds, "end": now,
-                        "step": args.step})
-                walls.append(time.monotonic() - t0)
+            try:
+                for _ in range(2):  # cold, then warm
+                    t0 = time.monotonic()
+                    if instant:
+                        r = get(port, "/api/v1/query", {"query": q, "time": now})
+                    else:
+                        r = get(port, "/api/v1/query_range", {
+                            "query": q, "start": now - seconds, "end": now,
+                            "step": args.step})
+                    walls.append(time.monotonic() - t0)
+            except urllib.error.HTTPError as e:
+                # A query Prometheus refuses is a finding, not the end of the
+                # run: reported with Prometheus' reason.
+                failed.append((dash, title, q, e.read().decode(errors="replace")))
+                continue
             res = r["data"]["result"]
             rows.append((walls[1], dash, title, instant, len(res), seconds,
                          walls[0]))
@@ -545,6 +553,11 @@ def main():
                 "instant" if instant else "range %dh @%ds" % (seconds // 3600, args.step),
                 nres, "yes" if wall < 2 else "**no**"))
         report.append("")
+        for dash, title, q, why in failed:
+            report.append("**Refused by Prometheus**: %s / %s: `%s`: %s"
+                          % (dash, title, q, why.strip()))
+        if failed:
+            report.append("")
         report.append("Worst rule group %.3f s; worst panel query %.3f s (%d queries)."
                       " Load average during the run: %s."
                       % (worst_group, max(r[0] for r in rows), len(rows),
