@@ -34,11 +34,13 @@ build_and_test() {
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="$flags -O1" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags" \
     -DFABRICMON_BUILD_BENCH=OFF >/dev/null
+  # `|| return`: errexit does not apply inside a function called with ||,
+  # and a failed build must not pass as the few tests that did build.
   if [[ -n "${BUILD_TARGETS:-}" ]]; then
     # shellcheck disable=SC2086  # a list of target names
-    cmake --build "$dir" -j "$(nproc)" --target $BUILD_TARGETS
+    cmake --build "$dir" -j "$(nproc)" --target $BUILD_TARGETS || return 1
   else
-    cmake --build "$dir" -j "$(nproc)"
+    cmake --build "$dir" -j "$(nproc)" || return 1
   fi
   (cd "$dir" && env "${env[@]}" ctest --output-on-failure -j "$(nproc)" \
     --timeout 900 "$@")
