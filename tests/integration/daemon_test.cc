@@ -248,8 +248,13 @@ TEST_F(DaemonTest, ReloadRestartsOnlyChangedCollectors) {
   std::string log = daemon.Stderr();
   EXPECT_THAT(log, HasSubstr("ib_port: settings changed, restarting"));
   EXPECT_THAT(log, Not(HasSubstr("hw_counters: settings changed")));
-  EXPECT_THAT(Scrape(daemon.Port()),
-              HasSubstr("fabric_collector_success{collector=\"ib_port\"}"));
+  // The restarted collector publishes after its first collection, which a
+  // slow machine (or a TSan build) may not have finished yet.
+  EXPECT_TRUE(WaitFor([&] {
+    return Scrape(daemon.Port()).find(
+               "fabric_collector_success{collector=\"ib_port\"}") !=
+           std::string::npos;
+  }));
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0);
 }

@@ -123,11 +123,13 @@ bool UdpRelay::Start(std::string* error) {
       }
     }
     {
+      // Notified under the lock: `cv` lives on Start()'s stack, which
+      // returns as soon as it can take the lock after seeing `ready`.
       std::lock_guard lock(mu);
       start_error_ = why;
       ready = true;
+      cv.notify_all();
     }
-    cv.notify_all();
     if (why.empty()) Run();
   });
   std::unique_lock lock(mu);
