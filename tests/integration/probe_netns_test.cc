@@ -341,7 +341,8 @@ constexpr char kToB[] = "peer=\"169.254.91.2:20000\",transport=\"udp\"";
 // are tens to hundreds of µs and vary from window to window. The relay
 // measures that per probe (kernel receive stamp to send, both ways) over
 // the same probes the two scrapes' snapshots bracket. The plain RTT also
-// holds the responder's wake-up, so it is only checked to move.
+// holds the responder's wake-up (hundreds of µs that differ between
+// windows on a loaded machine), which is what the network RTT subtracts.
 TEST_F(ProbeNetnsTest, MedianRttMovesWithTheRelayDelay) {
   env_->ab->set_drop_every(0);
   struct Reading {
@@ -375,7 +376,6 @@ TEST_F(ProbeNetnsTest, MedianRttMovesWithTheRelayDelay) {
     // The relay held every datagram at least as long as it was set to.
     EXPECT_GE(now.relay, want);
     EXPECT_LE(now.network, now.rtt);
-    EXPECT_GT(now.rtt - zero->rtt, want / 2) << "delay " << delay_us;
     EXPECT_NEAR(shift, applied, std::max(50e-6, 0.1 * want))
         << "delay " << delay_us;
   }
