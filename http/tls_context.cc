@@ -36,26 +36,23 @@ std::string KeyError(const TlsConfig& tls, const std::string& key,
 // are, IP addresses in inet_ntop form.
 std::string SanText(const GENERAL_NAME* name) {
   int type = 0;
-  const auto* value =
-      static_cast<const ASN1_STRING*>(GENERAL_NAME_get0_value(name, &type));
-  if (value == nullptr) return "";
-  const auto* data = ASN1_STRING_get0_data(value);
-  const int size = ASN1_STRING_length(value);
-  switch (type) {
-    case GEN_DNS:
-    case GEN_EMAIL:
-    case GEN_URI:
-      return std::string(reinterpret_cast<const char*>(data), size);
-    case GEN_IPADD: {
-      char text[INET6_ADDRSTRLEN] = {};
-      const int family = size == 4 ? AF_INET : size == 16 ? AF_INET6 : 0;
-      if (family == 0 || !inet_ntop(family, data, text, sizeof(text)))
-        return "";
-      return text;
-    }
-    default:
-      return "";
+  void* value = GENERAL_NAME_get0_value(name, &type);
+  // Only these types hold an ASN1_STRING (a dirName, otherName, ... does
+  // not): check the type before reading it as one.
+  if (value == nullptr || (type != GEN_DNS && type != GEN_EMAIL &&
+                           type != GEN_URI && type != GEN_IPADD)) {
+    return "";
   }
+  const auto* text = static_cast<const ASN1_STRING*>(value);
+  const auto* data = ASN1_STRING_get0_data(text);
+  const int size = ASN1_STRING_length(text);
+  if (type != GEN_IPADD) {
+    return std::string(reinterpret_cast<const char*>(data), size);
+  }
+  char ip[INET6_ADDRSTRLEN] = {};
+  const int family = size == 4 ? AF_INET : size == 16 ? AF_INET6 : 0;
+  if (family == 0 || !inet_ntop(family, data, ip, sizeof(ip))) return "";
+  return ip;
 }
 
 // An allowed IP written any valid way ("::0001") matches its inet_ntop form.

@@ -218,8 +218,11 @@ bool MakeTestCa(const std::string& dir, std::string* error) {
           "/server.crt",
       "openssl req -new" + ec + " -keyout " + d + "/client.key -out " + d +
           "/client.csr -subj /CN=prometheus -addext "
-          "subjectAltName=DNS:prometheus.example,IP:10.0.0.7,"
-          "URI:spiffe://fabricmon-test/prometheus",
+          // SANs of types that hold no string come first: the check must
+          // skip them, not read them as strings.
+          "'subjectAltName=RID:1.2.3.4,otherName:1.2.3.5;UTF8:x,"
+          "DNS:prometheus.example,IP:10.0.0.7,"
+          "URI:spiffe://fabricmon-test/prometheus'",
       "openssl x509 -req -in " + d + "/client.csr -CA " + d +
           "/ca.crt -CAkey " + d +
           "/ca.key -CAcreateserial -days 2 -copy_extensions copy -out " + d +
