@@ -1,18 +1,24 @@
 // Helpers for the golden, parity and metrics-doc tests: run a command and
-// capture its stdout, run `fabricmon --once` on a fixture tree, and parse
-// exposition text into (series -> value).
+// capture its stdout, run `fabricmon --once` on a fixture tree, parse
+// exposition text into (series -> value), and scrape a running daemon until
+// its samples say what a test waits for.
 // Thread-safety: none needed (test-only, single thread).
 #pragma once
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tests/support/http.h"
 #include "tests/support/paths.h"
 
 namespace fabric::testing {
@@ -67,6 +73,24 @@ inline std::map<std::string, double> ParseSamples(const std::string& text) {
     out[line.substr(0, space)] = std::stod(line.substr(space + 1));
   }
   return out;
+}
+
+// Scrapes 127.0.0.1:`port`/metrics every 200 ms until `done` holds for its
+// samples; nullopt after `bound` (a bound against a broken daemon hanging
+// the test, not a timing assertion).
+inline std::optional<std::map<std::string, double>> ScrapeUntil(
+    int port,
+    const std::function<bool(const std::map<std::string, double>&)>& done,
+    std::chrono::seconds bound) {
+  const auto end = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < end) {
+    if (auto body = HttpGetOk(port, "/metrics")) {
+      auto samples = ParseSamples(*body);
+      if (done(samples)) return samples;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return std::nullopt;
 }
 
 // Metric family names with at least one sample in `text`.

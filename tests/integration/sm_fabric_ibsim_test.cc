@@ -79,22 +79,13 @@ class SmFabricIbsim : public ::testing::Test {
     return port;
   }
 
-  // Scrapes until `pred` holds (a bound against hanging, not a timing
-  // assertion: the machine may be slow, the sweep runs every second).
+  // Scrapes until `pred` holds (tests/integration/fabricmon_run.h).
   Samples ScrapeUntil(int port, const std::function<bool(const Samples&)>& pred,
                       std::chrono::seconds bound = std::chrono::seconds(90)) {
-    const auto end = std::chrono::steady_clock::now() + bound;
-    Samples s;
-    while (std::chrono::steady_clock::now() < end) {
-      if (auto body = HttpGetOk(port, "/metrics")) {
-        s = ParseSamples(*body);
-        if (pred(s)) return s;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    if (auto s = testing::ScrapeUntil(port, pred, bound)) return *s;
     ADD_FAILURE() << "condition not reached; log:\n"
                   << fabric_.Run({"cat", fabric_.dir() + "/fabricmon.log"}).out;
-    return s;
+    return {};
   }
 
   IbsimFabric fabric_;

@@ -40,21 +40,12 @@ class SmLateActiveIbsim : public ::testing::Test {
   SmLateActiveIbsim() : fabric_(FatTreeNetfile(2, 4)) {}
   void SetUp() override { FABRIC_START_IBSIM(fabric_); }
 
-  // Scrapes until `pred` holds; the bound only keeps a broken daemon from
-  // hanging the test (no timing is asserted).
+  // Scrapes until `pred` holds (tests/integration/fabricmon_run.h).
   Samples ScrapeUntil(int port, const std::function<bool(const Samples&)>& pred,
                       std::chrono::seconds bound = std::chrono::seconds(120)) {
-    const auto end = std::chrono::steady_clock::now() + bound;
-    Samples s;
-    while (std::chrono::steady_clock::now() < end) {
-      if (auto body = HttpGetOk(port, "/metrics")) {
-        s = ParseSamples(*body);
-        if (pred(s)) return s;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
+    if (auto s = testing::ScrapeUntil(port, pred, bound)) return *s;
     ADD_FAILURE() << "condition not reached; log:\n" << Log();
-    return s;
+    return {};
   }
 
   std::string Log() {
