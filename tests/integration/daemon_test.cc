@@ -251,8 +251,8 @@ TEST_F(DaemonTest, ReloadRestartsOnlyChangedCollectors) {
   // The restarted collector publishes after its first collection, which a
   // slow machine (or a TSan build) may not have finished yet.
   EXPECT_TRUE(WaitFor([&] {
-    return Scrape(daemon.Port()).find(
-               "fabric_collector_success{collector=\"ib_port\"}") !=
+    return Scrape(daemon.Port())
+               .find("fabric_collector_success{collector=\"ib_port\"}") !=
            std::string::npos;
   }));
   daemon.Signal(SIGTERM);

@@ -303,8 +303,7 @@ class ProbeNetnsTest : public ::testing::Test {
   static std::pair<Scrape, Scrape> Window(double seconds) {
     const double changed = UnixSeconds();
     Scrape before = ScrapePublishedAfter(changed + 0.1);
-    Scrape after =
-        ScrapePublishedAfter(before.Get(kPublished) + seconds);
+    Scrape after = ScrapePublishedAfter(before.Get(kPublished) + seconds);
     return {before, after};
   }
 

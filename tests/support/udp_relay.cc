@@ -63,8 +63,8 @@ ssize_t Receive(int fd, char* buf, std::size_t size, sockaddr_in* from,
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
       timespec ts;
       std::memcpy(&ts, CMSG_DATA(c), sizeof(ts));
-      *kernel_ns = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 +
-                   ts.tv_nsec;
+      *kernel_ns =
+          static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
     }
   }
   return n;
