@@ -2,8 +2,11 @@
 """Rules and dashboards against a real Prometheus holding a large fabric.
 
 Generates synthetic fabricmon data for PORTS ports (hosts of 8 InfiniBand
-ports + 1 RoCE port, every family the shipped rules and dashboards read) at
-STEP resolution over HOURS, as OpenMetrics text; backfills it with
+ports + 1 RoCE port, every family the shipped rules and dashboards read),
+about SWITCH_PORTS switch ports (a leaf/spine tree swept by two nodes), the
+subnet-manager series of every host and the OpenSM node, and the probe
+histograms of PROBE_PEERS UDP peers per host, at STEP resolution over HOURS,
+as OpenMetrics text; backfills it with
 `promtool tsdb create-blocks-from openmetrics`; starts a real Prometheus
 (Debian package) on that storage with the shipped recording and alerting
 rules, evaluated every STEP; then reports
@@ -11,9 +14,10 @@ rules, evaluated every STEP; then reports
   - each rule group's evaluation time (prometheus_rule_group_last_duration_
     seconds, after every group, the 5 m memory group included, has run);
   - each dashboard query's time over its dashboard's default time range
-    (range queries at STEP, instant queries for tables), with the variables
-    at their defaults (All, or the first instance where the dashboard has
-    no All), $__rate_interval = 4 x STEP;
+    (range queries at Grafana's step for that range, at least STEP; instant
+    queries for tables), with the variables at their defaults (All, or the
+    first value of the variable's query where it has no All),
+    $__rate_interval as Grafana computes it with STEP as scrape interval;
 against the budgets (rule group < 1 s, panel query < 2 s), as Markdown.
 
 The data ends BUFFER in the future, so "now" (when the rules run) is inside
@@ -21,6 +25,7 @@ it. Mostly healthy, with the faults the rules look for on a few ports: hot
 ports, a down port, a degraded link, link errors, one PFC storm.
 
 Usage: bench/rules_scale.py [--ports 10000] [--hours 6] [--step 30]
+                            [--switch-ports N] [--probe-peers 1]
                             [--workdir DIR] [--keep] [--out FILE.md]
 Everything (data, blocks, Prometheus) lives in WORKDIR (default a new temp
 directory, removed at the end unless --keep); Prometheus listens on a free
@@ -54,6 +59,14 @@ ERRORS = ["symbol_error", "port_rcv_errors", "local_link_integrity_errors",
           "link_error_recovery", "link_downed", "port_xmit_discards"]
 COLLECTORS = ["ib_port", "hw_counters", "congestion", "roce", "nic_identity"]
 NDR = 50e9  # 400 Gb/s in bytes/s
+# The probe collector's RTT histogram buckets (probe/histogram.h).
+RTT_BUCKETS = [1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6, 8e-6, 10e-6, 12e-6, 15e-6,
+               20e-6, 25e-6, 30e-6, 40e-6, 50e-6, 60e-6, 80e-6, 100e-6, 125e-6,
+               150e-6, 200e-6, 250e-6, 300e-6, 350e-6, 400e-6, 450e-6, 500e-6,
+               600e-6, 700e-6, 800e-6, 900e-6, 1e-3, 1.1e-3, 1.25e-3, 1.5e-3,
+               2e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+               1.0]
+SWEEPERS = 2  # nodes running the `fabric` collector, switches sharded between them
 
 
 def fmt(v):
@@ -92,7 +105,7 @@ class Writer:
         self.f.close()
 
 
-def generate(path, ports, timestamps, step):
+def generate(path, ports, timestamps, step, switch_ports, probe_peers):
     hosts = (ports + 8) // 9
     w = Writer(path, timestamps)
     n = len(timestamps)
@@ -106,6 +119,11 @@ def generate(path, ports, timestamps, step):
             for d in IB_DEVICES:
                 yield h, d, "InfiniBand"
             yield h, ROCE[0], "Ethernet"
+
+    def node_guid(h, d):
+        # One HCA = one node GUID, as on a real host (the switch-port
+        # speed rule matches switch cables to host ports by it).
+        return h * 16 + 1 + (IB_DEVICES + [ROCE[0]]).index(d)
 
     def pl(h, d):
         return base(h) + ',device="%s",port="1"' % d
@@ -135,7 +153,7 @@ def generate(path, ports, timestamps, step):
             w.gauge("fabric_port_info", pl(h, d) +
                     ',link_layer="%s",node_guid="0x%016x",port_guid="0x%016x",'
                     'hca_type="%s",fw_ver="28.41.1000",netdev="%s"'
-                    % (ll, h * 16 + 1, h * 16 + 2,
+                    % (ll, node_guid(h, d), node_guid(h, d) * 256 + 1,
                        "MT4129" if ll == "InfiniBand" else "MT41692",
                        ROCE[1] if ll == "Ethernet" else ""), 1)
 
@@ -146,7 +164,7 @@ def generate(path, ports, timestamps, step):
                     ',device="%s",hca_type="MT4129",fw_ver="28.41.1000",'
                     'board_id="MT_0000000838",node_guid="0x%016x",'
                     'sys_image_guid="0x%016x",node_desc="h%05d %s"'
-                    % (d, h * 16 + 1, h * 16 + 1, h, d), 1)
+                    % (d, node_guid(h, d), h * 16, h, d), 1)
 
     @family
     def state():
@@ -333,10 +351,232 @@ def generate(path, ports, timestamps, step):
                         w.gauge(metric, l,
                                 lambda i: timestamps[i] - 1)
 
+    # Switch ports, swept by the `fabric` collector on SWEEPERS nodes
+    # (switches sharded between them): a two-level fat tree of 64-port
+    # switches, leaves with 32 host-facing ports and 32 uplinks, half as
+    # many spines, sized so the switch-port count is about SWITCH_PORTS
+    # (default: the host-port count; a full non-blocking tree for all host
+    # ports would have ~2.7 x as many, see docs/alerting-scale.md). The first
+    # leaves' host-facing ports are cabled to the first host IB ports
+    # (fabric_switch_port_link_info remote_guid = the host's node_guid),
+    # the rest of the hosts hang off switches that are not in the data.
+    leaves = max(2, round(switch_ports / 96))
+    spines = (leaves + 1) // 2
+    sweepers = min(SWEEPERS, hosts)
+    ib_ports = [(h, d) for h in range(hosts) for d in IB_DEVICES]
+    switches = []  # (guid, name, instance)
+    for i in range(leaves + spines):
+        leaf = i < leaves
+        switches.append((0xe41d2d0300000000 + i,
+                         "leaf%03d" % i if leaf else "spine%03d" % (i - leaves),
+                         hostnames[i % sweepers]))
+    cable = {}  # (switch index, port) -> (remote guid, remote name, remote port)
+    for l in range(leaves):
+        for k in range(32):
+            idx = l * 32 + k
+            if idx < len(ib_ports):
+                h, d = ib_ports[idx]
+                cable[(l, k + 1)] = (node_guid(h, d), "h%05d %s" % (h, d), 1)
+            u = l * 32 + k
+            s_idx, s_port = leaves + u // 64, u % 64 + 1
+            if s_idx < len(switches):
+                cable[(l, 33 + k)] = (switches[s_idx][0], switches[s_idx][1], s_port)
+                cable[(s_idx, s_port)] = (switches[l][0], switches[l][1], 33 + k)
+    sw_ports = [(i, p) for i in range(len(switches)) for p in range(1, 65)]
+    sw_hot = (leaves, 1)            # a congested spine port
+    sw_erroring = (0, 2)            # a leaf port with symbol errors
+    sw_flapping = (0, 3)            # a leaf port whose link went down once
+    sw_discarding = (leaves, 2)     # a spine port dropping packets
+    sw_down = (0, 4)                # a cabled leaf port going down
+
+    def sl(i, p):
+        g, name, inst = switches[i]
+        return ('job="fabricmon",instance="%s",switch_guid="0x%016x",'
+                'switch="%s",port="%d"' % (inst, g, name, p))
+
+    @family
+    def switch_info():
+        for i, (g, name, inst) in enumerate(switches):
+            w.gauge("fabric_switch_info", 'job="fabricmon",instance="%s",'
+                    'switch_guid="0x%016x",switch="%s",lid="%d"'
+                    % (inst, g, name, 50000 + i), 1)
+
+    @family
+    def switch_state():
+        for i, p in sw_ports:
+            if (i, p) == sw_down:
+                v = lambda t: 4 if t < half else 1
+            else:
+                v = 4 if (i, p) in cable else 1
+            w.gauge("fabric_switch_port_state", sl(i, p), v)
+        for i, p in sw_ports:
+            w.gauge("fabric_switch_port_physical_state", sl(i, p),
+                    5 if (i, p) in cable else 2)
+
+    @family
+    def switch_links():
+        for i, p in sw_ports:
+            if (i, p) in cable:
+                g, name, rp = cable[(i, p)]
+                w.gauge("fabric_switch_port_link_info", sl(i, p) +
+                        ',remote_guid="0x%016x",remote_name="%s",remote_port="%d"'
+                        % (g, name, rp), 1)
+
+    for name, per_s in (("fabric_switch_port_transmit_bytes_total", 0.3 * NDR),
+                        ("fabric_switch_port_receive_bytes_total", 0.3 * NDR),
+                        ("fabric_switch_port_transmit_packets_total", 0.3 * NDR / 4096),
+                        ("fabric_switch_port_receive_packets_total", 0.3 * NDR / 4096)):
+        def sw_traffic(name=name, per_s=per_s):
+            for i, p in sw_ports:
+                r = per_s * (1 + (i % 7) / 10) if (i, p) in cable else 0
+                w.counter(name, sl(i, p), r, step)
+        families.append(sw_traffic)
+
+    @family
+    def switch_wait():
+        for i, p in sw_ports:
+            ratio = 0.4 if (i, p) == sw_hot else 0.002 if (i, p) in cable else 0
+            w.counter("fabric_switch_port_transmit_wait_total", sl(i, p),
+                      ratio / 256e-9, step)
+
+    @family
+    def switch_errors():
+        for i, p in sw_ports:
+            for e in ERRORS:
+                l = sl(i, p) + ',error="%s"' % e
+                if (i, p) == sw_flapping and e in ("link_downed", "link_error_recovery"):
+                    w.gauge("fabric_switch_port_errors_total", l,
+                            lambda t: 0 if t < n - 10 else 1)
+                    continue
+                r = 5.0 if ((i, p) == sw_erroring and e == "symbol_error") or \
+                    ((i, p) == sw_discarding and e == "port_xmit_discards") else 0
+                w.counter("fabric_switch_port_errors_total", l, r, step)
+
+    @family
+    def switch_saturated():
+        # Present only while stuck: one port.
+        w.gauge("fabric_switch_port_counters_saturated",
+                sl(leaves, 3) + ',counter="port_xmit_wait"', 1)
+
+    @family
+    def sweep():
+        for h in range(sweepers):
+            for result, r in (("ok", 2000), ("timeout", 0), ("error", 0)):
+                w.counter("fabric_sweep_mads_total",
+                          base(h) + ',result="%s"' % result, r, step)
+        for h in range(sweepers):
+            w.gauge("fabric_sweep_unreachable_nodes", base(h), 0)
+        for h in range(sweepers):
+            w.gauge("fabric_sm_masters", base(h), 1)
+
+    # Subnet manager, as the `sm` collector on every host reports it: the
+    # master SM (and, on the sweeping nodes, the standby too).
+    sms = [(0xe41d2d0300ff0001, 1, "h00000 opensm", 3, 15),
+           (0xe41d2d0300ff0002, 2, "h00001 opensm", 2, 14)]
+
+    def host_sms(h):
+        return sms if h < sweepers else sms[:1]
+
+    @family
+    def sm():
+        for h in range(hosts):
+            g, lid, node, _, _ = sms[0]
+            w.gauge("fabric_sm_info", base(h) +
+                    ',sm_guid="0x%016x",sm_lid="%d",node="%s"' % (g, lid, node), 1)
+        for name in ("fabric_sm_state", "fabric_sm_priority",
+                     "fabric_sm_activity_total", "fabric_sm_activity_stalled"):
+            for h in range(hosts):
+                for g, lid, node, st, prio in host_sms(h):
+                    l = base(h) + ',sm_guid="0x%016x"' % g
+                    if name == "fabric_sm_state":
+                        w.gauge(name, l, st)
+                    elif name == "fabric_sm_priority":
+                        w.gauge(name, l, prio)
+                    elif name == "fabric_sm_activity_total":
+                        w.counter(name, l, 1 if st == 3 else 0, step)
+                    else:
+                        w.gauge(name, l, 0)
+        for h in range(hosts):
+            w.gauge("fabric_sm_master_changes_total", base(h), 0)
+
+    @family
+    def opensm():
+        sm_host = base(0)
+        for e in ("port_errors", "port_data_counters", "port_select", "trap",
+                  "subnet_up", "heavy_sweep_start", "heavy_sweep_done",
+                  "ucast_routing_done", "state_change", "sa_db_dumped",
+                  "lft_change"):
+            w.counter("fabric_opensm_events_total", sm_host + ',event="%s"' % e,
+                      len(sw_ports) / 10 if e.startswith("port_") else 0.01, step)
+        w.gauge("fabric_opensm_events_dropped_total", sm_host, 0)
+        w.gauge("fabric_opensm_heavy_sweep_duration_seconds", sm_host, 3.0)
+        for trap in ("128", "144", "vendor"):
+            w.counter("fabric_opensm_traps_total", sm_host + ',trap="%s"' % trap,
+                      0.01, step)
+
+    # Probes: every host probes PROBE_PEERS peers over UDP at 1 probe/s
+    # (a ring: host h probes h+1..h+PROBE_PEERS), each pair with the RTT
+    # and network-RTT histograms (the daemon's 45 buckets + Inf, _sum,
+    # _count), sent and lost. One pair loses 5 %, one runs 5 x slower for
+    # the second half.
+    pairs = [(h, (h + k) % hosts) for h in range(hosts)
+             for k in range(1, probe_peers + 1) if hosts > 1]
+    lossy = (5 % hosts, (6 % hosts)) if hosts > 1 else None
+    slow = (6 % hosts, (7 % hosts)) if hosts > 1 else None
+
+    def prl(h, peer):
+        return base(h) + ',peer="h%05d:10916",transport="udp"' % peer
+
+    def sent(t):
+        return step * t
+
+    def answered(pair, t):
+        return sent(t) * (0.95 if pair == lossy else 1.0)
+
+    def rtt_scale(pair, t, network):
+        s = 15e-6 if network else 25e-6
+        return s * 5 if pair == slow and t >= half else s
+
+    def cdf(le, scale):
+        return 1.0 / (1.0 + (scale / le) ** 6)
+
+    for network in (False, True):
+        hist = "fabric_probe_%srtt_seconds" % ("network_" if network else "")
+
+        def buckets(hist=hist, network=network):
+            for pair in pairs:
+                for le in RTT_BUCKETS:
+                    w.gauge(hist + "_bucket", prl(*pair) + ',le="%s"' % repr(le),
+                            lambda t, pair=pair, le=le: int(
+                                answered(pair, t) * cdf(le, rtt_scale(pair, t, network))))
+                w.gauge(hist + "_bucket", prl(*pair) + ',le="+Inf"',
+                        lambda t, pair=pair: int(answered(pair, t)))
+            for pair in pairs:
+                w.gauge(hist + "_sum", prl(*pair),
+                        lambda t, pair=pair: answered(pair, t) * 1.1 * rtt_scale(pair, t, network))
+            for pair in pairs:
+                w.gauge(hist + "_count", prl(*pair),
+                        lambda t, pair=pair: int(answered(pair, t)))
+        families.append(buckets)
+
+    @family
+    def probe_counters():
+        for pair in pairs:
+            w.gauge("fabric_probe_sent_total", prl(*pair), lambda t: int(sent(t)))
+        for pair in pairs:
+            w.gauge("fabric_probe_lost_total", prl(*pair),
+                    lambda t, pair=pair: int(sent(t) - answered(pair, t)))
+        for h in range(hosts):
+            for reason in ("bad_mac", "malformed", "rate_limited", "replay"):
+                w.gauge("fabric_probe_rejected_total",
+                        base(h) + ',reason="%s"' % reason, 0)
+
     for fn in families:
         fn()
     w.close()
-    return hosts, w.series, w.samples
+    sizes = {"switches": len(switches), "switch ports": len(sw_ports),
+             "cabled switch ports": len(cable), "probe pairs": len(pairs)}
+    return hosts, w.series, w.samples, sizes
 
 
 def free_port():
@@ -355,8 +595,8 @@ def get(port, path, params=None):
         return json.loads(r.read())
 
 
-def dashboard_queries(step):
-    """(dashboard, panel title, expr, instant, range seconds)."""
+def dashboard_queries():
+    """(dashboard, panel title, expr, instant, range seconds, variables)."""
     out = []
     for name in sorted(os.listdir(DASHBOARDS)):
         if not name.endswith(".json"):
@@ -365,21 +605,71 @@ def dashboard_queries(step):
         frm = d.get("time", {}).get("from", "now-1h")
         m = re.match(r"now-(\d+)([mhd])$", frm)
         seconds = int(m.group(1)) * {"m": 60, "h": 3600, "d": 86400}[m.group(2)]
-        bounded = {v["name"]: not v.get("includeAll", False)
-                   for v in d["templating"]["list"] if v["type"] == "query"}
+        variables = [v for v in d["templating"]["list"] if v["type"] == "query"]
         for p in d["panels"]:
             for t in p.get("targets", []):
                 out.append((name, p["title"], t["expr"], t.get("instant", False),
-                            seconds, bounded))
+                            seconds, variables))
     return out
 
 
-def substitute(expr, first_instance, bounded, step):
-    expr = expr.replace("$__rate_interval", "%ds" % (4 * step))
-    if bounded.get("instance"):
-        expr = expr.replace('instance=~"$instance"',
-                            'instance=~"%s"' % re.escape(first_instance))
-    return re.sub(r"\$\{?[a-z_]+\}?", ".*", expr)
+# Grafana's interval rounding (rangeutil.roundInterval), in seconds: an
+# interval below the first column becomes the second.
+ROUND_INTERVAL = [(0.015, 0.01), (0.035, 0.02), (0.075, 0.05), (0.15, 0.1),
+                  (0.35, 0.2), (0.75, 0.5), (1.5, 1), (3.5, 2), (7.5, 5),
+                  (12.5, 10), (17.5, 15), (25, 20), (45, 30), (90, 60),
+                  (210, 120), (450, 300), (750, 600), (1200, 900),
+                  (2700, 1800), (5400, 3600), (9000, 7200), (16200, 10800),
+                  (32400, 21600), (86400, 43200)]
+
+
+def grafana_interval(seconds, scrape):
+    """Grafana's $__interval for a panel over SECONDS: the range over the
+    panel's data points (its width in pixels; 1000 assumed), rounded, at
+    least the scrape interval (the data source's min interval). Grafana
+    queries at this step: a 7-day panel at a 30 s step would ask for
+    20 160 points, more than Prometheus' 11 000 per series."""
+    raw = seconds / 1000
+    for below, value in ROUND_INTERVAL:
+        if raw < below:
+            return max(scrape, value)
+    return max(scrape, 86400)
+
+
+def resolve_variables(port, variables, start, end):
+    """Values as Grafana would pick them by default: ".*" for a variable
+    with All, else the first value its label_values() query returns (with
+    the variables before it already substituted)."""
+    values = {}
+    for v in variables:
+        if v.get("includeAll", False):
+            values[v["name"]] = ".*"
+            continue
+        q = v.get("query")
+        q = q.get("query", "") if isinstance(q, dict) else q or ""
+        m = re.match(r"label_values\((.*),\s*([a-zA-Z_]+)\)$", q.strip())
+        first = ""
+        if m:
+            r = get(port, "/api/v1/label/%s/values" % m.group(2), {
+                "match[]": fill(m.group(1), values), "start": start, "end": end})
+            first = (sorted(r["data"]) or [""])[0]
+        values[v["name"]] = re.escape(first)
+    return values
+
+
+def fill(expr, values):
+    for name, value in values.items():
+        expr = re.sub(r"\$\{?%s\}?(?![a-z_])" % name,
+                      lambda _m, value=value: value, expr)
+    return expr
+
+
+def substitute(expr, values, interval, scrape, seconds):
+    rate = max(interval + scrape, 4 * scrape)
+    expr = expr.replace("$__rate_interval", "%ds" % rate)
+    expr = expr.replace("$__interval", "%ds" % interval)
+    expr = expr.replace("$__range", "%ds" % seconds)
+    return re.sub(r"\$\{?[a-z_]+\}?", ".*", fill(expr, values))
 
 
 def main():
@@ -388,6 +678,10 @@ def main():
     ap.add_argument("--ports", type=int, default=10000)
     ap.add_argument("--hours", type=float, default=6)
     ap.add_argument("--step", type=int, default=30)
+    ap.add_argument("--switch-ports", type=int,
+                    help="switch ports to generate (default: --ports)")
+    ap.add_argument("--probe-peers", type=int, default=1,
+                    help="peers each host probes (default 1)")
     ap.add_argument("--buffer", type=int,
                     help="seconds of data after the start, to cover generation"
                          " and backfill (default: estimated from the size)")
@@ -402,18 +696,24 @@ def main():
     report = []
     try:
         n = int(args.hours * 3600 // args.step)
-        # ~45 series per port; generation + backfill ran at 0.05-0.12 M
-        # samples/s together here (2 shared cores, docs/alerting-scale.md);
-        # err on the late side: an early end loses the measurement, a late
-        # one only waits.
-        estimate = (args.ports * 45 * n) / 0.05e6 + 180
+        # ~45 series per host port, ~15 per switch port, ~100 per probe
+        # pair (1 per host at the default); generation + backfill ran at
+        # 0.05-0.12 M samples/s together here (2 shared cores,
+        # docs/alerting-scale.md); err on the late side: an early end loses
+        # the measurement, a late one only waits.
+        sw = args.ports if args.switch_ports is None else args.switch_ports
+        per_step = args.ports * 45 + sw * 15 + args.ports / 9 * args.probe_peers * 100
+        estimate = per_step * n / 0.05e6 + 180
         end = int(time.time()) + (args.buffer or int(estimate))
         end -= end % args.step
         n = int(args.hours * 3600 // args.step)
         timestamps = [end - (n - 1 - i) * args.step for i in range(n)]
         om = os.path.join(work, "data.om")
         t0 = time.monotonic()
-        hosts, series, samples = generate(om, args.ports, timestamps, args.step)
+        hosts, series, samples, sizes = generate(
+            om, args.ports, timestamps, args.step,
+            args.ports if args.switch_ports is None else args.switch_ports,
+            args.probe_peers)
         t_gen = time.monotonic() - t0
         size = os.path.getsize(om)
         blocks = os.path.join(work, "tsdb")
@@ -483,12 +783,15 @@ def main():
                     seen[last] = g["evaluationTime"]
             time.sleep(2)
 
-        first_instance = "h00000:10915"
         now = end
         rows = []
         failed = []
-        for dash, title, expr, instant, seconds, bounded in dashboard_queries(args.step):
-            q = substitute(expr, first_instance, bounded, args.step)
+        resolved = {}
+        for dash, title, expr, instant, seconds, variables in dashboard_queries():
+            if dash not in resolved:
+                resolved[dash] = resolve_variables(port, variables, now - seconds, now)
+            interval = grafana_interval(seconds, args.step)
+            q = substitute(expr, resolved[dash], interval, args.step, seconds)
             walls = []
             try:
                 for _ in range(2):  # cold, then warm
@@ -498,7 +801,7 @@ def main():
                     else:
                         r = get(port, "/api/v1/query_range", {
                             "query": q, "start": now - seconds, "end": now,
-                            "step": args.step})
+                            "step": interval})
                     walls.append(time.monotonic() - t0)
             except urllib.error.HTTPError as e:
                 # A query Prometheus refuses is a finding, not the end of the
@@ -507,14 +810,19 @@ def main():
                 continue
             res = r["data"]["result"]
             rows.append((walls[1], dash, title, instant, len(res), seconds,
-                         walls[0]))
+                         walls[0], interval))
 
-        report.append("Command: `bench/rules_scale.py --ports %d --hours %g --step %d`"
-                      % (args.ports, args.hours, args.step))
+        report.append("Command: `bench/rules_scale.py --ports %d --hours %g --step %d%s%s`"
+                      % (args.ports, args.hours, args.step,
+                         "" if args.switch_ports is None else " --switch-ports %d" % args.switch_ports,
+                         "" if args.probe_peers == 1 else " --probe-peers %d" % args.probe_peers))
         report.append("")
         report.append("| quantity | value |")
         report.append("|---|---|")
-        report.append("| hosts / ports | %d / %d |" % (hosts, hosts * 9))
+        report.append("| hosts / host ports | %d / %d |" % (hosts, hosts * 9))
+        report.append("| switches / switch ports (cabled) | %d / %d (%d) |" % (
+            sizes["switches"], sizes["switch ports"], sizes["cabled switch ports"]))
+        report.append("| probe pairs (UDP) | %d |" % sizes["probe pairs"])
         report.append("| series / samples | %d / %d (%.1f M) |"
                       % (series, samples, samples / 1e6))
         report.append("| OpenMetrics text | %.2f GB, generated in %.0f s |"
@@ -547,10 +855,10 @@ def main():
         report.append("")
         report.append("| warm | cold | dashboard | panel | kind | series | within budget |")
         report.append("|---|---|---|---|---|---|---|")
-        for wall, dash, title, instant, nres, seconds, cold in sorted(rows, reverse=True):
+        for wall, dash, title, instant, nres, seconds, cold, interval in sorted(rows, reverse=True):
             report.append("| %.3f s | %.3f s | %s | %s | %s | %d | %s |" % (
                 wall, cold, dash, title.replace("|", "/"),
-                "instant" if instant else "range %dh @%ds" % (seconds // 3600, args.step),
+                "instant" if instant else "range %dh @%ds" % (seconds // 3600, interval),
                 nres, "yes" if wall < 2 else "**no**"))
         report.append("")
         for dash, title, q, why in failed:
