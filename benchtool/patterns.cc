@@ -1,5 +1,6 @@
 #include "benchtool/patterns.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace fabric::bench {
@@ -226,11 +227,30 @@ Links LinksOf(Pattern p, int rank, int ranks, int tp) {
 
 TransportStatus Execute(BulkTransport& transport,
                         const std::vector<Step>& steps) {
+  std::span<std::byte> region = transport.Region();
+  std::vector<std::size_t> reduced;  // per reduce: bytes added so far
   for (const Step& s : steps) {
-    if (auto err = transport.Exchange(s.sends, s.recvs)) return err;
-    std::span<std::byte> region = transport.Region();
-    for (const Reduce& r : s.reduce) {
-      AddFloats(region.data() + r.dst, region.data() + r.src, r.length);
+    reduced.assign(s.reduce.size(), 0);
+    // Adds the part of each reduce whose source has arrived: whole floats
+    // while the receive is under way, the tail once it is complete.
+    auto arrived = [&](std::size_t i, std::size_t bytes) {
+      const Op& in = s.recvs[i];
+      for (std::size_t k = 0; k < s.reduce.size(); ++k) {
+        const Reduce& r = s.reduce[k];
+        if (r.src < in.offset || r.src >= in.offset + bytes) continue;
+        std::size_t have = std::min(r.length, in.offset + bytes - r.src);
+        if (have < r.length) have = have / 4 * 4;
+        if (have <= reduced[k]) continue;
+        AddFloats(region.data() + r.dst + reduced[k],
+                  region.data() + r.src + reduced[k], have - reduced[k]);
+        reduced[k] = have;
+      }
+    };
+    if (auto err = transport.Exchange(s.sends, s.recvs, arrived)) return err;
+    for (std::size_t k = 0; k < s.reduce.size(); ++k) {  // src in no receive
+      const Reduce& r = s.reduce[k];
+      AddFloats(region.data() + r.dst + reduced[k],
+                region.data() + r.src + reduced[k], r.length - reduced[k]);
     }
   }
   return std::nullopt;

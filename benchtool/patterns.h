@@ -46,9 +46,10 @@ double BusBwFactor(Pattern p, int ranks, int tp);
 
 std::size_t RegionBytes(std::size_t size);
 
-// One step: post all sends and receives at once; then add `reduce` ranges
+// One step: post all sends and receives at once, and add `reduce` ranges
 // (src in scratch, dst in the buffer, float32 sum; a trailing part shorter
-// than 4 bytes adds bytes).
+// than 4 bytes adds bytes) as their source bytes arrive, so a reduce's dst
+// must not be sent in the same step.
 struct Reduce {
   std::size_t dst = 0, src = 0, length = 0;
 };

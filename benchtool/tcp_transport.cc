@@ -144,23 +144,51 @@ class Tcp final : public BulkTransport {
     return std::nullopt;
   }
 
-  TransportStatus Exchange(std::span<const Op> sends,
-                           std::span<const Op> recvs) override {
+  void Abort() override {
+    aborted_ = true;
+    std::uint64_t one = 1;
+    if (wake_ >= 0) (void)!write(wake_, &one, sizeof one);
+  }
+
+  void Close() override {
+    // After an abort, reset the links instead of letting the kernel flush
+    // what is still queued: the other ranks stop receiving at once.
+    if (aborted_) {
+      linger hard{1, 0};
+      for (auto& [r, fd] : out_) {
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
+      }
+    }
+    for (auto& [r, fd] : out_) ::close(fd);
+    for (auto& [r, fd] : in_) ::close(fd);
+    out_.clear();
+    in_.clear();
+    if (listen_ >= 0) ::close(listen_);
+    listen_ = -1;
+    region_.clear();
+    region_.shrink_to_fit();
+  }
+
+ protected:
+  TransportStatus DoExchange(std::span<const Op> sends,
+                             std::span<const Op> recvs,
+                             const Arrived& arrived) override {
     struct Pending {
       const Op* op;
       std::uint8_t header[kDataHeader];
-      std::size_t done = 0;  // bytes of header + data moved
+      std::size_t done = 0;   // bytes of header + data moved
+      std::size_t index = 0;  // in recvs
     };
     std::map<int, std::deque<Pending>> out, in;
     for (const Op& o : sends) {
       if (auto e = CheckOp(o, out_)) return e;
-      Pending p{&o, {}, 0};
+      Pending p{&o, {}, 0, 0};
       PutHeader(p.header, o.length);
       out[o.peer].push_back(p);
     }
-    for (const Op& o : recvs) {
-      if (auto e = CheckOp(o, in_)) return e;
-      in[o.peer].push_back(Pending{&o, {}, 0});
+    for (std::size_t i = 0; i < recvs.size(); ++i) {
+      if (auto e = CheckOp(recvs[i], in_)) return e;
+      in[recvs[i].peer].push_back(Pending{&recvs[i], {}, 0, i});
     }
     auto last_progress = Clock::now();
     std::vector<pollfd> fds;
@@ -194,38 +222,17 @@ class Tcp final : public BulkTransport {
             is_send ? SendSome(r, q.front()) : RecvSome(r, q.front());
         if (e) return e;
         last_progress = Clock::now();
-        if (q.front().done == kDataHeader + q.front().op->length) {
+        const Pending& p = q.front();
+        if (!is_send && arrived && p.done > kDataHeader) {
+          arrived(p.index, p.done - kDataHeader);
+        }
+        if (p.done == kDataHeader + p.op->length) {
           q.pop_front();
           if (q.empty()) (is_send ? out : in).erase(r);
         }
       }
     }
     return std::nullopt;
-  }
-
-  void Abort() override {
-    aborted_ = true;
-    std::uint64_t one = 1;
-    if (wake_ >= 0) (void)!write(wake_, &one, sizeof one);
-  }
-
-  void Close() override {
-    // After an abort, reset the links instead of letting the kernel flush
-    // what is still queued: the other ranks stop receiving at once.
-    if (aborted_) {
-      linger hard{1, 0};
-      for (auto& [r, fd] : out_) {
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-      }
-    }
-    for (auto& [r, fd] : out_) ::close(fd);
-    for (auto& [r, fd] : in_) ::close(fd);
-    out_.clear();
-    in_.clear();
-    if (listen_ >= 0) ::close(listen_);
-    listen_ = -1;
-    region_.clear();
-    region_.shrink_to_fit();
   }
 
  private:

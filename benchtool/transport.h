@@ -39,6 +39,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -101,11 +102,31 @@ class BulkTransport {
                                   std::span<const int> send_to,
                                   std::span<const int> recv_from) = 0;
   // An op outside Region(), or naming this rank or an unconnected peer, is
-  // an error (not undefined behaviour).
-  virtual TransportStatus Exchange(std::span<const Op> sends,
-                                   std::span<const Op> recvs) = 0;
+  // an error (not undefined behaviour). `arrived(i, n)`, when given, says
+  // the first n bytes of recvs[i] are in the region: a transport that sees
+  // bytes arrive (TCP) calls it as they do, and every receive gets a call
+  // with its whole length before a successful return (n never shrinks, but
+  // may repeat). The caller reduces what has arrived while the rest of the
+  // step is still on the wire, instead of leaving the links idle while it
+  // reduces a whole chunk after the step.
+  using Arrived = std::function<void(std::size_t recv, std::size_t bytes)>;
+  TransportStatus Exchange(std::span<const Op> sends, std::span<const Op> recvs,
+                           const Arrived& arrived = nullptr) {
+    TransportStatus e = DoExchange(sends, recvs, arrived);
+    if (!e && arrived) {
+      for (std::size_t i = 0; i < recvs.size(); ++i)
+        arrived(i, recvs[i].length);
+    }
+    return e;
+  }
   virtual void Abort() = 0;
   virtual void Close() = 0;
+
+ protected:
+  // Exchange without the final calls of `arrived` (which may be null).
+  virtual TransportStatus DoExchange(std::span<const Op> sends,
+                                     std::span<const Op> recvs,
+                                     const Arrived& arrived) = 0;
 };
 
 }  // namespace fabric::bench

@@ -4,6 +4,7 @@
 // all-reduce ends with every rank holding the sum of all ranks' values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -208,6 +209,86 @@ TEST(BenchTcp, ExchangeRefusesOpsOutsideTheRegionAndUnknownPeers) {
   auto e = t->Exchange(std::span(&far, 1), {});
   ASSERT_TRUE(e);
   EXPECT_NE(e->Message().find("127.0.0.1:1 (rank 1)"), std::string::npos);
+}
+
+// A transport whose receives arrive a few bytes at a time, reporting each
+// part, and that records what the buffer held when it reported.
+class TricklingTransport : public BulkTransport {
+ public:
+  explicit TricklingTransport(std::vector<std::byte> incoming)
+      : incoming_(std::move(incoming)) {}
+  std::string_view Name() const override { return "trickle"; }
+  std::optional<Endpoint> Prepare(const SessionInfo&, std::size_t bytes,
+                                  TransportError*) override {
+    region_.assign(bytes, std::byte{0});
+    return Endpoint{};
+  }
+  std::span<std::byte> Region() override { return region_; }
+  TransportStatus Connect(std::span<const Endpoint>, std::span<const int>,
+                          std::span<const int>) override {
+    return std::nullopt;
+  }
+  void Abort() override {}
+  void Close() override {}
+  std::vector<std::vector<std::byte>> seen;  // region before each report
+
+ protected:
+  TransportStatus DoExchange(std::span<const Op>, std::span<const Op> recvs,
+                             const Arrived& arrived) override {
+    const Op& in = recvs[0];
+    for (std::size_t n = 0; n < in.length;) {
+      std::size_t next = std::min(in.length, n + 1 + n % 7);
+      std::memcpy(region_.data() + in.offset + n, incoming_.data() + n,
+                  next - n);
+      n = next;
+      seen.push_back(region_);
+      arrived(0, n);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<std::byte> incoming_, region_;
+};
+
+TEST(BenchPatterns, ReducesWhatHasArrivedWhileTheRestIsOnTheWire) {
+  const std::size_t size = 4 * 25 + 3;  // 25 floats and a 3-byte tail
+  std::vector<std::byte> incoming(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    incoming[i] = static_cast<std::byte>(i % 4 == 3 ? 0x40 : 1);
+  }
+  TricklingTransport t(incoming);
+  TransportError err;
+  ASSERT_TRUE(t.Prepare({}, RegionBytes(size), &err));
+  auto region = t.Region();
+  float one = 1.0f;
+  for (std::size_t i = 0; i + 4 <= size; i += 4) {
+    std::memcpy(region.data() + i, &one, 4);
+  }
+  for (std::size_t i = size / 4 * 4; i < size; ++i) region[i] = std::byte{5};
+  Step step;
+  step.recvs.push_back(Op{1, size, size});
+  step.reduce.push_back(Reduce{0, size, size});
+  ASSERT_FALSE(Execute(t, {step}));
+  float want;
+  {
+    float in;
+    std::memcpy(&in, incoming.data(), 4);
+    want = 1.0f + in;
+  }
+  for (std::size_t i = 0; i + 4 <= size; i += 4) {
+    float got;
+    std::memcpy(&got, region.data() + i, 4);
+    ASSERT_EQ(got, want) << i;  // each float added exactly once
+  }
+  for (std::size_t i = size / 4 * 4; i < size; ++i) {
+    EXPECT_EQ(region[i], std::byte{6}) << i;  // the tail adds bytes
+  }
+  // Halfway through, the first floats had already been added.
+  const auto& mid = t.seen[t.seen.size() / 2];
+  float first;
+  std::memcpy(&first, mid.data(), 4);
+  EXPECT_EQ(first, want);
 }
 
 }  // namespace
