@@ -95,18 +95,34 @@ void AllReduce(const Ring& r, std::size_t size, std::vector<Step>* out) {
   AllGather(r, size, 1, out);
 }
 
-void AddFloats(std::byte* dst, const std::byte* src, std::size_t length) {
-  std::size_t floats = length / 4;
-  for (std::size_t i = 0; i < floats; ++i) {
-    float a, b;
-    std::memcpy(&a, dst + 4 * i, 4);
-    std::memcpy(&b, src + 4 * i, 4);
-    a += b;
-    std::memcpy(dst + 4 * i, &a, 4);
-  }
-  for (std::size_t i = floats * 4; i < length; ++i) {
-    dst[i] = static_cast<std::byte>(static_cast<unsigned>(dst[i]) +
-                                    static_cast<unsigned>(src[i]));
+// Part j of m of an op's bytes, cut where ChunkBegin cuts (multiples of 4).
+Op SliceOf(const Op& o, int j, int m) {
+  std::size_t b = ChunkBegin(o.length, j, m);
+  return Op{o.peer, o.offset + b, ChunkBegin(o.length, j + 1, m) - b};
+}
+
+// Appends a ring's steps (one send, one receive, at most one reduce of the
+// received bytes each), every step cut into m sub-steps of one slice when
+// `slice` > 0. m depends on size and the ring's n only, so every rank of
+// the ring cuts the same slices.
+void AppendRing(const std::vector<Step>& ring, int n, std::size_t size,
+                std::size_t slice, std::vector<Step>* out) {
+  std::size_t chunk = size / static_cast<std::size_t>(n);
+  int m = slice == 0 ? 1
+                     : static_cast<int>(std::clamp<std::size_t>(
+                           (chunk + slice - 1) / slice, 1, 64));
+  for (const Step& s : ring) {
+    for (int j = 0; j < m; ++j) {
+      Step sub;
+      sub.sends.push_back(SliceOf(s.sends[0], j, m));
+      Op in = SliceOf(s.recvs[0], j, m);
+      sub.recvs.push_back(in);
+      for (const Reduce& r : s.reduce) {
+        sub.reduce.push_back(
+            {r.dst + (in.offset - r.src), in.offset, in.length});
+      }
+      out->push_back(std::move(sub));
+    }
   }
 }
 
@@ -175,19 +191,22 @@ std::size_t ChunkBegin(std::size_t size, int i, int n) {
   return b / 4 * 4;
 }
 
-std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
-                       std::size_t size) {
-  std::vector<Step> steps;
+std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp, std::size_t size,
+                       std::size_t slice) {
+  std::vector<Step> steps, ring;
   switch (p) {
     case Pattern::kAllreduceRing:
-      AllReduce(WholeRing(rank, ranks), size, &steps);
+      AllReduce(WholeRing(rank, ranks), size, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kAllgatherRing:
       // Rank r's contribution is chunk r of the output buffer.
-      AllGather(WholeRing(rank, ranks), size, 0, &steps);
+      AllGather(WholeRing(rank, ranks), size, 0, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kReducescatterRing:
-      ReduceScatter(WholeRing(rank, ranks), size, &steps);
+      ReduceScatter(WholeRing(rank, ranks), size, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kAlltoall: {
       Step s;
@@ -207,8 +226,11 @@ std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
       break;
     }
     case Pattern::kTpDp:
-      AllReduce(TpRing(rank, ranks, tp), size, &steps);
-      AllReduce(DpRing(rank, ranks, tp), size, &steps);
+      AllReduce(TpRing(rank, ranks, tp), size, &ring);
+      AppendRing(ring, tp, size, slice, &steps);
+      ring.clear();
+      AllReduce(DpRing(rank, ranks, tp), size, &ring);
+      AppendRing(ring, ranks / tp, size, slice, &steps);
       break;
   }
   return steps;
@@ -227,33 +249,7 @@ Links LinksOf(Pattern p, int rank, int ranks, int tp) {
 
 TransportStatus Execute(BulkTransport& transport,
                         const std::vector<Step>& steps) {
-  std::span<std::byte> region = transport.Region();
-  std::vector<std::size_t> reduced;  // per reduce: bytes added so far
-  for (const Step& s : steps) {
-    reduced.assign(s.reduce.size(), 0);
-    // Adds the part of each reduce whose source has arrived: whole floats
-    // while the receive is under way, the tail once it is complete.
-    auto arrived = [&](std::size_t i, std::size_t bytes) {
-      const Op& in = s.recvs[i];
-      for (std::size_t k = 0; k < s.reduce.size(); ++k) {
-        const Reduce& r = s.reduce[k];
-        if (r.src < in.offset || r.src >= in.offset + bytes) continue;
-        std::size_t have = std::min(r.length, in.offset + bytes - r.src);
-        if (have < r.length) have = have / 4 * 4;
-        if (have <= reduced[k]) continue;
-        AddFloats(region.data() + r.dst + reduced[k],
-                  region.data() + r.src + reduced[k], have - reduced[k]);
-        reduced[k] = have;
-      }
-    };
-    if (auto err = transport.Exchange(s.sends, s.recvs, arrived)) return err;
-    for (std::size_t k = 0; k < s.reduce.size(); ++k) {  // src in no receive
-      const Reduce& r = s.reduce[k];
-      AddFloats(region.data() + r.dst + reduced[k],
-                region.data() + r.src + reduced[k], r.length - reduced[k]);
-    }
-  }
-  return std::nullopt;
+  return transport.Run(steps);
 }
 
 }  // namespace fabric::bench

@@ -15,7 +15,10 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
+
+#include "benchtool/dataflow.h"
 
 namespace fabric::bench {
 namespace {
@@ -169,16 +172,94 @@ class Tcp final : public BulkTransport {
     region_.shrink_to_fit();
   }
 
+  // 1 MiB: 8 ms of a 1 Gbit/s link, so a slice's own cost stays small.
+  std::size_t PipelineSlice() const override { return 1 << 20; }
+
+  // The plan as a dataflow (dataflow.h): a send starts once the receives
+  // and reductions it reads are complete, a receive once the earlier sends
+  // of its bytes are in the kernel; the streams keep each link's order.
+  TransportStatus Run(std::span<const Step> steps) override {
+    std::vector<FlowOp> ops = Schedule(steps);
+    std::size_t placed = 0, reduces = 0;
+    for (const FlowOp& f : ops) placed += f.reduces.size();
+    for (const Step& s : steps) reduces += s.reduce.size();
+    if (placed != reduces) return BulkTransport::Run(steps);
+    std::vector<Pending> pending(ops.size());
+    std::vector<bool> complete(ops.size(), false);
+    std::vector<std::optional<ArrivalReducer>> reducers(ops.size());
+    std::map<int, std::deque<std::size_t>> out, in;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const FlowOp& f = ops[i];
+      if (auto e = CheckOp(*f.op, f.send ? out_ : in_)) return e;
+      pending[i] = Pending{f.op, {}, 0, i};
+      if (f.send) {
+        PutHeader(pending[i].header, f.op->length);
+        out[f.op->peer].push_back(i);
+      } else {
+        reducers[i].emplace(Region(), *f.op, f.reduces);
+        in[f.op->peer].push_back(i);
+      }
+    }
+    auto ready = [&](std::size_t i) {
+      for (std::size_t j : ops[i].after) {
+        if (!complete[j]) return false;
+      }
+      return true;
+    };
+    auto last_progress = Clock::now();
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> who;  // rank, is_send
+    while (!out.empty() || !in.empty()) {
+      if (aborted_) return Err(-1, "aborted");
+      fds.clear();
+      who.clear();
+      for (auto& [r, q] : out) {
+        if (!ready(q.front())) continue;
+        fds.push_back({out_[r], POLLOUT, 0});
+        who.push_back({r, true});
+      }
+      for (auto& [r, q] : in) {
+        if (!ready(q.front())) continue;
+        fds.push_back({in_[r], POLLIN, 0});
+        who.push_back({r, false});
+      }
+      // Cannot happen for a plan whose lock-step run completes: the
+      // earliest unfinished op waits for nothing.
+      if (fds.empty()) return Err(-1, "plan stuck: no operation can start");
+      fds.push_back({wake_, POLLIN, 0});
+      int ms = MsLeft(last_progress + session_.io_timeout);
+      if (ms <= 0) {
+        return Err(who.front().first,
+                   "no progress for " +
+                       std::to_string(session_.io_timeout.count()) + " ms");
+      }
+      int n = poll(fds.data(), fds.size(), ms);
+      if (n < 0 && errno != EINTR) return Err(-1, Errno(errno));
+      for (std::size_t k = 0; k + 1 < fds.size(); ++k) {
+        if (!fds[k].revents) continue;
+        auto [r, is_send] = who[k];
+        auto& q = is_send ? out[r] : in[r];
+        Pending& p = pending[q.front()];
+        TransportStatus e = is_send ? SendSome(r, p) : RecvSome(r, p);
+        if (e) return e;
+        last_progress = Clock::now();
+        if (!is_send && p.done > kDataHeader) {
+          reducers[p.index]->Arrived(p.done - kDataHeader);
+        }
+        if (p.done == kDataHeader + p.op->length) {
+          complete[p.index] = true;
+          q.pop_front();
+          if (q.empty()) (is_send ? out : in).erase(r);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
  protected:
   TransportStatus DoExchange(std::span<const Op> sends,
                              std::span<const Op> recvs,
                              const Arrived& arrived) override {
-    struct Pending {
-      const Op* op;
-      std::uint8_t header[kDataHeader];
-      std::size_t done = 0;   // bytes of header + data moved
-      std::size_t index = 0;  // in recvs
-    };
     std::map<int, std::deque<Pending>> out, in;
     for (const Op& o : sends) {
       if (auto e = CheckOp(o, out_)) return e;
@@ -236,6 +317,13 @@ class Tcp final : public BulkTransport {
   }
 
  private:
+  struct Pending {
+    const Op* op;
+    std::uint8_t header[kDataHeader];
+    std::size_t done = 0;   // bytes of header + data moved
+    std::size_t index = 0;  // in recvs, or in the schedule
+  };
+
   template <typename P>
   TransportStatus SendSome(int r, P& p) {
     ssize_t n;

@@ -88,6 +88,18 @@ struct Op {
   std::size_t length = 0;
 };
 
+// One step of a plan (patterns.h): post all sends and receives at once, and
+// add `reduce` ranges (src in scratch, dst in the buffer, float32 sum; a
+// trailing part shorter than 4 bytes adds bytes) as their source arrives, so
+// a reduce's dst must not be sent in the same step.
+struct Reduce {
+  std::size_t dst = 0, src = 0, length = 0;
+};
+struct Step {
+  std::vector<Op> sends, recvs;
+  std::vector<Reduce> reduce;
+};
+
 class BulkTransport {
  public:
   virtual ~BulkTransport() = default;
@@ -119,6 +131,12 @@ class BulkTransport {
     }
     return e;
   }
+  // Runs a whole plan. The default runs it in lock step: one Exchange per
+  // step, reducing as receives arrive. A transport may run it as a dataflow
+  // (dataflow.h: each op waits only for the earlier ops touching its bytes)
+  // and then says which slice Plan should cut steps into.
+  virtual TransportStatus Run(std::span<const Step> steps);
+  virtual std::size_t PipelineSlice() const { return 0; }
   virtual void Abort() = 0;
   virtual void Close() = 0;
 

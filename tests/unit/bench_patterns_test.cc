@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "benchtool/coordinator.h"
+#include "benchtool/dataflow.h"
 #include "benchtool/patterns.h"
 #include "benchtool/results.h"
 #include "benchtool/tcp_transport.h"
@@ -104,7 +105,8 @@ TEST(BenchResults, PercentilesMedianAndJsonRoundTrip) {
 // Runs one operation of `p` on `n` ranks over loopback TCP and returns each
 // rank's region.
 std::vector<std::vector<float>> RunOnLoopback(Pattern p, int n, int tp,
-                                              std::size_t size) {
+                                              std::size_t size,
+                                              std::size_t slice = 0) {
   std::vector<std::unique_ptr<BulkTransport>> t;
   std::vector<Endpoint> eps;
   SessionInfo s;
@@ -137,7 +139,7 @@ std::vector<std::vector<float>> RunOnLoopback(Pattern p, int n, int tp,
         errors[r] = e->Message();
         return;
       }
-      if (auto e = Execute(*t[r], Plan(p, r, n, tp, size))) {
+      if (auto e = Execute(*t[r], Plan(p, r, n, tp, size, slice))) {
         errors[r] = e->Message();
       }
     });
@@ -164,6 +166,49 @@ TEST(BenchPatterns, RingAllReduceSumsEveryRank) {
       ASSERT_EQ(regions[r][i], 1 + 2 + 3 + 4) << "rank " << r << " @" << i;
     }
   }
+}
+
+TEST(BenchPatterns, PipelinedRingsSumEveryRank) {
+  // Slices of ~64 bytes: steps of 1024+ bytes become up to 17 sub-steps,
+  // run as a dataflow by the TCP transport.
+  for (int n : {2, 3, 4, 8}) {
+    const std::size_t size = 1024 * n + 12;
+    auto regions = RunOnLoopback(Pattern::kAllreduceRing, n, 1, size, 64);
+    float want = n * (n + 1) / 2;
+    for (int r = 0; r < n; ++r) {
+      for (std::size_t i = 0; i < size / 4; ++i) {
+        ASSERT_EQ(regions[r][i], want) << n << " rank " << r << " @" << i;
+      }
+    }
+  }
+  auto tpdp = RunOnLoopback(Pattern::kTpDp, 4, 2, 4096, 64);
+  for (const auto& reg : tpdp) {
+    for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(reg[i], 10) << i;
+  }
+  RunOnLoopback(Pattern::kAllgatherRing, 3, 1, 3000, 64);
+  RunOnLoopback(Pattern::kReducescatterRing, 3, 1, 3000, 64);
+}
+
+TEST(BenchPatterns, PipelinedSliceWaitsOnlyForTheSliceItForwards) {
+  const std::size_t size = 4 * 1024;  // chunks of 1 KiB, 4 slices of 256 B
+  auto steps = Plan(Pattern::kAllreduceRing, 0, 4, 1, size, 256);
+  ASSERT_EQ(steps.size(), 6u * 4);
+  auto ops = Schedule(steps);
+  // ops: per sub-step one send then one receive.
+  ASSERT_EQ(ops.size(), 2 * steps.size());
+  auto send = [&](int step, int slice) { return 2 * (4 * step + slice); };
+  auto recv = [&](int step, int slice) { return send(step, slice) + 1; };
+  // Step 1's first slice forwards what step 0's first slice brought: it
+  // waits for that receive (and its reduction), not for the whole step.
+  EXPECT_EQ(ops[send(1, 0)].after,
+            (std::vector<std::size_t>{std::size_t(recv(0, 0))}));
+  // Sends of step 0 read the rank's own data: nothing to wait for.
+  EXPECT_TRUE(ops[send(0, 3)].after.empty());
+  // A receive in the all-gather half overwrites a chunk this rank sent in
+  // the first step: it waits for that send to be in the kernel.
+  bool waits_for_send = false;
+  for (std::size_t j : ops[recv(3, 0)].after) waits_for_send |= ops[j].send;
+  EXPECT_TRUE(waits_for_send);
 }
 
 TEST(BenchPatterns, TpDpSumsEveryRank) {
