@@ -10,10 +10,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -184,21 +186,50 @@ class Tcp final : public BulkTransport {
     for (const FlowOp& f : ops) placed += f.reduces.size();
     for (const Step& s : steps) reduces += s.reduce.size();
     if (placed != reduces) return BulkTransport::Run(steps);
+    std::vector<std::optional<ArrivalReducer>> reducers(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!ops[i].send)
+        reducers[i].emplace(Region(), *ops[i].op, ops[i].reduces);
+    }
+    return Drive(ops, [&](std::size_t i, std::size_t bytes) {
+      reducers[i]->Arrived(bytes);
+    });
+  }
+
+ protected:
+  TransportStatus DoExchange(std::span<const Op> sends,
+                             std::span<const Op> recvs,
+                             const Arrived& arrived) override {
+    Step step{{sends.begin(), sends.end()}, {recvs.begin(), recvs.end()}, {}};
+    return Drive(Schedule(std::span(&step, 1)),
+                 [&](std::size_t i, std::size_t bytes) {
+                   if (arrived) arrived(i - sends.size(), bytes);
+                 });
+  }
+
+ private:
+  struct Pending {
+    const Op* op;
+    std::uint8_t header[kDataHeader];
+    std::size_t done = 0;   // bytes of header + data moved
+    std::size_t index = 0;  // in the schedule
+  };
+
+  // Moves every op of a schedule, each once what it waits for is complete,
+  // over one poll() loop; arrived(i, n): the first n bytes of receive ops[i]
+  // are in the region.
+  TransportStatus Drive(
+      const std::vector<FlowOp>& ops,
+      const std::function<void(std::size_t, std::size_t)>& arrived) {
     std::vector<Pending> pending(ops.size());
     std::vector<bool> complete(ops.size(), false);
-    std::vector<std::optional<ArrivalReducer>> reducers(ops.size());
     std::map<int, std::deque<std::size_t>> out, in;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const FlowOp& f = ops[i];
       if (auto e = CheckOp(*f.op, f.send ? out_ : in_)) return e;
       pending[i] = Pending{f.op, {}, 0, i};
-      if (f.send) {
-        PutHeader(pending[i].header, f.op->length);
-        out[f.op->peer].push_back(i);
-      } else {
-        reducers[i].emplace(Region(), *f.op, f.reduces);
-        in[f.op->peer].push_back(i);
-      }
+      if (f.send) PutHeader(pending[i].header, f.op->length);
+      (f.send ? out : in)[f.op->peer].push_back(i);
     }
     auto ready = [&](std::size_t i) {
       for (std::size_t j : ops[i].after) {
@@ -228,8 +259,10 @@ class Tcp final : public BulkTransport {
       if (fds.empty()) return Err(-1, "plan stuck: no operation can start");
       fds.push_back({wake_, POLLIN, 0});
       int ms = MsLeft(last_progress + session_.io_timeout);
-      if (ms <= 0) {
-        return Err(who.front().first,
+      if (ms <= 0) {  // name a peer we wait to hear from, if any
+        auto quiet = std::find_if(who.begin(), who.end(),
+                                  [](const auto& w) { return !w.second; });
+        return Err(quiet != who.end() ? quiet->first : who.front().first,
                    "no progress for " +
                        std::to_string(session_.io_timeout.count()) + " ms");
       }
@@ -244,7 +277,7 @@ class Tcp final : public BulkTransport {
         if (e) return e;
         last_progress = Clock::now();
         if (!is_send && p.done > kDataHeader) {
-          reducers[p.index]->Arrived(p.done - kDataHeader);
+          arrived(p.index, p.done - kDataHeader);
         }
         if (p.done == kDataHeader + p.op->length) {
           complete[p.index] = true;
@@ -255,74 +288,6 @@ class Tcp final : public BulkTransport {
     }
     return std::nullopt;
   }
-
- protected:
-  TransportStatus DoExchange(std::span<const Op> sends,
-                             std::span<const Op> recvs,
-                             const Arrived& arrived) override {
-    std::map<int, std::deque<Pending>> out, in;
-    for (const Op& o : sends) {
-      if (auto e = CheckOp(o, out_)) return e;
-      Pending p{&o, {}, 0, 0};
-      PutHeader(p.header, o.length);
-      out[o.peer].push_back(p);
-    }
-    for (std::size_t i = 0; i < recvs.size(); ++i) {
-      if (auto e = CheckOp(recvs[i], in_)) return e;
-      in[recvs[i].peer].push_back(Pending{&recvs[i], {}, 0, i});
-    }
-    auto last_progress = Clock::now();
-    std::vector<pollfd> fds;
-    std::vector<std::pair<int, bool>> who;  // rank, is_send
-    while (!out.empty() || !in.empty()) {
-      if (aborted_) return Err(-1, "aborted");
-      fds.clear();
-      who.clear();
-      for (auto& [r, q] : out) {
-        fds.push_back({out_[r], POLLOUT, 0});
-        who.push_back({r, true});
-      }
-      for (auto& [r, q] : in) {
-        fds.push_back({in_[r], POLLIN, 0});
-        who.push_back({r, false});
-      }
-      fds.push_back({wake_, POLLIN, 0});
-      int ms = MsLeft(last_progress + session_.io_timeout);
-      if (ms <= 0) {
-        int r = !in.empty() ? in.begin()->first : out.begin()->first;
-        return Err(r, "no progress for " +
-                          std::to_string(session_.io_timeout.count()) + " ms");
-      }
-      int n = poll(fds.data(), fds.size(), ms);
-      if (n < 0 && errno != EINTR) return Err(-1, Errno(errno));
-      for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        auto [r, is_send] = who[i];
-        auto& q = is_send ? out[r] : in[r];
-        TransportStatus e =
-            is_send ? SendSome(r, q.front()) : RecvSome(r, q.front());
-        if (e) return e;
-        last_progress = Clock::now();
-        const Pending& p = q.front();
-        if (!is_send && arrived && p.done > kDataHeader) {
-          arrived(p.index, p.done - kDataHeader);
-        }
-        if (p.done == kDataHeader + p.op->length) {
-          q.pop_front();
-          if (q.empty()) (is_send ? out : in).erase(r);
-        }
-      }
-    }
-    return std::nullopt;
-  }
-
- private:
-  struct Pending {
-    const Op* op;
-    std::uint8_t header[kDataHeader];
-    std::size_t done = 0;   // bytes of header + data moved
-    std::size_t index = 0;  // in recvs, or in the schedule
-  };
 
   template <typename P>
   TransportStatus SendSome(int r, P& p) {
