@@ -773,7 +773,10 @@ def main():
         window_end = end + 300
         while time.time() < window_end:
             for g in get(port, "/api/v1/rules")["data"]["groups"]:
-                groups[g["name"]] = g
+                # Both rule files have groups named fabric_switch_ports and
+                # fabric_probes: a group is its file and its name.
+                key = "%s (%s)" % (g["name"], os.path.basename(g["file"]).split("_")[0])
+                groups[key] = g
                 last = g.get("lastEvaluation", "")
                 m = re.match(r"(\d+-\d+-\d+T\d+:\d+:\d+)", last)
                 if not m:
@@ -782,7 +785,7 @@ def main():
                 if end + args.step <= t < window_end - 1:
                     # Each distinct evaluation once; the first one after
                     # start-up reads cold blocks, later ones are warm.
-                    seen = measured.setdefault(g["name"], {})
+                    seen = measured.setdefault(key, {})
                     seen[last] = g["evaluationTime"]
             time.sleep(2)
 
