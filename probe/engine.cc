@@ -22,14 +22,23 @@ double SteadySecondsNow() {
 // change only when a daemon restarts.
 constexpr auto kAddressRequestEvery = std::chrono::seconds(1);
 
-// Lazy receive (Transport::SetLazyReceive) only while the timer wakes the
-// engine at least this often: what an arriving request may wait for before
-// this node sees it and turns lazy receive off.
+// Lazy receive (Transport::SetLazyReceive) only while probes fall due at
+// least this often, and then the timer wakes the engine at least this often:
+// what an arriving request may wait for before this node sees it and turns
+// lazy receive off.
 constexpr auto kLazyMaxInterval = std::chrono::milliseconds(10);
 // After a request from a peer, answer on arrival for this long.
 constexpr auto kEagerAfterRequest = std::chrono::seconds(1);
 
 }  // namespace
+
+std::chrono::microseconds BatchWindow(std::chrono::microseconds interval) {
+  return std::min<std::chrono::microseconds>(interval / 10, kLazyMaxInterval);
+}
+
+bool LazyReceiveFits(std::chrono::microseconds interval, std::size_t peers) {
+  return peers > 0 && interval / peers <= kLazyMaxInterval;
+}
 
 std::int64_t RealtimeNs() {
   timespec ts{};
@@ -138,21 +147,32 @@ Clock::duration Engine::Jittered() {
 
 void Engine::Arm() {
   if (stopped_) return;
+  auto now = Clock::now();
   auto wake = Clock::time_point::max();
   for (const auto& p : peers_) wake = std::min(wake, p.next);
   if (!pending_order_.empty()) {
     auto it = pending_.find(pending_order_.front());
-    if (it != pending_.end())
-      wake = std::min(wake, it->second.deadline);
-    else
-      wake = Clock::now();  // a stale entry: pop it soon
+    if (it != pending_.end()) {
+      // Expiring needs no wake-up of its own while peers keep the timer
+      // ticking (each is probed within 1.1 intervals): a probe is counted
+      // lost at the first tick past its deadline, at most about an
+      // interval late. An answer read before then is still judged by its
+      // RTT against probe_timeout (OnAnswer), so the count is the same.
+      auto slack = peers_.empty() ? Clock::duration::zero()
+                                  : Clock::duration(options_.interval);
+      wake = std::min(wake, it->second.deadline + slack);
+    } else {
+      wake = now;  // a stale entry: pop it soon
+    }
   }
   // A prober that nobody probes needs no wake-up per answer: the answers'
   // kernel stamps keep the RTT exact, and the next tick (Poll in
-  // OnTimer) reads them. Peers keep the timer ticking every interval.
-  bool lazy = !peers_.empty() && options_.interval <= kLazyMaxInterval &&
-              Clock::now() >= eager_until_;
+  // OnTimer) reads them. Worth it only where ticks come often anyway.
+  bool lazy =
+      LazyReceiveFits(options_.interval, peers_.size()) && now >= eager_until_;
   if (lazy != lazy_) lazy_ = transports_[0]->SetLazyReceive(lazy);
+  // A request arriving while lazy waits for the next tick: keep that short.
+  if (lazy_) wake = std::min(wake, now + kLazyMaxInterval);
   if (wake == Clock::time_point::max()) return;
   timer_.expires_at(wake);
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -161,6 +181,10 @@ void Engine::Arm() {
 }
 
 void Engine::OnTimer() {
+  {
+    std::lock_guard lock(mu_);
+    ++wakeups_;
+  }
   // Answers that arrived while receiving lazily, before any of them can be
   // counted lost below.
   if (lazy_) transports_[0]->Poll();
@@ -181,8 +205,13 @@ void Engine::OnTimer() {
     pending_.erase(it);
     pending_order_.pop_front();
   }
+  // Every probe due within the batch window goes out now, so that many
+  // peers cost a wake-up per window, not one per probe. Each is sent (and
+  // stamped) on its own: one stamp before a sendmmsg of the batch would add
+  // the earlier sends to the later probes' RTT.
+  auto batch_end = now + BatchWindow(options_.interval);
   for (auto& p : peers_) {
-    if (p.next > now) continue;
+    if (p.next > batch_end) continue;
     SendProbe(p);
     p.next += Jittered();
     // Fell behind (a stalled io thread): resume from now, do not burst.
@@ -337,6 +366,11 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
   std::lock_guard lock(mu_);
   auto s = stats_.find({p.peer, p.transport});
   if (s == stats_.end()) return;
+  if (rtt_ns > std::chrono::nanoseconds(options_.probe_timeout).count()) {
+    // Late, though read before the expiry: not within probe_timeout.
+    ++s->second.lost;
+    return;
+  }
   if (rtt_ns < 0) {
     // The realtime clock stepped back between send and answer: no usable
     // measurement, and the answer came, so not lost either.
@@ -384,6 +418,13 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
   sink.Counter("fabric_probe_answered_total",
                "Probes from peers this daemon answered.", {},
                static_cast<double>(answered_));
+  if (auto drops = transports_[0]->ReceiveDrops()) {
+    sink.Counter("fabric_probe_receive_dropped_total",
+                 "Datagrams the kernel dropped at the probe socket because "
+                 "its receive buffer was full (SO_RXQ_OVFL, as of the last "
+                 "datagram read).",
+                 {}, static_cast<double>(*drops));
+  }
   if (!transports_[0]->Healthy()) {
     if (error) *error = transports_[0]->LastError();
     return false;
@@ -400,6 +441,7 @@ std::map<std::string, std::uint64_t> Engine::Totals() const {
     out["received"] += s.rtt.count();
   }
   out["answered"] = answered_;
+  out["wakeups"] = wakeups_;
   for (const auto& [r, n] : rejected_) out["rejected:" + r] = n;
   return out;
 }
