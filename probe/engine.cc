@@ -154,12 +154,14 @@ void Engine::Arm() {
     auto it = pending_.find(pending_order_.front());
     if (it != pending_.end()) {
       // Expiring needs no wake-up of its own while peers keep the timer
-      // ticking (each is probed within 1.1 intervals): a probe is counted
-      // lost at the first tick past its deadline, at most about an
-      // interval late. An answer read before then is still judged by its
-      // RTT against probe_timeout (OnAnswer), so the count is the same.
-      auto slack = peers_.empty() ? Clock::duration::zero()
-                                  : Clock::duration(options_.interval);
+      // ticking: a probe is counted lost at the first tick past its
+      // deadline, at most min(interval, probe_timeout) late (a tick of its
+      // own then). An answer read before then is still judged by its RTT
+      // against probe_timeout (OnAnswer), so the count is the same.
+      auto slack = peers_.empty()
+                       ? Clock::duration::zero()
+                       : Clock::duration(std::min(options_.interval,
+                                                  options_.probe_timeout));
       wake = std::min(wake, it->second.deadline + slack);
     } else {
       wake = now;  // a stale entry: pop it soon
