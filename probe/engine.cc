@@ -126,9 +126,19 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
   peers_ = std::move(next);
   {
     std::lock_guard lock(mu_);
+    std::set<const SeriesStats*> gone;
     for (auto it = stats_.begin(); it != stats_.end();) {
-      it = names.count(it->first.first) ? std::next(it) : stats_.erase(it);
+      if (names.count(it->first.first)) {
+        ++it;
+      } else {
+        gone.insert(&it->second);
+        it = stats_.erase(it);
+      }
     }
+    // Probes to dropped peers count nowhere now; their entries in
+    // pending_order_ go stale and are popped.
+    std::erase_if(pending_,
+                  [&](const auto& e) { return gone.count(e.second.series); });
     // Every peer's series exist from the start (sent 0), on the transport
     // it is probed over first.
     std::size_t first = options_.mode == TransportMode::kRdma && Rdma() ? 1 : 0;
@@ -201,8 +211,7 @@ void Engine::OnTimer() {
     if (it->second.deadline > now) break;
     {
       std::lock_guard lock(mu_);
-      auto s = stats_.find({it->second.peer, it->second.transport});
-      if (s != stats_.end()) ++s->second.lost;
+      ++it->second.series->lost;
     }
     pending_.erase(it);
     pending_order_.pop_front();
@@ -248,14 +257,16 @@ void Engine::SendProbe(PeerState& p) {
   Bytes bytes = Encode(packet, hmac_);
   auto tx = transports_[t]->Send(to, bytes, packet.seq);
   std::lock_guard lock(mu_);
-  SeriesStats& s = stats_[{p.resolved.peer.name, t}];
+  if (p.series.size() <= t) p.series.resize(t + 1);
+  if (!p.series[t]) p.series[t] = &stats_[{p.resolved.peer.name, t}];
+  SeriesStats& s = *p.series[t];
   ++s.sent;
   if (!tx) {
     ++s.lost;
     return;
   }
-  pending_[packet.seq] = Pending{p.resolved.peer.name, t, *tx,
-                                 Clock::now() + options_.probe_timeout};
+  pending_[packet.seq] =
+      Pending{&s, *tx, Clock::now() + options_.probe_timeout};
   pending_order_.push_back(packet.seq);
 }
 
@@ -366,11 +377,10 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
     rtt_ns = rx - p.tx.software_ns;
   }
   std::lock_guard lock(mu_);
-  auto s = stats_.find({p.peer, p.transport});
-  if (s == stats_.end()) return;
+  SeriesStats& s = *p.series;
   if (rtt_ns > std::chrono::nanoseconds(options_.probe_timeout).count()) {
     // Late, though read before the expiry: not within probe_timeout.
-    ++s->second.lost;
+    ++s.lost;
     return;
   }
   if (rtt_ns < 0) {
@@ -380,8 +390,8 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
   }
   std::int64_t held = in.t3_ns >= in.t2_ns ? in.t3_ns - in.t2_ns : 0;
   std::int64_t network = std::clamp<std::int64_t>(rtt_ns - held, 0, rtt_ns);
-  s->second.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
-  s->second.network_rtt.Observe(static_cast<double>(network) * 1e-9);
+  s.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
+  s.network_rtt.Observe(static_cast<double>(network) * 1e-9);
 }
 
 void Engine::OnAddressAnswer(const Received& r, const Packet& in) {

@@ -91,20 +91,23 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::map<std::string, std::uint64_t> Totals() const;
 
  private:
+  struct SeriesStats {
+    RttHistogram rtt, network_rtt;
+    std::uint64_t sent = 0, lost = 0;
+  };
   struct PeerState {
     ResolvedPeer resolved;
     std::chrono::steady_clock::time_point next;
     std::chrono::steady_clock::time_point next_address_request{};
+    // Its series in stats_ by transport, found once (map nodes stay put
+    // until ApplyPeers erases them): a probe and its answer then cost no
+    // lookup by name.
+    std::vector<SeriesStats*> series;
   };
   struct Pending {
-    std::string peer;  // name
-    std::size_t transport;
+    SeriesStats* series;  // in stats_; ApplyPeers drops the pending first
     Timestamp tx;
     std::chrono::steady_clock::time_point deadline;
-  };
-  struct SeriesStats {
-    RttHistogram rtt, network_rtt;
-    std::uint64_t sent = 0, lost = 0;
   };
   using SeriesKey = std::pair<std::string, std::size_t>;  // peer, transport
 

@@ -196,6 +196,42 @@ TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
   EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
 }
 
+// Peers dropped while their probes are in flight (answers queued for the
+// next tick): those answers match nothing, the kept peers keep counting,
+// and nothing is lost.
+TEST(ProbeBatchTest, DroppingPeersWithProbesInFlight) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, 6));
+  EngineOptions o;
+  o.interval = 10ms;
+  o.probe_timeout = 1s;
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
+  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+  std::string error;
+  ASSERT_TRUE(engine->Start(&error)) << error;
+  auto peers = Peers(20, 20000);
+  engine->SetPeers(peers);
+  auto run_until_sent = [&](std::uint64_t n) {
+    auto stop = Clock::now() + 20s;
+    while (engine->Totals()["sent"] < n && Clock::now() < stop) {
+      io.run_for(5ms);
+    }
+  };
+  run_until_sent(200);
+  peers.resize(10);
+  engine->SetPeers(peers);
+  io.poll();  // applies the new list
+  auto kept = engine->Totals()["sent"];
+  run_until_sent(kept + 200);
+  auto t = engine->Totals();
+  engine->Stop();
+  EXPECT_GE(t["sent"], kept + 200);
+  EXPECT_EQ(t["lost"], 0u);
+  EXPECT_GE(t["received"] + 10, t["sent"]);  // the last tick's in flight
+  EXPECT_LE(t["received"], t["sent"]);
+}
+
 // An answer stamped later than probe_timeout is lost, though it is read at
 // the next tick, before the probe's expiry: the count does not depend on
 // when the engine got round to it.
