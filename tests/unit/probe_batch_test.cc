@@ -167,9 +167,10 @@ std::vector<ResolvedPeer> Peers(int n, int first_port) {
   return peers;
 }
 
-// 100 peers every 100 ms (1,000 probes/s): consecutive ticks are more than
-// a batch window (10 ms) apart, so the engine wakes at most 100 times a
-// second however the machine schedules it, and every probe is answered.
+// 100 peers every 100 ms (1,000 probes/s): consecutive ticks are at least a
+// batch window (10 ms) apart (a tick sends all that falls due within it), so
+// the engine wakes at most 100 times a second however the machine schedules
+// it, and every probe is answered.
 TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
   boost::asio::io_context io;
   Hmac hmac(Key(32, 3));
