@@ -17,7 +17,10 @@
 #     mesh_prober:     enabled, interval 100ms, 100 peers 127.0.0.2..101 on
 #                      mesh_responder's port (loopback routes all of
 #                      127/8 to one socket bound to 0.0.0.0: 100 peers with
-#                      their own series, one answering daemon)
+#                      their own series, one answering daemon). Environment
+#                      MESH_PEERS, MESH_INTERVAL change the shape (e.g.
+#                      MESH_PEERS=1000 MESH_INTERVAL=1s; the rate limit of
+#                      the responder is raised to fit).
 #     mesh_responder:  enabled, no peers, listening on 0.0.0.0
 #     baseline:        probe disabled
 #   After all serve and 2 s pass, a window of SECONDS: CPU per second of
@@ -78,12 +81,21 @@ for name in "${names[@]}"; do
   port[$name]=$(bench_free_port)
 done
 mesh_udp=$(free_udp_port)
+MESH_PEERS="${MESH_PEERS:-100}"
+MESH_INTERVAL="${MESH_INTERVAL:-100ms}"
+[[ "$MESH_PEERS" =~ ^[0-9]+$ && "$MESH_PEERS" -ge 1 && "$MESH_PEERS" -le 60000 ]] ||
+  bench_die "MESH_PEERS must be 1..60000"
 mesh_peers=()
-for i in $(seq 2 101); do mesh_peers+=("127.0.0.$i:$mesh_udp"); done
+for ((i = 0; i < MESH_PEERS; i++)); do
+  mesh_peers+=("127.0.$((i / 250)).$((i % 250 + 2)):$mesh_udp")
+done
 cfg[prober]=$(config prober true "127.0.0.1:$prober_udp" 1ms "127.0.0.1:$responder_udp")
 cfg[responder]=$(config responder true "127.0.0.1:$responder_udp" 1ms)
-cfg[mesh_prober]=$(config mesh_prober true "127.0.0.1:$(free_udp_port)" 100ms "${mesh_peers[@]}")
-cfg[mesh_responder]=$(config mesh_responder true "0.0.0.0:$mesh_udp" 100ms)
+cfg[mesh_prober]=$(config mesh_prober true "127.0.0.1:$(free_udp_port)" "$MESH_INTERVAL" "${mesh_peers[@]}")
+cfg[mesh_responder]=$(config mesh_responder true "0.0.0.0:$mesh_udp" "$MESH_INTERVAL")
+# Every probe comes from one source address: the default 2,000 answers a
+# second per source would refuse a faster mesh.
+echo "    rate_limit: 1000000" >>"${cfg[mesh_responder]}"
 cfg[baseline]=$(config baseline false "127.0.0.1:$(free_udp_port)" 1ms)
 for name in "${names[@]}"; do
   bench_spawn "$BENCH_TMP/$name.log" "$BIN" --config "${cfg[$name]}" \
