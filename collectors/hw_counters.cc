@@ -158,7 +158,7 @@ class HwCountersCollector final : public Collector {
         sink.Counter("fabric_device_hw_counters_total",
                      "Device-level hw_counters/<counter>, name as-is "
                      "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
-                     Labels{{"counter", file}, {"device", device}},
+                     LabelRefs{{"counter", file}, {"device", device}},
                      static_cast<double>(value));
         continue;
       }
@@ -166,12 +166,12 @@ class HwCountersCollector final : public Collector {
           "fabric_hw_counters_total",
           "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
           "Q-counters unwrapped to 64 bits).",
-          Labels{{"counter", file}, {"device", device}, {"port", port}},
+          LabelRefs{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(value));
       for (const auto& named : kNamed) {
         if (named.file == file) {
           sink.Counter(named.metric, named.help,
-                       Labels{{"device", device}, {"port", port}},
+                       LabelRefs{{"device", device}, {"port", port}},
                        static_cast<double>(value));
         }
       }

@@ -297,13 +297,13 @@ class IbPortCollector final : public Collector {
     sink.Gauge("fabric_device_info",
                "RDMA device inventory from class/infiniband/<device> "
                "attributes; value is always 1.",
-               Labels{{"device", device},
-                      {"hca_type", attrs.hca_type},
-                      {"fw_ver", attrs.fw_ver},
-                      {"board_id", std::move(board_id)},
-                      {"node_guid", attrs.node_guid},
-                      {"sys_image_guid", std::move(sys_image_guid)},
-                      {"node_desc", std::move(node_desc)}},
+               LabelRefs{{"device", device},
+                         {"hca_type", attrs.hca_type},
+                         {"fw_ver", attrs.fw_ver},
+                         {"board_id", std::move(board_id)},
+                         {"node_guid", attrs.node_guid},
+                         {"sys_image_guid", std::move(sys_image_guid)},
+                         {"node_desc", std::move(node_desc)}},
                1);
     std::string port_dir = dir + "/ports/";
     const std::size_t base = port_dir.size();
@@ -328,7 +328,7 @@ class IbPortCollector final : public Collector {
         continue;
       }
       sink.Gauge(spec.metric, spec.help,
-                 Labels{{"device", device}, {"port", port}},
+                 LabelRefs{{"device", device}, {"port", port}},
                  static_cast<double>(value.value));
     }
     if (auto text = ReadAttr(dir, "rate", sink)) {
@@ -336,12 +336,12 @@ class IbPortCollector final : public Collector {
       if (rate.ok()) {
         sink.Gauge("fabric_port_rate_bytes_per_second",
                    "Active link rate from ports/<n>/rate (Gb/sec x 1e9 / 8).",
-                   Labels{{"device", device}, {"port", port}},
+                   LabelRefs{{"device", device}, {"port", port}},
                    rate.value.bytes_per_second);
         if (rate.value.lanes > 0) {
           sink.Gauge("fabric_port_link_width_lanes",
                      "Active link width in lanes from ports/<n>/rate (4X = 4).",
-                     Labels{{"device", device}, {"port", port}},
+                     LabelRefs{{"device", device}, {"port", port}},
                      rate.value.lanes);
         }
       } else if (rate.status != ParseStatus::kNotAvailable) {
@@ -354,14 +354,14 @@ class IbPortCollector final : public Collector {
     sink.Gauge("fabric_port_info",
                "RDMA port inventory; value is always 1. port_guid from "
                "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
-               Labels{{"device", device},
-                      {"port", port},
-                      {"link_layer", std::move(link_layer)},
-                      {"node_guid", attrs.node_guid},
-                      {"port_guid", PortGuid(dir)},
-                      {"hca_type", attrs.hca_type},
-                      {"fw_ver", attrs.fw_ver},
-                      {"netdev", Netdev(device, port, dir)}},
+               LabelRefs{{"device", device},
+                         {"port", port},
+                         {"link_layer", std::move(link_layer)},
+                         {"node_guid", attrs.node_guid},
+                         {"port_guid", PortGuid(dir)},
+                         {"hca_type", attrs.hca_type},
+                         {"fw_ver", attrs.fw_ver},
+                         {"netdev", Netdev(device, port, dir)}},
                1);
 
     CollectCounters(device, port, dir, sink);
@@ -465,13 +465,13 @@ class IbPortCollector final : public Collector {
       const double value = static_cast<double>(raw) * spec.multiplier;
       if (spec.metric == kErrors) {
         sink.Counter(kErrors, kErrorsHelp,
-                     Labels{{"device", device},
-                            {"error", std::string(file)},
-                            {"port", port}},
+                     LabelRefs{{"device", device},
+                               {"error", std::string(file)},
+                               {"port", port}},
                      value);
       } else {
         sink.Counter(spec.metric, spec.help,
-                     Labels{{"device", device}, {"port", port}},
+                     LabelRefs{{"device", device}, {"port", port}},
                      value);  // all kCounter
       }
       if (spec.saturate_bits > 0) {
@@ -479,16 +479,16 @@ class IbPortCollector final : public Collector {
         sink.Gauge("fabric_port_counters_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
-                   Labels{{"counter", std::string(file)},
-                          {"device", device},
-                          {"port", port}},
+                   LabelRefs{{"counter", std::string(file)},
+                             {"device", device},
+                             {"port", port}},
                    raw >= max ? 1 : 0);
       }
     }
     for (const auto& [file, raw] : others) {
       sink.Counter(
           kOtherCounter, kOtherCounterHelp,
-          Labels{{"counter", file}, {"device", device}, {"port", port}},
+          LabelRefs{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(raw));
     }
   }
