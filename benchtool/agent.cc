@@ -287,7 +287,8 @@ struct Conn : std::enable_shared_from_this<Conn> {
     Reply(MsgType::kOk, {});
   }
   void DoRun(const RunMsg& m) {
-    auto steps = Plan(pattern, session.rank, session.ranks(), tp, m.size_bytes);
+    auto steps = Plan(pattern, session.rank, session.ranks(), tp, m.size_bytes,
+                      transport->PipelineSlice());
     std::uint64_t tx = 0, rx = 0;
     for (const Step& s : steps) {
       for (const Op& o : s.sends) tx += o.length;

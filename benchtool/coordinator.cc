@@ -148,7 +148,14 @@ class Run {
         failures_.push_back({ranks.front(), "no answer in time", true});
         return false;
       }
+      fds.push_back({o_.interrupt_fd, POLLIN, 0});  // ignored when -1
       poll(fds.data(), fds.size(), static_cast<int>(ms) + 1);
+      if (fds.back().revents) {
+        interrupted_ = true;
+        failures_.push_back({-1, "interrupted"});
+        return false;
+      }
+      fds.pop_back();
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (!fds[i].revents) continue;
         int r = ranks[i];
@@ -196,6 +203,7 @@ class Run {
   RunOutcome Stopped(std::optional<Failure> extra = std::nullopt) {
     if (extra) failures_.push_back(*extra);
     StopAll();
+    if (interrupted_) return Fail("interrupted");
     auto grace = Clock::now() + std::chrono::seconds(2);
     int n = static_cast<int>(clients_.size());
     std::vector<bool> done(n, false);
@@ -259,6 +267,7 @@ class Run {
   std::vector<std::unique_ptr<ControlClient>> clients_;
   std::vector<Failure> failures_;
   std::vector<int> blamed_;
+  bool interrupted_ = false;
   RunOutcome out_;
 };
 

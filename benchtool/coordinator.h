@@ -36,6 +36,9 @@ struct RunOptions {
   // How long one size may take before its agents are considered stuck.
   std::chrono::milliseconds size_timeout{600000};
   std::function<void(const std::string&)> progress;  // may be null
+  // When this descriptor becomes readable (a signal handler wrote to a
+  // pipe), the run stops its agents and ends with "interrupted"; -1: none.
+  int interrupt_fd = -1;
 };
 
 // One size: per measured iteration, the slowest rank's time (an operation

@@ -1,5 +1,8 @@
 // fabricmon-bench: run a collective pattern between fabricmon agents and
 // report it (docs/bench.md). Subcommands: run, report, push, keygen, agent.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 #include <csignal>
@@ -23,6 +26,25 @@
 namespace fb = fabric::bench;
 
 namespace {
+
+// SIGINT/SIGTERM during `run` write a byte here; the coordinator sees it,
+// stops the agents and returns, so --local's namespaces, agents and key
+// are removed as after any other failure.
+int g_interrupt[2] = {-1, -1};
+
+extern "C" void OnInterrupt(int) {
+  char c = 1;
+  (void)!write(g_interrupt[1], &c, 1);
+}
+
+void CatchInterrupts() {
+  if (pipe2(g_interrupt, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
@@ -220,6 +242,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.progress = [](const std::string& s) { std::cerr << "  " << s << "\n"; };
+  CatchInterrupts();
+  o.interrupt_fd = g_interrupt[0];
   std::unique_ptr<fb::LocalCluster> cluster;
   if (local > 0) {
     fb::LocalOptions lo;

@@ -1,5 +1,6 @@
 #include "benchtool/patterns.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace fabric::bench {
@@ -94,18 +95,34 @@ void AllReduce(const Ring& r, std::size_t size, std::vector<Step>* out) {
   AllGather(r, size, 1, out);
 }
 
-void AddFloats(std::byte* dst, const std::byte* src, std::size_t length) {
-  std::size_t floats = length / 4;
-  for (std::size_t i = 0; i < floats; ++i) {
-    float a, b;
-    std::memcpy(&a, dst + 4 * i, 4);
-    std::memcpy(&b, src + 4 * i, 4);
-    a += b;
-    std::memcpy(dst + 4 * i, &a, 4);
-  }
-  for (std::size_t i = floats * 4; i < length; ++i) {
-    dst[i] = static_cast<std::byte>(static_cast<unsigned>(dst[i]) +
-                                    static_cast<unsigned>(src[i]));
+// Part j of m of an op's bytes, cut where ChunkBegin cuts (multiples of 4).
+Op SliceOf(const Op& o, int j, int m) {
+  std::size_t b = ChunkBegin(o.length, j, m);
+  return Op{o.peer, o.offset + b, ChunkBegin(o.length, j + 1, m) - b};
+}
+
+// Appends a ring's steps (one send, one receive, at most one reduce of the
+// received bytes each), every step cut into m sub-steps of one slice when
+// `slice` > 0. m depends on size and the ring's n only, so every rank of
+// the ring cuts the same slices.
+void AppendRing(const std::vector<Step>& ring, int n, std::size_t size,
+                std::size_t slice, std::vector<Step>* out) {
+  std::size_t chunk = size / static_cast<std::size_t>(n);
+  int m = slice == 0 ? 1
+                     : static_cast<int>(std::clamp<std::size_t>(
+                           (chunk + slice - 1) / slice, 1, 64));
+  for (const Step& s : ring) {
+    for (int j = 0; j < m; ++j) {
+      Step sub;
+      sub.sends.push_back(SliceOf(s.sends[0], j, m));
+      Op in = SliceOf(s.recvs[0], j, m);
+      sub.recvs.push_back(in);
+      for (const Reduce& r : s.reduce) {
+        sub.reduce.push_back(
+            {r.dst + (in.offset - r.src), in.offset, in.length});
+      }
+      out->push_back(std::move(sub));
+    }
   }
 }
 
@@ -174,19 +191,22 @@ std::size_t ChunkBegin(std::size_t size, int i, int n) {
   return b / 4 * 4;
 }
 
-std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
-                       std::size_t size) {
-  std::vector<Step> steps;
+std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp, std::size_t size,
+                       std::size_t slice) {
+  std::vector<Step> steps, ring;
   switch (p) {
     case Pattern::kAllreduceRing:
-      AllReduce(WholeRing(rank, ranks), size, &steps);
+      AllReduce(WholeRing(rank, ranks), size, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kAllgatherRing:
       // Rank r's contribution is chunk r of the output buffer.
-      AllGather(WholeRing(rank, ranks), size, 0, &steps);
+      AllGather(WholeRing(rank, ranks), size, 0, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kReducescatterRing:
-      ReduceScatter(WholeRing(rank, ranks), size, &steps);
+      ReduceScatter(WholeRing(rank, ranks), size, &ring);
+      AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kAlltoall: {
       Step s;
@@ -206,8 +226,11 @@ std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
       break;
     }
     case Pattern::kTpDp:
-      AllReduce(TpRing(rank, ranks, tp), size, &steps);
-      AllReduce(DpRing(rank, ranks, tp), size, &steps);
+      AllReduce(TpRing(rank, ranks, tp), size, &ring);
+      AppendRing(ring, tp, size, slice, &steps);
+      ring.clear();
+      AllReduce(DpRing(rank, ranks, tp), size, &ring);
+      AppendRing(ring, ranks / tp, size, slice, &steps);
       break;
   }
   return steps;
@@ -226,14 +249,7 @@ Links LinksOf(Pattern p, int rank, int ranks, int tp) {
 
 TransportStatus Execute(BulkTransport& transport,
                         const std::vector<Step>& steps) {
-  for (const Step& s : steps) {
-    if (auto err = transport.Exchange(s.sends, s.recvs)) return err;
-    std::span<std::byte> region = transport.Region();
-    for (const Reduce& r : s.reduce) {
-      AddFloats(region.data() + r.dst, region.data() + r.src, r.length);
-    }
-  }
-  return std::nullopt;
+  return transport.Run(steps);
 }
 
 }  // namespace fabric::bench

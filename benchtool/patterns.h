@@ -46,20 +46,14 @@ double BusBwFactor(Pattern p, int ranks, int tp);
 
 std::size_t RegionBytes(std::size_t size);
 
-// One step: post all sends and receives at once; then add `reduce` ranges
-// (src in scratch, dst in the buffer, float32 sum; a trailing part shorter
-// than 4 bytes adds bytes).
-struct Reduce {
-  std::size_t dst = 0, src = 0, length = 0;
-};
-struct Step {
-  std::vector<Op> sends, recvs;
-  std::vector<Reduce> reduce;
-};
-
 // The steps rank `rank` of `ranks` takes for one operation on `size` bytes.
-std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp,
-                       std::size_t size);
+// slice > 0 cuts each step of the ring patterns into slices of about `slice`
+// bytes (at most 64 per step; the count depends on size and the ring only,
+// so every rank cuts alike): on a transport that runs a plan as a dataflow
+// (BulkTransport::PipelineSlice), a slice goes on as soon as it has arrived
+// and been reduced. Every rank of a run must use the same slice.
+std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp, std::size_t size,
+                       std::size_t slice = 0);
 
 // The ranks `rank` sends to and receives from in any Plan of the pattern.
 struct Links {
@@ -68,7 +62,7 @@ struct Links {
 Links LinksOf(Pattern p, int rank, int ranks, int tp);
 
 // Runs `steps` once over `transport` (its Region() at least
-// RegionBytes(size)).
+// RegionBytes(size)): transport.Run(steps).
 TransportStatus Execute(BulkTransport& transport,
                         const std::vector<Step>& steps);
 

@@ -541,8 +541,9 @@ TransportStatus RdmaRcTransport::Wait(const std::function<bool()>& done,
   }
 }
 
-TransportStatus RdmaRcTransport::Exchange(std::span<const Op> sends,
-                                          std::span<const Op> recvs) {
+TransportStatus RdmaRcTransport::DoExchange(std::span<const Op> sends,
+                                            std::span<const Op> recvs,
+                                            const Arrived& /*arrived*/) {
   if (aborted_) return Local("aborted");
   if (failed_) return Local("transport failed earlier; only Close() is left");
   if (cq_ == 0) return Local("Exchange before Prepare");

@@ -115,10 +115,15 @@ class RdmaRcTransport final : public BulkTransport {
   TransportStatus Connect(std::span<const Endpoint> endpoints,
                           std::span<const int> send_to,
                           std::span<const int> recv_from) override;
-  TransportStatus Exchange(std::span<const Op> sends,
-                           std::span<const Op> recvs) override;
   void Abort() override;
   void Close() override;
+
+ protected:
+  // Reports arrivals only through the base class's final calls: a receive's
+  // bytes land by RDMA write, seen whole when its last write completes.
+  TransportStatus DoExchange(std::span<const Op> sends,
+                             std::span<const Op> recvs,
+                             const Arrived& arrived) override;
 
  private:
   struct Credit {

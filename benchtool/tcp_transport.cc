@@ -10,12 +10,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+
+#include "benchtool/dataflow.h"
 
 namespace fabric::bench {
 namespace {
@@ -144,65 +149,6 @@ class Tcp final : public BulkTransport {
     return std::nullopt;
   }
 
-  TransportStatus Exchange(std::span<const Op> sends,
-                           std::span<const Op> recvs) override {
-    struct Pending {
-      const Op* op;
-      std::uint8_t header[kDataHeader];
-      std::size_t done = 0;  // bytes of header + data moved
-    };
-    std::map<int, std::deque<Pending>> out, in;
-    for (const Op& o : sends) {
-      if (auto e = CheckOp(o, out_)) return e;
-      Pending p{&o, {}, 0};
-      PutHeader(p.header, o.length);
-      out[o.peer].push_back(p);
-    }
-    for (const Op& o : recvs) {
-      if (auto e = CheckOp(o, in_)) return e;
-      in[o.peer].push_back(Pending{&o, {}, 0});
-    }
-    auto last_progress = Clock::now();
-    std::vector<pollfd> fds;
-    std::vector<std::pair<int, bool>> who;  // rank, is_send
-    while (!out.empty() || !in.empty()) {
-      if (aborted_) return Err(-1, "aborted");
-      fds.clear();
-      who.clear();
-      for (auto& [r, q] : out) {
-        fds.push_back({out_[r], POLLOUT, 0});
-        who.push_back({r, true});
-      }
-      for (auto& [r, q] : in) {
-        fds.push_back({in_[r], POLLIN, 0});
-        who.push_back({r, false});
-      }
-      fds.push_back({wake_, POLLIN, 0});
-      int ms = MsLeft(last_progress + session_.io_timeout);
-      if (ms <= 0) {
-        int r = !in.empty() ? in.begin()->first : out.begin()->first;
-        return Err(r, "no progress for " +
-                          std::to_string(session_.io_timeout.count()) + " ms");
-      }
-      int n = poll(fds.data(), fds.size(), ms);
-      if (n < 0 && errno != EINTR) return Err(-1, Errno(errno));
-      for (std::size_t i = 0; i + 1 < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        auto [r, is_send] = who[i];
-        auto& q = is_send ? out[r] : in[r];
-        TransportStatus e =
-            is_send ? SendSome(r, q.front()) : RecvSome(r, q.front());
-        if (e) return e;
-        last_progress = Clock::now();
-        if (q.front().done == kDataHeader + q.front().op->length) {
-          q.pop_front();
-          if (q.empty()) (is_send ? out : in).erase(r);
-        }
-      }
-    }
-    return std::nullopt;
-  }
-
   void Abort() override {
     aborted_ = true;
     std::uint64_t one = 1;
@@ -228,7 +174,121 @@ class Tcp final : public BulkTransport {
     region_.shrink_to_fit();
   }
 
+  // 1 MiB: 8 ms of a 1 Gbit/s link, so a slice's own cost stays small.
+  std::size_t PipelineSlice() const override { return 1 << 20; }
+
+  // The plan as a dataflow (dataflow.h): a send starts once the receives
+  // and reductions it reads are complete, a receive once the earlier sends
+  // of its bytes are in the kernel; the streams keep each link's order.
+  TransportStatus Run(std::span<const Step> steps) override {
+    std::vector<FlowOp> ops = Schedule(steps);
+    std::size_t placed = 0, reduces = 0;
+    for (const FlowOp& f : ops) placed += f.reduces.size();
+    for (const Step& s : steps) reduces += s.reduce.size();
+    if (placed != reduces) return BulkTransport::Run(steps);
+    std::vector<std::optional<ArrivalReducer>> reducers(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!ops[i].send)
+        reducers[i].emplace(Region(), *ops[i].op, ops[i].reduces);
+    }
+    return Drive(ops, [&](std::size_t i, std::size_t bytes) {
+      reducers[i]->Arrived(bytes);
+    });
+  }
+
+ protected:
+  TransportStatus DoExchange(std::span<const Op> sends,
+                             std::span<const Op> recvs,
+                             const Arrived& arrived) override {
+    Step step{{sends.begin(), sends.end()}, {recvs.begin(), recvs.end()}, {}};
+    return Drive(Schedule(std::span(&step, 1)),
+                 [&](std::size_t i, std::size_t bytes) {
+                   if (arrived) arrived(i - sends.size(), bytes);
+                 });
+  }
+
  private:
+  struct Pending {
+    const Op* op;
+    std::uint8_t header[kDataHeader];
+    std::size_t done = 0;   // bytes of header + data moved
+    std::size_t index = 0;  // in the schedule
+  };
+
+  // Moves every op of a schedule, each once what it waits for is complete,
+  // over one poll() loop; arrived(i, n): the first n bytes of receive ops[i]
+  // are in the region.
+  TransportStatus Drive(
+      const std::vector<FlowOp>& ops,
+      const std::function<void(std::size_t, std::size_t)>& arrived) {
+    std::vector<Pending> pending(ops.size());
+    std::vector<bool> complete(ops.size(), false);
+    std::map<int, std::deque<std::size_t>> out, in;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const FlowOp& f = ops[i];
+      if (auto e = CheckOp(*f.op, f.send ? out_ : in_)) return e;
+      pending[i] = Pending{f.op, {}, 0, i};
+      if (f.send) PutHeader(pending[i].header, f.op->length);
+      (f.send ? out : in)[f.op->peer].push_back(i);
+    }
+    auto ready = [&](std::size_t i) {
+      for (std::size_t j : ops[i].after) {
+        if (!complete[j]) return false;
+      }
+      return true;
+    };
+    auto last_progress = Clock::now();
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> who;  // rank, is_send
+    while (!out.empty() || !in.empty()) {
+      if (aborted_) return Err(-1, "aborted");
+      fds.clear();
+      who.clear();
+      for (auto& [r, q] : out) {
+        if (!ready(q.front())) continue;
+        fds.push_back({out_[r], POLLOUT, 0});
+        who.push_back({r, true});
+      }
+      for (auto& [r, q] : in) {
+        if (!ready(q.front())) continue;
+        fds.push_back({in_[r], POLLIN, 0});
+        who.push_back({r, false});
+      }
+      // Cannot happen for a plan whose lock-step run completes: the
+      // earliest unfinished op waits for nothing.
+      if (fds.empty()) return Err(-1, "plan stuck: no operation can start");
+      fds.push_back({wake_, POLLIN, 0});
+      int ms = MsLeft(last_progress + session_.io_timeout);
+      if (ms <= 0) {  // name a peer we wait to hear from, if any
+        auto quiet = std::find_if(who.begin(), who.end(),
+                                  [](const auto& w) { return !w.second; });
+        return Err(quiet != who.end() ? quiet->first : who.front().first,
+                   "no progress for " +
+                       std::to_string(session_.io_timeout.count()) + " ms");
+      }
+      int n = poll(fds.data(), fds.size(), ms);
+      if (n < 0 && errno != EINTR) return Err(-1, Errno(errno));
+      for (std::size_t k = 0; k + 1 < fds.size(); ++k) {
+        if (!fds[k].revents) continue;
+        auto [r, is_send] = who[k];
+        auto& q = is_send ? out[r] : in[r];
+        Pending& p = pending[q.front()];
+        TransportStatus e = is_send ? SendSome(r, p) : RecvSome(r, p);
+        if (e) return e;
+        last_progress = Clock::now();
+        if (!is_send && p.done > kDataHeader) {
+          arrived(p.index, p.done - kDataHeader);
+        }
+        if (p.done == kDataHeader + p.op->length) {
+          complete[p.index] = true;
+          q.pop_front();
+          if (q.empty()) (is_send ? out : in).erase(r);
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
   template <typename P>
   TransportStatus SendSome(int r, P& p) {
     ssize_t n;

@@ -39,6 +39,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -87,6 +88,18 @@ struct Op {
   std::size_t length = 0;
 };
 
+// One step of a plan (patterns.h): post all sends and receives at once, and
+// add `reduce` ranges (src in scratch, dst in the buffer, float32 sum; a
+// trailing part shorter than 4 bytes adds bytes) as their source arrives, so
+// a reduce's dst must not be sent in the same step.
+struct Reduce {
+  std::size_t dst = 0, src = 0, length = 0;
+};
+struct Step {
+  std::vector<Op> sends, recvs;
+  std::vector<Reduce> reduce;
+};
+
 class BulkTransport {
  public:
   virtual ~BulkTransport() = default;
@@ -101,11 +114,37 @@ class BulkTransport {
                                   std::span<const int> send_to,
                                   std::span<const int> recv_from) = 0;
   // An op outside Region(), or naming this rank or an unconnected peer, is
-  // an error (not undefined behaviour).
-  virtual TransportStatus Exchange(std::span<const Op> sends,
-                                   std::span<const Op> recvs) = 0;
+  // an error (not undefined behaviour). `arrived(i, n)`, when given, says
+  // the first n bytes of recvs[i] are in the region: a transport that sees
+  // bytes arrive (TCP) calls it as they do, and every receive gets a call
+  // with its whole length before a successful return (n never shrinks, but
+  // may repeat). The caller reduces what has arrived while the rest of the
+  // step is still on the wire, instead of leaving the links idle while it
+  // reduces a whole chunk after the step.
+  using Arrived = std::function<void(std::size_t recv, std::size_t bytes)>;
+  TransportStatus Exchange(std::span<const Op> sends, std::span<const Op> recvs,
+                           const Arrived& arrived = nullptr) {
+    TransportStatus e = DoExchange(sends, recvs, arrived);
+    if (!e && arrived) {
+      for (std::size_t i = 0; i < recvs.size(); ++i)
+        arrived(i, recvs[i].length);
+    }
+    return e;
+  }
+  // Runs a whole plan. The default runs it in lock step: one Exchange per
+  // step, reducing as receives arrive. A transport may run it as a dataflow
+  // (dataflow.h: each op waits only for the earlier ops touching its bytes)
+  // and then says which slice Plan should cut steps into.
+  virtual TransportStatus Run(std::span<const Step> steps);
+  virtual std::size_t PipelineSlice() const { return 0; }
   virtual void Abort() = 0;
   virtual void Close() = 0;
+
+ protected:
+  // Exchange without the final calls of `arrived` (which may be null).
+  virtual TransportStatus DoExchange(std::span<const Op> sends,
+                                     std::span<const Op> recvs,
+                                     const Arrived& arrived) = 0;
 };
 
 }  // namespace fabric::bench

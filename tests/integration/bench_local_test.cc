@@ -3,9 +3,11 @@
 // issue specifies it, a host killed mid-run (the error names it and the
 // others stop sending), a coordinator with the wrong key refused, the HTML
 // report in headless Chromium, and a push to a real Pushgateway.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -179,6 +181,59 @@ TEST(BenchLocal, WrongKeyIsRefusedWithAClearError) {
   EXPECT_FALSE(out.ok);
   EXPECT_EQ(out.failed_host, cluster->hosts()[0]);
   EXPECT_NE(out.error.find("key"), std::string::npos) << out.error;
+}
+
+// The namespaces --local made for the process `pid` (fmb<pid>-...).
+std::vector<std::string> NamespacesOf(pid_t pid) {
+  std::vector<std::string> out;
+  std::string prefix = "fmb" + std::to_string(pid) + "-";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/run/netns", ec)) {
+    std::string name = e.path().filename();
+    if (name.rfind(prefix, 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
+TEST(BenchLocal, SigtermMidRunRemovesTheLocalCluster) {
+  if (!CanUseNetns()) MISSING_DEPENDENCY("root and ip netns");
+  TempDir dir;
+  std::string log = dir.path() + "/stderr";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    dup2(fd, 1);
+    execl(kBench.c_str(), kBench.c_str(), "run", "--pattern", "allreduce-ring",
+          "--local", "2", "--local-rate", "40mbit", "--sizes", "8M",
+          "--iterations", "50", "--out", (dir.path() + "/r.json").c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once the measured size is under way (its progress line).
+  for (int i = 0; i < 300 && Slurp(log).find("size ") == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(Slurp(log).find("size "), std::string::npos) << Slurp(log);
+  EXPECT_EQ(NamespacesOf(pid).size(), 3u);  // two agents and the bridge
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "fabricmon-bench did not exit within 10 s of SIGTERM";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << Slurp(log);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(Slurp(log).find("interrupted"), std::string::npos) << Slurp(log);
+  EXPECT_TRUE(NamespacesOf(pid).empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/r.json"));
 }
 
 TEST(BenchReport, SelfContainedHtmlRendersInHeadlessChromium) {

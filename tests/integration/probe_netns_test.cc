@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -170,6 +171,7 @@ class ProbeNetnsTest : public ::testing::Test {
       r = "fmpr" + id;
       dir = fs::temp_directory_path() / ("fabricmon-probe-" + id);
       fs::create_directories(dir / "sysfs");
+      RemoveStaleNamespaces();
       for (const auto& ns : {a, b, r}) {
         if (!Sh("ip netns add " + ns)) return false;
         if (!Sh("ip -n " + ns + " link set lo up")) return false;
@@ -266,6 +268,25 @@ class ProbeNetnsTest : public ::testing::Test {
       ADD_FAILURE() << "daemon in " << d.ns << " never served probes; log "
                     << d.log;
       return false;
+    }
+
+    // A run killed before TearDownTestSuite (a sanitizer's abort, ctest's
+    // timeout) leaves its namespaces behind: remove those whose process is
+    // gone.
+    static void RemoveStaleNamespaces() {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator("/run/netns", ec)) {
+        std::string name = e.path().filename();
+        if (name.size() < 5 || name.rfind("fmp", 0) != 0 ||
+            std::string_view("abr").find(name[3]) == std::string::npos ||
+            name.find_first_not_of("0123456789", 4) != std::string::npos) {
+          continue;
+        }
+        pid_t pid = std::atoi(name.c_str() + 4);
+        if (pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH) {
+          Sh("ip netns del " + name);
+        }
+      }
     }
 
     void Down() {

@@ -4,10 +4,12 @@
 // all-reduce ends with every rank holding the sum of all ranks' values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "benchtool/coordinator.h"
+#include "benchtool/dataflow.h"
 #include "benchtool/patterns.h"
 #include "benchtool/results.h"
 #include "benchtool/tcp_transport.h"
@@ -103,7 +105,8 @@ TEST(BenchResults, PercentilesMedianAndJsonRoundTrip) {
 // Runs one operation of `p` on `n` ranks over loopback TCP and returns each
 // rank's region.
 std::vector<std::vector<float>> RunOnLoopback(Pattern p, int n, int tp,
-                                              std::size_t size) {
+                                              std::size_t size,
+                                              std::size_t slice = 0) {
   std::vector<std::unique_ptr<BulkTransport>> t;
   std::vector<Endpoint> eps;
   SessionInfo s;
@@ -136,7 +139,7 @@ std::vector<std::vector<float>> RunOnLoopback(Pattern p, int n, int tp,
         errors[r] = e->Message();
         return;
       }
-      if (auto e = Execute(*t[r], Plan(p, r, n, tp, size))) {
+      if (auto e = Execute(*t[r], Plan(p, r, n, tp, size, slice))) {
         errors[r] = e->Message();
       }
     });
@@ -163,6 +166,49 @@ TEST(BenchPatterns, RingAllReduceSumsEveryRank) {
       ASSERT_EQ(regions[r][i], 1 + 2 + 3 + 4) << "rank " << r << " @" << i;
     }
   }
+}
+
+TEST(BenchPatterns, PipelinedRingsSumEveryRank) {
+  // Slices of ~64 bytes: steps of 1024+ bytes become up to 17 sub-steps,
+  // run as a dataflow by the TCP transport.
+  for (int n : {2, 3, 4, 8}) {
+    const std::size_t size = 1024 * n + 12;
+    auto regions = RunOnLoopback(Pattern::kAllreduceRing, n, 1, size, 64);
+    float want = n * (n + 1) / 2;
+    for (int r = 0; r < n; ++r) {
+      for (std::size_t i = 0; i < size / 4; ++i) {
+        ASSERT_EQ(regions[r][i], want) << n << " rank " << r << " @" << i;
+      }
+    }
+  }
+  auto tpdp = RunOnLoopback(Pattern::kTpDp, 4, 2, 4096, 64);
+  for (const auto& reg : tpdp) {
+    for (std::size_t i = 0; i < 1024; ++i) ASSERT_EQ(reg[i], 10) << i;
+  }
+  RunOnLoopback(Pattern::kAllgatherRing, 3, 1, 3000, 64);
+  RunOnLoopback(Pattern::kReducescatterRing, 3, 1, 3000, 64);
+}
+
+TEST(BenchPatterns, PipelinedSliceWaitsOnlyForTheSliceItForwards) {
+  const std::size_t size = 4 * 1024;  // chunks of 1 KiB, 4 slices of 256 B
+  auto steps = Plan(Pattern::kAllreduceRing, 0, 4, 1, size, 256);
+  ASSERT_EQ(steps.size(), 6u * 4);
+  auto ops = Schedule(steps);
+  // ops: per sub-step one send then one receive.
+  ASSERT_EQ(ops.size(), 2 * steps.size());
+  auto send = [&](int step, int slice) { return 2 * (4 * step + slice); };
+  auto recv = [&](int step, int slice) { return send(step, slice) + 1; };
+  // Step 1's first slice forwards what step 0's first slice brought: it
+  // waits for that receive (and its reduction), not for the whole step.
+  EXPECT_EQ(ops[send(1, 0)].after,
+            (std::vector<std::size_t>{std::size_t(recv(0, 0))}));
+  // Sends of step 0 read the rank's own data: nothing to wait for.
+  EXPECT_TRUE(ops[send(0, 3)].after.empty());
+  // A receive in the all-gather half overwrites a chunk this rank sent in
+  // the first step: it waits for that send to be in the kernel.
+  bool waits_for_send = false;
+  for (std::size_t j : ops[recv(3, 0)].after) waits_for_send |= ops[j].send;
+  EXPECT_TRUE(waits_for_send);
 }
 
 TEST(BenchPatterns, TpDpSumsEveryRank) {
@@ -208,6 +254,86 @@ TEST(BenchTcp, ExchangeRefusesOpsOutsideTheRegionAndUnknownPeers) {
   auto e = t->Exchange(std::span(&far, 1), {});
   ASSERT_TRUE(e);
   EXPECT_NE(e->Message().find("127.0.0.1:1 (rank 1)"), std::string::npos);
+}
+
+// A transport whose receives arrive a few bytes at a time, reporting each
+// part, and that records what the buffer held when it reported.
+class TricklingTransport : public BulkTransport {
+ public:
+  explicit TricklingTransport(std::vector<std::byte> incoming)
+      : incoming_(std::move(incoming)) {}
+  std::string_view Name() const override { return "trickle"; }
+  std::optional<Endpoint> Prepare(const SessionInfo&, std::size_t bytes,
+                                  TransportError*) override {
+    region_.assign(bytes, std::byte{0});
+    return Endpoint{};
+  }
+  std::span<std::byte> Region() override { return region_; }
+  TransportStatus Connect(std::span<const Endpoint>, std::span<const int>,
+                          std::span<const int>) override {
+    return std::nullopt;
+  }
+  void Abort() override {}
+  void Close() override {}
+  std::vector<std::vector<std::byte>> seen;  // region before each report
+
+ protected:
+  TransportStatus DoExchange(std::span<const Op>, std::span<const Op> recvs,
+                             const Arrived& arrived) override {
+    const Op& in = recvs[0];
+    for (std::size_t n = 0; n < in.length;) {
+      std::size_t next = std::min(in.length, n + 1 + n % 7);
+      std::memcpy(region_.data() + in.offset + n, incoming_.data() + n,
+                  next - n);
+      n = next;
+      seen.push_back(region_);
+      arrived(0, n);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<std::byte> incoming_, region_;
+};
+
+TEST(BenchPatterns, ReducesWhatHasArrivedWhileTheRestIsOnTheWire) {
+  const std::size_t size = 4 * 25 + 3;  // 25 floats and a 3-byte tail
+  std::vector<std::byte> incoming(size);
+  for (std::size_t i = 0; i < size; ++i) {
+    incoming[i] = static_cast<std::byte>(i % 4 == 3 ? 0x40 : 1);
+  }
+  TricklingTransport t(incoming);
+  TransportError err;
+  ASSERT_TRUE(t.Prepare({}, RegionBytes(size), &err));
+  auto region = t.Region();
+  float one = 1.0f;
+  for (std::size_t i = 0; i + 4 <= size; i += 4) {
+    std::memcpy(region.data() + i, &one, 4);
+  }
+  for (std::size_t i = size / 4 * 4; i < size; ++i) region[i] = std::byte{5};
+  Step step;
+  step.recvs.push_back(Op{1, size, size});
+  step.reduce.push_back(Reduce{0, size, size});
+  ASSERT_FALSE(Execute(t, {step}));
+  float want;
+  {
+    float in;
+    std::memcpy(&in, incoming.data(), 4);
+    want = 1.0f + in;
+  }
+  for (std::size_t i = 0; i + 4 <= size; i += 4) {
+    float got;
+    std::memcpy(&got, region.data() + i, 4);
+    ASSERT_EQ(got, want) << i;  // each float added exactly once
+  }
+  for (std::size_t i = size / 4 * 4; i < size; ++i) {
+    EXPECT_EQ(region[i], std::byte{6}) << i;  // the tail adds bytes
+  }
+  // Halfway through, the first floats had already been added.
+  const auto& mid = t.seen[t.seen.size() / 2];
+  float first;
+  std::memcpy(&first, mid.data(), 4);
+  EXPECT_EQ(first, want);
 }
 
 }  // namespace
