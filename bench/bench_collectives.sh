@@ -10,14 +10,14 @@
 #      sizes, printed side by side with the link's payload rate.
 # Needs root and iproute2 (namespaces); prints a table, exits 0.
 #
-#   bench/bench_collectives.sh                  # CASES="4:1gbit 8:1gbit 8:500mbit"
+#   bench/bench_collectives.sh                  # CASES="4:1gbit 8:1gbit"
 #   CASES="4:250mbit" bench/bench_collectives.sh
 source "$(dirname "$0")/lib.sh"
 bench_cd_root
 BENCH="${BENCH_FABRICMON_BENCH:-build/benchtool/fabricmon-bench}"
 bench_require_exec "$BENCH" "cmake --build build --target fabricmon-bench"
 [[ $(id -u) -eq 0 ]] || bench_die "needs root (network namespaces)"
-CASES="${CASES:-4:1gbit 8:1gbit 8:500mbit}"
+CASES="${CASES:-4:1gbit 8:1gbit}"
 LARGE="${LARGE:-16M,64M}"
 SMALL="${SMALL:-1K:256K:x4}"
 ITER="${ITER:-10}"

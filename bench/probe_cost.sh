@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# What active probes cost (issue 13): CPU of a daemon probing one peer at
-# 1,000 probes a second (interval 1ms), of the daemon answering them, and of
-# the same daemon without probes, all three running side by side in one run.
+# What active probes cost (issue 13): CPU of a daemon sending 1,000 probes a
+# second, of the daemon answering them, and of the same daemon without
+# probes, all running side by side in one run, in two shapes:
+#   one peer every 1 ms (a wake-up per probe, whatever the engine does), and
+#   100 peers every 100 ms (the Pingmesh shape: probes due within the batch
+#   window, interval/10 at most 10 ms, share a wake-up).
 #
 # Usage: bench/probe_cost.sh [FABRICMON_BINARY] [SECONDS] [TREE]
 #   defaults: build/fabricmon, 20, tests/fixtures/real/sysfs-gpud-h100
 #
 # Method:
-#   Three daemons on loopback, each with the built-in defaults on TREE (the
+#   Five daemons on loopback, each with the built-in defaults on TREE (the
 #   other collectors as on a GPU node) plus collectors.probe:
-#     prober:    enabled, interval 1ms, peers: the responder
-#     responder: enabled, no peers (answers only)
-#     baseline:  probe disabled
-#   After all three serve and 2 s pass, a window of SECONDS: CPU per second
-#   of running from /proc/PID/task/*/schedstat (ns, every thread). Probe
-#   cost = prober (or responder) minus baseline, as % of one core. The
-#   prober's /metrics at the end must show >= 90% of the probes answered.
+#     prober:          enabled, interval 1ms, peers: responder
+#     responder:       enabled, no peers (answers only)
+#     mesh_prober:     enabled, interval 100ms, 100 peers 127.0.0.2..101 on
+#                      mesh_responder's port (loopback routes all of
+#                      127/8 to one socket bound to 0.0.0.0: 100 peers with
+#                      their own series, one answering daemon). Environment
+#                      MESH_PEERS, MESH_INTERVAL change the shape (e.g.
+#                      MESH_PEERS=1000 MESH_INTERVAL=1s; the rate limit of
+#                      the responder is raised to fit).
+#     mesh_responder:  enabled, no peers, listening on 0.0.0.0
+#     baseline:        probe disabled
+#   After all serve and 2 s pass, a window of SECONDS: CPU per second of
+#   running from /proc/PID/task/*/schedstat (ns, every thread). Probe cost
+#   = daemon minus baseline, as % of one core. Each prober's /metrics at
+#   the end must show >= 90% of its probes answered.
 #   Side by side, bench/wake_floor.c: a bare loop woken every 1 ms (what any
 #   prober that wakes once per probe pays at least on this machine now).
 #   Also: wake-ups per second (voluntary context switches, all threads)
@@ -45,35 +56,53 @@ chmod 600 "$key"
 responder_udp=$(free_udp_port)
 prober_udp=$(free_udp_port)
 
-# config NAME ENABLED LISTEN [PEER]
+# config NAME ENABLED LISTEN INTERVAL [PEER...]
 config() {
-  local file="$BENCH_TMP/$1.yaml"
+  local file="$BENCH_TMP/$1.yaml" name=$1 enabled=$2 listen=$3 interval=$4
+  shift 4
   {
     echo "collectors:"
     echo "  probe:"
-    echo "    enabled: $2"
-    echo "    interval: 1ms"
-    echo "    listen_address: \"127.0.0.1:$3\""
+    echo "    enabled: $enabled"
+    echo "    interval: $interval"
+    echo "    listen_address: \"$listen\""
     echo "    key_file: $key"
-    [[ -n "${4:-}" ]] && echo "    peers: [\"127.0.0.1:$4\"]"
+    if (($# > 0)); then
+      echo "    peers:"
+      for peer in "$@"; do echo "      - \"$peer\""; done
+    fi
   } >"$file"
   echo "$file"
 }
 
-declare -A port pid
-for name in prober responder baseline; do
+names=(prober responder mesh_prober mesh_responder baseline)
+declare -A port pid cfg
+for name in "${names[@]}"; do
   port[$name]=$(bench_free_port)
 done
-cfg_prober=$(config prober true "$prober_udp" "$responder_udp")
-cfg_responder=$(config responder true "$responder_udp")
-cfg_baseline=$(config baseline false "$(free_udp_port)")
-for name in prober responder baseline; do
-  cfg_var="cfg_$name"
-  bench_spawn "$BENCH_TMP/$name.log" "$BIN" --config "${!cfg_var}" \
+mesh_udp=$(free_udp_port)
+MESH_PEERS="${MESH_PEERS:-100}"
+MESH_INTERVAL="${MESH_INTERVAL:-100ms}"
+[[ "$MESH_PEERS" =~ ^[0-9]+$ && "$MESH_PEERS" -ge 1 && "$MESH_PEERS" -le 60000 ]] ||
+  bench_die "MESH_PEERS must be 1..60000"
+mesh_peers=()
+for ((i = 0; i < MESH_PEERS; i++)); do
+  mesh_peers+=("127.0.$((i / 250)).$((i % 250 + 2)):$mesh_udp")
+done
+cfg[prober]=$(config prober true "127.0.0.1:$prober_udp" 1ms "127.0.0.1:$responder_udp")
+cfg[responder]=$(config responder true "127.0.0.1:$responder_udp" 1ms)
+cfg[mesh_prober]=$(config mesh_prober true "127.0.0.1:$(free_udp_port)" "$MESH_INTERVAL" "${mesh_peers[@]}")
+cfg[mesh_responder]=$(config mesh_responder true "0.0.0.0:$mesh_udp" "$MESH_INTERVAL")
+# Every probe comes from one source address: the default 2,000 answers a
+# second per source would refuse a faster mesh.
+echo "    rate_limit: 1000000" >>"${cfg[mesh_responder]}"
+cfg[baseline]=$(config baseline false "127.0.0.1:$(free_udp_port)" 1ms)
+for name in "${names[@]}"; do
+  bench_spawn "$BENCH_TMP/$name.log" "$BIN" --config "${cfg[$name]}" \
     --sysfs.root "$TREE" --web.listen-address "127.0.0.1:${port[$name]}"
   pid[$name]=$BENCH_SPAWNED
 done
-for name in prober responder baseline; do
+for name in "${names[@]}"; do
   bench_wait_http "${port[$name]}" /metrics "${pid[$name]}" || {
     cat "$BENCH_TMP/$name.log" >&2
     bench_die "$name did not come up"
@@ -90,73 +119,94 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 declare -A ns0 ns1 wk0 wk1
 t0=$(now_us)
 floor0=$(bench_sched_ns "$floor_pid")
-for name in prober responder baseline; do
+for name in "${names[@]}"; do
   ns0[$name]=$(bench_sched_ns "${pid[$name]}")
   wk0[$name]=$(bench_wakeups "${pid[$name]}")
 done
-bench_get "${port[prober]}" /metrics "$BENCH_TMP/before.prom" || bench_die "scrape failed"
+for name in prober mesh_prober; do
+  bench_get "${port[$name]}" /metrics "$BENCH_TMP/$name.before.prom" || bench_die "scrape failed"
+done
 sleep "$SECONDS_WINDOW"
-for name in prober responder baseline; do
+for name in "${names[@]}"; do
   ns1[$name]=$(bench_sched_ns "${pid[$name]}")
   wk1[$name]=$(bench_wakeups "${pid[$name]}")
 done
 floor1=$(bench_sched_ns "$floor_pid")
 t1=$(now_us)
 sleep 1.1  # the probe statistics are published once a second
-bench_get "${port[prober]}" /metrics "$BENCH_TMP/after.prom" || bench_die "scrape failed"
-for name in prober responder baseline; do
+for name in prober mesh_prober; do
+  bench_get "${port[$name]}" /metrics "$BENCH_TMP/$name.after.prom" || bench_die "scrape failed"
+done
+for name in "${names[@]}"; do
   kill -0 "${pid[$name]}" 2>/dev/null || bench_die "$name exited during the window"
 done
 
-python3 - "$t0" "$t1" "${ns0[prober]}" "${ns1[prober]}" "${ns0[responder]}" \
-  "${ns1[responder]}" "${ns0[baseline]}" "${ns1[baseline]}" \
-  "$BENCH_TMP/before.prom" "$BENCH_TMP/after.prom" \
-  "$((wk1[prober] - wk0[prober]))" "$((wk1[responder] - wk0[responder]))" \
-  "$((wk1[baseline] - wk0[baseline]))" "$(cut -d' ' -f1 /proc/loadavg)" \
-  "$((floor1 - floor0))" <<'PY'
-import re, sys
+args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP")
+for name in "${names[@]}"; do
+  args+=("$name" "${ns0[$name]}" "${ns1[$name]}" "$((wk1[$name] - wk0[$name]))")
+done
+python3 - "${args[@]}" <<'PY'
+import os, re, sys
 
 t0, t1 = int(sys.argv[1]) / 1e6, int(sys.argv[2]) / 1e6
 window = t1 - t0
-cpu = {}
-for i, name in enumerate(["prober", "responder", "baseline"]):
-    a, b = int(sys.argv[3 + 2 * i]), int(sys.argv[4 + 2 * i])
-    cpu[name] = (b - a) / 1e9 / window
+load, floor_ns, tmp = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+cpu, wakeups, names = {}, {}, []
+rest = sys.argv[6:]
+for i in range(0, len(rest), 4):
+    name = rest[i]
+    names.append(name)
+    cpu[name] = (int(rest[i + 2]) - int(rest[i + 1])) / 1e9 / window
+    wakeups[name] = int(rest[i + 3]) / window
 
 def total(path, family):
-    s = 0.0
+    s = None
     for line in open(path):
-        m = re.match(r"^%s\{[^}]*\} (\S+)$" % family, line)
+        m = re.match(r"^%s(\{[^}]*\})? (\S+)$" % family, line)
         if m:
-            s += float(m.group(1))
+            s = (s or 0.0) + float(m.group(2))
     return s
 
-sent = total(sys.argv[10], "fabric_probe_sent_total") - total(sys.argv[9], "fabric_probe_sent_total")
-answered = (total(sys.argv[10], "fabric_probe_rtt_seconds_count")
-            - total(sys.argv[9], "fabric_probe_rtt_seconds_count"))
-rtt_sum = (total(sys.argv[10], "fabric_probe_rtt_seconds_sum")
-           - total(sys.argv[9], "fabric_probe_rtt_seconds_sum"))
+def delta(name, family):
+    a = total("%s/%s.after.prom" % (tmp, name), family)
+    b = total("%s/%s.before.prom" % (tmp, name), family)
+    return None if a is None or b is None else a - b
+
+
 pct = lambda s: 100 * s
-wakeups = dict(zip(["prober", "responder", "baseline"], (int(w) / window for w in sys.argv[11:14])))
-print("load average (1 min) at the end: %s on %d cores" % (sys.argv[14], __import__("os").cpu_count()))
-print("window %.1f s; prober sent %.0f probes (%.0f/s), %.0f answered (%.1f%%)"
-      % (window, sent, sent / window, answered, 100 * answered / max(sent, 1)))
-# From the kernel's receive stamps: reading answers late (lazy receive)
-# must not move it.
-print("prober mean RTT %.1f us" % (1e6 * rtt_sum / max(answered, 1)))
-for name in ["prober", "responder", "baseline"]:
-    print("%-9s CPU %.2f ms/s = %.3f%% of one core, %.0f wake-ups/s"
+print("load average (1 min) at the end: %s on %d cores; window %.1f s" % (load, os.cpu_count(), window))
+short = []
+for name in ["prober", "mesh_prober"]:
+    sent = delta(name, "fabric_probe_sent_total") or 0
+    answered = delta(name, "fabric_probe_rtt_seconds_count") or 0
+    rtt_sum = delta(name, "fabric_probe_rtt_seconds_sum") or 0
+    net_sum = delta(name, "fabric_probe_network_rtt_seconds_sum") or 0
+    dropped = delta(name, "fabric_probe_receive_dropped_total")
+    # RTT from the kernel's receive stamps: reading answers late (lazy
+    # receive) must not move it. The network RTT leaves out the time the
+    # responder held the probe (its wake-up; with 100 peers on one
+    # responder, the probes of a batch queue there one after the other).
+    print("%-14s sent %.0f probes (%.0f/s), %.0f answered (%.1f%%), dropped at its socket: %s; "
+          "mean RTT %.1f us, network RTT %.1f us"
+          % (name, sent, sent / window, answered, 100 * answered / max(sent, 1),
+             "not counted" if dropped is None else "%.0f" % dropped,
+             1e6 * rtt_sum / max(answered, 1), 1e6 * net_sum / max(answered, 1)))
+    if answered < 0.9 * sent:
+        short.append(name)
+for name in names:
+    print("%-14s CPU %.2f ms/s = %.3f%% of one core, %.0f wake-ups/s"
           % (name, cpu[name] * 1e3, pct(cpu[name]), wakeups[name]))
-floor = int(sys.argv[15]) / 1e9 / window
+floor = floor_ns / 1e9 / window
 print("wake-up floor (bare 1 ms timerfd loop): CPU %.2f ms/s = %.3f%% of one core, %.1f us per wake-up"
       % (floor * 1e3, pct(floor), floor / 1000 * 1e6))
-for name in ["prober", "responder"]:
+for name in names[:-1]:
     extra = cpu[name] - cpu["baseline"]
-    verdict = "met" if pct(extra) <= 1 else ("under the 2%% ceiling" if pct(extra) <= 2 else "NOT met")
+    verdict = "met" if pct(extra) <= 1 else ("under the 2% ceiling" if pct(extra) <= 2 else "NOT met")
     print("%s - baseline: %.3f%% of one core (target <= 1%%, ceiling 2%%: %s); ratio %s/baseline %.2f; "
           "%.2f wake-up floors"
           % (name, pct(extra), verdict, name, cpu[name] / cpu["baseline"] if cpu["baseline"] else float("nan"),
              extra / floor if floor else float("nan")))
-if answered < 0.9 * sent:
-    sys.exit("fewer than 90% of the probes were answered: the figures do not measure probing")
+if short:
+    sys.exit("fewer than 90%% of the probes were answered (%s): the figures do not measure probing"
+             % ", ".join(short))
 PY

@@ -86,6 +86,7 @@ struct Op {
   int peer = 0;
   std::size_t offset = 0;
   std::size_t length = 0;
+  bool operator==(const Op&) const = default;
 };
 
 // One step of a plan (patterns.h): post all sends and receives at once, and
@@ -94,10 +95,12 @@ struct Op {
 // a reduce's dst must not be sent in the same step.
 struct Reduce {
   std::size_t dst = 0, src = 0, length = 0;
+  bool operator==(const Reduce&) const = default;
 };
 struct Step {
   std::vector<Op> sends, recvs;
   std::vector<Reduce> reduce;
+  bool operator==(const Step&) const = default;
 };
 
 class BulkTransport {

@@ -31,8 +31,23 @@ bool CongestionCollector::Collect(MetricSink& sink) {
 void CongestionCollector::Sample() {
   // Skips of a sample are not reported: the next publish reads the same
   // files and counts its own.
-  MetricSink scratch;
-  CollectImpl(scratch, /*emit=*/false);
+  if (!walked_ || !reader_) {
+    MetricSink scratch;
+    CollectImpl(scratch, /*emit=*/false);
+    return;
+  }
+  const double now = clock_();
+  reader_->BeginSample();
+  // A sample polls the ports the last publish's walk found: the walk
+  // (listing class/infiniband and every device's ports/) is as much work as
+  // the reads, and a port that comes or goes is seen within one publish
+  // interval. A vanished port's reads fail quietly here (no interval, no
+  // bogus value); the next walk forgets it.
+  for (Port* port : sample_ports_) port->window.Add(Poll(*port, now, nullptr));
+  if (ethtool_) {
+    MetricSink scratch;
+    PollPfc(scratch);
+  }
 }
 
 CongestionCollector::Port::Port(const std::string& device,
@@ -57,34 +72,44 @@ void CongestionCollector::Probe(Port& p) {
   p.has_xmit_wait = has(p.counters_dir, "port_xmit_wait");
   p.has_cnp_handled = has(p.hw_dir, "rp_cnp_handled");
   p.has_cnp_sent = has(p.hw_dir, "np_cnp_sent");
+  p.xmit_data = reader_->Keep(p.counters_dir, "port_xmit_data");
+  p.rcv_data = reader_->Keep(p.counters_dir, "port_rcv_data");
+  p.xmit_wait = reader_->Keep(p.counters_dir, "port_xmit_wait");
+  p.cnp_handled = reader_->Keep(p.hw_dir, "rp_cnp_handled");
+  p.cnp_sent = reader_->Keep(p.hw_dir, "np_cnp_sent");
+  p.rate_file = reader_->Keep(p.dir, "rate");
 }
 
 CongestionSample CongestionCollector::Poll(Port& port, double now,
-                                           MetricSink& sink) {
+                                           MetricSink* sink) {
+  // Counters are short ("18446744073709551615\n" is 21 bytes); a longer
+  // content fails the read (EOVERFLOW) and counts as unreadable.
+  char buf[64];
   auto read_counter =
-      [&](bool present, const std::string& dir,
-          std::string_view file) -> std::optional<std::uint64_t> {
+      [&](bool present, SysfsReader::KeptFile file, const std::string& dir,
+          std::string_view name) -> std::optional<std::uint64_t> {
     if (!present) return std::nullopt;
-    const auto r = reader_->Read(dir, file);
+    const auto r = reader_->ReadKept(file, buf);
     const auto v = r.ok() ? ParseU64(*r) : Parsed<std::uint64_t>{};
     if (!v.ok()) {
-      sink.Skip(dir + "/" + std::string(file));
+      if (sink) sink->Skip(dir + "/" + std::string(name));
       return std::nullopt;
     }
     return v.value;
   };
   CongestionSample s;
-  s.xmit_data_words =
-      read_counter(port.has_xmit_data, port.counters_dir, "port_xmit_data");
-  s.rcv_data_words =
-      read_counter(port.has_rcv_data, port.counters_dir, "port_rcv_data");
-  s.xmit_wait_ticks =
-      read_counter(port.has_xmit_wait, port.counters_dir, "port_xmit_wait");
-  s.cnp_handled =
-      read_counter(port.has_cnp_handled, port.hw_dir, "rp_cnp_handled");
-  s.cnp_sent = read_counter(port.has_cnp_sent, port.hw_dir, "np_cnp_sent");
+  s.xmit_data_words = read_counter(port.has_xmit_data, port.xmit_data,
+                                   port.counters_dir, "port_xmit_data");
+  s.rcv_data_words = read_counter(port.has_rcv_data, port.rcv_data,
+                                  port.counters_dir, "port_rcv_data");
+  s.xmit_wait_ticks = read_counter(port.has_xmit_wait, port.xmit_wait,
+                                   port.counters_dir, "port_xmit_wait");
+  s.cnp_handled = read_counter(port.has_cnp_handled, port.cnp_handled,
+                               port.hw_dir, "rp_cnp_handled");
+  s.cnp_sent = read_counter(port.has_cnp_sent, port.cnp_sent, port.hw_dir,
+                            "np_cnp_sent");
   if (now - port.rate_read_at >= options_.rate_refresh_seconds) {
-    const auto r = reader_->Read(port.dir, "rate");
+    const auto r = reader_->ReadKept(port.rate_file, buf);
     const auto rate = r.ok() ? ParseRate(*r) : Parsed<PortRate>{};
     port.rate =
         rate.ok() ? std::optional(rate.value.bytes_per_second) : std::nullopt;
@@ -100,21 +125,6 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
 bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
   const double now = clock_();
   if (!reader_) reader_ = env_.sysfs->NewReader();
-  if (!emit && walked_) {
-    reader_->BeginSample();
-    // A sample polls the ports the last publish's walk found: the walk
-    // (listing class/infiniband and every device's ports/) is as much work
-    // as the reads, and a port that comes or goes is seen within one
-    // publish interval. A vanished port's reads fail quietly here (no
-    // interval, no bogus value); the next walk forgets it.
-    for (auto& [device_name, device] : devices_) {
-      for (auto& [port_name, port] : device.ports) {
-        port.window.Add(Poll(port, now, sink));
-      }
-    }
-    if (ethtool_) PollPfc(sink);
-    return true;
-  }
   reader_->Begin();
   walked_ = true;
   const std::uint64_t generation = ++generation_;
@@ -141,7 +151,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
         ports_changed_ = true;
       }
       Port& port = it->second;
-      port.window.Add(Poll(port, now, sink));
+      port.window.Add(Poll(port, now, &sink));
       port.seen = generation;
     }
   }
@@ -154,6 +164,10 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
       ports_changed_ = true;
     }
     dev = dev->second.ports.empty() ? devices_.erase(dev) : std::next(dev);
+  }
+  sample_ports_.clear();
+  for (auto& [device_name, device] : devices_) {
+    for (auto& [port_name, port] : device.ports) sample_ports_.push_back(&port);
   }
   if (ethtool_) PollPfc(sink);
   if (!emit) return true;

@@ -12,9 +12,12 @@
 // appears. Devices and ports are listed at each publish (Collect); the
 // samples in between poll the ports that listing found. Reads and listings go
 // through the collector's SysfsReader, which keeps descriptors and listings
-// between polls on real trees (core/sysfs.h), and a poll builds no strings:
-// paths and labels are made per port once. Devices and ports that vanish lose
-// their history; those that (re)appear start a new baseline.
+// between polls on real trees (core/sysfs.h). A sample builds no strings and
+// allocates nothing: it walks a flat array of the ports and reads each file
+// through its SysfsReader::Keep() handle into a stack buffer (one pread on a
+// kept descriptor); paths, labels and handles are made per port once. Devices
+// and ports that vanish lose their history; those that (re)appear start a new
+// baseline.
 //
 // Devices and ports come from the shared walk (collectors/ib_walk.h).
 //
@@ -111,6 +114,9 @@ class CongestionCollector final : public Collector {
     Labels labels;             // {device, port}
     bool has_xmit_data = false, has_rcv_data = false, has_xmit_wait = false;
     bool has_cnp_handled = false, has_cnp_sent = false;
+    // The reader's handles of the files above and `rate` (Probe).
+    SysfsReader::KeptFile xmit_data = 0, rcv_data = 0, xmit_wait = 0,
+                          cnp_handled = 0, cnp_sent = 0, rate_file = 0;
     std::optional<double> rate;
     double rate_read_at = -1e300;
     std::uint64_t seen = 0;  // the collection that last listed it
@@ -129,7 +135,8 @@ class CongestionCollector final : public Collector {
 
   bool CollectImpl(MetricSink& sink, bool emit);
   void Probe(Port& port);
-  CongestionSample Poll(Port& port, double now, MetricSink& sink);
+  // Skips go to `sink` when given (a publish); a sample's are not reported.
+  CongestionSample Poll(Port& port, double now, MetricSink* sink);
   void PollPfc(MetricSink& sink);
   void EmitPfc(double now, MetricSink& sink);
 
@@ -142,8 +149,11 @@ class CongestionCollector final : public Collector {
   // The device/port walk of the latest poll, its storage reused by the next.
   IbPortList walk_;
   std::map<std::string, Device, std::less<>> devices_;  // by device name
-  std::uint64_t generation_ = 0;                        // walks so far
-  bool walked_ = false;  // Sample() walks only until the first walk
+  // The ports of devices_ in walk order, rebuilt at each walk: what a
+  // sample loops over (a flat array, not two levels of map nodes).
+  std::vector<Port*> sample_ports_;
+  std::uint64_t generation_ = 0;  // walks so far
+  bool walked_ = false;           // Sample() walks only until the first walk
   bool ports_changed_ = true;
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <unordered_map>
+#include <vector>
 
 #include "collectors/ib_walk.h"
 #include "collectors/sysfs_parse.h"
@@ -96,6 +98,7 @@ class HwCountersCollector final : public Collector {
   bool Collect(MetricSink& sink) override {
     if (!reader_) reader_ = env_.sysfs->NewReader();
     reader_->Begin();
+    ++generation_;
     IbPortList list = ListIbPorts(*reader_, filter_, &sink);
     std::set<std::string> present;
     for (const auto& device : list.devices) {
@@ -106,10 +109,28 @@ class HwCountersCollector final : public Collector {
     // loses its unwrap state, so if it comes back its counters restart
     // from their raw values.
     if (list.ok) unwrapper_.Retain(present);
+    // Plans of directories not read this round (a device gone or filtered).
+    std::erase_if(
+        plans_, [&](const auto& kv) { return kv.second.seen != generation_; });
     return list.ok;
   }
 
  private:
+  // What one hw_counters/ listing means, worked out when the listing is
+  // first seen (or changes) instead of for every file of every poll: each
+  // file's read handle, unwrap key and dedicated metric.
+  struct FilePlan {
+    SysfsReader::KeptFile file = 0;
+    bool skip = false;                 // `lifespan`: a setting, not a counter
+    std::string unwrap_key;            // empty: not a 32-bit Q-counter
+    const NamedSpec* named = nullptr;  // its dedicated metric, if any
+  };
+  struct DirPlan {
+    std::vector<std::string> names;  // the listing the plan was made for
+    std::vector<FilePlan> files;     // by position in `names`
+    std::uint64_t seen = 0;          // the collection that last read it
+  };
+
   void CollectDevice(const IbDevicePorts& walked, MetricSink& sink) {
     const std::string& device = walked.device;
     const std::string& dir = walked.dir;
@@ -117,6 +138,29 @@ class HwCountersCollector final : public Collector {
     for (const auto& port : walked.ports) {
       CollectDir(device, port, dir + "/ports/" + port + "/hw_counters", sink);
     }
+  }
+
+  DirPlan& Plan(const std::string& port, const std::string& dir,
+                const std::vector<std::string>& files) {
+    DirPlan& plan = plans_[dir];
+    plan.seen = generation_;
+    if (plan.names == files) return plan;
+    plan.names = files;
+    plan.files.clear();
+    for (const auto& file : files) {
+      FilePlan& f = plan.files.emplace_back();
+      f.skip = file == kLifespan;
+      f.file = reader_->Keep(dir, file);
+      if (IsQCounter32(file)) {
+        f.unwrap_key.assign(port.empty() ? std::string_view("-") : port);
+        f.unwrap_key.push_back('/');
+        f.unwrap_key.append(file);
+      }
+      for (const auto& named : kNamed) {
+        if (named.file == file) f.named = &named;
+      }
+    }
+    return plan;
   }
 
   // `port` empty = device-level hw_counters/.
@@ -134,9 +178,15 @@ class HwCountersCollector final : public Collector {
       }
       return;
     }
-    for (const auto& file : *files) {
-      if (file == kLifespan) continue;
-      ReadResult r = reader_->Read(dir, file);
+    const DirPlan& plan = Plan(port, dir, *files);
+    // Counters are short (a 64-bit value is 20 digits); a longer content is
+    // an unreadable counter (EOVERFLOW).
+    char buf[64];
+    for (std::size_t i = 0; i < plan.files.size(); ++i) {
+      const FilePlan& f = plan.files[i];
+      if (f.skip) continue;
+      const std::string& file = plan.names[i];
+      const auto r = reader_->ReadKept(f.file, buf);
       if (!r.ok()) {
         sink.Skip(dir + "/" + file + ": " + r.error().message());
         continue;
@@ -148,17 +198,14 @@ class HwCountersCollector final : public Collector {
         continue;
       }
       std::uint64_t value = parsed.value;
-      if (IsQCounter32(file)) {
-        key_.assign(port.empty() ? std::string_view("-") : port);
-        key_.push_back('/');
-        key_.append(file);
-        value = unwrapper_.Update(device, key_, value);
+      if (!f.unwrap_key.empty()) {
+        value = unwrapper_.Update(device, f.unwrap_key, value);
       }
       if (port.empty()) {
         sink.Counter("fabric_device_hw_counters_total",
                      "Device-level hw_counters/<counter>, name as-is "
                      "(32-bit mlx5 Q-counters unwrapped to 64 bits).",
-                     Labels{{"counter", file}, {"device", device}},
+                     LabelRefs{{"counter", file}, {"device", device}},
                      static_cast<double>(value));
         continue;
       }
@@ -166,14 +213,12 @@ class HwCountersCollector final : public Collector {
           "fabric_hw_counters_total",
           "Per-port hw_counters/<counter>, name as-is (32-bit mlx5 "
           "Q-counters unwrapped to 64 bits).",
-          Labels{{"counter", file}, {"device", device}, {"port", port}},
+          LabelRefs{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(value));
-      for (const auto& named : kNamed) {
-        if (named.file == file) {
-          sink.Counter(named.metric, named.help,
-                       Labels{{"device", device}, {"port", port}},
-                       static_cast<double>(value));
-        }
+      if (f.named) {
+        sink.Counter(f.named->metric, f.named->help,
+                     LabelRefs{{"device", device}, {"port", port}},
+                     static_cast<double>(value));
       }
     }
   }
@@ -184,7 +229,8 @@ class HwCountersCollector final : public Collector {
   // counter files from one collection to the next (core/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
   Q32Unwrapper unwrapper_;
-  std::string key_;  // reused "<port>/<counter>" unwrap key
+  std::unordered_map<std::string, DirPlan> plans_;  // by directory
+  std::uint64_t generation_ = 0;                    // collections so far
 };
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "collectors/ib_port.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
 #include <map>
 #include <optional>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "collectors/ib_walk.h"
 #include "collectors/sysfs_parse.h"
@@ -220,8 +224,12 @@ class IbPortCollector final : public Collector {
   bool Collect(MetricSink& sink) override {
     if (!reader_) reader_ = env_.sysfs->NewReader();
     reader_->Begin();
+    ++generation_;
     IbPortList list = ListIbPorts(*reader_, devices_, &sink);
     for (const auto& device : list.devices) CollectDevice(device, sink);
+    // Plans of directories not read this round (a device gone or filtered).
+    std::erase_if(
+        plans_, [&](const auto& kv) { return kv.second.seen != generation_; });
     return list.ok;
   }
 
@@ -252,24 +260,6 @@ class IbPortCollector final : public Collector {
     return std::string(trimmed);
   }
 
-  // Reads and parses a u64 file that was listed (so it should exist).
-  std::optional<std::uint64_t> ReadCounter(std::string_view dir,
-                                           std::string_view name,
-                                           MetricSink& sink) const {
-    ReadResult r = reader_->Read(dir, name);
-    if (!r.ok()) {
-      sink.Skip(JoinPath(dir, name) + ": " + r.error().message());
-      return std::nullopt;
-    }
-    auto parsed = ParseU64(*r);
-    if (!parsed.ok()) {
-      sink.Skip(JoinPath(dir, name) + ": " +
-                std::string(ParseStatusName(parsed.status)));
-      return std::nullopt;
-    }
-    return parsed.value;
-  }
-
   std::string GuidAttr(std::string_view dir, std::string_view name,
                        MetricSink& sink) const {
     auto text = ReadAttr(dir, name, sink, /*fixed=*/true);
@@ -297,13 +287,13 @@ class IbPortCollector final : public Collector {
     sink.Gauge("fabric_device_info",
                "RDMA device inventory from class/infiniband/<device> "
                "attributes; value is always 1.",
-               Labels{{"device", device},
-                      {"hca_type", attrs.hca_type},
-                      {"fw_ver", attrs.fw_ver},
-                      {"board_id", std::move(board_id)},
-                      {"node_guid", attrs.node_guid},
-                      {"sys_image_guid", std::move(sys_image_guid)},
-                      {"node_desc", std::move(node_desc)}},
+               LabelRefs{{"device", device},
+                         {"hca_type", attrs.hca_type},
+                         {"fw_ver", attrs.fw_ver},
+                         {"board_id", std::move(board_id)},
+                         {"node_guid", attrs.node_guid},
+                         {"sys_image_guid", std::move(sys_image_guid)},
+                         {"node_desc", std::move(node_desc)}},
                1);
     std::string port_dir = dir + "/ports/";
     const std::size_t base = port_dir.size();
@@ -328,7 +318,7 @@ class IbPortCollector final : public Collector {
         continue;
       }
       sink.Gauge(spec.metric, spec.help,
-                 Labels{{"device", device}, {"port", port}},
+                 LabelRefs{{"device", device}, {"port", port}},
                  static_cast<double>(value.value));
     }
     if (auto text = ReadAttr(dir, "rate", sink)) {
@@ -336,12 +326,12 @@ class IbPortCollector final : public Collector {
       if (rate.ok()) {
         sink.Gauge("fabric_port_rate_bytes_per_second",
                    "Active link rate from ports/<n>/rate (Gb/sec x 1e9 / 8).",
-                   Labels{{"device", device}, {"port", port}},
+                   LabelRefs{{"device", device}, {"port", port}},
                    rate.value.bytes_per_second);
         if (rate.value.lanes > 0) {
           sink.Gauge("fabric_port_link_width_lanes",
                      "Active link width in lanes from ports/<n>/rate (4X = 4).",
-                     Labels{{"device", device}, {"port", port}},
+                     LabelRefs{{"device", device}, {"port", port}},
                      rate.value.lanes);
         }
       } else if (rate.status != ParseStatus::kNotAvailable) {
@@ -354,14 +344,14 @@ class IbPortCollector final : public Collector {
     sink.Gauge("fabric_port_info",
                "RDMA port inventory; value is always 1. port_guid from "
                "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
-               Labels{{"device", device},
-                      {"port", port},
-                      {"link_layer", std::move(link_layer)},
-                      {"node_guid", attrs.node_guid},
-                      {"port_guid", PortGuid(dir)},
-                      {"hca_type", attrs.hca_type},
-                      {"fw_ver", attrs.fw_ver},
-                      {"netdev", Netdev(device, port, dir)}},
+               LabelRefs{{"device", device},
+                         {"port", port},
+                         {"link_layer", std::move(link_layer)},
+                         {"node_guid", attrs.node_guid},
+                         {"port_guid", PortGuid(dir)},
+                         {"hca_type", attrs.hca_type},
+                         {"fw_ver", attrs.fw_ver},
+                         {"netdev", Netdev(device, port, dir)}},
                1);
 
     CollectCounters(device, port, dir, sink);
@@ -413,49 +403,95 @@ class IbPortCollector final : public Collector {
     return {};
   }
 
+  // What one counters/ or counters_ext/ listing means, worked out when the
+  // listing first appears (or changes) instead of per file per poll: each
+  // file's read handle and kPortFiles row (kOther: exported as
+  // fabric_port_other_total; kDrop: an ext file whose quantity has no row).
+  static constexpr std::size_t kOther = kNumPortFiles;
+  static constexpr std::size_t kDrop = kNumPortFiles + 1;
+  struct CounterPlan {
+    std::vector<std::string> names;  // the listing the plan was made for
+    std::vector<SysfsReader::KeptFile> files;
+    std::vector<std::size_t> rows;
+    std::uint64_t seen = 0;  // the collection that last read it
+  };
+
+  const CounterPlan& Plan(const std::string& dir,
+                          const std::vector<std::string>& files,
+                          bool ext) const {
+    CounterPlan& plan = plans_[dir];
+    plan.seen = generation_;
+    if (plan.names == files) return plan;
+    plan.names = files;
+    plan.files.clear();
+    plan.rows.clear();
+    for (const auto& file : files) {
+      plan.files.push_back(reader_->Keep(dir, file));
+      std::size_t row = kOther;
+      if (!ext) {
+        row = std::min(FindCounter(file), kOther);
+      } else if (const ExtSpec* spec = FindExt(file)) {
+        row = FindCounter(spec->counters_file);
+        if (row >= kNumPortFiles) row = kDrop;
+      }
+      plan.rows.push_back(row);
+    }
+    return plan;
+  }
+
+  // Reads the listed counters of `dir` into values/have (by row) and
+  // `others` (by name; the names live in the plan).
+  void ReadCounters(
+      const std::string& dir, bool ext, std::uint64_t* values, bool* have,
+      std::vector<std::pair<std::string_view, std::uint64_t>>& others,
+      MetricSink& sink) const {
+    std::error_code error;
+    const auto* files = reader_->List(dir, true, &error);
+    if (!files) {
+      // An absent counters/ is normal (soft-RoCE rxe has only hw_counters/).
+      if (!ext && !IsAbsent(error)) sink.Skip(dir + ": " + error.message());
+      return;
+    }
+    const CounterPlan& plan = Plan(dir, *files, ext);
+    char buf[64];  // a counter is at most 20 digits
+    for (std::size_t i = 0; i < plan.files.size(); ++i) {
+      const std::string& name = plan.names[i];
+      const auto r = reader_->ReadKept(plan.files[i], buf);
+      if (!r.ok()) {
+        sink.Skip(JoinPath(dir, name) + ": " + r.error().message());
+        continue;
+      }
+      const auto parsed = ParseU64(*r);
+      if (!parsed.ok()) {
+        sink.Skip(JoinPath(dir, name) + ": " +
+                  std::string(ParseStatusName(parsed.status)));
+        continue;
+      }
+      const std::size_t row = plan.rows[i];
+      if (row < kNumPortFiles) {
+        values[row] = parsed.value;
+        have[row] = true;
+      } else if (row == kOther) {
+        others.emplace_back(name, parsed.value);
+      }
+    }
+  }
+
   void CollectCounters(const std::string& device, const std::string& port,
                        const std::string& dir, MetricSink& sink) const {
     // Values by kPortFiles row; files without a row go to `others`, sorted
     // by name (a counters_ext/ value replaces a counters/ one of the same
-    // name, as the map did before).
+    // name).
     std::uint64_t values[kNumPortFiles];
     bool have[kNumPortFiles] = {};
-    std::map<std::string, std::uint64_t, std::less<>> others;
-    std::error_code error;
-    const std::string counters_dir = dir + "/counters";
-    if (const auto* files = reader_->List(counters_dir, true, &error)) {
-      for (const auto& file : *files) {
-        auto value = ReadCounter(counters_dir, file, sink);
-        if (!value) continue;
-        const std::size_t row = FindCounter(file);
-        if (row < kNumPortFiles) {
-          values[row] = *value;
-          have[row] = true;
-        } else {
-          others[file] = *value;
-        }
-      }
-    } else if (!IsAbsent(error)) {
-      sink.Skip(counters_dir + ": " + error.message());
-    }
-    // An absent counters/ is normal (soft-RoCE rxe has only hw_counters/).
-
-    const std::string ext_dir = dir + "/counters_ext";
-    if (const auto* files = reader_->List(ext_dir, true, &error)) {
-      for (const auto& file : *files) {
-        auto value = ReadCounter(ext_dir, file, sink);
-        if (!value) continue;
-        if (const ExtSpec* ext = FindExt(file)) {
-          const std::size_t row = FindCounter(ext->counters_file);
-          if (row < kNumPortFiles) {
-            values[row] = *value;
-            have[row] = true;
-          }
-        } else {
-          others[file] = *value;
-        }
-      }
-    }
+    others_.clear();
+    ReadCounters(dir + "/counters", false, values, have, others_, sink);
+    ReadCounters(dir + "/counters_ext", true, values, have, others_, sink);
+    // Stable: of two equal names the counters_ext/ one (read last) stays
+    // last, and is the one kept below.
+    std::stable_sort(
+        others_.begin(), others_.end(),
+        [](const auto& a, const auto& b) { return a.first < b.first; });
 
     for (std::size_t row = 0; row < kNumPortFiles; ++row) {
       const auto& spec = kPortFiles[row];
@@ -465,13 +501,13 @@ class IbPortCollector final : public Collector {
       const double value = static_cast<double>(raw) * spec.multiplier;
       if (spec.metric == kErrors) {
         sink.Counter(kErrors, kErrorsHelp,
-                     Labels{{"device", device},
-                            {"error", std::string(file)},
-                            {"port", port}},
+                     LabelRefs{{"device", device},
+                               {"error", std::string(file)},
+                               {"port", port}},
                      value);
       } else {
         sink.Counter(spec.metric, spec.help,
-                     Labels{{"device", device}, {"port", port}},
+                     LabelRefs{{"device", device}, {"port", port}},
                      value);  // all kCounter
       }
       if (spec.saturate_bits > 0) {
@@ -479,16 +515,20 @@ class IbPortCollector final : public Collector {
         sink.Gauge("fabric_port_counters_saturated",
                    "1 when a saturating PortCounters field sits at its "
                    "maximum (2^width-1) and no longer counts; 0 otherwise.",
-                   Labels{{"counter", std::string(file)},
-                          {"device", device},
-                          {"port", port}},
+                   LabelRefs{{"counter", std::string(file)},
+                             {"device", device},
+                             {"port", port}},
                    raw >= max ? 1 : 0);
       }
     }
-    for (const auto& [file, raw] : others) {
+    for (std::size_t i = 0; i < others_.size(); ++i) {
+      if (i + 1 < others_.size() && others_[i + 1].first == others_[i].first) {
+        continue;
+      }
+      const auto& [file, raw] = others_[i];
       sink.Counter(
           kOtherCounter, kOtherCounterHelp,
-          Labels{{"counter", file}, {"device", device}, {"port", port}},
+          LabelRefs{{"counter", file}, {"device", device}, {"port", port}},
           static_cast<double>(raw));
     }
   }
@@ -498,6 +538,10 @@ class IbPortCollector final : public Collector {
   // Created on the first Collect(); keeps directory handles and open
   // attribute files from one collection to the next (core/sysfs.h).
   mutable std::unique_ptr<SysfsReader> reader_;
+  mutable std::unordered_map<std::string, CounterPlan> plans_;  // by dir
+  std::uint64_t generation_ = 0;  // collections so far
+  // CollectCounters' scratch, kept for its capacity.
+  mutable std::vector<std::pair<std::string_view, std::uint64_t>> others_;
 };
 
 }  // namespace

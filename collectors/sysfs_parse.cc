@@ -34,6 +34,16 @@ Parsed<std::uint64_t> ParseDigits(std::string_view digits, int base) {
     // std::from_chars. A bad character anywhere wins over an overflow, as
     // with the check-first loop below.
     std::uint64_t value = 0;
+    if (digits.size() <= 19) {
+      // Below 10^19 < 2^64: no overflow to check (counters read in a
+      // steady state are this short; 20 digits take the loop below).
+      for (char c : digits) {
+        const unsigned digit = static_cast<unsigned char>(c) - '0';
+        if (digit > 9) return Fail<std::uint64_t>(ParseStatus::kInvalid);
+        value = value * 10 + digit;
+      }
+      return {ParseStatus::kOk, value};
+    }
     bool overflow = false;
     for (char c : digits) {
       if (!IsDigit(c)) return Fail<std::uint64_t>(ParseStatus::kInvalid);
@@ -68,6 +78,8 @@ bool Prelude(std::string_view& text, ParseStatus* status) {
     *status = ParseStatus::kEmpty;
     return false;
   }
+  // Every "not available" spelling starts with a letter.
+  if (IsDigit(text.front())) return true;
   if (IsNotAvailable(text)) {
     *status = ParseStatus::kNotAvailable;
     return false;

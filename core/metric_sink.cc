@@ -108,71 +108,119 @@ void SortSamples(prometheus::MetricFamily& family, SampleOrder* cache) {
 
 }  // namespace
 
-prometheus::MetricFamily* MetricSink::Family(std::string_view name,
-                                             std::string_view help,
-                                             prometheus::MetricType type) {
-  auto it = families_.find(name);
-  if (it == families_.end()) {
-    prometheus::MetricFamily family;
-    family.name = std::string(name);
-    family.help = std::string(help);
-    family.type = type;
-    it = families_.emplace(family.name, std::move(family)).first;
-  } else if (it->second.type != type) {
+MetricSink::Entry* MetricSink::Family(std::string_view name,
+                                      std::string_view help,
+                                      prometheus::MetricType type) {
+  if (last_ == nullptr || last_->family.name != name) {
+    auto it = families_.find(name);
+    if (it == families_.end()) {
+      Entry entry;
+      if (auto spare = spare_.find(name); spare != spare_.end()) {
+        entry.family = std::move(spare->second);
+        spare_.erase(spare);
+        entry.family.help.assign(help);
+      } else {
+        entry.family.name = std::string(name);
+        entry.family.help = std::string(help);
+      }
+      entry.family.type = type;
+      it = families_.emplace(entry.family.name, std::move(entry)).first;
+    }
+    last_ = &it->second;
+  }
+  if (last_->family.type != type) {
     Skip(std::string("type conflict for ") + std::string(name));
     return nullptr;
   }
-  return &it->second;
+  return last_;
 }
 
-prometheus::ClientMetric* MetricSink::Add(std::string_view name,
-                                          std::string_view help,
-                                          prometheus::MetricType type,
-                                          const Labels& labels) {
-  prometheus::MetricFamily* family = Family(name, help, type);
-  if (!family) return nullptr;
-  prometheus::ClientMetric& metric = family->metric.emplace_back();
-  metric.label = labels;
+prometheus::ClientMetric* MetricSink::Next(std::string_view name,
+                                           std::string_view help,
+                                           prometheus::MetricType type) {
+  Entry* entry = Family(name, help, type);
+  if (!entry) return nullptr;
+  auto& metrics = entry->family.metric;
+  if (entry->used == metrics.size()) {
+    ++entry->used;
+    return &metrics.emplace_back();
+  }
+  // A recycled sample: clear what a sample of another type may have set.
+  prometheus::ClientMetric& metric = metrics[entry->used++];
+  metric.counter = {};
+  metric.gauge = {};
+  metric.untyped = {};
+  metric.timestamp_ms = 0;
+  // clear(), not = {}: keeps the vectors' storage too.
+  metric.summary.sample_count = 0;
+  metric.summary.sample_sum = 0;
+  metric.summary.quantile.clear();
+  metric.histogram.sample_count = 0;
+  metric.histogram.sample_sum = 0;
+  metric.histogram.bucket.clear();
   return &metric;
 }
 
-prometheus::ClientMetric* MetricSink::Add(std::string_view name,
-                                          std::string_view help,
-                                          prometheus::MetricType type,
-                                          Labels&& labels) {
-  prometheus::MetricFamily* family = Family(name, help, type);
-  if (!family) return nullptr;
-  prometheus::ClientMetric& metric = family->metric.emplace_back();
-  metric.label = std::move(labels);
-  return &metric;
+namespace {
+
+void AssignLabels(Labels& to, LabelRefs from) {
+  to.resize(from.size());
+  auto out = to.begin();
+  // A recycled sample mostly holds the same label names, often the same
+  // values: comparing is cheaper than assigning.
+  for (const auto& [name, value] : from) {
+    if (out->name != name) out->name.assign(name);
+    if (out->value != value) out->value.assign(value);
+    ++out;
+  }
 }
+
+}  // namespace
 
 void MetricSink::Counter(std::string_view name, std::string_view help,
                          const Labels& labels, double value) {
-  if (auto* m = Add(name, help, prometheus::MetricType::Counter, labels)) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
+    m->label = labels;
     m->counter.value = value;
   }
 }
 
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        const Labels& labels, double value) {
-  if (auto* m = Add(name, help, prometheus::MetricType::Gauge, labels)) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
+    m->label = labels;
     m->gauge.value = value;
   }
 }
 
 void MetricSink::Counter(std::string_view name, std::string_view help,
                          Labels&& labels, double value) {
-  if (auto* m =
-          Add(name, help, prometheus::MetricType::Counter, std::move(labels))) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
+    m->label = std::move(labels);
     m->counter.value = value;
   }
 }
 
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        Labels&& labels, double value) {
-  if (auto* m =
-          Add(name, help, prometheus::MetricType::Gauge, std::move(labels))) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
+    m->label = std::move(labels);
+    m->gauge.value = value;
+  }
+}
+
+void MetricSink::Counter(std::string_view name, std::string_view help,
+                         LabelRefs labels, double value) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
+    AssignLabels(m->label, labels);
+    m->counter.value = value;
+  }
+}
+
+void MetricSink::Gauge(std::string_view name, std::string_view help,
+                       LabelRefs labels, double value) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
+    AssignLabels(m->label, labels);
     m->gauge.value = value;
   }
 }
@@ -180,8 +228,16 @@ void MetricSink::Gauge(std::string_view name, std::string_view help,
 void MetricSink::Histogram(
     std::string_view name, std::string_view help, const Labels& labels,
     const prometheus::ClientMetric::Histogram& histogram) {
-  if (auto* m = Add(name, help, prometheus::MetricType::Histogram, labels)) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Histogram)) {
+    m->label = labels;
     m->histogram = histogram;
+  }
+}
+
+void MetricSink::Recycle(std::vector<prometheus::MetricFamily>&& families) {
+  for (auto& family : families) {
+    std::string name = family.name;
+    spare_.insert_or_assign(std::move(name), std::move(family));
   }
 }
 
@@ -203,8 +259,13 @@ void SampleOrder::Remember(const std::string& family,
 std::vector<prometheus::MetricFamily> MetricSink::Take(SampleOrder* order) {
   std::vector<prometheus::MetricFamily> out;
   out.reserve(families_.size());
-  for (auto& [name, family] : families_) out.push_back(std::move(family));
+  for (auto& [name, entry] : families_) {
+    // Recycled samples this collection did not need.
+    entry.family.metric.resize(entry.used);
+    out.push_back(std::move(entry.family));
+  }
   families_.clear();
+  last_ = nullptr;
   SortFamilies(out, order);
   return out;
 }

@@ -13,9 +13,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace fabric {
@@ -23,6 +25,12 @@ namespace fabric {
 // A sample's labels, {name, value} each: the prometheus-cpp type itself, so a
 // sample takes them over without a copy.
 using Labels = std::vector<prometheus::ClientMetric::Label>;
+// The same as views, for the collectors that emit hundreds of samples a
+// second: copied into a recycled sample's strings (MetricSink::Recycle)
+// without building a Labels first. Spelled out at the call, e.g.
+// LabelRefs{{"device", device}, {"port", port}}.
+using LabelRef = std::pair<std::string_view, std::string_view>;
+using LabelRefs = std::initializer_list<LabelRef>;
 
 // Hashes std::string keys and looks them up by std::string_view.
 struct NameHash {
@@ -65,6 +73,10 @@ class MetricSink {
                double value);
   void Gauge(std::string_view name, std::string_view help, Labels&& labels,
              double value);
+  void Counter(std::string_view name, std::string_view help, LabelRefs labels,
+               double value);
+  void Gauge(std::string_view name, std::string_view help, LabelRefs labels,
+             double value);
   // Adds a fully built histogram sample.
   void Histogram(std::string_view name, std::string_view help,
                  const Labels& labels,
@@ -76,26 +88,42 @@ class MetricSink {
   std::uint64_t skipped() const { return skipped_; }
   const std::vector<std::string>& skip_reasons() const { return reasons_; }
 
+  // Hands the sink the families of an earlier collection that nobody reads
+  // any more: samples added to a family of the same name reuse their
+  // storage (the strings keep their capacity), so a collection that emits
+  // what the previous one did allocates almost nothing. Call before adding.
+  // What is left unused is freed with the sink.
+  void Recycle(std::vector<prometheus::MetricFamily>&& families);
+
   // Returns the families sorted and leaves the sink empty. With `order`,
   // sorts by the order the previous collection's samples took (see
   // SampleOrder); the result is the same either way.
   std::vector<prometheus::MetricFamily> Take(SampleOrder* order = nullptr);
 
  private:
-  prometheus::MetricFamily* Family(std::string_view name, std::string_view help,
-                                   prometheus::MetricType type);
-  prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
-                                prometheus::MetricType type,
-                                const Labels& labels);
-  prometheus::ClientMetric* Add(std::string_view name, std::string_view help,
-                                prometheus::MetricType type, Labels&& labels);
+  // A family being filled; `used` samples of family.metric are this
+  // collection's, any after them are recycled storage not reused (yet).
+  struct Entry {
+    prometheus::MetricFamily family;
+    std::size_t used = 0;
+  };
+  Entry* Family(std::string_view name, std::string_view help,
+                prometheus::MetricType type);
+  // The next sample of `name`, fresh or recycled (labels left to fill in),
+  // or null on a type conflict.
+  prometheus::ClientMetric* Next(std::string_view name, std::string_view help,
+                                 prometheus::MetricType type);
 
   // Hashed: a family is looked up once per sample, and names share long
   // prefixes ("fabric_port_...") that make ordered lookups compare a lot.
   // Take() sorts by name.
+  std::unordered_map<std::string, Entry, NameHash, std::equal_to<>> families_;
+  // The family of the previous sample: collectors emit runs of one family.
+  Entry* last_ = nullptr;
+  // Recycle()'s families, by name, until a sample of theirs comes.
   std::unordered_map<std::string, prometheus::MetricFamily, NameHash,
                      std::equal_to<>>
-      families_;
+      spare_;
   std::uint64_t skipped_ = 0;
   std::vector<std::string> reasons_;  // capped, for logging
 };

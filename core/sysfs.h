@@ -9,8 +9,11 @@
 // to call from any thread.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -104,6 +107,24 @@ class SysfsReader {
   // Like Sysfs::IsDirectory(path): true when `path` is a directory or a
   // symlink to one (class/net/<if> is a symlink on real sysfs).
   virtual bool IsDirectory(std::string_view path) = 0;
+
+  // A file that a sample loop reads over and over (the congestion
+  // collector: the same 27 counters every 100 ms). Keep() names `dir`/`name`
+  // once (`name` without '/'; the same path gives the same handle);
+  // ReadKept() then reads it like Read(), under
+  // the same rules (validity, a failing descriptor dropped and the file
+  // read again by path), but into the caller's buffer and, while the
+  // descriptor the real reader keeps for it is still valid, with one
+  // pread() and no path lookup or string. A content that does not fit
+  // `buf` fails with EOVERFLOW. Handles stay valid for the reader's life.
+  using KeptFile = std::uint32_t;
+  virtual KeptFile Keep(std::string_view dir, std::string_view name);
+  virtual Result<std::string_view> ReadKept(KeptFile file, std::span<char> buf);
+
+ private:
+  // The default Keep()/ReadKept(): Read() by name. One handle per path.
+  std::vector<std::pair<std::string, std::string>> kept_names_;
+  std::map<std::string, KeptFile, std::less<>> kept_index_;
 };
 
 // How a real reader keeps handles across collections (see SysfsReader).

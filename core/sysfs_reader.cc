@@ -194,6 +194,54 @@ class CachingReader final : public SysfsReader {
     return &dir.names;
   }
 
+  KeptFile Keep(std::string_view dir, std::string_view name) override {
+    // One handle per path, so a device that comes back reuses its own.
+    const auto [it, added] = kept_index_.try_emplace(
+        Join(dir, name), static_cast<KeptFile>(kept_.size()));
+    if (added) kept_.push_back({std::string(dir), std::string(name)});
+    return it->second;
+  }
+
+  Result<std::string_view> ReadKept(KeptFile handle,
+                                    std::span<char> buf) override {
+    Kept& k = kept_.at(handle);
+    if (k.fd >= 0 && k.epoch == close_epoch_ && k.dir->checked != gen_ &&
+        mode_ == SysfsCacheMode::kSysfs) {
+      // The first use in a collection validates the directory as Read()
+      // would (sysfs mode re-stat()s it; a changed one is closed, which
+      // bumps the epoch). Other modes validate through events or Begin().
+      Use(k.dir_path);
+    }
+    if (k.fd >= 0 && k.epoch == close_epoch_) {
+      // The descriptor is still the one the directory entry keeps: no
+      // descriptor was closed since it was looked up (a closed number
+      // could be reused by another file).
+      ssize_t n;
+      do {
+        n = ::pread(k.fd, buf.data(), buf.size(), 0);
+      } while (n < 0 && errno == EINTR);
+      if (n >= 0 && static_cast<std::size_t>(n) < buf.size()) {
+        k.dir->used = gen_;
+        return std::string_view(buf.data(), static_cast<std::size_t>(n));
+      }
+      // An error or a long content: the path below decides (ReadIn drops a
+      // failing descriptor and retries as a plain Read would).
+    }
+    k.fd = -1;
+    ReadResult r = ReadIn(k.dir_path, k.name, /*fixed=*/false);
+    if (!r.ok()) return r.error();
+    if (r->size() >= buf.size()) return ErrnoError(EOVERFLOW);
+    std::memcpy(buf.data(), r->data(), r->size());
+    // ReadIn just used the directory entry: find the descriptor it keeps.
+    Dir& dir = Use(k.dir_path);
+    if (auto f = dir.files.find(k.name); f != dir.files.end()) {
+      k.fd = f->second.fd;
+      k.dir = &dir;
+      k.epoch = close_epoch_;
+    }
+    return std::string_view(buf.data(), r->size());
+  }
+
   // The directory entry opens (O_PATH | O_DIRECTORY follows a symlink and
   // fails with ENOTDIR on anything else) exactly when stat() would say
   // S_ISDIR; the entry is then validated per collection like any other.
@@ -263,6 +311,7 @@ class CachingReader final : public SysfsReader {
     if (file.fd >= 0) {
       ::close(file.fd);
       --open_fds_;
+      ++close_epoch_;  // invalidates every Kept descriptor
     }
     file.fd = -1;
   }
@@ -634,9 +683,39 @@ class CachingReader final : public SysfsReader {
   std::uint64_t last_gen_ = 0;
   std::string last_path_;
   std::unordered_map<int, std::string> watches_;  // wd -> directory path
+  // Keep()'s files. `fd` and `dir` are copies of what the directory entry
+  // holds, valid while `epoch` equals close_epoch_ (no kept descriptor
+  // closed since; entries are only erased after closing their files).
+  struct Kept {
+    std::string dir_path, name;
+    int fd = -1;
+    Dir* dir = nullptr;
+    std::uint64_t epoch = 0;
+  };
+  std::vector<Kept> kept_;
+  std::map<std::string, KeptFile, std::less<>> kept_index_;  // by dir/name
+  std::uint64_t close_epoch_ = 1;
 };
 
 }  // namespace
+
+SysfsReader::KeptFile SysfsReader::Keep(std::string_view dir,
+                                        std::string_view name) {
+  const auto [it, added] = kept_index_.try_emplace(
+      Join(dir, name), static_cast<KeptFile>(kept_names_.size()));
+  if (added) kept_names_.emplace_back(dir, name);
+  return it->second;
+}
+
+Result<std::string_view> SysfsReader::ReadKept(KeptFile file,
+                                               std::span<char> buf) {
+  const auto& [dir, name] = kept_names_.at(file);
+  ReadResult r = Read(dir, name);
+  if (!r.ok()) return r.error();
+  if (r->size() >= buf.size()) return ErrnoError(EOVERFLOW);
+  std::memcpy(buf.data(), r->data(), r->size());
+  return std::string_view(buf.data(), r->size());
+}
 
 std::unique_ptr<SysfsReader> Sysfs::NewReader() const {
   return std::make_unique<ForwardingReader>(*this);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
@@ -107,6 +108,14 @@ std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
   auto snap = std::make_shared<Snapshot>();
   snap->collector = name;
   MetricSink sink;
+  NamedCollector::Published& published = *c.published;
+  if (published.before && published.before.use_count() == 1) {
+    // Ours alone: whoever held it last is done with it (their release
+    // happens-before this, through the count and the fence).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    sink.Recycle(std::move(published.before->families));
+  }
+  published.before = std::move(published.last);
   auto start = std::chrono::steady_clock::now();
   // The one place a collector's exception is caught (collector.h).
   try {
@@ -129,6 +138,7 @@ std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
   snap->families = sink.Take(c.order.get());
   snap->last_success_seconds =
       snap->success ? snap->timestamp_seconds : last_success_seconds;
+  published.last = snap;
   return snap;
 }
 

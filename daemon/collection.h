@@ -26,6 +26,12 @@ struct NamedCollector {
   std::shared_ptr<Collector> collector;
   // Lives and dies with `collector`: a rebuilt collector starts afresh.
   std::shared_ptr<SampleOrder> order = std::make_shared<SampleOrder>();
+  // The two snapshots RunCollection made last, so that it can recycle the
+  // older one's storage once nothing else holds it (MetricSink::Recycle).
+  struct Published {
+    std::shared_ptr<Snapshot> last, before;
+  };
+  std::shared_ptr<Published> published = std::make_shared<Published>();
 };
 
 // The shared services of `config` for its collectors: `sysfs`, the ethtool
@@ -46,7 +52,9 @@ bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name);
 
 // Runs `c` once. `last_success_seconds` is carried over from the previous
-// snapshot (0 = never) and updated on success.
+// snapshot (0 = never) and updated on success. Reuses the storage of the
+// snapshot before the previous one when the store and every scrape have let
+// go of it (the store holds the previous one until this one is published).
 std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
                                         double last_success_seconds);
 

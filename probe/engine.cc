@@ -22,14 +22,23 @@ double SteadySecondsNow() {
 // change only when a daemon restarts.
 constexpr auto kAddressRequestEvery = std::chrono::seconds(1);
 
-// Lazy receive (Transport::SetLazyReceive) only while the timer wakes the
-// engine at least this often: what an arriving request may wait for before
-// this node sees it and turns lazy receive off.
+// Lazy receive (Transport::SetLazyReceive) only while probes fall due at
+// least this often, and then the timer wakes the engine at least this often:
+// what an arriving request may wait for before this node sees it and turns
+// lazy receive off.
 constexpr auto kLazyMaxInterval = std::chrono::milliseconds(10);
 // After a request from a peer, answer on arrival for this long.
 constexpr auto kEagerAfterRequest = std::chrono::seconds(1);
 
 }  // namespace
+
+std::chrono::microseconds BatchWindow(std::chrono::microseconds interval) {
+  return std::min<std::chrono::microseconds>(interval / 10, kLazyMaxInterval);
+}
+
+bool LazyReceiveFits(std::chrono::microseconds interval, std::size_t peers) {
+  return peers > 0 && interval / peers <= kLazyMaxInterval;
+}
 
 std::int64_t RealtimeNs() {
   timespec ts{};
@@ -117,9 +126,19 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
   peers_ = std::move(next);
   {
     std::lock_guard lock(mu_);
+    std::set<const SeriesStats*> gone;
     for (auto it = stats_.begin(); it != stats_.end();) {
-      it = names.count(it->first.first) ? std::next(it) : stats_.erase(it);
+      if (names.count(it->first.first)) {
+        ++it;
+      } else {
+        gone.insert(&it->second);
+        it = stats_.erase(it);
+      }
     }
+    // Probes to dropped peers count nowhere now; their entries in
+    // pending_order_ go stale and are popped.
+    std::erase_if(pending_,
+                  [&](const auto& e) { return gone.count(e.second.series); });
     // Every peer's series exist from the start (sent 0), on the transport
     // it is probed over first.
     std::size_t first = options_.mode == TransportMode::kRdma && Rdma() ? 1 : 0;
@@ -138,21 +157,34 @@ Clock::duration Engine::Jittered() {
 
 void Engine::Arm() {
   if (stopped_) return;
+  auto now = Clock::now();
   auto wake = Clock::time_point::max();
   for (const auto& p : peers_) wake = std::min(wake, p.next);
   if (!pending_order_.empty()) {
     auto it = pending_.find(pending_order_.front());
-    if (it != pending_.end())
-      wake = std::min(wake, it->second.deadline);
-    else
-      wake = Clock::now();  // a stale entry: pop it soon
+    if (it != pending_.end()) {
+      // Expiring needs no wake-up of its own while peers keep the timer
+      // ticking: a probe is counted lost at the first tick past its
+      // deadline, at most min(interval, probe_timeout) late (a tick of its
+      // own then). An answer read before then is still judged by its RTT
+      // against probe_timeout (OnAnswer), so the count is the same.
+      auto slack = peers_.empty()
+                       ? Clock::duration::zero()
+                       : Clock::duration(std::min(options_.interval,
+                                                  options_.probe_timeout));
+      wake = std::min(wake, it->second.deadline + slack);
+    } else {
+      wake = now;  // a stale entry: pop it soon
+    }
   }
   // A prober that nobody probes needs no wake-up per answer: the answers'
   // kernel stamps keep the RTT exact, and the next tick (Poll in
-  // OnTimer) reads them. Peers keep the timer ticking every interval.
-  bool lazy = !peers_.empty() && options_.interval <= kLazyMaxInterval &&
-              Clock::now() >= eager_until_;
+  // OnTimer) reads them. Worth it only where ticks come often anyway.
+  bool lazy =
+      LazyReceiveFits(options_.interval, peers_.size()) && now >= eager_until_;
   if (lazy != lazy_) lazy_ = transports_[0]->SetLazyReceive(lazy);
+  // A request arriving while lazy waits for the next tick: keep that short.
+  if (lazy_) wake = std::min(wake, now + kLazyMaxInterval);
   if (wake == Clock::time_point::max()) return;
   timer_.expires_at(wake);
   timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
@@ -161,6 +193,10 @@ void Engine::Arm() {
 }
 
 void Engine::OnTimer() {
+  {
+    std::lock_guard lock(mu_);
+    ++wakeups_;
+  }
   // Answers that arrived while receiving lazily, before any of them can be
   // counted lost below.
   if (lazy_) transports_[0]->Poll();
@@ -175,14 +211,18 @@ void Engine::OnTimer() {
     if (it->second.deadline > now) break;
     {
       std::lock_guard lock(mu_);
-      auto s = stats_.find({it->second.peer, it->second.transport});
-      if (s != stats_.end()) ++s->second.lost;
+      ++it->second.series->lost;
     }
     pending_.erase(it);
     pending_order_.pop_front();
   }
+  // Every probe due within the batch window goes out now, so that many
+  // peers cost a wake-up per window, not one per probe. Each is sent (and
+  // stamped) on its own: one stamp before a sendmmsg of the batch would add
+  // the earlier sends to the later probes' RTT.
+  auto batch_end = now + BatchWindow(options_.interval);
   for (auto& p : peers_) {
-    if (p.next > now) continue;
+    if (p.next > batch_end) continue;
     SendProbe(p);
     p.next += Jittered();
     // Fell behind (a stalled io thread): resume from now, do not burst.
@@ -217,14 +257,16 @@ void Engine::SendProbe(PeerState& p) {
   Bytes bytes = Encode(packet, hmac_);
   auto tx = transports_[t]->Send(to, bytes, packet.seq);
   std::lock_guard lock(mu_);
-  SeriesStats& s = stats_[{p.resolved.peer.name, t}];
+  if (p.series.size() <= t) p.series.resize(t + 1);
+  if (!p.series[t]) p.series[t] = &stats_[{p.resolved.peer.name, t}];
+  SeriesStats& s = *p.series[t];
   ++s.sent;
   if (!tx) {
     ++s.lost;
     return;
   }
-  pending_[packet.seq] = Pending{p.resolved.peer.name, t, *tx,
-                                 Clock::now() + options_.probe_timeout};
+  pending_[packet.seq] =
+      Pending{&s, *tx, Clock::now() + options_.probe_timeout};
   pending_order_.push_back(packet.seq);
 }
 
@@ -335,8 +377,12 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
     rtt_ns = rx - p.tx.software_ns;
   }
   std::lock_guard lock(mu_);
-  auto s = stats_.find({p.peer, p.transport});
-  if (s == stats_.end()) return;
+  SeriesStats& s = *p.series;
+  if (rtt_ns > std::chrono::nanoseconds(options_.probe_timeout).count()) {
+    // Late, though read before the expiry: not within probe_timeout.
+    ++s.lost;
+    return;
+  }
   if (rtt_ns < 0) {
     // The realtime clock stepped back between send and answer: no usable
     // measurement, and the answer came, so not lost either.
@@ -344,8 +390,8 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
   }
   std::int64_t held = in.t3_ns >= in.t2_ns ? in.t3_ns - in.t2_ns : 0;
   std::int64_t network = std::clamp<std::int64_t>(rtt_ns - held, 0, rtt_ns);
-  s->second.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
-  s->second.network_rtt.Observe(static_cast<double>(network) * 1e-9);
+  s.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
+  s.network_rtt.Observe(static_cast<double>(network) * 1e-9);
 }
 
 void Engine::OnAddressAnswer(const Received& r, const Packet& in) {
@@ -384,6 +430,13 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
   sink.Counter("fabric_probe_answered_total",
                "Probes from peers this daemon answered.", {},
                static_cast<double>(answered_));
+  if (auto drops = transports_[0]->ReceiveDrops()) {
+    sink.Counter("fabric_probe_receive_dropped_total",
+                 "Datagrams the kernel dropped at the probe socket because "
+                 "its receive buffer was full (SO_RXQ_OVFL, as of the last "
+                 "datagram read).",
+                 {}, static_cast<double>(*drops));
+  }
   if (!transports_[0]->Healthy()) {
     if (error) *error = transports_[0]->LastError();
     return false;
@@ -400,6 +453,7 @@ std::map<std::string, std::uint64_t> Engine::Totals() const {
     out["received"] += s.rtt.count();
   }
   out["answered"] = answered_;
+  out["wakeups"] = wakeups_;
   for (const auto& [r, n] : rejected_) out["rejected:" + r] = n;
   return out;
 }

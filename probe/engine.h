@@ -1,6 +1,7 @@
 // Engine: the probe initiator and responder over one or more transports
 // (probe/transport.h; the UDP one always, an RDMA one where configured). It
-// probes every peer on a jittered schedule (one timer, no thread per peer),
+// probes every peer on a jittered schedule (one timer, no thread per peer;
+// probes due within BatchWindow() of a tick go out in it),
 // matches answers to probes, counts a probe with no valid answer within
 // `probe_timeout` as lost, and answers authenticated probes from others
 // (replay window per source and session, rate limit per source address).
@@ -53,6 +54,14 @@ struct ResolvedPeer {
   bool operator==(const ResolvedPeer&) const = default;
 };
 
+// The batch window: a tick sends every probe due within this much of now,
+// so that probes to many peers share wake-ups: interval / 10 (the same
+// order as the +-10% jitter), at most 10 ms.
+std::chrono::microseconds BatchWindow(std::chrono::microseconds interval);
+// Whether a prober with `peers` peers probed every `interval` ticks often
+// enough (a probe due every 10 ms or less) to read its answers lazily.
+bool LazyReceiveFits(std::chrono::microseconds interval, std::size_t peers);
+
 // Clocks, injectable for tests: realtime nanoseconds (the domain of
 // software timestamps) and the steady clock for the schedule.
 std::int64_t RealtimeNs();
@@ -77,24 +86,28 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // is healthy, with the reason in `error` when not.
   bool Emit(MetricSink& sink, std::string* error) const;
 
-  // For tests: totals by name ("sent", "lost", "answered", "rejected:<r>").
+  // For tests: totals by name ("sent", "lost", "received", "answered",
+  // "rejected:<r>", "wakeups": timer ticks).
   std::map<std::string, std::uint64_t> Totals() const;
 
  private:
+  struct SeriesStats {
+    RttHistogram rtt, network_rtt;
+    std::uint64_t sent = 0, lost = 0;
+  };
   struct PeerState {
     ResolvedPeer resolved;
     std::chrono::steady_clock::time_point next;
     std::chrono::steady_clock::time_point next_address_request{};
+    // Its series in stats_ by transport, found once (map nodes stay put
+    // until ApplyPeers erases them): a probe and its answer then cost no
+    // lookup by name.
+    std::vector<SeriesStats*> series;
   };
   struct Pending {
-    std::string peer;  // name
-    std::size_t transport;
+    SeriesStats* series;  // in stats_; ApplyPeers drops the pending first
     Timestamp tx;
     std::chrono::steady_clock::time_point deadline;
-  };
-  struct SeriesStats {
-    RttHistogram rtt, network_rtt;
-    std::uint64_t sent = 0, lost = 0;
   };
   using SeriesKey = std::pair<std::string, std::size_t>;  // peer, transport
 
@@ -138,6 +151,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::map<SeriesKey, SeriesStats> stats_;
   std::map<std::string, std::uint64_t> rejected_;
   std::uint64_t answered_ = 0;  // probes this responder answered
+  std::uint64_t wakeups_ = 0;   // timer ticks
 };
 
 }  // namespace fabric::probe

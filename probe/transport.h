@@ -11,9 +11,9 @@
 // CanReach() is false and the engine probes that peer over UDP.
 //
 // Thread-safety: every call, and every handler the transport invokes, runs on
-// the io_context thread the transport was made with, except Healthy() and
-// LastError(), which the collector calls from its own thread (the transport
-// guards what they read).
+// the io_context thread the transport was made with, except Healthy(),
+// LastError() and ReceiveDrops(), which the collector calls from its own
+// thread (the transport guards what they read).
 #pragma once
 
 #include <boost/asio/ip/udp.hpp>
@@ -105,6 +105,11 @@ class Transport {
   virtual bool SetLazyReceive(bool /*on*/) { return false; }
   // Delivers (on_receive) what has arrived, without waiting.
   virtual void Poll() {}
+  // Any thread: datagrams the kernel dropped at this transport's socket
+  // (receive buffer full) as of the last one read; nullopt = not counted.
+  virtual std::optional<std::uint64_t> ReceiveDrops() const {
+    return std::nullopt;
+  }
 
   // RDMA hooks (the UDP transport keeps the defaults). The verbs address a
   // peer needs to reach this transport; nullopt = no RDMA here.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
@@ -64,6 +65,19 @@ std::optional<Endpoint> ParseListenAddress(const std::string& text,
   auto address = boost::asio::ip::make_address(peer->host, ec);
   if (ec) return fail("not an IP address (use :port for every address)");
   return Endpoint(address, peer->port);
+}
+
+std::optional<std::uint32_t> ParseDropCount(const msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL &&
+        c->cmsg_len >= CMSG_LEN(sizeof(std::uint32_t))) {
+      std::uint32_t drops;
+      std::memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+      return drops;
+    }
+  }
+  return std::nullopt;
 }
 
 Timestamp ParseTimestamps(const msghdr& msg) {
@@ -127,6 +141,15 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     // less exact, still a measurement.
     kernel_stamps = ::setsockopt(socket.native_handle(), SOL_SOCKET,
                                  SO_TIMESTAMPING, &flags, sizeof(flags)) == 0;
+    // Room for a tick's answers from hundreds of peers (a 96-byte datagram
+    // takes about 1 KiB of buffer as the kernel counts it), and the kernel's
+    // count of what still did not fit (SO_RXQ_OVFL, with every datagram).
+    // The kernel caps the size at net.core.rmem_max.
+    int rcvbuf = kReceiveBufferBytes;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    int one = 1;
+    counts_drops =
+        ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) == 0;
     socket.non_blocking(true, ec);
     {
       std::lock_guard lock(mu);
@@ -165,9 +188,11 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   // reactor again (epoll is edge-triggered).
   // True when the bound stopped it with datagrams possibly still queued.
   bool Drain() {
-    constexpr unsigned kBatch = 8;
+    constexpr unsigned kBatch = 32;
     struct Slot {
-      std::array<std::uint8_t, 2048> buf;
+      // Longer than any probe; a longer datagram is truncated (and
+      // malformed either way).
+      std::array<std::uint8_t, 512> buf;
       alignas(cmsghdr) std::array<char, 256> control;
       sockaddr_storage from;
       iovec iov;
@@ -208,6 +233,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         r.from.udp = Plain(source);
         r.from.key = r.from.udp.address().to_string();
         r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
+        if (auto d = ParseDropCount(msg)) drops.store(*d);
         if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();
         if (handlers.on_receive) handlers.on_receive(r);
       }
@@ -274,6 +300,9 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   bool lazy = false;
   bool v6 = false;
   bool kernel_stamps = false;
+  bool counts_drops = false;
+  // The socket's drop count as the last datagram read reported it.
+  std::atomic<std::uint32_t> drops{0};
   mutable std::mutex mu;  // guards open, error
   bool open = false;
   std::string error;
@@ -328,6 +357,11 @@ bool UdpTransport::Reply(const Source& to,
 bool UdpTransport::SetLazyReceive(bool on) { return state_->SetLazy(on); }
 
 void UdpTransport::Poll() { state_->Poll(); }
+
+std::optional<std::uint64_t> UdpTransport::ReceiveDrops() const {
+  if (!state_->counts_drops) return std::nullopt;
+  return state_->drops.load();
+}
 
 Endpoint UdpTransport::local_endpoint() const { return state_->bound; }
 

@@ -3,7 +3,10 @@
 // the NIC's raw hardware stamp where the interface already has hardware
 // stamping switched on; fabricmon never reconfigures a NIC to get one).
 // Sends and receives on the daemon's io_context; no thread of its own.
-// The timestamp parsing is a pure function on a control-message buffer.
+// The timestamp and drop-count parsing are pure functions on a
+// control-message buffer. Answers are read in batches (recvmmsg); the
+// receive buffer holds a tick's answers from hundreds of peers, and what
+// the kernel still dropped there is counted (SO_RXQ_OVFL).
 //
 // Thread-safety: see probe/transport.h; Healthy()/LastError() take a mutex.
 #pragma once
@@ -24,6 +27,13 @@ namespace fabric::probe {
 // `[v6]:port`. Only IP literals: no name lookup at bind time.
 std::optional<Endpoint> ParseListenAddress(const std::string& text,
                                            std::string* error);
+
+// What the probe socket asks of SO_RCVBUF (the kernel doubles it, capped
+// at net.core.rmem_max).
+constexpr int kReceiveBufferBytes = 1 << 20;
+
+// The SO_RXQ_OVFL drop count in the control messages of `msg`, if any.
+std::optional<std::uint32_t> ParseDropCount(const msghdr& msg);
 
 // The SCM_TIMESTAMPING stamps in the control messages of `msg`.
 Timestamp ParseTimestamps(const msghdr& msg);
@@ -47,6 +57,7 @@ class UdpTransport : public Transport {
   // context's epoll set (released, the descriptor kept) until turned off.
   bool SetLazyReceive(bool on) override;
   void Poll() override;
+  std::optional<std::uint64_t> ReceiveDrops() const override;
 
   // The bound address (port 0 resolved), for tests.
   Endpoint local_endpoint() const;

@@ -125,5 +125,43 @@ TEST(CollectionTest, ThrowingCollectorIsAFailedCollection) {
   EXPECT_EQ(snap->last_success_seconds, 42);
 }
 
+// RunCollection reuses the storage of the snapshot before the previous
+// one, and only once nothing else (the store, a scrape) holds it.
+TEST(CollectionTest, RecyclesOnlySnapshotsNobodyHolds) {
+  struct Steady : Collector {
+    std::string_view Name() const override { return "steady"; }
+    bool Collect(MetricSink& sink) override {
+      ++round;
+      // Emitted in sorted order ("00".."49"), so the family's vector is
+      // handed on as it is (a sort would move the samples into a new one).
+      for (int i = 0; i < 50; ++i) {
+        const std::string label = (i < 10 ? "0" : "") + std::to_string(i);
+        sink.Counter("fabric_steady_total", "test", LabelRefs{{"i", label}},
+                     round);
+      }
+      return true;
+    }
+    int round = 0;
+  };
+  NamedCollector c{"steady", {}, std::make_shared<Steady>()};
+  auto storage = [](const Snapshot& s) { return s.families[0].metric.data(); };
+  auto first = RunCollection(c, 0);
+  const auto* first_storage = storage(*first);
+  first.reset();  // like a store that published the next one
+  auto second = RunCollection(c, 0);
+  auto third = RunCollection(c, 0);
+  EXPECT_EQ(storage(*third), first_storage);
+  EXPECT_EQ(third->families[0].metric[49].counter.value, 3);
+
+  // A scrape still holding the second: not recycled, and not changed.
+  auto held = second;
+  second.reset();
+  auto fourth = RunCollection(c, 0);
+  EXPECT_NE(storage(*fourth), storage(*held));
+  EXPECT_EQ(held->families[0].metric.size(), 50u);
+  EXPECT_EQ(held->families[0].metric[49].counter.value, 2);
+  EXPECT_EQ(fourth->families[0].metric[49].counter.value, 4);
+}
+
 }  // namespace
 }  // namespace fabric

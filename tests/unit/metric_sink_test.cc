@@ -126,5 +126,49 @@ TEST(MetricSinkTest, SampleOrderIsRememberedPerFamily) {
   EXPECT_EQ(families[1].metric[0].label[0].value, "a");
 }
 
+// A sink given the previous collection's families (the daemon recycles a
+// snapshot nobody reads any more) exposes exactly what a fresh sink does,
+// whatever changed between the two: samples added or gone, label sets and
+// counts, a family's type, histograms.
+TEST(MetricSinkTest, RecycledStorageGivesTheSameExposition) {
+  auto emit = [](MetricSink& sink, int round) {
+    const int ports = 1 + round % 3;
+    for (int p = 0; p < ports; ++p) {
+      const std::string port = std::to_string(p);
+      sink.Counter("fabric_c_total", "c",
+                   LabelRefs{{"device", "mlx5_0"}, {"port", port}}, round + p);
+      if ((round + p) % 2 == 0) {
+        sink.Gauge("fabric_g", "g",
+                   Labels{{"port", port}, {"device", "d"}, {"x", "y"}}, p);
+      } else {
+        sink.Gauge("fabric_g", "g", LabelRefs{{"port", port}}, -p);
+      }
+    }
+    if (round % 2 == 0) {
+      prometheus::ClientMetric::Histogram h;
+      h.sample_count = 3;
+      h.sample_sum = 1.5;
+      h.bucket = {{1, 0.5}, {3, 1.0}};
+      sink.Histogram("fabric_h", "h", {{"a", "b"}}, h);
+    } else {
+      sink.Counter("fabric_h", "h as a counter", {{"a", "b"}}, 7);
+    }
+  };
+  MetricSink fresh_sink;
+  std::vector<prometheus::MetricFamily> spare;
+  SampleOrder order;
+  for (int round = 0; round < 8; ++round) {
+    SCOPED_TRACE(round);
+    MetricSink fresh, recycled;
+    recycled.Recycle(std::move(spare));
+    emit(fresh, round);
+    emit(recycled, round);
+    const auto want = fresh.Take();
+    auto got = recycled.Take(&order);
+    EXPECT_EQ(ToText(got), ToText(want));
+    spare = std::move(got);
+  }
+}
+
 }  // namespace
 }  // namespace fabric

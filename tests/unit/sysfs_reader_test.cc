@@ -312,6 +312,54 @@ TEST_P(SysfsReaderTest, KeepsDescriptorsWithinABudget) {
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
+// ReadKept() (the congestion sample's reads) answers what Read() answers,
+// through the same changes, Begin() or BeginSample() alike.
+TEST_P(SysfsReaderTest, KeptReadsAnswerAsReadDoes) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = Reader();
+  const auto file = r->Keep(kCounters, "port_rcv_data");
+  EXPECT_EQ(r->Keep(kCounters, "port_rcv_data"), file);  // one per path
+  const auto absent = r->Keep(kCounters, "port_xmit_wait");
+  char buf[64];
+  auto kept = [&](SysfsReader::KeptFile f) {
+    const auto result = r->ReadKept(f, buf);
+    return result.ok() ? std::string(*result)
+                       : "<" + result.error().message() + ">";
+  };
+  r->Begin();
+  EXPECT_EQ(kept(file), "1\n");
+  EXPECT_EQ(kept(absent), "<No such file or directory>");
+  for (bool sample : {false, true}) {
+    SCOPED_TRACE(sample ? "BeginSample" : "Begin");
+    auto begin = [&] { sample ? r->BeginSample() : r->Begin(); };
+    Write(kCounters + "/port_rcv_data", "2\n");  // in place
+    begin();
+    EXPECT_EQ(kept(file), "2\n");
+    Replace(kCounters + "/port_rcv_data", "3\n");  // by rename
+    begin();
+    EXPECT_EQ(kept(file), "3\n");
+    EXPECT_EQ(kept(file), "3\n");
+    Write(kCounters + "/port_xmit_wait", "4\n");  // appears
+    begin();
+    EXPECT_EQ(kept(absent), "4\n");
+    fs::remove(root_ / kCounters / "port_xmit_wait");
+    begin();
+    EXPECT_EQ(kept(absent), "<No such file or directory>");
+  }
+  // The device goes and comes back with new files (new inodes).
+  MoveAway("class/infiniband/mlx5_0");
+  r->Begin();
+  EXPECT_EQ(kept(file), "<No such file or directory>");
+  Write(kCounters + "/port_rcv_data", "5\n");
+  r->Begin();
+  EXPECT_EQ(kept(file), "5\n");
+  EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "5\n");
+  // More than the buffer holds: an error, not a cut value.
+  Write(kCounters + "/port_rcv_data", std::string(100, '7'));
+  r->Begin();
+  EXPECT_EQ(kept(file), "<" + ErrnoError(EOVERFLOW).message() + ">");
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, SysfsReaderTest,
                          ::testing::Values(SysfsCacheMode::kAuto,
                                            SysfsCacheMode::kPerCollection,
@@ -425,6 +473,51 @@ TEST_F(SysfsModeTest, InotifySampleSeesReplacedFiles) {
   Replace(kCounters + "/port_rcv_data", "2\n");
   r->BeginSample();
   EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "2\n");
+}
+
+// On sysfs a kept read is one pread() on the kept descriptor; the
+// directory is still validated at each Begin(), so a re-created device is
+// read afresh there.
+TEST_F(SysfsModeTest, KeptReadsValidateAtBegin) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = MakeRealSysfsReader(root_.string(), SysfsCacheMode::kSysfs);
+  const auto file = r->Keep(kCounters, "port_rcv_data");
+  char buf[64];
+  auto kept = [&] {
+    const auto result = r->ReadKept(file, buf);
+    return result.ok() ? std::string(*result)
+                       : "<" + result.error().message() + ">";
+  };
+  r->Begin();
+  EXPECT_EQ(kept(), "1\n");
+  Write(kCounters + "/port_rcv_data", "2\n");
+  r->BeginSample();
+  EXPECT_EQ(kept(), "2\n");
+  MoveAway("class/infiniband/mlx5_0");
+  Write(kCounters + "/port_rcv_data", "3\n");  // re-created: new inodes
+  r->Begin();
+  EXPECT_EQ(kept(), "3\n");
+  r->BeginSample();
+  EXPECT_EQ(kept(), "3\n");
+}
+
+TEST(SysfsReaderForwardingTest, KeptReadsGoThroughFullPaths) {
+  testing::FakeSysfs fake;
+  fake.File("class/infiniband/x/ports/1/counters/port_rcv_data", "12\n");
+  auto r = fake.NewReader();
+  r->Begin();
+  const auto file =
+      r->Keep("class/infiniband/x/ports/1/counters", "port_rcv_data");
+  char buf[64];
+  const auto result = r->ReadKept(file, buf);
+  ASSERT_TRUE(result.ok());
+  EXPECT_EQ(*result, "12\n");
+  char small[3];
+  EXPECT_EQ(r->ReadKept(file, small).error(), std::errc::value_too_large);
+  EXPECT_EQ(fake.calls(),
+            (std::vector<std::string>{
+                "read class/infiniband/x/ports/1/counters/port_rcv_data",
+                "read class/infiniband/x/ports/1/counters/port_rcv_data"}));
 }
 
 TEST(SysfsReaderForwardingTest, FakesSeeFullPaths) {

@@ -1,0 +1,315 @@
+// Probing many peers: probes due within the batch window share a wake-up
+// (an engine over an injected transport that answers every probe), lazy
+// receive with hundreds of peers loses nothing (200 responders on loopback),
+// and the probe socket counts what its receive buffer dropped.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <cstring>
+#include <deque>
+
+#include "probe/engine.h"
+#include "probe/udp_transport.h"
+
+namespace fabric::probe {
+namespace {
+
+using namespace std::chrono_literals;
+using boost::asio::ip::udp;
+using Clock = std::chrono::steady_clock;
+
+TEST(ProbeBatchTest, WindowIsATenthOfTheIntervalAtMostTenMs) {
+  EXPECT_EQ(BatchWindow(1ms), 100us);
+  EXPECT_EQ(BatchWindow(50ms), 5ms);
+  EXPECT_EQ(BatchWindow(100ms), 10ms);
+  EXPECT_EQ(BatchWindow(1s), 10ms);
+}
+
+TEST(ProbeBatchTest, LazyReceiveWhereAProbeFallsDueEveryTenMsOrLess) {
+  EXPECT_TRUE(LazyReceiveFits(1ms, 1));
+  EXPECT_TRUE(LazyReceiveFits(10ms, 1));
+  EXPECT_FALSE(LazyReceiveFits(11ms, 1));
+  EXPECT_TRUE(LazyReceiveFits(100ms, 100));  // 1,000 probes/s
+  EXPECT_TRUE(LazyReceiveFits(1s, 1000));
+  EXPECT_FALSE(LazyReceiveFits(1s, 50));
+  EXPECT_FALSE(LazyReceiveFits(1ms, 0));
+}
+
+TEST(ProbeBatchTest, ParseDropCountReadsSoRxqOvfl) {
+  alignas(cmsghdr) char
+      control[CMSG_SPACE(sizeof(std::uint32_t)) + CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SO_TIMESTAMP;  // something else first
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  c = CMSG_NXTHDR(&msg, c);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SO_RXQ_OVFL;
+  c->cmsg_len = CMSG_LEN(sizeof(std::uint32_t));
+  std::uint32_t drops = 4711;
+  std::memcpy(CMSG_DATA(c), &drops, sizeof(drops));
+  EXPECT_EQ(ParseDropCount(msg), 4711u);
+
+  msg.msg_controllen = CMSG_SPACE(sizeof(int));  // only the first one
+  EXPECT_EQ(ParseDropCount(msg), std::nullopt);
+}
+
+// A flood into a socket nobody reads: what did not fit is counted, and
+// what was read plus what was dropped is every datagram sent. The count
+// rides on each datagram as of when it was queued, so one sent after the
+// flood brings it.
+TEST(ProbeBatchTest, UdpTransportCountsWhatItsReceiveBufferDropped) {
+  boost::asio::io_context io;
+  UdpTransport t(io, Endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  std::uint64_t received = 0;
+  Transport::Handlers h;
+  h.on_receive = [&](const Received&) { ++received; };
+  std::string error;
+  ASSERT_TRUE(t.Start(std::move(h), &error)) << error;
+  ASSERT_TRUE(t.SetLazyReceive(true)) << "no kernel receive stamps here";
+  ASSERT_TRUE(t.ReceiveDrops().has_value());
+  EXPECT_EQ(*t.ReceiveDrops(), 0u);
+
+  udp::socket s(io,
+                udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  std::array<std::uint8_t, kPacketBytes> packet{};
+  constexpr std::uint64_t kFlood = 20000;
+  for (std::uint64_t i = 0; i < kFlood; ++i) {
+    s.send_to(boost::asio::buffer(packet), t.local_endpoint());
+  }
+  auto drain = [&] {
+    std::uint64_t before;
+    do {
+      before = received;
+      t.Poll();
+    } while (received != before);
+  };
+  drain();
+  s.send_to(boost::asio::buffer(packet), t.local_endpoint());
+  drain();
+  // 20,000 datagrams do not fit in the buffer (about 1 KiB each as the
+  // kernel counts them, 2 MiB at most).
+  EXPECT_GT(*t.ReceiveDrops(), 0u);
+  EXPECT_EQ(received + *t.ReceiveDrops(), kFlood + 1);
+  t.Stop();
+}
+
+// A transport that answers every probe the moment it is sent, delivered at
+// the next Poll() (lazy receive), stamped as arriving `delay` after the send
+// (10 µs unless set).
+class AnsweringTransport : public Transport {
+ public:
+  explicit AnsweringTransport(const Hmac& hmac,
+                              std::chrono::nanoseconds delay = 10us)
+      : hmac_(hmac), delay_ns_(delay.count()) {}
+  std::string_view Name() const override { return "udp"; }
+  bool Start(Handlers h, std::string*) override {
+    handlers_ = std::move(h);
+    return true;
+  }
+  void Stop() override { handlers_ = {}; }
+  bool Healthy() const override { return true; }
+  std::string LastError() const override { return ""; }
+  bool CanReach(const Endpoint&) const override { return true; }
+  std::optional<Timestamp> Send(const Endpoint& peer,
+                                std::span<const std::uint8_t> bytes,
+                                std::uint64_t) override {
+    Timestamp tx{RealtimeNs(), 0};
+    auto p = Decode(bytes, hmac_, nullptr);
+    if (!p) return tx;
+    p->type = MessageType::kAnswer;
+    p->t2_ns = p->t3_ns = tx.software_ns + 5'000;
+    queued_.push_back({Encode(*p, hmac_), peer, tx.software_ns + delay_ns_});
+    return tx;
+  }
+  bool Reply(const Source&, std::span<const std::uint8_t>) override {
+    return false;
+  }
+  bool SetLazyReceive(bool on) override { return on; }
+  void Poll() override {
+    while (!queued_.empty()) {
+      Queued q = std::move(queued_.front());
+      queued_.pop_front();
+      Received r;
+      r.bytes = q.bytes;
+      r.from.udp = q.from;
+      r.from.key = q.from.address().to_string();
+      r.rx.software_ns = q.rx_ns;
+      if (handlers_.on_receive) handlers_.on_receive(r);
+    }
+  }
+
+ private:
+  struct Queued {
+    Bytes bytes;
+    Endpoint from;
+    std::int64_t rx_ns;
+  };
+  Hmac hmac_;
+  std::int64_t delay_ns_;
+  Handlers handlers_;
+  std::deque<Queued> queued_;
+};
+
+std::vector<ResolvedPeer> Peers(int n, int first_port) {
+  std::vector<ResolvedPeer> peers;
+  for (int i = 0; i < n; ++i) {
+    auto port = static_cast<std::uint16_t>(first_port + i);
+    peers.push_back(
+        {{"p" + std::to_string(i), "127.0.0.1", port},
+         Endpoint(boost::asio::ip::make_address("127.0.0.1"), port)});
+  }
+  return peers;
+}
+
+// 100 peers every 100 ms (1,000 probes/s): consecutive ticks are at least a
+// batch window (10 ms) apart (a tick sends all that falls due within it), so
+// the engine wakes at most 100 times a second however the machine schedules
+// it, and every probe is answered.
+TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, 3));
+  EngineOptions o;
+  o.interval = 100ms;
+  o.probe_timeout = 1s;
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
+  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+  std::string error;
+  ASSERT_TRUE(engine->Start(&error)) << error;
+  engine->SetPeers(Peers(100, 20000));
+  auto start = Clock::now();
+  io.run_for(1500ms);
+  auto elapsed = Clock::now() - start;
+  auto t = engine->Totals();
+  engine->Stop();
+
+  EXPECT_GE(t["sent"], 500u);  // every peer probed at least 5 times
+  EXPECT_EQ(t["lost"], 0u);
+  // Answers to the last tick's probes wait for the next one.
+  EXPECT_GE(t["received"] + 100, t["sent"]);
+  EXPECT_LE(t["wakeups"], elapsed / BatchWindow(o.interval) + 1);
+  EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
+}
+
+// Peers dropped while their probes are in flight (answers queued for the
+// next tick): those answers match nothing, the kept peers keep counting,
+// and nothing is lost.
+TEST(ProbeBatchTest, DroppingPeersWithProbesInFlight) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, 6));
+  EngineOptions o;
+  o.interval = 10ms;
+  o.probe_timeout = 1s;
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
+  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+  std::string error;
+  ASSERT_TRUE(engine->Start(&error)) << error;
+  auto peers = Peers(20, 20000);
+  engine->SetPeers(peers);
+  auto run_until_sent = [&](std::uint64_t n) {
+    auto stop = Clock::now() + 20s;
+    while (engine->Totals()["sent"] < n && Clock::now() < stop) {
+      io.run_for(5ms);
+    }
+  };
+  run_until_sent(200);
+  peers.resize(10);
+  engine->SetPeers(peers);
+  io.poll();  // applies the new list
+  auto kept = engine->Totals()["sent"];
+  run_until_sent(kept + 200);
+  auto t = engine->Totals();
+  engine->Stop();
+  EXPECT_GE(t["sent"], kept + 200);
+  EXPECT_EQ(t["lost"], 0u);
+  EXPECT_GE(t["received"] + 10, t["sent"]);  // the last tick's in flight
+  EXPECT_LE(t["received"], t["sent"]);
+}
+
+// An answer stamped later than probe_timeout is lost, though it is read at
+// the next tick, before the probe's expiry: the count does not depend on
+// when the engine got round to it.
+TEST(ProbeBatchTest, AnswerLaterThanProbeTimeoutIsLostWhenReadEarly) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, 5));
+  EngineOptions o;
+  o.interval = 1ms;
+  o.probe_timeout = 5ms;
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<AnsweringTransport>(hmac, 6ms));
+  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+  std::string error;
+  ASSERT_TRUE(engine->Start(&error)) << error;
+  engine->SetPeers(Peers(1, 20000));
+  auto stop = Clock::now() + 20s;
+  while (engine->Totals()["lost"] < 50 && Clock::now() < stop) {
+    io.run_for(10ms);
+  }
+  auto t = engine->Totals();
+  engine->Stop();
+  EXPECT_GE(t["lost"], 50u);
+  EXPECT_EQ(t["received"], 0u);
+  EXPECT_LE(t["lost"], t["sent"]);
+}
+
+// A prober with 200 peers (200 responders on loopback, one io thread, 2,000
+// probes/s) receives lazily, and its socket holds every answer: none lost,
+// none dropped.
+TEST(ProbeBatchTest, LazyReceiveWithTwoHundredPeersLosesNothing) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, 4));
+  auto make = [&](EngineOptions o, UdpTransport** raw) {
+    auto t = std::make_unique<UdpTransport>(
+        io, Endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    *raw = t.get();
+    std::vector<std::unique_ptr<Transport>> ts;
+    ts.push_back(std::move(t));
+    auto e = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+    std::string error;
+    EXPECT_TRUE(e->Start(&error)) << error;
+    return e;
+  };
+  std::vector<std::shared_ptr<Engine>> responders;
+  std::vector<ResolvedPeer> peers;
+  for (int i = 0; i < 200; ++i) {
+    UdpTransport* t;
+    responders.push_back(make({}, &t));
+    auto port = t->local_endpoint().port();
+    peers.push_back(
+        {{"r" + std::to_string(i), "127.0.0.1", port}, t->local_endpoint()});
+  }
+  EngineOptions o;
+  o.interval = 100ms;
+  o.probe_timeout = 1s;
+  UdpTransport* prober_transport;
+  auto prober = make(o, &prober_transport);
+  prober->SetPeers(peers);
+  // Past 1 s plus the expiry slack, so that the first probes are resolved
+  // (answered or lost) by the end; 20 s bounds a stalled machine.
+  auto stop = Clock::now() + 20s;
+  while (prober->Totals()["received"] < 4000 && Clock::now() < stop) {
+    io.run_for(10ms);
+  }
+  auto t = prober->Totals();
+  EXPECT_TRUE(prober_transport->lazy());
+  EXPECT_GE(t["received"], 4000u);
+  EXPECT_EQ(t["lost"], 0u);
+  ASSERT_TRUE(prober_transport->ReceiveDrops().has_value());
+  EXPECT_EQ(*prober_transport->ReceiveDrops(), 0u);
+  EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
+  std::uint64_t answered = 0;
+  for (auto& r : responders) answered += r->Totals()["answered"];
+  EXPECT_GE(answered, t["received"]);
+  prober->Stop();
+  for (auto& r : responders) r->Stop();
+}
+
+}  // namespace
+}  // namespace fabric::probe
