@@ -30,7 +30,7 @@ struct FlowOp {
 // Every send and receive of `steps` in program order (step, then sends
 // before receives, each in the step's order), with what it waits for.
 // Reductions whose source lies in no receive of their step are left out
-// (Run must apply them after the step's receives).
+// (TcpTransport runs such a plan in lock step instead).
 std::vector<FlowOp> Schedule(std::span<const Step> steps);
 
 // dst += src over `length` bytes: float32 sums, then bytes for a tail
