@@ -167,6 +167,22 @@ std::vector<ResolvedPeer> Peers(int n, int first_port) {
   return peers;
 }
 
+// An engine whose one transport answers every probe it sends; null (with
+// a test failure) when it does not start.
+std::shared_ptr<Engine> StartAnswered(boost::asio::io_context& io,
+                                      const Hmac& hmac,
+                                      const EngineOptions& o) {
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
+  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
+  std::string error;
+  if (!engine->Start(&error)) {
+    ADD_FAILURE() << error;
+    return nullptr;
+  }
+  return engine;
+}
+
 // 100 peers every 100 ms (1,000 probes/s): consecutive ticks are at least a
 // batch window (10 ms) apart (a tick sends all that falls due within it), so
 // the engine wakes at most 100 times a second however the machine schedules
@@ -177,11 +193,8 @@ TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
   EngineOptions o;
   o.interval = 100ms;
   o.probe_timeout = 1s;
-  std::vector<std::unique_ptr<Transport>> ts;
-  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
-  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
-  std::string error;
-  ASSERT_TRUE(engine->Start(&error)) << error;
+  auto engine = StartAnswered(io, hmac, o);
+  ASSERT_TRUE(engine);
   engine->SetPeers(Peers(100, 20000));
   auto start = Clock::now();
   io.run_for(1500ms);
@@ -206,11 +219,8 @@ TEST(ProbeBatchTest, DroppingPeersWithProbesInFlight) {
   EngineOptions o;
   o.interval = 10ms;
   o.probe_timeout = 1s;
-  std::vector<std::unique_ptr<Transport>> ts;
-  ts.push_back(std::make_unique<AnsweringTransport>(hmac));
-  auto engine = std::make_shared<Engine>(io, hmac, o, std::move(ts));
-  std::string error;
-  ASSERT_TRUE(engine->Start(&error)) << error;
+  auto engine = StartAnswered(io, hmac, o);
+  ASSERT_TRUE(engine);
   auto peers = Peers(20, 20000);
   engine->SetPeers(peers);
   auto run_until_sent = [&](std::uint64_t n) {
