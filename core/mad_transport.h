@@ -104,6 +104,13 @@ class MadTransport {
     std::uint32_t tid = 0;  // low 32 bits of the transaction id
     Mad mad{};
     bool timed_out = false;  // the transport itself reported a timeout
+    // An answer carrying `mad`, its tid read from the MAD's header.
+    static Answer Of(const Mad& mad) {
+      Answer a;
+      a.mad = mad;
+      for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | mad[i];
+      return a;
+    }
   };
   // Sends `mad` (its transaction id already set to `tid`) towards `dlid`
   // (kPermissiveLid for directed route). False when it could not be sent.

@@ -190,10 +190,7 @@ class SimMadTransport : public MadTransport {
     const auto after = std::chrono::steady_clock::now();
     // Constant service time: answers fall due in request order.
     while (!queue_.empty() && queue_.front().due <= after) {
-      Answer a;
-      a.mad = queue_.front().response;
-      for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | a.mad[i];
-      answers->push_back(a);
+      answers->push_back(Answer::Of(queue_.front().response));
       --in_flight_[queue_.front().node];
       queue_.pop_front();
     }

@@ -102,4 +102,22 @@ inline std::set<std::string> MetricNames(const std::string& text) {
   return names;
 }
 
+// A config with only the sm and fabric collectors, at the short intervals
+// the ibsim tests use, serving on 127.0.0.1:`port`.
+inline std::string SmFabricConfig(int port,
+                                  const std::string& discovery_interval) {
+  return "listen_address: \"127.0.0.1:" + std::to_string(port) +
+         "\"\n"
+         "collectors:\n"
+         "  ib_port: {enabled: false}\n"
+         "  hw_counters: {enabled: false}\n"
+         "  congestion: {enabled: false}\n"
+         "  roce: {enabled: false}\n"
+         "  nic_identity: {enabled: false}\n"
+         "  sm: {interval: 1s, timeout: 5s, mad_timeout: 200ms}\n"
+         "  fabric: {enabled: true, interval: 1s, timeout: 5s, "
+         "mad_timeout: 200ms, discovery_interval: " +
+         discovery_interval + "}\n";
+}
+
 }  // namespace fabric::testing

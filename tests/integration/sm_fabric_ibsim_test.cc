@@ -22,22 +22,6 @@ namespace {
 
 using Samples = std::map<std::string, double>;
 
-// Only sm + fabric, fast intervals for the test.
-std::string Config(int port, const std::string& discovery_interval) {
-  return "listen_address: \"127.0.0.1:" + std::to_string(port) +
-         "\"\n"
-         "collectors:\n"
-         "  ib_port: {enabled: false}\n"
-         "  hw_counters: {enabled: false}\n"
-         "  congestion: {enabled: false}\n"
-         "  roce: {enabled: false}\n"
-         "  nic_identity: {enabled: false}\n"
-         "  sm: {interval: 1s, timeout: 5s, mad_timeout: 200ms}\n"
-         "  fabric: {enabled: true, interval: 1s, timeout: 5s, "
-         "mad_timeout: 200ms, discovery_interval: " +
-         discovery_interval + "}\n";
-}
-
 std::optional<double> Get(const Samples& s, const std::string& series) {
   auto it = s.find(series);
   if (it == s.end()) return std::nullopt;
@@ -65,7 +49,7 @@ class SmFabricIbsim : public ::testing::Test {
   // discovery_interval 10m: a test sees sweeps only, no re-discovery.
   std::string WriteConfig(int port, const std::string& discovery = "10m") {
     const std::string path = fabric_.dir() + "/fabricmon.yaml";
-    std::ofstream(path) << Config(port, discovery);
+    std::ofstream(path) << SmFabricConfig(port, discovery);
     return path;
   }
 

@@ -58,17 +58,7 @@ class SmLateActiveIbsim : public ::testing::Test {
 TEST_F(SmLateActiveIbsim, DaemonStartedBeforeOpenSmReportsOnceThePortIsUp) {
   const int port = FreeLoopbackPort();
   const std::string config = fabric_.dir() + "/fabricmon.yaml";
-  std::ofstream(config)
-      << "listen_address: \"127.0.0.1:" << port << "\"\n"
-      << "collectors:\n"
-         "  ib_port: {enabled: false}\n"
-         "  hw_counters: {enabled: false}\n"
-         "  congestion: {enabled: false}\n"
-         "  roce: {enabled: false}\n"
-         "  nic_identity: {enabled: false}\n"
-         "  sm: {interval: 1s, timeout: 5s, mad_timeout: 200ms}\n"
-         "  fabric: {enabled: true, interval: 1s, timeout: 5s, "
-         "mad_timeout: 200ms, discovery_interval: 2s}\n";
+  std::ofstream(config) << SmFabricConfig(port, "2s");
   // hca1's port: link up, INIT, no LID and no SM LID (no SM yet).
   const ToolOutput before = fabric_.Run({"ibstat"}, "hca1");
   ASSERT_NE(before.out.find("State: Initializing"), std::string::npos)

@@ -44,12 +44,7 @@ class FakePort : public MadTransport {
     return true;
   }
   void Poll(std::chrono::microseconds, std::vector<Answer>* out) override {
-    for (const Mad& m : answers_) {
-      Answer a;
-      a.mad = m;
-      for (int i = 12; i < 16; ++i) a.tid = (a.tid << 8) | m[i];
-      out->push_back(a);
-    }
+    for (const Mad& m : answers_) out->push_back(Answer::Of(m));
     answers_.clear();
   }
 
