@@ -26,7 +26,14 @@ ports, a down port, a degraded link, link errors, one PFC storm.
 
 Usage: bench/rules_scale.py [--ports 10000] [--hours 6] [--step 30]
                             [--switch-ports N] [--probe-peers 1]
+                            [--compare TREE]
                             [--workdir DIR] [--keep] [--out FILE.md]
+--compare TREE runs another source tree's rules and dashboards (an older
+commit checked out with `git worktree add`) on a second Prometheus over a
+copy of the same blocks, at the same time, and adds a side-by-side table:
+old and new rules on one dataset at one load. (Blocks cannot be reused by a
+later run: rules run on the wall clock, and the data is visible to them only
+for the 5 minutes after its end.)
 Everything (data, blocks, Prometheus) lives in WORKDIR (default a new temp
 directory, removed at the end unless --keep); Prometheus listens on a free
 127.0.0.1 port and is stopped by pid.
@@ -48,8 +55,6 @@ import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RULES = os.path.join(ROOT, "dashboards", "prometheus")
-DASHBOARDS = os.path.join(ROOT, "dashboards", "grafana")
 IB_DEVICES = ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7",
               "mlx5_8", "mlx5_9"]
 ROCE = ("mlx5_bond_0", "bond0")
@@ -595,13 +600,15 @@ def get(port, path, params=None):
         return json.loads(r.read())
 
 
-def dashboard_queries():
-    """(dashboard, panel title, expr, instant, range seconds, variables)."""
+def dashboard_queries(tree):
+    """(dashboard, panel title, expr, instant, range seconds, variables) of
+    the dashboards of source tree TREE."""
     out = []
-    for name in sorted(os.listdir(DASHBOARDS)):
+    folder = os.path.join(tree, "dashboards", "grafana")
+    for name in sorted(os.listdir(folder)):
         if not name.endswith(".json"):
             continue
-        d = json.load(open(os.path.join(DASHBOARDS, name)))
+        d = json.load(open(os.path.join(folder, name)))
         frm = d.get("time", {}).get("from", "now-1h")
         m = re.match(r"now-(\d+)([mhd])$", frm)
         seconds = int(m.group(1)) * {"m": 60, "h": 3600, "d": 86400}[m.group(2)]
@@ -672,6 +679,153 @@ def substitute(expr, values, interval, scrape, seconds):
     return re.sub(r"\$\{?[a-z_]+\}?", ".*", fill(expr, values))
 
 
+def start_prometheus(home, tree, blocks, step):
+    """Prometheus on BLOCKS with TREE's rule files, evaluated every STEP,
+    logging to HOME/prom.log; returns (Popen, port)."""
+    rules_dir = os.path.join(home, "rules")
+    os.makedirs(rules_dir, exist_ok=True)
+    for f in ("recording_rules.yml", "alerting_rules.yml"):
+        shutil.copy(os.path.join(tree, "dashboards", "prometheus", f), rules_dir)
+    config = os.path.join(home, "prometheus.yml")
+    with open(config, "w") as c:
+        c.write("global:\n  evaluation_interval: %ds\n" % step)
+        c.write("rule_files:\n  - rules/recording_rules.yml\n"
+                "  - rules/alerting_rules.yml\n")
+    port = free_port()
+    prom = subprocess.Popen(
+        ["prometheus", "--config.file=" + config,
+         "--storage.tsdb.path=" + blocks,
+         "--storage.tsdb.retention.time=30d",
+         # error, not warn: until the data's end every rule result is
+         # "out of bounds" (before the backfilled blocks' end), and
+         # Prometheus warns once per sample (~100 MB/min at 10 000 ports).
+         "--web.listen-address=127.0.0.1:%d" % port, "--log.level=error"],
+        cwd=home, stdout=open(os.path.join(home, "prom.log"), "w"),
+        stderr=subprocess.STDOUT)
+    return prom, port
+
+
+def wait_ready(prom, port, work):
+    t0 = time.monotonic()
+    while True:
+        try:
+            urllib.request.urlopen(
+                "http://127.0.0.1:%d/-/ready" % port, timeout=5).read()
+            return
+        except Exception:
+            if prom.poll() is not None or time.monotonic() - t0 > 600:
+                raise SystemExit("prometheus did not start: see the prom.log files in "
+                                 + work)
+            time.sleep(1)
+
+
+def poll_rules(port, groups, measured, first, last):
+    """Records each group's evaluations that began in [FIRST, LAST)."""
+    for g in get(port, "/api/v1/rules")["data"]["groups"]:
+        # Both rule files have groups named fabric_switch_ports and
+        # fabric_probes: a group is its file and its name.
+        key = "%s (%s)" % (g["name"], os.path.basename(g["file"]).split("_")[0])
+        groups[key] = g
+        stamp = g.get("lastEvaluation", "")
+        m = re.match(r"(\d+-\d+-\d+T\d+:\d+:\d+(\.\d+)?)", stamp)
+        if not m:
+            continue
+        t = calendar.timegm(time.strptime(m.group(1)[:19], "%Y-%m-%dT%H:%M:%S")) + \
+            float(m.group(2) or 0)
+        if first <= t < last - 1:
+            # Each distinct evaluation once; the first one after start-up
+            # reads cold blocks, later ones are warm.
+            measured.setdefault(key, {})[t] = g["evaluationTime"]
+
+
+def group_table(groups, measured):
+    """(group, rules, warm, evaluations shown) per group: warm is the
+    fastest evaluation that began after every group with an interval over
+    the default had run once (its series exist from then), else the
+    fastest of all."""
+    ready = max([min(measured[k]) for k, g in groups.items()
+                 if g.get("interval", 0) >= 300 and measured.get(k)] or [0])
+    out = []
+    for name in sorted(groups):
+        seen = measured.get(name)
+        if not seen:
+            out.append((name, len(groups[name]["rules"]), None, ""))
+            continue
+        after = [seen[t] for t in seen if t >= ready]
+        warm = min(after or seen.values())
+        shown = " ".join("%.3f%s" % (seen[t], "" if t >= ready else "*")
+                         for t in sorted(seen))
+        out.append((name, len(groups[name]["rules"]), warm, shown))
+    return out
+
+
+def time_dashboards(port, tree, now, resolve_end, step):
+    """Times every panel query of TREE's dashboards (cold, then warm) as
+    of NOW; returns (rows, refused)."""
+    rows = []
+    failed = []
+    resolved = {}
+    for dash, title, expr, instant, seconds, variables in dashboard_queries(tree):
+        if dash not in resolved:
+            resolved[dash] = resolve_variables(port, variables, now - seconds,
+                                               resolve_end)
+        interval = grafana_interval(seconds, step)
+        q = substitute(expr, resolved[dash], interval, step, seconds)
+        walls = []
+        try:
+            for _ in range(2):  # cold, then warm
+                t0 = time.monotonic()
+                if instant:
+                    r = get(port, "/api/v1/query", {"query": q, "time": now})
+                else:
+                    r = get(port, "/api/v1/query_range", {
+                        "query": q, "start": now - seconds, "end": now,
+                        "step": interval})
+                walls.append(time.monotonic() - t0)
+        except urllib.error.HTTPError as e:
+            # A query Prometheus refuses is a finding, not the end of the
+            # run: reported with Prometheus' reason.
+            failed.append((dash, title, q, e.read().decode(errors="replace")))
+            continue
+        res = r["data"]["result"]
+        rows.append((walls[1], dash, title, instant, len(res), seconds,
+                     walls[0], interval))
+    return rows, failed
+
+
+def comparison(other, table, other_table, rows, other_rows):
+    """Markdown: warm group times and the slowest panels of both trees."""
+    out = ["Side by side with `%s` (same blocks, run at the same time):" % other, "",
+           "| group | this tree: rules, warm | compared: rules, warm |", "|---|---|---|"]
+    a = {n: (r, w) for n, r, w, _ in table}
+    b = {n: (r, w) for n, r, w, _ in other_table}
+    for name in sorted(set(a) | set(b)):
+        cell = lambda x: "—" if x is None else (
+            "%d, not evaluated" % x[0] if x[1] is None else "%d, %.3f s" % x)
+        out.append("| %s | %s | %s |" % (name, cell(a.get(name)), cell(b.get(name))))
+    out += ["", "The 20 slowest panel queries of either tree (warm / cold):", "",
+            "| dashboard | panel (query #) | this tree | compared |", "|---|---|---|---|"]
+
+    def keyed(rs):
+        # A panel may have several queries: key them by their order.
+        count, out_k = {}, {}
+        for wall, dash, title, _, _, _, cold, _ in rs:
+            k = (dash, title)
+            count[k] = count.get(k, 0) + 1
+            out_k[(dash, title, count[k])] = (wall, cold)
+        return out_k
+    ka, kb = keyed(rows), keyed(other_rows)
+    slowest = sorted(set(ka) | set(kb), reverse=True, key=lambda k: max(
+        x[0] for x in (ka.get(k), kb.get(k)) if x))[:20]
+    for k in slowest:
+        wa, wb = ka.get(k), kb.get(k)
+        cell = lambda x: "—" if x is None else "%.3f / %.3f s" % x
+        out.append("| %s | %s (%d) | %s | %s |" % (k[0], k[1].replace("|", "/"), k[2],
+                                                   cell(wa), cell(wb)))
+    out.append("")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -685,6 +839,11 @@ def main():
     ap.add_argument("--buffer", type=int,
                     help="seconds of data after the start, to cover generation"
                          " and backfill (default: estimated from the size)")
+    ap.add_argument("--compare", metavar="TREE",
+                    help="also run the rules and dashboards of another source"
+                         " tree (e.g. `git worktree add /tmp/old <commit>`) on"
+                         " a copy of the same blocks, at the same time, and"
+                         " report both side by side")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", help="also write the Markdown report here")
@@ -692,7 +851,7 @@ def main():
 
     work = args.workdir or tempfile.mkdtemp(prefix="fabricmon_rules_scale_")
     os.makedirs(work, exist_ok=True)
-    prom = None
+    proms = []  # (Popen, port)
     report = []
     try:
         n = int(args.hours * 3600 // args.step)
@@ -723,109 +882,58 @@ def main():
         t_fill = time.monotonic() - t0
         os.remove(om)
 
-        rules_dir = os.path.join(work, "rules")
-        os.makedirs(rules_dir, exist_ok=True)
-        for f in ("recording_rules.yml", "alerting_rules.yml"):
-            shutil.copy(os.path.join(RULES, f), rules_dir)
-        config = os.path.join(work, "prometheus.yml")
-        with open(config, "w") as c:
-            c.write("global:\n  evaluation_interval: %ds\n" % args.step)
-            c.write("rule_files:\n  - rules/recording_rules.yml\n"
-                    "  - rules/alerting_rules.yml\n")
-        port = free_port()
-        prom = subprocess.Popen(
-            ["prometheus", "--config.file=" + config,
-             "--storage.tsdb.path=" + blocks,
-             "--storage.tsdb.retention.time=30d",
-             # error, not warn: until the data's end every rule result is
-             # "out of bounds" (before the backfilled blocks' end), and
-             # Prometheus warns once per sample (~100 MB/min at 10 000 ports).
-             "--web.listen-address=127.0.0.1:%d" % port, "--log.level=error"],
-            cwd=work, stdout=open(os.path.join(work, "prom.log"), "w"),
-            stderr=subprocess.STDOUT)
+        # This tree's rules and dashboards, and with --compare another
+        # tree's, each on its own Prometheus over its own copy of the same
+        # blocks, both running at once: one dataset, one load.
+        trees = [("this tree", ROOT)]
+        if args.compare:
+            trees.append(("compared", os.path.abspath(args.compare)))
+        for k in range(1, len(trees)):
+            shutil.copytree(blocks, blocks + "-%d" % k)
         t0 = time.monotonic()
-        while True:
-            try:
-                urllib.request.urlopen(
-                    "http://127.0.0.1:%d/-/ready" % port, timeout=5).read()
-                break
-            except Exception:
-                if prom.poll() is not None or time.monotonic() - t0 > 600:
-                    raise SystemExit("prometheus did not start: " +
-                                     open(os.path.join(work, "prom.log")).read())
-                time.sleep(1)
+        for k, (label, tree) in enumerate(trees):
+            proms.append(start_prometheus(
+                os.path.join(work, "prom-%d" % k), tree,
+                blocks if k == 0 else blocks + "-%d" % k, args.step))
+        for prom_k, port in proms:
+            wait_ready(prom_k, port, work)
         t_ready = time.monotonic() - t0
 
         # Rule results can be stored only after the backfilled blocks end
         # (the head starts there); instant selectors see the data for 5 m
         # after its end. So: wait for the end, then take each group's
-        # evaluation time from its first evaluation that began at least
-        # STEP after the end (the threshold series exist by then) and
-        # within the 5 m the data is visible; the 5 m memory group has
-        # exactly one evaluation in that window.
+        # evaluations that began at least STEP after the end (the
+        # threshold series exist by then) and within the 5 m the data is
+        # visible; a 5 m group has exactly one evaluation in that window.
         margin = end - time.time()
         if margin < 0:
             print("warning: the data ended %.0f s before Prometheus was ready;"
                   " raise --buffer" % -margin, file=sys.stderr)
         time.sleep(max(0, end - time.time()))
-        measured = {}
-        groups = {}
         window_end = end + 300
+        measured = [{} for _ in proms]
+        groups = [{} for _ in proms]
         while time.time() < window_end:
-            for g in get(port, "/api/v1/rules")["data"]["groups"]:
-                # Both rule files have groups named fabric_switch_ports and
-                # fabric_probes: a group is its file and its name.
-                key = "%s (%s)" % (g["name"], os.path.basename(g["file"]).split("_")[0])
-                groups[key] = g
-                last = g.get("lastEvaluation", "")
-                m = re.match(r"(\d+-\d+-\d+T\d+:\d+:\d+)", last)
-                if not m:
-                    continue
-                t = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
-                if end + args.step <= t < window_end - 1:
-                    # Each distinct evaluation once; the first one after
-                    # start-up reads cold blocks, later ones are warm.
-                    seen = measured.setdefault(key, {})
-                    seen[last] = g["evaluationTime"]
+            for k, (_, port) in enumerate(proms):
+                poll_rules(port, groups[k], measured[k], end + args.step, window_end)
             time.sleep(2)
 
         # Dashboards are timed as of 4 minutes after the data's end: the
         # raw series are still visible to instant selectors (5 m lookback)
         # and the recorded series the panels read have the ~8 evaluations
-        # made since (at `end` itself they would have none).
+        # made since (at `end` itself they would have none). Variables are
+        # resolved over the range up to the window's end, so that a
+        # variable on a series recorded every 5 m finds it.
         now = end + 240
-        rows = []
-        failed = []
-        resolved = {}
-        for dash, title, expr, instant, seconds, variables in dashboard_queries():
-            if dash not in resolved:
-                resolved[dash] = resolve_variables(port, variables, now - seconds, now)
-            interval = grafana_interval(seconds, args.step)
-            q = substitute(expr, resolved[dash], interval, args.step, seconds)
-            walls = []
-            try:
-                for _ in range(2):  # cold, then warm
-                    t0 = time.monotonic()
-                    if instant:
-                        r = get(port, "/api/v1/query", {"query": q, "time": now})
-                    else:
-                        r = get(port, "/api/v1/query_range", {
-                            "query": q, "start": now - seconds, "end": now,
-                            "step": interval})
-                    walls.append(time.monotonic() - t0)
-            except urllib.error.HTTPError as e:
-                # A query Prometheus refuses is a finding, not the end of the
-                # run: reported with Prometheus' reason.
-                failed.append((dash, title, q, e.read().decode(errors="replace")))
-                continue
-            res = r["data"]["result"]
-            rows.append((walls[1], dash, title, instant, len(res), seconds,
-                         walls[0], interval))
+        timed = [time_dashboards(port, tree, now, window_end, args.step)
+                 for (_, tree), (_, port) in zip(trees, proms)]
+        rows, failed = timed[0]
 
-        report.append("Command: `bench/rules_scale.py --ports %d --hours %g --step %d%s%s`"
+        report.append("Command: `bench/rules_scale.py --ports %d --hours %g --step %d%s%s%s`"
                       % (args.ports, args.hours, args.step,
                          "" if args.switch_ports is None else " --switch-ports %d" % args.switch_ports,
-                         "" if args.probe_peers == 1 else " --probe-peers %d" % args.probe_peers))
+                         "" if args.probe_peers == 1 else " --probe-peers %d" % args.probe_peers,
+                         "" if not args.compare else " --compare %s" % args.compare))
         report.append("")
         report.append("| quantity | value |")
         report.append("|---|---|")
@@ -842,25 +950,28 @@ def main():
         report.append("| Prometheus ready on the blocks | %.0f s |" % t_ready)
         report.append("")
         report.append("Rule groups (evaluation time, `prometheus_rule_group_last_duration_seconds`"
-                      " as `/api/v1/rules` reports it; budget < 1 s):")
+                      " as `/api/v1/rules` reports it; budget < 1 s). Warm = the fastest"
+                      " evaluation that began after every 5 m group had run once in the"
+                      " window (before that, rules reading a 5 m group's series see"
+                      " none); * marks the evaluations before that:")
         report.append("")
         report.append("| group | rules | warm (fastest) | every evaluation in the window, s | within budget |")
         report.append("|---|---|---|---|---|")
         worst_group = 0
-        for name in sorted(groups):
-            seen = measured.get(name)
-            if not seen:
+        table = group_table(groups[0], measured[0])
+        for name, nrules, warm, shown in table:
+            if warm is None:
                 report.append("| %s | %d | not evaluated while the data was visible | — | — |"
-                              % (name, len(groups[name]["rules"])))
+                              % (name, nrules))
                 continue
-            times = [seen[k] for k in sorted(seen)]
-            v = min(times)
-            worst_group = max(worst_group, v)
+            worst_group = max(worst_group, warm)
             report.append("| %s | %d | %.3f s | %s | %s |" % (
-                name, len(groups[name]["rules"]), v,
-                " ".join("%.3f" % x for x in times),
-                "yes" if v < 1 else "**no**"))
+                name, nrules, warm, shown, "yes" if warm < 1 else "**no**"))
         report.append("")
+        if args.compare:
+            report.extend(comparison(args.compare, table,
+                                     group_table(groups[1], measured[1]),
+                                     timed[0][0], timed[1][0]))
         report.append("Dashboard queries over each dashboard's default range (budget < 2 s), slowest first:")
         report.append("")
         report.append("| warm | cold | dashboard | panel | kind | series | within budget |")
@@ -886,7 +997,7 @@ def main():
             with open(args.out, "w") as o:
                 o.write(text)
     finally:
-        if prom is not None:
+        for prom, _ in proms:
             prom.send_signal(signal.SIGTERM)
             try:
                 prom.wait(timeout=60)
