@@ -8,7 +8,8 @@
 //  - congestion-hotspot fires FabricPortCongestionHotspot for host0
 //    mlx5_0/1 and for no other port;
 //  - every dashboard and rule expression returns data in at least one
-//    scenario (congestion-hotspot with the InfiniBand side, device-removed);
+//    scenario (congestion-hotspot with the InfiniBand side, device-removed,
+//    symbol-errors);
 //    one that returns nothing in all of them fails (no skipping for a
 //    missing metric: the simulator must produce it). The InfiniBand side:
 //    a real ibsim fabric mirroring the simulated cluster's first two rails
@@ -570,7 +571,9 @@ std::string ForQuery(std::string expr) {
 // expression still without data has returned some, or kExprTimeout.
 //  - congestion-hotspot: everything a healthy-but-busy fabric exports;
 //  - device-removed, as an 8 s removal every 16 s: a port that was seen and
-//    is gone while its exporter answers (FabricPortMissing's expression).
+//    is gone while its exporter answers (FabricPortMissing's expression);
+//  - symbol-errors: a host port whose errors rise (the host error rates are
+//    recorded only where above 0, and the hotspot fabric has none).
 constexpr auto kExprTimeout = seconds(45);
 
 // The results fabricmon-bench pushes to a Pushgateway (issue 16) come from
@@ -627,7 +630,8 @@ TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
   for (const ScenarioRun& run :
        {ScenarioRun{"congestion-hotspot", {}, /*with_ib=*/true},
         ScenarioRun{"device-removed",
-                    {"--burst-length", "8s", "--burst-period", "16s"}}}) {
+                    {"--burst-length", "8s", "--burst-period", "16s"}},
+        ScenarioRun{"symbol-errors", {}}}) {
     if (std::all_of(found.begin(), found.end(), [](bool f) { return f; })) {
       break;
     }
