@@ -159,6 +159,12 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     // The kernel caps the size at net.core.rmem_max.
     int rcvbuf = kReceiveBufferBytes;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    // Don't Fragment on IPv4 (and v4-mapped) probes: a 124-byte datagram
+    // never needs fragmenting, and the kernel then skips choosing an IP ID
+    // per datagram (__ip_select_ident, 4% of a 1,000-peer prober's CPU
+    // samples). Best effort: without it probes still go out.
+    int pmtu = IP_PMTUDISC_DO;
+    ::setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
     int one = 1;
     counts_drops =
         ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) == 0;
