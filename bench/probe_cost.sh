@@ -29,7 +29,8 @@
 #   is scraped every 15 s as Prometheus does (gzip), at 7.5 s + k * 15 s:
 #   use a multiple of 15 s for SECONDS to get exactly that rate (a
 #   1,000-peer exposition is megabytes). After the window, one scrape's CPU
-#   and size for mesh_prober and baseline. Each prober's /metrics (read
+#   and size for mesh_prober and baseline, and mesh_prober's figure less
+#   what its scrapes in the window cost beyond the baseline's. Each prober's /metrics (read
 #   outside the window) must show >= 90% of its probes answered.
 #   Side by side, bench/wake_floor.c: a bare loop woken every 1 ms (what any
 #   prober that wakes once per probe pays at least on this machine now).
@@ -189,7 +190,7 @@ for name in mesh_prober baseline; do
   scrape_cost+=("$name:$((b - a)):$(wc -c <"$BENCH_TMP/$name.scrape.gz"):$plain")
 done
 
-args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP" "${scrape_cost[*]}")
+args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP" "${scrape_cost[*]}" "$SECONDS_WINDOW")
 for name in "${names[@]}"; do
   args+=("$name" "${ns0[$name]}" "${ns1[$name]}" "$((wk1[$name] - wk0[$name]))")
 done
@@ -200,8 +201,10 @@ t0, t1 = int(sys.argv[1]) / 1e6, int(sys.argv[2]) / 1e6
 window = t1 - t0
 load, floor_ns, tmp = sys.argv[3], int(sys.argv[4]), sys.argv[5]
 scrape_cost = [c.split(":") for c in sys.argv[6].split()]
+# Scrapes in the window (at 7.5 s + k * 15 s).
+scrapes = sum(1 for k in range(100000) if 7.5 + 15 * k < int(sys.argv[7]))
 cpu, wakeups, names = {}, {}, []
-rest = sys.argv[7:]
+rest = sys.argv[8:]
 for i in range(0, len(rest), 4):
     name = rest[i]
     names.append(name)
@@ -272,6 +275,11 @@ for name in names[:-1]:
           "%.2f wake-up floors"
           % (name, pct(extra), verdict, name, cpu[name] / cpu["baseline"] if cpu["baseline"] else float("nan"),
              extra / floor if floor else float("nan")))
+scrape_ns = {name: int(ns) for name, ns, _, _ in scrape_cost}
+extra = cpu["mesh_prober"] - cpu["baseline"] - scrapes * (
+    scrape_ns["mesh_prober"] - scrape_ns["baseline"]) / 1e9 / window
+print("mesh_prober - baseline without its %d scrape(s) beyond the baseline's (one measured after "
+      "the window, times %d): %.3f%% of one core" % (scrapes, scrapes, pct(extra)))
 if short:
     sys.exit("fewer than 90%% of the probes were answered (%s): the figures do not measure probing"
              % ", ".join(short))
