@@ -25,8 +25,13 @@
 #     baseline:        probe disabled
 #   After all serve and 2 s pass, a window of SECONDS: CPU per second of
 #   running from /proc/PID/task/*/schedstat (ns, every thread). Probe cost
-#   = daemon minus baseline, as % of one core. Each prober's /metrics at
-#   the end must show >= 90% of its probes answered.
+#   = daemon minus baseline, as % of one core. In the window every daemon
+#   is scraped every 15 s as Prometheus does (gzip), at 7.5 s + k * 15 s:
+#   use a multiple of 15 s for SECONDS to get exactly that rate (a
+#   1,000-peer exposition is megabytes). After the window, one scrape's CPU
+#   and size for mesh_prober and baseline, and mesh_prober's figure less
+#   what its scrapes in the window cost beyond the baseline's. Each prober's /metrics (read
+#   outside the window) must show >= 90% of its probes answered.
 #   Side by side, bench/wake_floor.c: a bare loop woken every 1 ms (what any
 #   prober that wakes once per probe pays at least on this machine now).
 #   Also: wake-ups per second (voluntary context switches, all threads)
@@ -116,16 +121,46 @@ floor_pid=$BENCH_SPAWNED
 sleep 0.5
 
 now_us() { echo "${EPOCHREALTIME/./}"; }
+# A scrape as Prometheus makes it (gzip asked for); fails unless 200.
+scrape() {
+  local code
+  code=$(curl -s --max-time 10 -H 'Accept-Encoding: gzip' -o "${2:-/dev/null}" \
+    -w '%{http_code}' "http://127.0.0.1:$1/metrics") || return 1
+  [[ "$code" == 200 ]]
+}
+# Before the window (its CPU is not the window's).
+for name in prober mesh_prober; do
+  bench_get "${port[$name]}" /metrics "$BENCH_TMP/$name.before.prom" || bench_die "scrape failed"
+done
+# CPU ns per thread name (fm:probe is the probe collector's poll thread:
+# Emit; the io thread is named fabricmon), into FILE.
+thread_ns() {
+  local t comm ns rest
+  for t in /proc/"$1"/task/*; do
+    read -r comm <"$t/comm" 2>/dev/null || continue
+    read -r ns rest <"$t/schedstat" 2>/dev/null || continue
+    echo "$comm $ns"
+  done >"$2"
+}
 declare -A ns0 ns1 wk0 wk1
+for name in mesh_prober mesh_responder; do thread_ns "${pid[$name]}" "$BENCH_TMP/$name.threads0"; done
 t0=$(now_us)
 floor0=$(bench_sched_ns "$floor_pid")
 for name in "${names[@]}"; do
   ns0[$name]=$(bench_sched_ns "${pid[$name]}")
   wk0[$name]=$(bench_wakeups "${pid[$name]}")
 done
-for name in prober mesh_prober; do
-  bench_get "${port[$name]}" /metrics "$BENCH_TMP/$name.before.prom" || bench_die "scrape failed"
-done
+# In the window every daemon is scraped every 15 s, as Prometheus would,
+# at 7.5 s + k * 15 s: a window that is a multiple of 15 s holds exactly one
+# scrape per 15 s.
+(
+  for ((k = 0; 7500 + 15000 * k < 1000 * SECONDS_WINDOW; k++)); do
+    wait_us=$((t0 + 7500000 + 15000000 * k - $(now_us)))
+    ((wait_us > 0)) && sleep "$((wait_us / 1000000)).$(printf %06d $((wait_us % 1000000)))"
+    for name in "${names[@]}"; do scrape "${port[$name]}" || exit 1; done
+  done
+) &
+scraper=$!
 sleep "$SECONDS_WINDOW"
 for name in "${names[@]}"; do
   ns1[$name]=$(bench_sched_ns "${pid[$name]}")
@@ -133,6 +168,8 @@ for name in "${names[@]}"; do
 done
 floor1=$(bench_sched_ns "$floor_pid")
 t1=$(now_us)
+for name in mesh_prober mesh_responder; do thread_ns "${pid[$name]}" "$BENCH_TMP/$name.threads1"; done
+wait "$scraper" || bench_die "a scrape in the window failed"
 sleep 1.1  # the probe statistics are published once a second
 for name in prober mesh_prober; do
   bench_get "${port[$name]}" /metrics "$BENCH_TMP/$name.after.prom" || bench_die "scrape failed"
@@ -140,8 +177,20 @@ done
 for name in "${names[@]}"; do
   kill -0 "${pid[$name]}" 2>/dev/null || bench_die "$name exited during the window"
 done
+# What one scrape costs, after the window: the daemon's CPU across it (the
+# rest of what it does in those milliseconds is noise next to it), gzip'd
+# bytes as served and the exposition's size.
+scrape_cost=()
+for name in mesh_prober baseline; do
+  a=$(bench_sched_ns "${pid[$name]}")
+  scrape "${port[$name]}" "$BENCH_TMP/$name.scrape.gz" || bench_die "scrape failed"
+  b=$(bench_sched_ns "${pid[$name]}")
+  plain=$(gzip -dc "$BENCH_TMP/$name.scrape.gz" 2>/dev/null | wc -c) ||
+    plain=$(wc -c <"$BENCH_TMP/$name.scrape.gz")
+  scrape_cost+=("$name:$((b - a)):$(wc -c <"$BENCH_TMP/$name.scrape.gz"):$plain")
+done
 
-args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP")
+args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP" "${scrape_cost[*]}" "$SECONDS_WINDOW")
 for name in "${names[@]}"; do
   args+=("$name" "${ns0[$name]}" "${ns1[$name]}" "$((wk1[$name] - wk0[$name]))")
 done
@@ -151,8 +200,11 @@ import os, re, sys
 t0, t1 = int(sys.argv[1]) / 1e6, int(sys.argv[2]) / 1e6
 window = t1 - t0
 load, floor_ns, tmp = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+scrape_cost = [c.split(":") for c in sys.argv[6].split()]
+# Scrapes in the window (at 7.5 s + k * 15 s).
+scrapes = sum(1 for k in range(100000) if 7.5 + 15 * k < int(sys.argv[7]))
 cpu, wakeups, names = {}, {}, []
-rest = sys.argv[6:]
+rest = sys.argv[8:]
 for i in range(0, len(rest), 4):
     name = rest[i]
     names.append(name)
@@ -196,6 +248,23 @@ for name in ["prober", "mesh_prober"]:
 for name in names:
     print("%-14s CPU %.2f ms/s = %.3f%% of one core, %.0f wake-ups/s"
           % (name, cpu[name] * 1e3, pct(cpu[name]), wakeups[name]))
+for name, ns, gz, plain in scrape_cost:
+    print("one scrape of %s (gzip): %.1f ms of CPU, %d bytes served, %d bytes of exposition; "
+          "every 15 s that is %.3f%% of one core"
+          % (name, int(ns) / 1e6, int(gz), int(plain), 100 * int(ns) / 1e9 / 15))
+def threads(path):
+    out = {}
+    for line in open(path):
+        comm, ns = line.rsplit(" ", 1)
+        out[comm] = out.get(comm, 0) + int(ns)
+    return out
+for name in ["mesh_prober", "mesh_responder"]:
+    a = threads("%s/%s.threads0" % (tmp, name))
+    b = threads("%s/%s.threads1" % (tmp, name))
+    per = {c: (b[c] - a.get(c, 0)) / 1e9 / window for c in b}
+    print("%-14s by thread: io (engine and HTTP scrapes) %.2f ms/s, fm:probe (Emit) %.2f ms/s, other collectors %.2f ms/s"
+          % (name, 1e3 * per.get("fabricmon", 0), 1e3 * per.get("fm:probe", 0),
+             1e3 * sum(v for c, v in per.items() if c not in ("fabricmon", "fm:probe"))))
 floor = floor_ns / 1e9 / window
 print("wake-up floor (bare 1 ms timerfd loop): CPU %.2f ms/s = %.3f%% of one core, %.1f us per wake-up"
       % (floor * 1e3, pct(floor), floor / 1000 * 1e6))
@@ -206,6 +275,11 @@ for name in names[:-1]:
           "%.2f wake-up floors"
           % (name, pct(extra), verdict, name, cpu[name] / cpu["baseline"] if cpu["baseline"] else float("nan"),
              extra / floor if floor else float("nan")))
+scrape_ns = {name: int(ns) for name, ns, _, _ in scrape_cost}
+extra = cpu["mesh_prober"] - cpu["baseline"] - scrapes * (
+    scrape_ns["mesh_prober"] - scrape_ns["baseline"]) / 1e9 / window
+print("mesh_prober - baseline without its %d scrape(s) beyond the baseline's (one measured after "
+      "the window, times %d): %.3f%% of one core" % (scrapes, scrapes, pct(extra)))
 if short:
     sys.exit("fewer than 90%% of the probes were answered (%s): the figures do not measure probing"
              % ", ".join(short))

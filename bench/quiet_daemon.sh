@@ -29,6 +29,15 @@
 #   fabricmon wake-ups per second: voluntary_ctxt_switches summed over
 #     /proc/PID/task/*/status, delta over the window / its length.
 #   Targets (issue 10): ratio <= 0.3 (goal 0.15), <= 20 wake-ups/s.
+#   Side by side, the floor (bench/read_floor.c): one thread that only
+#     wakes every 100 ms to pread the 3 congestion files of every port and,
+#     every 10th wake-up, the files the 1 s collectors read (counters/*,
+#     hw_counters/* but lifespan, state, phys_state, rate), through
+#     descriptors opened once, nothing else. Its CPU per second over the
+#     same window is what any daemon reading those files that often pays on
+#     this machine now; fabricmon minus the floor is what is ours. A second
+#     read_floor with empty lists (wake-ups only) splits the floor into its
+#     wake-ups and its reads.
 # Everything is bounded: curl --max-time, bounded waits, a watchdog on the
 # whole script, and both daemons are killed on exit (bench/lib.sh).
 set -euo pipefail
@@ -50,6 +59,18 @@ bench_require_exec "$NODE_EXPORTER" "apt-get install prometheus-node-exporter"
 
 bench_setup_cleanup $((SECONDS_WINDOW + WARMUP + 90))
 
+cc -O2 -o "$BENCH_TMP/read_floor" bench/read_floor.c || bench_die "cannot build bench/read_floor.c"
+shopt -s nullglob
+for port in "$TREE"/class/infiniband/*/ports/*; do
+  for f in port_xmit_wait port_xmit_data port_rcv_data; do
+    [[ -f "$port/counters/$f" ]] && echo "$port/counters/$f"
+  done >>"$BENCH_TMP/fast.list"
+  for f in "$port"/counters/* "$port"/hw_counters/* "$port"/state "$port"/phys_state "$port"/rate; do
+    [[ -f "$f" && "${f##*/}" != lifespan ]] && echo "$f"
+  done >>"$BENCH_TMP/slow.list"
+done
+shopt -u nullglob
+
 fm_port=$(bench_free_port)
 ne_port=$(bench_free_port)
 bench_spawn "$BENCH_TMP/fabricmon.log" "$BIN" --config /dev/null \
@@ -59,6 +80,12 @@ bench_spawn "$BENCH_TMP/node_exporter.log" "$NODE_EXPORTER" \
   --collector.disable-defaults --collector.infiniband \
   --path.sysfs "$TREE" --web.listen-address "127.0.0.1:$ne_port"
 ne_pid=$BENCH_SPAWNED
+bench_spawn "$BENCH_TMP/read_floor.log" "$BENCH_TMP/read_floor" \
+  $((SECONDS_WINDOW + WARMUP + 60)) 100000 "$BENCH_TMP/fast.list" 10 "$BENCH_TMP/slow.list"
+floor_pid=$BENCH_SPAWNED
+bench_spawn "$BENCH_TMP/wake_floor.log" "$BENCH_TMP/read_floor" \
+  $((SECONDS_WINDOW + WARMUP + 60)) 100000 /dev/null 10 /dev/null
+wake_pid=$BENCH_SPAWNED
 
 bench_wait_http "$fm_port" /metrics "$fm_pid" || {
   cat "$BENCH_TMP/fabricmon.log" >&2
@@ -99,6 +126,8 @@ t0=$(now_us)
 fm_ticks0=$(bench_stat_ticks "$fm_pid")
 fm_ns0=$(bench_sched_ns "$fm_pid")
 fm_wake0=$(bench_wakeups "$fm_pid")
+floor_ns0=$(bench_sched_ns "$floor_pid")
+wake_ns0=$(bench_sched_ns "$wake_pid")
 scrape_costs=()
 for ((at = 0; at < SECONDS_WINDOW; at += SCRAPE_GAP)); do
   sleep_until $((t0 + at * 1000000))
@@ -113,12 +142,17 @@ sleep_until $((t0 + SECONDS_WINDOW * 1000000))
 fm_ticks1=$(bench_stat_ticks "$fm_pid")
 fm_ns1=$(bench_sched_ns "$fm_pid")
 fm_wake1=$(bench_wakeups "$fm_pid")
+floor_ns1=$(bench_sched_ns "$floor_pid")
+wake_ns1=$(bench_sched_ns "$wake_pid")
 t1=$(now_us)
 kill -0 "$fm_pid" 2>/dev/null || bench_die "fabricmon exited during the window"
+kill -0 "$floor_pid" 2>/dev/null || bench_die "read_floor exited during the window: $(cat "$BENCH_TMP/read_floor.log")"
 
 python3 - "$TREE:$WARMUP" "$t0" "$t1" "$fm_ticks0" "$fm_ticks1" "$(getconf CLK_TCK)" \
   "$fm_ns0" "$fm_ns1" "$fm_wake0" "$fm_wake1" "$SETTLE" \
-  "$((ne_idle1 - ne_idle0))" "$((i1 - i0))" "${scrape_costs[@]}" <<'PY'
+  "$((ne_idle1 - ne_idle0))" "$((i1 - i0))" "$floor_ns0" "$floor_ns1" \
+  "$((wake_ns1 - wake_ns0))" \
+  "$(head -1 "$BENCH_TMP/read_floor.log")" "${scrape_costs[@]}" <<'PY'
 import statistics, sys
 
 tree, warmup = sys.argv[1].rsplit(":", 1)
@@ -127,7 +161,9 @@ ticks0, ticks1, hz = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 ns0, ns1, wake0, wake1 = map(int, sys.argv[7:11])
 settle = float(sys.argv[11])
 ne_idle_rate = int(sys.argv[12]) / 1e9 / (int(sys.argv[13]) / 1e6)
-scrapes = [int(c) / 1e9 - ne_idle_rate * settle for c in sys.argv[14:]]
+floor_ns0, floor_ns1 = int(sys.argv[14]), int(sys.argv[15])
+wake_only, floor_files = int(sys.argv[16]) / 1e9, sys.argv[17]
+scrapes = [int(c) / 1e9 - ne_idle_rate * settle for c in sys.argv[18:]]
 window = t1 - t0
 fm_cpu = (ns1 - ns0) / 1e9 / window
 fm_cpu_stat = (ticks1 - ticks0) / hz / window
@@ -147,6 +183,13 @@ print("node_exporter one scrape: %.2f ms CPU (median; each: %s; idle %.2f ms/s, 
          ms(ne_idle_rate), ms(ne_idle_rate * settle)))
 print("ratio fabricmon CPU per second / one node_exporter scrape: %.3f "
       "(target <= 0.3, goal 0.15: %s)" % (ratio, verdict(ratio <= 0.3)))
+floor = (floor_ns1 - floor_ns0) / 1e9 / window
+wake_only /= window
+print("floor (bench/read_floor.c: %s; wake-ups and preads only): %.2f ms/s, "
+      "ratio %.3f (its 10 wake-ups/s alone: %.2f ms/s, ratio %.3f); fabricmon "
+      "above the floor: %.2f ms/s (ratio %.3f)"
+      % (floor_files, ms(floor), floor / ne_scrape, ms(wake_only),
+         wake_only / ne_scrape, ms(fm_cpu - floor), (fm_cpu - floor) / ne_scrape))
 print("fabricmon wake-ups: %.1f per second (voluntary context switches, all threads; "
       "target <= 20: %s)" % (wakeups, verdict(wakeups <= 20)))
 PY

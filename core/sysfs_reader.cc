@@ -130,7 +130,10 @@ class CachingReader final : public SysfsReader {
         Drain();
         CheckRoot();
         // Directories without a watch (behind a symlink, or out of watches)
-        // only live for one collection.
+        // only live for one collection. (Most trees have none: skip the walk
+        // then, it ran on every 100 ms congestion sample.)
+        if (!any_uncacheable_) break;
+        any_uncacheable_ = false;
         for (auto it = dirs_.begin(); it != dirs_.end();) {
           if (!it->second.cacheable) {
             Close(it->second);
@@ -563,7 +566,10 @@ class CachingReader final : public SysfsReader {
       case SysfsCacheMode::kInotify:
         // A cacheable entry stays valid until an event drops it; the others
         // were dropped at Begin(), so an unopened entry is a new one.
-        if (!dir.opened) OpenWatched(dir, path);
+        if (!dir.opened) {
+          OpenWatched(dir, path);
+          if (!dir.cacheable) any_uncacheable_ = true;
+        }
         break;
     }
     dir.opened = true;
@@ -683,6 +689,9 @@ class CachingReader final : public SysfsReader {
   std::uint64_t last_gen_ = 0;
   std::string last_path_;
   std::unordered_map<int, std::string> watches_;  // wd -> directory path
+  // inotify mode: an entry without a watch may be in dirs_ (Begin drops
+  // them all and clears this).
+  bool any_uncacheable_ = false;
   // Keep()'s files. `fd` and `dir` are copies of what the directory entry
   // holds, valid while `epoch` equals close_epoch_ (no kept descriptor
   // closed since; entries are only erased after closing their files).

@@ -75,7 +75,10 @@ bool AcceptsGzip(std::string_view accept_encoding) {
 std::optional<std::string> Gzip(std::string_view data) {
   z_stream z{};
   // 15 window bits + 16: a gzip header and trailer instead of zlib's.
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+  // Level 1: on a GPU node the scrape's CPU is what counts. A 1,000-peer
+  // probe exposition (8.8 MB) compresses in 24 ms at level 1 against 86 ms
+  // at the default 6, for 661 KB instead of 544 KB (python3 zlib, this VM).
+  if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
                    Z_DEFAULT_STRATEGY) != Z_OK) {
     return std::nullopt;
   }

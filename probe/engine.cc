@@ -104,6 +104,8 @@ void Engine::SetPeers(std::vector<ResolvedPeer> peers) {
 }
 
 void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
+  std::unordered_map<std::string_view, const PeerState*> old;
+  for (const auto& p : peers_) old.emplace(p.resolved.peer.name, &p);
   std::vector<PeerState> next;
   std::set<std::string> names;
   auto now = Clock::now();
@@ -111,19 +113,22 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
       0, std::max<std::int64_t>(0, options_.interval.count()));
   for (auto& r : peers) {
     names.insert(r.peer.name);
-    auto old = std::find_if(peers_.begin(), peers_.end(), [&](auto& p) {
-      return p.resolved.peer.name == r.peer.name;
-    });
+    auto it = old.find(r.peer.name);
     PeerState s;
     // A new peer starts at a random point of the interval, so a mesh does
     // not probe in lockstep.
-    s.next = old != peers_.end()
-                 ? old->next
-                 : now + std::chrono::microseconds(offset(rng_));
+    s.next = it != old.end() ? it->second->next
+                             : now + std::chrono::microseconds(offset(rng_));
     s.resolved = std::move(r);
     next.push_back(std::move(s));
   }
+  old.clear();  // its keys point into peers_
   peers_ = std::move(next);
+  schedule_.clear();
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    schedule_.push_back({peers_[i].next, i});
+  }
+  std::make_heap(schedule_.begin(), schedule_.end(), std::greater<>{});
   {
     std::lock_guard lock(mu_);
     std::set<const SeriesStats*> gone;
@@ -135,10 +140,11 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
         it = stats_.erase(it);
       }
     }
-    // Probes to dropped peers count nowhere now; their entries in
-    // pending_order_ go stale and are popped.
-    std::erase_if(pending_,
-                  [&](const auto& e) { return gone.count(e.second.series); });
+    // Probes to dropped peers count nowhere now: forgotten, their answers
+    // match nothing.
+    for (auto& e : pending_) {
+      if (gone.count(e.series)) e.series = nullptr;
+    }
     // Every peer's series exist from the start (sent 0), on the transport
     // it is probed over first.
     std::size_t first = options_.mode == TransportMode::kRdma && Rdma() ? 1 : 0;
@@ -158,24 +164,21 @@ Clock::duration Engine::Jittered() {
 void Engine::Arm() {
   if (stopped_) return;
   auto now = Clock::now();
-  auto wake = Clock::time_point::max();
-  for (const auto& p : peers_) wake = std::min(wake, p.next);
-  if (!pending_order_.empty()) {
-    auto it = pending_.find(pending_order_.front());
-    if (it != pending_.end()) {
-      // Expiring needs no wake-up of its own while peers keep the timer
-      // ticking: a probe is counted lost at the first tick past its
-      // deadline, at most min(interval, probe_timeout) late (a tick of its
-      // own then). An answer read before then is still judged by its RTT
-      // against probe_timeout (OnAnswer), so the count is the same.
-      auto slack = peers_.empty()
-                       ? Clock::duration::zero()
-                       : Clock::duration(std::min(options_.interval,
-                                                  options_.probe_timeout));
-      wake = std::min(wake, it->second.deadline + slack);
-    } else {
-      wake = now;  // a stale entry: pop it soon
-    }
+  auto wake =
+      schedule_.empty() ? Clock::time_point::max() : schedule_.front().next;
+  // Answered (or forgotten) probes at the front need no expiry.
+  while (!pending_.empty() && !pending_.front().series) pending_.pop_front();
+  if (!pending_.empty()) {
+    // Expiring needs no wake-up of its own while peers keep the timer
+    // ticking: a probe is counted lost at the first tick past its
+    // deadline, at most min(interval, probe_timeout) late (a tick of its
+    // own then). An answer read before then is still judged by its RTT
+    // against probe_timeout (OnAnswer), so the count is the same.
+    auto slack = peers_.empty()
+                     ? Clock::duration::zero()
+                     : Clock::duration(
+                           std::min(options_.interval, options_.probe_timeout));
+    wake = std::min(wake, pending_.front().deadline + slack);
   }
   // A prober that nobody probes needs no wake-up per answer: the answers'
   // kernel stamps keep the RTT exact, and the next tick (Poll in
@@ -202,31 +205,37 @@ void Engine::OnTimer() {
   if (lazy_) transports_[0]->Poll();
   auto now = Clock::now();
   // Expire probes that got no valid answer in time.
-  while (!pending_order_.empty()) {
-    auto it = pending_.find(pending_order_.front());
-    if (it == pending_.end()) {
-      pending_order_.pop_front();
-      continue;
-    }
-    if (it->second.deadline > now) break;
-    {
+  while (!pending_.empty()) {
+    Pending& first = pending_.front();
+    if (first.series) {
+      if (first.deadline > now) break;
       std::lock_guard lock(mu_);
-      ++it->second.series->lost;
+      ++first.series->lost;
     }
-    pending_.erase(it);
-    pending_order_.pop_front();
+    pending_.pop_front();
   }
   // Every probe due within the batch window goes out now, so that many
   // peers cost a wake-up per window, not one per probe. Each is sent (and
   // stamped) on its own: one stamp before a sendmmsg of the batch would add
   // the earlier sends to the later probes' RTT.
   auto batch_end = now + BatchWindow(options_.interval);
-  for (auto& p : peers_) {
-    if (p.next > batch_end) continue;
+  // Popped until the next due is past the window, and pushed back after
+  // the loop: a peer is probed at most once per tick.
+  sent_.clear();
+  while (!schedule_.empty() && schedule_.front().next <= batch_end) {
+    std::pop_heap(schedule_.begin(), schedule_.end(), std::greater<>{});
+    Due due = schedule_.back();
+    schedule_.pop_back();
+    PeerState& p = peers_[due.peer];
     SendProbe(p);
     p.next += Jittered();
     // Fell behind (a stalled io thread): resume from now, do not burst.
     if (p.next < now) p.next = now + Jittered();
+    sent_.push_back({p.next, due.peer});
+  }
+  for (const Due& due : sent_) {
+    schedule_.push_back(due);
+    std::push_heap(schedule_.begin(), schedule_.end(), std::greater<>{});
   }
   Arm();
 }
@@ -265,9 +274,18 @@ void Engine::SendProbe(PeerState& p) {
     ++s.lost;
     return;
   }
-  pending_[packet.seq] =
-      Pending{&s, *tx, Clock::now() + options_.probe_timeout};
-  pending_order_.push_back(packet.seq);
+  // Sequence numbers and deadlines only grow: the deque stays sorted by
+  // both.
+  pending_.push_back(
+      Pending{packet.seq, &s, *tx, Clock::now() + options_.probe_timeout});
+}
+
+Engine::Pending* Engine::FindPending(std::uint64_t seq) {
+  auto it = std::lower_bound(
+      pending_.begin(), pending_.end(), seq,
+      [](const Pending& p, std::uint64_t s) { return p.seq < s; });
+  if (it == pending_.end() || it->seq != seq || !it->series) return nullptr;
+  return &*it;
 }
 
 void Engine::SendAddressRequest(PeerState& p) {
@@ -288,10 +306,10 @@ void Engine::SendAddressRequest(PeerState& p) {
 }
 
 void Engine::OnSent(std::uint64_t seq, Timestamp tx) {
-  auto it = pending_.find(seq);
-  if (it == pending_.end()) return;
-  if (tx.software_ns) it->second.tx.software_ns = tx.software_ns;
-  if (tx.hardware_ns) it->second.tx.hardware_ns = tx.hardware_ns;
+  Pending* p = FindPending(seq);
+  if (!p) return;
+  if (tx.software_ns) p->tx.software_ns = tx.software_ns;
+  if (tx.hardware_ns) p->tx.hardware_ns = tx.hardware_ns;
 }
 
 void Engine::Reject(const char* reason) {
@@ -365,10 +383,10 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
   // An answer to another run's probe, or one already counted lost or
   // answered: nothing to match.
   if (in.session != session_) return;
-  auto it = pending_.find(in.seq);
-  if (it == pending_.end()) return;
-  Pending p = std::move(it->second);
-  pending_.erase(it);
+  Pending* found = FindPending(in.seq);
+  if (!found) return;
+  Pending p = *found;
+  found->series = nullptr;  // answered: popped with the front
   std::int64_t rtt_ns;
   if (p.tx.hardware_ns && r.rx.hardware_ns) {
     rtt_ns = r.rx.hardware_ns - p.tx.hardware_ns;
@@ -403,17 +421,22 @@ void Engine::OnAddressAnswer(const Received& r, const Packet& in) {
 }
 
 bool Engine::Emit(MetricSink& sink, std::string* error) const {
+  // One labels vector and one histogram for every peer: the sink copies
+  // them into recycled samples, so emitting 1,000 peers allocates nothing.
+  Labels labels;
+  prometheus::ClientMetric::Histogram histogram;
   std::lock_guard lock(mu_);
   for (const auto& [key, s] : stats_) {
-    Labels labels = transport_labels_[key.second];
+    labels = transport_labels_[key.second];
     labels.push_back({"peer", key.first});
+    s.rtt.ExportTo(histogram);
     sink.Histogram("fabric_probe_rtt_seconds",
-                   "Round-trip time of probes to the peer.", labels,
-                   s.rtt.Export());
+                   "Round-trip time of probes to the peer.", labels, histogram);
+    s.network_rtt.ExportTo(histogram);
     sink.Histogram("fabric_probe_network_rtt_seconds",
                    "Probe round-trip time minus the time the responder held "
                    "the probe (its receive to send timestamps).",
-                   labels, s.network_rtt.Export());
+                   labels, histogram);
     sink.Counter("fabric_probe_sent_total", "Probes sent to the peer.", labels,
                  static_cast<double>(s.sent));
     sink.Counter("fabric_probe_lost_total",

@@ -1,6 +1,7 @@
 #include "probe/guard.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fabric::probe {
 namespace {
@@ -39,9 +40,12 @@ bool ReplayWindow::Test(State& s, std::uint64_t seq) {
 
 bool ReplayWindow::Accept(const std::string& source, std::uint64_t session,
                           std::uint64_t seq) {
-  std::string key = source;
-  key.push_back('/');
-  key += std::to_string(session);
+  // The session's 8 bytes, then the source: fixed-length first, so two
+  // keys are equal only when both parts are (and no number is formatted
+  // per packet).
+  std::string key(sizeof(session) + source.size(), '\0');
+  std::memcpy(key.data(), &session, sizeof(session));
+  std::memcpy(key.data() + sizeof(session), source.data(), source.size());
   auto it = map_.find(key);
   if (it == map_.end()) {
     if (map_.size() >= max_sessions_) {

@@ -14,15 +14,20 @@ void RttHistogram::Observe(double seconds) {
 
 prometheus::ClientMetric::Histogram RttHistogram::Export() const {
   prometheus::ClientMetric::Histogram h;
+  ExportTo(h);
+  return h;
+}
+
+void RttHistogram::ExportTo(prometheus::ClientMetric::Histogram& h) const {
   h.sample_count = count_;
   h.sample_sum = sum_;
+  h.bucket.resize(kRttBuckets.size() + 1);
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < kRttBuckets.size(); ++i) {
     cumulative += counts_[i];
-    h.bucket.push_back({cumulative, kRttBuckets[i]});
+    h.bucket[i] = {cumulative, kRttBuckets[i]};
   }
-  h.bucket.push_back({count_, std::numeric_limits<double>::infinity()});
-  return h;
+  h.bucket.back() = {count_, std::numeric_limits<double>::infinity()};
 }
 
 double RttHistogram::QuantileBound(double q) const {

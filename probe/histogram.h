@@ -26,6 +26,8 @@ class RttHistogram {
  public:
   void Observe(double seconds);
   prometheus::ClientMetric::Histogram Export() const;
+  // The same into `out`, reusing its bucket storage (Emit writes thousands).
+  void ExportTo(prometheus::ClientMetric::Histogram& out) const;
   std::uint64_t count() const { return count_; }
   // The smallest bucket bound at or above the q-quantile (tests, logs).
   double QuantileBound(double q) const;

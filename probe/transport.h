@@ -43,8 +43,8 @@ struct Timestamp {
 
 // Who sent a datagram, as the transport can answer it.
 struct Source {
-  // The rate-limit and replay key: the IP address (UDP), the GID (RDMA),
-  // as text.
+  // The rate-limit and replay key, opaque: the IP address's bytes (UDP),
+  // the GID as text (RDMA).
   std::string key;
   // UDP: where to answer. RDMA: the peer's UDP endpoint when the transport
   // knows it (else unspecified).

@@ -45,6 +45,18 @@ Endpoint Plain(const Endpoint& e) {
   return e;
 }
 
+// The rate-limit and replay key of a source: its address's bytes (4 for
+// IPv4, which fit a string without allocating), not its text (formatting
+// that was 4% of a responder's CPU samples).
+std::string SourceKey(const boost::asio::ip::address& a) {
+  if (a.is_v4()) {
+    auto b = a.to_v4().to_bytes();
+    return std::string(b.begin(), b.end());
+  }
+  auto b = a.to_v6().to_bytes();
+  return std::string(b.begin(), b.end());
+}
+
 }  // namespace
 
 std::optional<Endpoint> ParseListenAddress(const std::string& text,
@@ -147,6 +159,12 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     // The kernel caps the size at net.core.rmem_max.
     int rcvbuf = kReceiveBufferBytes;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    // Don't Fragment on IPv4 (and v4-mapped) probes: a 124-byte datagram
+    // never needs fragmenting, and the kernel then skips choosing an IP ID
+    // per datagram (__ip_select_ident, 4% of a 1,000-peer prober's CPU
+    // samples). Best effort: without it probes still go out.
+    int pmtu = IP_PMTUDISC_DO;
+    ::setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu));
     int one = 1;
     counts_drops =
         ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) == 0;
@@ -231,7 +249,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
             std::min<std::size_t>(msg.msg_namelen, sizeof(slots[i].from)));
         source.resize(msg.msg_namelen);
         r.from.udp = Plain(source);
-        r.from.key = r.from.udp.address().to_string();
+        r.from.key = SourceKey(r.from.udp.address());
         r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
         if (auto d = ParseDropCount(msg)) drops.store(*d);
         if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();

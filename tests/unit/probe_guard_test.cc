@@ -18,6 +18,26 @@ TEST(ProbeGuardTest, ReplayWindowAcceptsEachSequenceOnce) {
   EXPECT_FALSE(w.Accept("a", 1, 0));  // sequence numbers start at 1
 }
 
+// Sources are opaque bytes (a UDP source is its address's 4 or 16 bytes):
+// NULs and '/' in them, and sessions that differ in one byte only, keep
+// windows of their own.
+TEST(ProbeGuardTest, ReplayWindowKeysBinarySourcesAndWholeSessions) {
+  ReplayWindow w;
+  const std::string a("\x7f\0\0\x01", 4), b("\x7f\0\0\x02", 4);
+  const std::string slash("1/2", 3), other("1", 1);
+  EXPECT_TRUE(w.Accept(a, 1, 5));
+  EXPECT_TRUE(w.Accept(b, 1, 5));
+  EXPECT_TRUE(w.Accept(a, 1ull << 56, 5));
+  EXPECT_TRUE(w.Accept(a, (1ull << 56) | 1, 5));
+  EXPECT_TRUE(w.Accept(slash, 3, 5));
+  EXPECT_TRUE(w.Accept(other, 2, 5));
+  EXPECT_FALSE(w.Accept(a, 1, 5));
+  EXPECT_FALSE(w.Accept(b, 1, 5));
+  EXPECT_FALSE(w.Accept(a, (1ull << 56) | 1, 5));
+  EXPECT_FALSE(w.Accept(slash, 3, 5));
+  EXPECT_EQ(w.sessions(), 6u);
+}
+
 TEST(ProbeGuardTest, ReplayWindowSlides) {
   ReplayWindow w;
   for (std::uint64_t s = 1; s <= 3000; ++s) ASSERT_TRUE(w.Accept("a", 1, s));
