@@ -22,7 +22,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <random>
 #include <string>
 #include <unordered_map>
