@@ -746,12 +746,19 @@ def poll_rules(port, groups, measured, first, last):
             # Each distinct evaluation once; the first one after start-up
             # reads cold blocks, later ones are warm.
             measured.setdefault(key, {})[t] = g["evaluationTime"]
+            for i, r in enumerate(g["rules"]):
+                # Per rule too (its own evaluationTime in the same
+                # evaluation), to see what a slow group spends its time on.
+                rule = (key, i, r.get("name", ""))
+                measured.setdefault(rule, {})[t] = r.get("evaluationTime", 0)
 
 
 def group_table(groups, measured):
     """(group, rules, warm = fastest evaluation, evaluations) per group."""
     out = []
     for name in sorted(groups):
+        if not isinstance(name, str):
+            continue
         seen = measured.get(name)
         if not seen:
             out.append((name, len(groups[name]["rules"]), None, ""))
@@ -759,6 +766,21 @@ def group_table(groups, measured):
         out.append((name, len(groups[name]["rules"]), min(seen.values()),
                     " ".join("%.3f" % seen[t] for t in sorted(seen))))
     return out
+
+
+def rule_table(table, measured, slow=0.5):
+    """Each rule of the groups slower than SLOW (warm), fastest evaluation
+    of each rule, as Markdown lines."""
+    out = []
+    for name, _, warm, _ in table:
+        if warm is None or warm < slow:
+            continue
+        for key in sorted(k for k in measured if not isinstance(k, str) and k[0] == name):
+            if not out:
+                out += ["Rules of the groups over %.1f s (each rule's fastest evaluation):" % slow,
+                        "", "| group | rule | warm |", "|---|---|---|"]
+            out.append("| %s | %s | %.3f s |" % (name, key[2], min(measured[key].values())))
+    return out + [""] if out else out
 
 
 def time_dashboards(port, tree, now, resolve_end, step):
@@ -968,6 +990,7 @@ def main():
             report.append("| %s | %d | %.3f s | %s | %s |" % (
                 name, nrules, warm, shown, "yes" if warm < 1 else "**no**"))
         report.append("")
+        report.extend(rule_table(table, measured[0]))
         if args.compare:
             report.extend(comparison(args.compare, table,
                                      group_table(groups[1], measured[1]),
