@@ -193,33 +193,6 @@ std::shared_ptr<Engine> StartAnswered(boost::asio::io_context& io,
   return engine;
 }
 
-// 100 peers every 100 ms (1,000 probes/s): consecutive ticks are at least a
-// batch window (10 ms) apart (a tick sends all that falls due within it), so
-// the engine wakes at most 100 times a second however the machine schedules
-// it, and every probe is answered.
-TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
-  boost::asio::io_context io;
-  Hmac hmac(Key(32, 3));
-  EngineOptions o;
-  o.interval = 100ms;
-  o.probe_timeout = 1s;
-  auto engine = StartAnswered(io, hmac, o);
-  ASSERT_TRUE(engine);
-  engine->SetPeers(Peers(100, 20000));
-  auto start = Clock::now();
-  io.run_for(1500ms);
-  auto elapsed = Clock::now() - start;
-  auto t = engine->Totals();
-  engine->Stop();
-
-  EXPECT_GE(t["sent"], 500u);  // every peer probed at least 5 times
-  EXPECT_EQ(t["lost"], 0u);
-  // Answers to the last tick's probes wait for the next one.
-  EXPECT_GE(t["received"] + 100, t["sent"]);
-  EXPECT_LE(t["wakeups"], elapsed / BatchWindow(o.interval) + 1);
-  EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
-}
-
 // fabric_probe_sent_total by peer, as Emit writes it.
 std::map<std::string, double> SentByPeer(const Engine& engine) {
   MetricSink sink;
@@ -237,31 +210,69 @@ std::map<std::string, double> SentByPeer(const Engine& engine) {
   return sent;
 }
 
+// What one run of an answered engine saw.
+struct AnsweredRun {
+  bool started = false;
+  Clock::duration elapsed{};
+  std::map<std::string, std::uint64_t> totals;
+  std::map<std::string, double> sent_by_peer;
+};
+
+// Runs an engine probing `peers` answered peers every `interval` for
+// `run_for` (key byte `key`; probe_timeout 1 s), then stops it.
+AnsweredRun RunAnswered(std::uint8_t key, Clock::duration interval,
+                        std::size_t peers, Clock::duration run_for) {
+  boost::asio::io_context io;
+  Hmac hmac(Key(32, key));
+  EngineOptions o;
+  o.interval = std::chrono::duration_cast<decltype(o.interval)>(interval);
+  o.probe_timeout = 1s;
+  AnsweredRun run;
+  auto engine = StartAnswered(io, hmac, o);
+  if (!engine) return run;
+  run.started = true;
+  engine->SetPeers(Peers(peers, 20000));
+  auto start = Clock::now();
+  io.run_for(run_for);
+  run.elapsed = Clock::now() - start;
+  run.sent_by_peer = SentByPeer(*engine);
+  run.totals = engine->Totals();
+  engine->Stop();
+  return run;
+}
+
+// 100 peers every 100 ms (1,000 probes/s): consecutive ticks are at least a
+// batch window (10 ms) apart (a tick sends all that falls due within it), so
+// the engine wakes at most 100 times a second however the machine schedules
+// it, and every probe is answered.
+TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
+  auto run = RunAnswered(3, 100ms, 100, 1500ms);
+  ASSERT_TRUE(run.started);
+  auto& t = run.totals;
+
+  EXPECT_GE(t["sent"], 500u);  // every peer probed at least 5 times
+  EXPECT_EQ(t["lost"], 0u);
+  // Answers to the last tick's probes wait for the next one.
+  EXPECT_GE(t["received"] + 100, t["sent"]);
+  EXPECT_LE(t["wakeups"], run.elapsed / BatchWindow(100ms) + 1);
+  EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
+}
+
 // 1,000 peers every 200 ms: the schedule (a heap, a tick pops only what is
 // due) probes every peer every interval, never twice within one (jitter
 // keeps consecutive probes of a peer 0.9 interval apart at least), and
 // loses nothing.
 TEST(ProbeBatchTest, ThousandPeersEachProbedEveryIntervalOnce) {
-  boost::asio::io_context io;
-  Hmac hmac(Key(32, 7));
-  EngineOptions o;
-  o.interval = 200ms;
-  o.probe_timeout = 1s;
-  auto engine = StartAnswered(io, hmac, o);
-  ASSERT_TRUE(engine);
-  engine->SetPeers(Peers(1000, 20000));
-  auto start = Clock::now();
-  io.run_for(1100ms);
-  auto elapsed = Clock::now() - start;
-  auto sent = SentByPeer(*engine);
-  auto t = engine->Totals();
-  engine->Stop();
+  auto run = RunAnswered(7, 200ms, 1000, 1100ms);
+  ASSERT_TRUE(run.started);
+  auto& sent = run.sent_by_peer;
+  auto& t = run.totals;
 
   ASSERT_EQ(sent.size(), 1000u);
   // A peer starts within the first interval, then one probe per 0.9-1.1
   // interval: at least elapsed / (1.1 interval) - 1 of them, at most
   // elapsed / (0.9 interval) + 1 (what a run of any speed allows).
-  double intervals = std::chrono::duration<double>(elapsed) / o.interval;
+  double intervals = std::chrono::duration<double>(run.elapsed) / 200ms;
   for (const auto& [peer, n] : sent) {
     EXPECT_GE(n, std::floor(intervals / 1.1) - 1) << peer;
     EXPECT_LE(n, intervals / 0.9 + 1) << peer;
