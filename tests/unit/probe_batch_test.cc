@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "core/metric_sink.h"
 #include "probe/engine.h"
@@ -212,25 +213,26 @@ std::map<std::string, double> SentByPeer(const Engine& engine) {
 
 // What one run of an answered engine saw.
 struct AnsweredRun {
-  bool started = false;
   Clock::duration elapsed{};
   std::map<std::string, std::uint64_t> totals;
   std::map<std::string, double> sent_by_peer;
 };
 
 // Runs an engine probing `peers` answered peers every `interval` for
-// `run_for` (key byte `key`; probe_timeout 1 s), then stops it.
-AnsweredRun RunAnswered(std::uint8_t key, Clock::duration interval,
-                        std::size_t peers, Clock::duration run_for) {
+// `run_for` (key byte `key`; probe_timeout 1 s), then stops it; nothing
+// (with a test failure) when the engine does not start.
+std::optional<AnsweredRun> RunAnswered(std::uint8_t key,
+                                       Clock::duration interval,
+                                       std::size_t peers,
+                                       Clock::duration run_for) {
   boost::asio::io_context io;
   Hmac hmac(Key(32, key));
   EngineOptions o;
   o.interval = std::chrono::duration_cast<decltype(o.interval)>(interval);
   o.probe_timeout = 1s;
-  AnsweredRun run;
   auto engine = StartAnswered(io, hmac, o);
-  if (!engine) return run;
-  run.started = true;
+  if (!engine) return std::nullopt;
+  AnsweredRun run;
   engine->SetPeers(Peers(peers, 20000));
   auto start = Clock::now();
   io.run_for(run_for);
@@ -246,15 +248,16 @@ AnsweredRun RunAnswered(std::uint8_t key, Clock::duration interval,
 // the engine wakes at most 100 times a second however the machine schedules
 // it, and every probe is answered.
 TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
-  auto run = RunAnswered(3, 100ms, 100, 1500ms);
-  ASSERT_TRUE(run.started);
-  auto& t = run.totals;
+  constexpr auto kInterval = 100ms;
+  auto run = RunAnswered(3, kInterval, 100, 1500ms);
+  ASSERT_TRUE(run);
+  auto& t = run->totals;
 
   EXPECT_GE(t["sent"], 500u);  // every peer probed at least 5 times
   EXPECT_EQ(t["lost"], 0u);
   // Answers to the last tick's probes wait for the next one.
   EXPECT_GE(t["received"] + 100, t["sent"]);
-  EXPECT_LE(t["wakeups"], run.elapsed / BatchWindow(100ms) + 1);
+  EXPECT_LE(t["wakeups"], run->elapsed / BatchWindow(kInterval) + 1);
   EXPECT_LE(t["wakeups"] * 4, t["sent"]) << "fewer than 4 probes per tick";
 }
 
@@ -263,16 +266,17 @@ TEST(ProbeBatchTest, HundredPeersShareWakeUps) {
 // keeps consecutive probes of a peer 0.9 interval apart at least), and
 // loses nothing.
 TEST(ProbeBatchTest, ThousandPeersEachProbedEveryIntervalOnce) {
-  auto run = RunAnswered(7, 200ms, 1000, 1100ms);
-  ASSERT_TRUE(run.started);
-  auto& sent = run.sent_by_peer;
-  auto& t = run.totals;
+  constexpr auto kInterval = 200ms;
+  auto run = RunAnswered(7, kInterval, 1000, 1100ms);
+  ASSERT_TRUE(run);
+  auto& sent = run->sent_by_peer;
+  auto& t = run->totals;
 
   ASSERT_EQ(sent.size(), 1000u);
   // A peer starts within the first interval, then one probe per 0.9-1.1
   // interval: at least elapsed / (1.1 interval) - 1 of them, at most
   // elapsed / (0.9 interval) + 1 (what a run of any speed allows).
-  double intervals = std::chrono::duration<double>(run.elapsed) / 200ms;
+  double intervals = std::chrono::duration<double>(run->elapsed) / kInterval;
   for (const auto& [peer, n] : sent) {
     EXPECT_GE(n, std::floor(intervals / 1.1) - 1) << peer;
     EXPECT_LE(n, intervals / 0.9 + 1) << peer;
