@@ -26,6 +26,10 @@ PACKAGES=(
   # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
   # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
   dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
+  # systemd_nspawn_test boots a debootstrapped Debian under systemd-nspawn.
+  debootstrap systemd-container
+  # Rebuilds (and CI's second build directory) reuse compiled objects.
+  ccache
 )
 
 missing=()
