@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "core/fd_read.h"
+#include "sources/fd_read.h"
 
 namespace fabric {
 namespace {

@@ -9,7 +9,7 @@
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
+#include "sources/sysfs.h"
 
 namespace fabric {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
-#include "collectors/ethtool_ioctl.h"
-#include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
+#include "sources/ethtool_ioctl.h"
+#include "sources/ethtool_parse.h"
 
 namespace fabric {
 namespace {

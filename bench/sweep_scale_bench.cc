@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "mad/sweep.h"
 #include "simulator/mad.h"
+#include "sources/mad/sweep.h"
 
 namespace {
 

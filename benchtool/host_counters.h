@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "benchtool/agent.h"
-#include "collectors/ethtool_source.h"
-#include "core/sysfs.h"
+#include "sources/ethtool_source.h"
+#include "sources/sysfs.h"
 
 namespace fabric::bench {
 

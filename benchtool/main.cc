@@ -19,9 +19,9 @@
 #include "benchtool/push.h"
 #include "benchtool/report.h"
 #include "benchtool/results.h"
-#include "collectors/ethtool_ioctl.h"
-#include "core/sysfs.h"
 #include "probe/peers.h"
+#include "sources/ethtool_ioctl.h"
+#include "sources/sysfs.h"
 
 namespace fb = fabric::bench;
 

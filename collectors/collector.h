@@ -57,7 +57,7 @@
 #include <vector>
 
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
+#include "sources/sysfs.h"
 
 namespace boost::asio {
 class io_context;

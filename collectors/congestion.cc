@@ -4,14 +4,14 @@
 #include <exception>
 #include <iterator>
 
-#include "collectors/ethtool_file.h"
-#include "collectors/ethtool_ioctl.h"
-#include "collectors/ethtool_parse.h"
-#include "collectors/ib_walk.h"
 #include "collectors/roce.h"
-#include "collectors/sysfs_parse.h"
 #include "config/duration.h"
 #include "config/yaml_keys.h"
+#include "sources/ethtool_file.h"
+#include "sources/ethtool_ioctl.h"
+#include "sources/ethtool_parse.h"
+#include "sources/ib_walk.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 

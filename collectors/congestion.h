@@ -12,14 +12,14 @@
 // appears. Devices and ports are listed at each publish (Collect); the
 // samples in between poll the ports that listing found. Reads and listings go
 // through the collector's SysfsReader, which keeps descriptors and listings
-// between polls on real trees (core/sysfs.h). A sample builds no strings and
+// between polls on real trees (sources/sysfs.h). A sample builds no strings and
 // allocates nothing: it walks a flat array of the ports and reads each file
 // through its SysfsReader::Keep() handle into a stack buffer (one pread on a
 // kept descriptor); paths, labels and handles are made per port once. Devices
 // and ports that vanish lose their history; those that (re)appear start a new
 // baseline.
 //
-// Devices and ports come from the shared walk (collectors/ib_walk.h).
+// Devices and ports come from the shared walk (sources/ib_walk.h).
 //
 // PFC: for each netdev behind an Ethernet (RoCE) port (found with the roce
 // collector's DiscoverRoceNetdevs when the port set changes), one ethtool
@@ -44,8 +44,8 @@
 
 #include "collectors/collector.h"
 #include "collectors/congestion_window.h"
-#include "collectors/ethtool_source.h"
-#include "collectors/ib_walk.h"
+#include "sources/ethtool_source.h"
+#include "sources/ib_walk.h"
 
 namespace fabric {
 
@@ -144,7 +144,7 @@ class CongestionCollector final : public Collector {
   CongestionOptions options_;
   MonotonicClock clock_;
   std::unique_ptr<EthtoolSource> ethtool_;
-  // Reads of every poll; kept descriptors on real trees (core/sysfs.h).
+  // Reads of every poll; kept descriptors on real trees (sources/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
   // The device/port walk of the latest poll, its storage reused by the next.
   IbPortList walk_;

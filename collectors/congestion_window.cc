@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "collectors/sysfs_parse.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 namespace {

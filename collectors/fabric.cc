@@ -5,14 +5,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "collectors/node_name_map.h"
 #include "config/yaml_keys.h"
-#include "core/mad_transport.h"
-#include "mad/codec.h"
-#include "mad/discovery.h"
-#include "mad/live_ports.h"
-#include "mad/sm_directory.h"
-#include "mad/sweep.h"
+#include "sources/mad/codec.h"
+#include "sources/mad/discovery.h"
+#include "sources/mad/live_ports.h"
+#include "sources/mad/mad_transport.h"
+#include "sources/mad/sm_directory.h"
+#include "sources/mad/sweep.h"
+#include "sources/node_name_map.h"
 
 namespace fabric {
 namespace {

@@ -1,6 +1,6 @@
 // fabric collector (off by default; on a few designated nodes): discovers
 // the fabric by directed-route SMPs every `discovery_interval` and, every
-// `interval`, sweeps the switches of its shard (mad/sweep.h): PortInfo
+// `interval`, sweeps the switches of its shard (sources/mad/sweep.h): PortInfo
 // state of every switch port, PortCounters + PortCountersExtended of every
 // port but 0. Get MADs only; counters are never cleared. Exports
 // fabric_switch_info, fabric_switch_port_{state,physical_state},
@@ -18,8 +18,8 @@
 //
 // The port it sweeps from is chosen again at every collection while none is
 // held (a node started before the SM starts sweeping once its port goes
-// ACTIVE) and dropped when it goes down (mad/live_ports.h). No IB port, or
-// none ACTIVE yet: success with no samples; a port that cannot be opened:
+// ACTIVE) and dropped when it goes down (sources/mad/live_ports.h). No IB port,
+// or none ACTIVE yet: success with no samples; a port that cannot be opened:
 // success 0 and one warning per failure streak.
 //
 // Thread-safety: one Collect() at a time (the daemon's rule); the topology
@@ -32,7 +32,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/mad_settings.h"
-#include "mad/live_ports.h"
+#include "sources/mad/live_ports.h"
 
 namespace fabric {
 

@@ -5,8 +5,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectors/ib_walk.h"
-#include "collectors/sysfs_parse.h"
+#include "sources/ib_walk.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 namespace {
@@ -226,7 +226,7 @@ class HwCountersCollector final : public Collector {
   CollectorEnv env_;
   DeviceFilter filter_;
   // Created on the first Collect(); keeps directory handles and open
-  // counter files from one collection to the next (core/sysfs.h).
+  // counter files from one collection to the next (sources/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
   Q32Unwrapper unwrapper_;
   std::unordered_map<std::string, DirPlan> plans_;  // by directory

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/ib_walk.h"
-#include "collectors/sysfs_parse.h"
+#include "sources/ib_walk.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 namespace {
@@ -536,7 +536,7 @@ class IbPortCollector final : public Collector {
   CollectorEnv env_;
   DeviceFilter devices_;
   // Created on the first Collect(); keeps directory handles and open
-  // attribute files from one collection to the next (core/sysfs.h).
+  // attribute files from one collection to the next (sources/sysfs.h).
   mutable std::unique_ptr<SysfsReader> reader_;
   mutable std::unordered_map<std::string, CounterPlan> plans_;  // by dir
   std::uint64_t generation_ = 0;  // collections so far

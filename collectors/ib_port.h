@@ -2,7 +2,7 @@
 // port/device attributes from /sys/class/infiniband/<dev>/... for every RDMA
 // device the DeviceFilter allows (mlx4, mlx5, bonds, hfi1, iWARP alike).
 // See docs/metrics.md "## ib_port" for every metric it emits. The devices
-// and ports come from the shared walk (collectors/ib_walk.h).
+// and ports come from the shared walk (sources/ib_walk.h).
 //
 // Thread-safety: a collector instance runs one Collect() at a time (see
 // collector.h).

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/mad_transport.h"
+#include "sources/mad/mad_transport.h"
 
 namespace YAML {
 class Node;

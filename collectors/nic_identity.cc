@@ -3,8 +3,8 @@
 #include <charconv>
 #include <cstdio>
 
-#include "collectors/ib_walk.h"
-#include "collectors/sysfs_parse.h"
+#include "sources/ib_walk.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 namespace {
@@ -134,7 +134,7 @@ class NicIdentityCollector final : public Collector {
   CollectorEnv env_;
   DeviceFilter devices_;
   // Created on the first Collect(); every sysfs read of a collection goes
-  // through it (core/sysfs.h).
+  // through it (sources/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
 };
 

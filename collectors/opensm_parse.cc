@@ -1,6 +1,6 @@
 #include "collectors/opensm_parse.h"
 
-#include "collectors/sysfs_parse.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 

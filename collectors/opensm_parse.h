@@ -14,9 +14,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "collectors/node_name_map.h"
 #include "core/metric_sink.h"
 #include "osm/event_wire.h"
+#include "sources/node_name_map.h"
 
 namespace fabric {
 

@@ -6,13 +6,13 @@
 #include <map>
 #include <set>
 
-#include "collectors/dcb_file.h"
-#include "collectors/ethtool_file.h"
-#include "collectors/ethtool_ioctl.h"
-#include "collectors/ib_walk.h"
-#include "collectors/roce_rdma_netlink.h"
-#include "collectors/sysfs_parse.h"
 #include "config/yaml_keys.h"
+#include "sources/dcb_file.h"
+#include "sources/ethtool_file.h"
+#include "sources/ethtool_ioctl.h"
+#include "sources/ib_walk.h"
+#include "sources/roce_rdma_netlink.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric {
 namespace {
@@ -328,7 +328,7 @@ class RoceCollector final : public Collector {
   std::unique_ptr<DcbSource> dcb_;
   std::unique_ptr<RdmaStatSource> rdma_;
   // Created on the first Collect(); every sysfs read of a collection goes
-  // through it (core/sysfs.h).
+  // through it (sources/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
 };
 

@@ -7,15 +7,15 @@
 //     and reaction points (class/net/<if>/ecn/roce_{np,rp}/enable/<prio>,
 //     MLNX_OFED), PFC enabled priorities, ETS willing, prio->TC map, trust
 //     and the ieee_pfc pause counts via a DcbSource (DCB netlink, or the
-//     dumps of collectors/dcb_file.h with setting dcb_dir);
+//     dumps of sources/dcb_file.h with setting dcb_dir);
 //   - RoCE GID types per port (ports/<n>/gid_attrs/types/*);
 //   - mlx5 optional counters (cc_*) via RDMA netlink, read only, when an
-//     administrator enabled them (collectors/roce_rdma_netlink.h).
+//     administrator enabled them (sources/roce_rdma_netlink.h).
 // Absent sources give absent metrics (never zeros). See docs/roce.md and the
 // "## roce" section of docs/metrics.md.
 //
 // Netdev discovery (DiscoverRoceNetdevs), for each allowed device and each
-// port of the shared walk (collectors/ib_walk.h) whose link_layer is
+// port of the shared walk (sources/ib_walk.h) whose link_layer is
 // Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
 // else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
 // its slaves, which carry the physical-port counters of a RoCE LAG
@@ -36,10 +36,10 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/dcb_netlink.h"
-#include "collectors/ethtool_parse.h"
-#include "collectors/ethtool_source.h"
-#include "collectors/roce_rdma_netlink.h"
+#include "sources/dcb_netlink.h"
+#include "sources/ethtool_parse.h"
+#include "sources/ethtool_source.h"
+#include "sources/roce_rdma_netlink.h"
 
 namespace fabric {
 
@@ -61,7 +61,7 @@ struct RoceOptions {
   // Tests: replaces discovery entirely when set.
   std::optional<std::vector<RoceNetdev>> netdevs;
   // False when the EthtoolSource does not ask the running kernel (the
-  // file-backed source of collectors/ethtool_file.h): its netdev names then
+  // file-backed source of sources/ethtool_file.h): its netdev names then
   // belong to the monitored tree by construction, so the class/net filter
   // and the kernel address check are skipped.
   bool ethtool_is_kernel = true;
@@ -100,7 +100,7 @@ struct RoceSettings {
   std::vector<std::string> netdevs;
   // `dcb_dir`: absolute directory of DCB dumps, one file per netdev
   // (`<dcb_dir>/<netdev>`, the text iproute2's `dcb` prints;
-  // collectors/dcb_file.h), read instead of DCB netlink. Empty = netlink.
+  // sources/dcb_file.h), read instead of DCB netlink. Empty = netlink.
   // The simulator writes them to `<host>/dcb/`, next to `<host>/ethtool/`.
   std::string dcb_dir;
   bool operator==(const RoceSettings&) const = default;

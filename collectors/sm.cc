@@ -6,10 +6,10 @@
 #include <set>
 
 #include "config/yaml_keys.h"
-#include "core/mad_transport.h"
-#include "mad/codec.h"
-#include "mad/live_ports.h"
-#include "mad/sm_directory.h"
+#include "sources/mad/codec.h"
+#include "sources/mad/live_ports.h"
+#include "sources/mad/mad_transport.h"
+#include "sources/mad/sm_directory.h"
 
 namespace fabric {
 namespace {

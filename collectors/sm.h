@@ -8,7 +8,7 @@
 // fabric_sm_masters is exported only where every SM is queried (a node
 // that also runs the fabric collector), so it is not emitted here.
 //
-// The ports are chosen again at every collection (mad/live_ports.h): a
+// The ports are chosen again at every collection (sources/mad/live_ports.h): a
 // port the SM brings up after the daemon started is used from then on.
 // No IB port, or none ACTIVE yet: success with no samples. A port that
 // cannot be opened: success 0 and one warning (per failure streak).
@@ -25,7 +25,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/mad_settings.h"
-#include "mad/live_ports.h"
+#include "sources/mad/live_ports.h"
 
 namespace fabric {
 

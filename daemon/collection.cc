@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 
-#include "collectors/ethtool_file.h"
-#include "collectors/ethtool_ioctl.h"
 #include "collectors/registry.h"
+#include "sources/ethtool_file.h"
+#include "sources/ethtool_ioctl.h"
 #if FABRICMON_WITH_RDMA
-#include "mad/umad_transport.h"
+#include "sources/mad/umad_transport.h"
 #endif
 
 namespace fabric {

@@ -1,4 +1,4 @@
-// libFuzzer target: DCB netlink replies (collectors/dcb_netlink.h): the
+// libFuzzer target: DCB netlink replies (sources/dcb_netlink.h): the
 // RTM_GETDCB / DCB_CMD_IEEE_GET answer with PFC, ETS, APP and DCBX
 // attributes.
 //
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "collectors/dcb_netlink.h"
+#include "sources/dcb_netlink.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

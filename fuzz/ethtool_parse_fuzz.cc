@@ -1,6 +1,6 @@
-// libFuzzer target: `ethtool -S` text (collectors/ethtool_parse.h) as the
+// libFuzzer target: `ethtool -S` text (sources/ethtool_parse.h) as the
 // ethtool_dir files hold it, then the typed RoCE/PFC view built from what
-// was parsed; and iproute2 `dcb` text (collectors/dcb_file.h), the other
+// was parsed; and iproute2 `dcb` text (sources/dcb_file.h), the other
 // file-based RoCE input.
 //
 // Thread-safety: libFuzzer calls it from one thread.
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "collectors/dcb_file.h"
-#include "collectors/ethtool_parse.h"
+#include "sources/dcb_file.h"
+#include "sources/ethtool_parse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

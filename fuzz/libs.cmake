@@ -4,8 +4,9 @@
 # parser of untrusted bytes there), which keeps the instrumented fuzz build
 # smaller.
 set(FABRICMON_FUZZ_LIBS "")
-foreach(lib fabric_core fabric_auth fabric_probe fabric_http fabric_benchtool
-            fabric_osm_wire fabric_mad fabric_collectors fabric_config)
+foreach(lib fabric_core fabric_sources fabric_auth fabric_probe fabric_http
+            fabric_benchtool fabric_osm_wire fabric_mad fabric_collectors
+            fabric_config)
   if(TARGET ${lib})
     list(APPEND FABRICMON_FUZZ_LIBS ${lib})
   endif()

@@ -1,6 +1,6 @@
-// libFuzzer target: MAD responses (mad/codec.h) as a umad device returns
-// them: every decoder the sm and fabric collectors use, on the same bytes.
-// A response is at most one MAD (256 bytes); shorter input is what a
+// libFuzzer target: MAD responses (sources/mad/codec.h) as a umad device
+// returns them: every decoder the sm and fabric collectors use, on the same
+// bytes. A response is at most one MAD (256 bytes); shorter input is what a
 // truncated read would give.
 //
 // Thread-safety: libFuzzer calls it from one thread.
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mad/codec.h"
+#include "sources/mad/codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "mad/codec.h"
 #include "osm/event_wire.h"
 #include "simulator/mad.h"
 #include "simulator/model.h"
 #include "simulator/timeline.h"
+#include "sources/mad/codec.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: infiniband-diags node-name-map files
-// (collectors/node_name_map.h), read by the fabric sweep and the opensm
+// (sources/node_name_map.h), read by the fabric sweep and the opensm
 // collector (`node_name_map` in both).
 //
 // Thread-safety: libFuzzer calls it from one thread.
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "collectors/node_name_map.h"
+#include "sources/node_name_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

@@ -1,4 +1,4 @@
-// libFuzzer target: RDMA netlink replies (collectors/roce_rdma_netlink.h):
+// libFuzzer target: RDMA netlink replies (sources/roce_rdma_netlink.h):
 // the device dump and the STAT_GET hardware-counter reply, as the kernel
 // (or anything else able to answer on the socket) sends them.
 //
@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "collectors/roce_rdma_netlink.h"
+#include "sources/roce_rdma_netlink.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

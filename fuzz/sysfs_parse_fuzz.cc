@@ -1,4 +1,4 @@
-// libFuzzer target: the sysfs value parsers (collectors/sysfs_parse.h) on
+// libFuzzer target: the sysfs value parsers (sources/sysfs_parse.h) on
 // arbitrary text: counters, hex, GUIDs, GIDs, port state and rate strings
 // as the kernel (or a broken driver) writes them. A parsed GUID must come
 // back unchanged from its label form (FormatGuid's "0x" + 16 hex digits).
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "collectors/sysfs_parse.h"
+#include "sources/sysfs_parse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

@@ -16,8 +16,8 @@
 #include <memory>
 #include <string>
 
-#include "collectors/ethtool_source.h"
 #include "simulator/model.h"
+#include "sources/ethtool_source.h"
 
 namespace fabric::sim {
 

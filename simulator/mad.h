@@ -28,8 +28,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/mad_transport.h"
 #include "simulator/model.h"
+#include "sources/mad/mad_transport.h"
 
 namespace fabric::sim {
 

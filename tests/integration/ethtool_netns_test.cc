@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <thread>
 
-#include "collectors/dcb_netlink.h"
-#include "collectors/ethtool_ioctl.h"
 #include "collectors/roce.h"
+#include "sources/dcb_netlink.h"
+#include "sources/ethtool_ioctl.h"
 #include "tests/support/ci.h"
 
 namespace fabric {

@@ -1,4 +1,4 @@
-// FakeSysfs: the in-memory Sysfs (core/sysfs.h) every unit test builds its
+// FakeSysfs: the in-memory Sysfs (sources/sysfs.h) every unit test builds its
 // tree in. Files hold contents; directories are implied by the paths below
 // them or made explicitly (an empty one); symlinks are followed the way the
 // kernel follows them; a path can be made to fail with an errno (an unused
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sysfs.h"
+#include "sources/sysfs.h"
 
 namespace fabric::testing {
 

@@ -11,8 +11,8 @@
 #include "collectors/congestion.h"
 #include "collectors/congestion_window.h"
 #include "collectors/registry.h"
-#include "collectors/sysfs_parse.h"
 #include "core/metric_sink.h"
+#include "sources/sysfs_parse.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 

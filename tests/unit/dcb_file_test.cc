@@ -1,4 +1,4 @@
-// The file-backed DCB source (collectors/dcb_file.h): ParseDcbText on the
+// The file-backed DCB source (sources/dcb_file.h): ParseDcbText on the
 // text iproute2's `dcb` prints (PFC, ETS, APP table with numeric and named
 // DSCP values), layout freedom and comments, unknown keys skipped, malformed
 // values rejecting the whole dump; FileDcbSource on a directory (missing
@@ -6,7 +6,7 @@
 // parsed dump giving the fabric_roce_pfc_enabled/trust series; the roce
 // collector's `dcb_dir` setting (parsed through ParseConfig) and the
 // registry's roce collector reading a simulated host's DCB dump with it.
-#include "collectors/dcb_file.h"
+#include "sources/dcb_file.h"
 
 #include <gtest/gtest.h>
 #include <linux/dcbnl.h>
@@ -17,14 +17,14 @@
 #include <map>
 #include <string>
 
-#include "collectors/ethtool_file.h"
 #include "collectors/registry.h"
 #include "collectors/roce.h"
 #include "config/config.h"
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
+#include "sources/ethtool_file.h"
+#include "sources/sysfs.h"
 
 namespace fabric {
 namespace {

@@ -1,7 +1,7 @@
 // Tests for the DCB rtnetlink request encoder and reply decoder on
 // constructed messages: a full mlx5-like reply, trust rules, kernel errors,
 // truncation at every length, hostile attribute lengths and random damage.
-#include "collectors/dcb_netlink.h"
+#include "sources/dcb_netlink.h"
 
 #include <gtest/gtest.h>
 #include <linux/dcbnl.h>

@@ -1,8 +1,8 @@
-// The file-backed EthtoolSource (collectors/ethtool_file.h): a good
+// The file-backed EthtoolSource (sources/ethtool_file.h): a good
 // `ethtool -S` dump, a missing file (ENODEV), malformed and truncated
 // dumps (lines skipped and counted), names that cannot be a netdev, and
 // the roce collector reading PFC counters through it.
-#include "collectors/ethtool_file.h"
+#include "sources/ethtool_file.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -13,10 +13,10 @@
 #include <sstream>
 #include <vector>
 
-#include "collectors/ethtool_parse.h"
 #include "collectors/roce.h"
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
+#include "sources/ethtool_parse.h"
+#include "sources/sysfs.h"
 #include "tests/support/paths.h"
 
 namespace fabric {

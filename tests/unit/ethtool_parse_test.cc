@@ -1,7 +1,7 @@
 // Tests for the ethtool text parser and the mlx5 name -> RoCE stats parser,
 // on every recorded dump in tests/fixtures/real/ethtool and on synthetic
 // dumps (PFC on priority 3, malformed and truncated input).
-#include "collectors/ethtool_parse.h"
+#include "sources/ethtool_parse.h"
 
 #include <gtest/gtest.h>
 

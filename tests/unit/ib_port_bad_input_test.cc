@@ -175,7 +175,7 @@ TEST_F(BadInputTest, NetdevFromDevicePortOnTwoPortDevice) {
 // Real sysfs: class/infiniband/<dev> and <dev>/device are symlinks into
 // /sys/devices; the collectors must follow them. On disk, not on the fake:
 // the real Sysfs's caching reader treats directories reached through a
-// link differently (core/sysfs.h), and that is what runs on a host.
+// link differently (sources/sysfs.h), and that is what runs on a host.
 TEST(BadInputSymlinkTest, FollowsRealSysfsSymlinks) {
   const fs::path root =
       fs::temp_directory_path() /

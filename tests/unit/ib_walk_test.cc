@@ -1,8 +1,8 @@
-// The shared device/port walk (collectors/ib_walk.h): which devices and
+// The shared device/port walk (sources/ib_walk.h): which devices and
 // ports it yields, what it does when class/infiniband or a device's ports/
 // cannot be listed (with and without a sink for skips), and that the
 // storage-reusing overload gives what a fresh walk gives.
-#include "collectors/ib_walk.h"
+#include "sources/ib_walk.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// mad/codec: requests built with libibmad checked field by field against
-// opensm's independent IBA wire structs (<iba/ib_types.h>), and decoders
-// fed answers built with those structs, truncated MADs, garbage and
+// sources/mad/codec: requests built with libibmad checked field by field
+// against opensm's independent IBA wire structs (<iba/ib_types.h>), and
+// decoders fed answers built with those structs, truncated MADs, garbage and
 // non-zero MAD status.
 #include <gtest/gtest.h>
 #include <iba/ib_types.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "mad/codec.h"
+#include "sources/mad/codec.h"
 
 namespace fabric::mad {
 namespace {

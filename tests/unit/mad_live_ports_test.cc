@@ -1,4 +1,4 @@
-// mad/live_ports.h on an injected libibumad view and a fake local port
+// sources/mad/live_ports.h on an injected libibumad view and a fake local port
 // that answers its own PortInfo (zero-hop directed-route SMP) with the
 // state the test sets: a port libibumad still shows INIT (umad2sim's frozen
 // copy) is used once its PortInfo says ACTIVE; an uncabled or Ethernet port
@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "mad/codec.h"
-#include "mad/live_ports.h"
+#include "sources/mad/codec.h"
+#include "sources/mad/live_ports.h"
 
 namespace fabric::mad {
 namespace {

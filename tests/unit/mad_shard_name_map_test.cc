@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "mad/sweep.h"
+#include "sources/mad/sweep.h"
 
 namespace fabric::mad {
 namespace {

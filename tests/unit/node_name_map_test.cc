@@ -1,6 +1,6 @@
-// collectors/node_name_map.h: the node-name-map format infiniband-diags and
+// sources/node_name_map.h: the node-name-map format infiniband-diags and
 // OpenSM read, as the fabric sweep and the opensm collector parse it.
-#include "collectors/node_name_map.h"
+#include "sources/node_name_map.h"
 
 #include <gtest/gtest.h>
 

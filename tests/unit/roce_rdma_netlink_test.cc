@@ -3,7 +3,7 @@
 // hostile lengths, random damage), node GUID parsing, the roce collector's
 // optional-counter export through a fake source, and the real socket on a
 // host without RDMA devices.
-#include "collectors/roce_rdma_netlink.h"
+#include "sources/roce_rdma_netlink.h"
 
 #include <gtest/gtest.h>
 #include <linux/netlink.h>

@@ -11,9 +11,9 @@
 
 #include "collectors/registry.h"
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
+#include "sources/sysfs.h"
 #include "tests/support/paths.h"
 
 namespace fabric::sim {

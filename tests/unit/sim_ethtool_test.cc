@@ -8,10 +8,10 @@
 
 #include "collectors/roce.h"
 #include "core/metric_sink.h"
-#include "core/sysfs.h"
 #include "simulator/ethtool.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
+#include "sources/sysfs.h"
 
 namespace fabric::sim {
 namespace {

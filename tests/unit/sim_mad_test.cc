@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "core/mad_transport.h"
 #include "simulator/mad.h"
 #include "simulator/model.h"
+#include "sources/mad/mad_transport.h"
 
 namespace fabric::sim {
 namespace {

@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
-#include "collectors/dcb_file.h"
-#include "collectors/ethtool_file.h"
 #include "simulator/dcb.h"
 #include "simulator/ethtool.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
+#include "sources/dcb_file.h"
+#include "sources/ethtool_file.h"
 #include "tests/support/paths.h"
 
 namespace fabric::sim {

@@ -10,10 +10,10 @@
 #include "collectors/registry.h"
 #include "collectors/sm.h"
 #include "config/config.h"
-#include "mad/codec.h"
-#include "mad/sm_directory.h"
 #include "simulator/mad.h"
 #include "simulator/model.h"
+#include "sources/mad/codec.h"
+#include "sources/mad/sm_directory.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {

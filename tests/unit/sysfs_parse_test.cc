@@ -1,5 +1,5 @@
 // Table-driven tests of the pure sysfs attribute parsers.
-#include "collectors/sysfs_parse.h"
+#include "sources/sysfs_parse.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The caching SysfsReader (core/sysfs.h): whatever it keeps between
+// The caching SysfsReader (sources/sysfs.h): whatever it keeps between
 // collections, a collection must read what a fresh open/read would, on trees
 // changed the ways the simulator and the tests change them (files replaced
 // by rename, written in place, devices removed and re-created, directories
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/sysfs.h"
+#include "sources/sysfs.h"
 #include "tests/support/fake_sysfs.h"
 
 namespace fabric {

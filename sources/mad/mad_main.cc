@@ -1,0 +1,141 @@
+// fabricmon-mad: the mad/ library from the command line, for
+// troubleshooting, the ibsim integration tests and the bench. Discovers
+// the fabric from the local port, sweeps the switches of a shard and
+// prints one line per fact (switch, port, sm, stats). Get MADs only.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "sources/mad/codec.h"
+#include "sources/mad/discovery.h"
+#include "sources/mad/sweep.h"
+#include "sources/mad/umad_transport.h"
+
+using namespace fabric;
+using namespace fabric::mad;
+
+namespace {
+
+void PrintStats(const char* what, const MadStats& s, int unreachable) {
+  std::printf(
+      "stats %s ok %llu timeouts %llu errors %llu retries %llu "
+      "unreachable %d\n",
+      what, static_cast<unsigned long long>(s.ok),
+      static_cast<unsigned long long>(s.timeouts),
+      static_cast<unsigned long long>(s.errors),
+      static_cast<unsigned long long>(s.retries), unreachable);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fabricmon-mad: discover the fabric and sweep its switches"};
+  std::string ca, shard_text = "1/1";
+  int port = 0, timeout_ms = 500, retries = 2, max_out = 64, per_dest = 4;
+  bool sm_only = false;
+  app.add_option("--ca", ca, "local CA (default: first with an active port)");
+  app.add_option("--port", port, "local port (default: first active)");
+  app.add_option("--shard", shard_text, "i/n");
+  app.add_option("--mad-timeout-ms", timeout_ms);
+  app.add_option("--mad-retries", retries);
+  app.add_option("--max-outstanding", max_out);
+  app.add_option("--max-per-destination", per_dest);
+  app.add_flag("--sm", sm_only, "only SMInfo of the local port's master SM");
+  CLI11_PARSE(app, argc, argv);
+  const auto shard = ParseShard(shard_text);
+  if (!shard) {
+    std::cerr << "bad --shard " << shard_text << "\n";
+    return 2;
+  }
+  std::string error;
+  const auto ports = LocalIbPorts(&error);
+  LocalPort local;
+  if (!PickLocalPort(ports, ca, port, &local)) {
+    std::cerr << "no usable IB port" << (error.empty() ? "" : ": " + error)
+              << "\n";
+    for (const LocalPort& p : ports) {
+      std::cerr << "  " << p.ca << " port " << p.port << " state " << p.state
+                << " link_layer " << p.link_layer << "\n";
+    }
+    return 1;
+  }
+  auto transport = UmadTransport::Open(local.ca, local.port, &error);
+  if (!transport) {
+    std::cerr << error << "\n";
+    return 1;
+  }
+  MadOptions options;
+  options.timeout = std::chrono::milliseconds(timeout_ms);
+  options.retries = retries;
+  options.max_outstanding = max_out;
+  options.max_per_destination = per_dest;
+  std::printf("local %s %d lid %u sm_lid %u\n", local.ca.c_str(), local.port,
+              local.lid, local.sm_lid);
+
+  auto print_sm = [&](std::uint16_t lid) {
+    const MadResult r =
+        transport->Send({.dlid = lid, .mad = SmpGet(kAttrSmInfo, 0)}, options);
+    if (!r.ok()) {
+      std::printf("sm lid %u error %s\n", lid, r.error().message().c_str());
+      return;
+    }
+    const auto si = DecodeSmInfo(*r, &error);
+    if (!si) {
+      std::printf("sm lid %u error %s\n", lid, error.c_str());
+      return;
+    }
+    std::printf("sm lid %u guid %s priority %d state %d act_count %u\n", lid,
+                GuidString(si->guid).c_str(), si->priority, si->state,
+                si->act_count);
+  };
+  if (sm_only) {
+    print_sm(local.sm_lid);
+    return 0;
+  }
+  const Topology topo = Discover(*transport, options);
+  PrintStats("discovery", topo.stats, topo.unreachable);
+  for (const auto& e : topo.errors) std::printf("error %s\n", e.c_str());
+  for (const FabricNode& n : topo.nodes) {
+    std::printf("node %s type %d lid %u ports %d \"%s\"\n",
+                GuidString(n.guid).c_str(), n.type, n.lid, n.num_ports,
+                n.description.c_str());
+    for (const auto& [num, p] : n.ports) {
+      if (p.remote_guid == 0) continue;
+      std::printf("link %s %d %s %d\n", GuidString(n.guid).c_str(), num,
+                  GuidString(p.remote_guid).c_str(), p.remote_port);
+    }
+  }
+  for (std::uint16_t lid : topo.SmLids()) print_sm(lid);
+  const SweepResult sweep = Sweep(*transport, topo, *shard, options);
+  PrintStats("sweep", sweep.stats, sweep.unreachable);
+  for (const auto& e : sweep.errors) std::printf("error %s\n", e.c_str());
+  for (const SwitchSample& s : sweep.switches) {
+    std::printf("switch %s lid %u \"%s\"\n", GuidString(s.guid).c_str(), s.lid,
+                s.description.c_str());
+    for (const SwitchPortSample& p : s.ports) {
+      std::printf("port %s %d", GuidString(s.guid).c_str(), p.num);
+      if (p.info) {
+        std::printf(" state %d phys %d", p.info->state, p.info->phys_state);
+      }
+      if (p.extended) {
+        std::printf(
+            " xmit_data %llu rcv_data %llu xmit_pkts %llu rcv_pkts "
+            "%llu",
+            static_cast<unsigned long long>(p.extended->xmit_data),
+            static_cast<unsigned long long>(p.extended->rcv_data),
+            static_cast<unsigned long long>(p.extended->xmit_pkts),
+            static_cast<unsigned long long>(p.extended->rcv_pkts));
+      }
+      if (p.counters) {
+        std::printf(" xmit_wait %llu",
+                    static_cast<unsigned long long>(p.counters->xmit_wait));
+        for (const auto& [name, v] : p.counters->errors) {
+          std::printf(" %s %llu", name.c_str(),
+                      static_cast<unsigned long long>(v));
+        }
+      }
+      std::printf("\n");
+    }
+  }
+  return 0;
+}
