@@ -75,48 +75,44 @@ class BenchAgentCollector final : public Collector {
     holder_->stopped = true;
   }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      bench::AgentStats s;
-      std::string error;
-      {
-        std::lock_guard lock(holder_->mu);
-        if (holder_->agent) s = holder_->agent->Stats();
-        error = holder_->error;
-      }
-      sink.Gauge("fabric_bench_agent_listening",
-                 "1 while the fabricmon-bench agent listener is open.", {},
-                 s.listening ? 1 : 0);
-      sink.Counter("fabric_bench_agent_sessions_total",
-                   "fabricmon-bench sessions this agent accepted.", {},
-                   static_cast<double>(s.sessions));
-      for (const char* reason : kReasons) {
-        auto it = s.refused.find(reason);
-        sink.Counter(
-            "fabric_bench_agent_refused_total",
-            "fabricmon-bench control requests refused, by reason.",
-            {{"reason", reason}},
-            it == s.refused.end() ? 0.0 : static_cast<double>(it->second));
-      }
-      sink.Counter("fabric_bench_agent_transmit_bytes_total",
-                   "Benchmark payload bytes this agent sent.", {},
-                   static_cast<double>(s.transmit_bytes));
-      sink.Counter("fabric_bench_agent_receive_bytes_total",
-                   "Benchmark payload bytes this agent received.", {},
-                   static_cast<double>(s.receive_bytes));
-      if (s.listening) return true;
-      sink.Skip("bench_agent: " +
-                (io_ ? error : "listens only in the running daemon"));
-      if (io_) {
-        boost::asio::post(*io_, [w = std::weak_ptr(holder_), io = io_,
-                                 settings = settings_, counters = counters_] {
-          if (auto h = w.lock()) h->Open(*io, settings, counters);
-        });
-      }
-      return false;
-    } catch (...) {
-      return false;
+  bool Collect(MetricSink& sink) override {
+    bench::AgentStats s;
+    std::string error;
+    {
+      std::lock_guard lock(holder_->mu);
+      if (holder_->agent) s = holder_->agent->Stats();
+      error = holder_->error;
     }
+    sink.Gauge("fabric_bench_agent_listening",
+               "1 while the fabricmon-bench agent listener is open.", {},
+               s.listening ? 1 : 0);
+    sink.Counter("fabric_bench_agent_sessions_total",
+                 "fabricmon-bench sessions this agent accepted.", {},
+                 static_cast<double>(s.sessions));
+    for (const char* reason : kReasons) {
+      auto it = s.refused.find(reason);
+      sink.Counter(
+          "fabric_bench_agent_refused_total",
+          "fabricmon-bench control requests refused, by reason.",
+          {{"reason", reason}},
+          it == s.refused.end() ? 0.0 : static_cast<double>(it->second));
+    }
+    sink.Counter("fabric_bench_agent_transmit_bytes_total",
+                 "Benchmark payload bytes this agent sent.", {},
+                 static_cast<double>(s.transmit_bytes));
+    sink.Counter("fabric_bench_agent_receive_bytes_total",
+                 "Benchmark payload bytes this agent received.", {},
+                 static_cast<double>(s.receive_bytes));
+    if (s.listening) return true;
+    sink.Skip("bench_agent: " +
+              (io_ ? error : "listens only in the running daemon"));
+    if (io_) {
+      boost::asio::post(*io_, [w = std::weak_ptr(holder_), io = io_,
+                               settings = settings_, counters = counters_] {
+        if (auto h = w.lock()) h->Open(*io, settings, counters);
+      });
+    }
+    return false;
   }
 
  private:

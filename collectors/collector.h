@@ -1,8 +1,10 @@
-// Collector: the tiny interface every data source implements, and the row
-// (CollectorSpec) through which the registry, the config parser and the
-// daemon know it. One collector per file pair (collectors/<name>.{h,cc});
-// its parsing lives in pure functions (<name>_parse.{h,cc}) that are tested
-// on strings. docs/adding-a-collector.md is the recipe.
+// Collector: the tiny interface every collector implements, and the row
+// (CollectorSpec) through which the registry and the daemon know it; the
+// row's config half (CollectorKeys: name, defaults, keys, parse) is
+// config/collector_config.h, which the config parser sees. One collector per
+// file pair (collectors/<name>.{h,cc}); its parsing lives in pure functions
+// (<name>_parse.{h,cc}) that are tested on strings. docs/adding-a-collector.md
+// is the recipe.
 //
 // Contract: Collect() never writes to the fabric or resets a counter. An
 // exception it throws is caught once, by the daemon's runner
@@ -50,20 +52,16 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
-#include <vector>
 
+#include "config/collector_config.h"
 #include "core/metric_sink.h"
 #include "sources/sysfs.h"
+#include "sources/text_file.h"
 
 namespace boost::asio {
 class io_context;
-}
-namespace YAML {
-class Node;
 }
 
 namespace fabric {
@@ -83,81 +81,6 @@ class Collector {
   // then wakes only to publish, every PublishInterval().
   virtual bool Samples() const { return true; }
 };
-
-// Which RDMA devices a collector looks at. Empty include = all devices.
-// Entries are exact device names or ECMAScript regexes anchored at both ends,
-// compiled once when the filter is made (config validation has rejected bad
-// ones; a bad one here matches its literal name only).
-class DeviceFilter {
- public:
-  DeviceFilter() = default;
-  DeviceFilter(std::vector<std::string> include,
-               std::vector<std::string> exclude);
-  bool Allows(std::string_view device) const;
-  const std::vector<std::string>& include() const { return include_; }
-  const std::vector<std::string>& exclude() const { return exclude_; }
-  bool operator==(const DeviceFilter& o) const {
-    return include_ == o.include_ && exclude_ == o.exclude_;
-  }
-
- private:
-  struct Pattern {
-    std::string text;
-    std::optional<std::regex> re;
-  };
-  static std::vector<Pattern> Compile(const std::vector<std::string>& p);
-  static bool Matches(const std::vector<Pattern>& patterns,
-                      std::string_view device);
-  std::vector<std::string> include_, exclude_;
-  std::vector<Pattern> include_re_, exclude_re_;
-};
-
-// A collector's own settings (the keys under `collectors.<name>` besides the
-// generic ones). Opaque to config/ and daemon/: they only compare them, to
-// tell whether a reload changed the collector. Collectors derive from
-// SettingsOf<T> with a plain struct T and read it back with SettingsAs<T>.
-class CollectorSettings {
- public:
-  virtual ~CollectorSettings() = default;
-  virtual bool Equals(const CollectorSettings& other) const = 0;
-};
-
-template <typename T>
-class SettingsOf final : public CollectorSettings {
- public:
-  explicit SettingsOf(T v) : value(std::move(v)) {}
-  bool Equals(const CollectorSettings& other) const override {
-    auto* o = dynamic_cast<const SettingsOf*>(&other);
-    return o && o->value == value;
-  }
-  T value;
-};
-
-// The effective settings of one collector: the generic keys, which mean the
-// same for every collector (docs/configuration.md), and its own.
-struct CollectorConfig {
-  bool enabled = true;
-  // How often a collection runs.
-  std::chrono::microseconds interval = std::chrono::seconds(1);
-  // The deadline of one collection. A collector needing another timeout
-  // (per MAD, per probe) gives it a name of its own.
-  std::chrono::microseconds timeout = std::chrono::seconds(5);
-  // The global `devices` lists, each replaced by the collector's
-  // `devices.include`/`.exclude` when written.
-  DeviceFilter devices;
-  // Null = the collector's defaults.
-  std::shared_ptr<const CollectorSettings> settings;
-
-  bool operator==(const CollectorConfig& o) const;
-};
-
-// The collector's own settings of type T, or T's defaults when none.
-template <typename T>
-const T& SettingsAs(const CollectorConfig& config) {
-  static const T defaults{};
-  auto* s = dynamic_cast<const SettingsOf<T>*>(config.settings.get());
-  return s ? s->value : defaults;
-}
 
 class EthtoolSource;
 class MadTransport;
@@ -184,27 +107,14 @@ struct CollectorEnv {
   std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port)>
       mad;
   MonotonicClock clock = SteadySeconds;
+  // The text files a collector's settings name (node-name maps, peers
+  // files).
+  TextFileReader read_text_file = ReadTextFile;
 };
 
-// One registry row: what the config parser and the daemon know of a
-// collector.
-struct CollectorSpec {
-  std::string name;
-  // Defaults of the generic keys.
-  bool enabled = true;
-  std::chrono::microseconds interval = std::chrono::seconds(1);
-  std::chrono::microseconds timeout = std::chrono::seconds(5);
-  // The collector's own keys, accepted under `collectors.<name>`.
-  std::vector<std::string> keys;
-  // Reads the collector's own keys from its mapping `node` (null when the
-  // file does not mention the collector; then the defaults) at key path
-  // `path` ("collectors.<name>"), given the effective generic settings for
-  // cross-checks. Fails with config/yaml_keys.h's Fail (key and line). Null
-  // when `keys` is empty.
-  std::function<std::shared_ptr<const CollectorSettings>(
-      const YAML::Node& node, const std::string& path,
-      const CollectorConfig& generic)>
-      parse;
+// One registry row: the collector's config half (name, defaults, keys,
+// parse: config/collector_config.h) and how to build it.
+struct CollectorSpec : CollectorKeys {
   std::function<std::unique_ptr<Collector>(const CollectorEnv&,
                                            const CollectorConfig&)>
       make;

@@ -1,10 +1,6 @@
-#include "collectors/fabric.h"
-
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "collectors/fabric.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
@@ -174,14 +170,12 @@ class FabricCollector : public Collector {
   void LoadNames(MetricSink& sink) {
     names_.clear();
     if (settings_.node_name_map.empty()) return;
-    std::ifstream in(settings_.node_name_map);
-    if (!in) {
+    auto text = env_.read_text_file(settings_.node_name_map, kMaxTextFileBytes);
+    if (!text.ok()) {
       sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map);
       return;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto map = ParseNodeNameMap(text.str());
+    auto map = ParseNodeNameMap(*text);
     for (int line : map.bad_lines) {
       sink.Skip("fabric: node_name_map line " + std::to_string(line));
     }

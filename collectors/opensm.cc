@@ -7,9 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/datagram_protocol.hpp>
 #include <boost/asio/post.hpp>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "collectors/opensm_parse.h"
 #include "config/yaml_keys.h"
@@ -144,19 +142,18 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
 class OpensmCollector final : public Collector {
  public:
-  explicit OpensmCollector(OpensmSettings settings)
-      : settings_(std::move(settings)) {}
+  OpensmCollector(OpensmSettings settings, TextFileReader read_text_file)
+      : settings_(std::move(settings)),
+        read_text_file_(std::move(read_text_file)) {}
 
   std::string_view Name() const override { return "opensm"; }
 
   void Start(boost::asio::io_context& io) override {
     io_ = &io;
     if (!settings_.node_name_map.empty()) {
-      std::ifstream in(settings_.node_name_map);
-      std::stringstream text;
-      text << in.rdbuf();
-      if (in) {
-        names_ = ParseNodeNameMap(text.str());
+      auto text = read_text_file_(settings_.node_name_map, kMaxTextFileBytes);
+      if (text.ok()) {
+        names_ = ParseNodeNameMap(*text);
       } else {
         map_error_ = true;
       }
@@ -169,31 +166,28 @@ class OpensmCollector final : public Collector {
     if (listener_) listener_->Close();
   }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      if (!listener_) {
-        sink.Skip("opensm: events arrive only in the running daemon");
-        return false;
-      }
-      if (map_error_) sink.Skip("opensm: node_name_map unreadable");
-      for (int line : names_.bad_lines) {
-        sink.Skip("opensm: node_name_map line " + std::to_string(line));
-      }
-      std::string error;
-      if (listener_->Emit(sink, names_, settings_.switch_ports, &error)) {
-        return true;
-      }
-      sink.Skip("opensm: " + error);
-      // Try binding again on the io thread (e.g. the directory appeared).
-      boost::asio::post(*io_, [l = listener_] { l->Open(); });
-      return false;
-    } catch (...) {
+  bool Collect(MetricSink& sink) override {
+    if (!listener_) {
+      sink.Skip("opensm: events arrive only in the running daemon");
       return false;
     }
+    if (map_error_) sink.Skip("opensm: node_name_map unreadable");
+    for (int line : names_.bad_lines) {
+      sink.Skip("opensm: node_name_map line " + std::to_string(line));
+    }
+    std::string error;
+    if (listener_->Emit(sink, names_, settings_.switch_ports, &error)) {
+      return true;
+    }
+    sink.Skip("opensm: " + error);
+    // Try binding again on the io thread (e.g. the directory appeared).
+    boost::asio::post(*io_, [l = listener_] { l->Open(); });
+    return false;
   }
 
  private:
   const OpensmSettings settings_;
+  const TextFileReader read_text_file_;
   boost::asio::io_context* io_ = nullptr;
   std::shared_ptr<Listener> listener_;
   NodeNameMap names_;
@@ -202,9 +196,10 @@ class OpensmCollector final : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> MakeOpensmCollector(const CollectorEnv&,
+std::unique_ptr<Collector> MakeOpensmCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return std::make_unique<OpensmCollector>(SettingsAs<OpensmSettings>(config));
+  return std::make_unique<OpensmCollector>(SettingsAs<OpensmSettings>(config),
+                                           env.read_text_file);
 }
 
 CollectorSpec OpensmCollectorSpec() {

@@ -9,10 +9,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
-#include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "auth/key_file.h"
 #include "config/yaml_keys.h"
@@ -119,9 +117,11 @@ struct Core {
 
 class ProbeCollector final : public Collector {
  public:
-  ProbeCollector(ProbeSettings settings, std::chrono::microseconds interval)
+  ProbeCollector(ProbeSettings settings, std::chrono::microseconds interval,
+                 TextFileReader read_text_file)
       : settings_(settings),
         interval_(interval),
+        read_text_file_(std::move(read_text_file)),
         core_(std::make_shared<Core>(std::move(settings), interval)) {}
 
   std::string_view Name() const override { return "probe"; }
@@ -148,37 +148,32 @@ class ProbeCollector final : public Collector {
     core_->Close();
   }
 
-  bool Collect(MetricSink& sink) noexcept override {
-    try {
-      std::shared_ptr<Engine> engine;
-      std::string error;
-      {
-        std::lock_guard lock(core_->mu);
-        engine = core_->engine;
-        error = core_->open_error;
-      }
-      if (!engine) {
-        if (!core_->io) {
-          sink.Skip("probe: probes run only in the daemon");
-          return false;
-        }
-        sink.Skip("probe: " + error);
-        // Try again on the io thread (the key fixed, the port freed).
-        boost::asio::post(*core_->io, [core = core_] { core->Open(); });
+  bool Collect(MetricSink& sink) override {
+    std::shared_ptr<Engine> engine;
+    std::string error;
+    {
+      std::lock_guard lock(core_->mu);
+      engine = core_->engine;
+      error = core_->open_error;
+    }
+    if (!engine) {
+      if (!core_->io) {
+        sink.Skip("probe: probes run only in the daemon");
         return false;
       }
-      if (engine != applied_engine_) {
-        applied_engine_ = engine;
-        applied_.reset();
-      }
-      UpdatePeers(*engine, sink);
-      if (engine->Emit(sink, &error)) return true;
       sink.Skip("probe: " + error);
-      return false;
-    } catch (const std::exception& e) {
-      sink.Skip(std::string("probe: ") + e.what());
+      // Try again on the io thread (the key fixed, the port freed).
+      boost::asio::post(*core_->io, [core = core_] { core->Open(); });
       return false;
     }
+    if (engine != applied_engine_) {
+      applied_engine_ = engine;
+      applied_.reset();
+    }
+    UpdatePeers(*engine, sink);
+    if (engine->Emit(sink, &error)) return true;
+    sink.Skip("probe: " + error);
+    return false;
   }
 
  private:
@@ -246,14 +241,12 @@ class ProbeCollector final : public Collector {
   }
 
   bool ReadPeersFile(std::string* error) {
-    std::ifstream in(settings_.peers_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
+    auto text = read_text_file_(settings_.peers_file, kMaxTextFileBytes);
+    if (!text.ok()) {
       *error = "cannot read peers_file " + settings_.peers_file;
       return false;
     }
-    auto peers = probe::ParsePeersFile(text.str(), error);
+    auto peers = probe::ParsePeersFile(*text, error);
     if (!peers) {
       *error =
           settings_.peers_file + ": " + *error + " (keeping the previous list)";
@@ -267,6 +260,7 @@ class ProbeCollector final : public Collector {
 
   const ProbeSettings settings_;
   const std::chrono::microseconds interval_;
+  const TextFileReader read_text_file_;
   std::shared_ptr<Core> core_;
   std::shared_ptr<boost::asio::signal_set> signals_;
   std::shared_ptr<std::atomic<bool>> reread_ =
@@ -283,10 +277,10 @@ class ProbeCollector final : public Collector {
 
 }  // namespace
 
-std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv&,
+std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config) {
   return std::make_unique<ProbeCollector>(SettingsAs<ProbeSettings>(config),
-                                          config.interval);
+                                          config.interval, env.read_text_file);
 }
 
 CollectorSpec ProbeCollectorSpec() {

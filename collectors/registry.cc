@@ -33,6 +33,15 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
   return table;
 }
 
+const std::vector<CollectorKeys>& AllCollectorKeys() {
+  static const std::vector<CollectorKeys> table = [] {
+    std::vector<CollectorKeys> out;
+    for (const auto& spec : CollectorSpecs()) out.push_back(spec);
+    return out;
+  }();
+  return table;
+}
+
 std::vector<std::string> CollectorNames() {
   std::vector<std::string> names;
   for (const auto& spec : CollectorSpecs()) names.push_back(spec.name);

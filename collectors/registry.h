@@ -19,6 +19,10 @@ namespace fabric {
 // `--once` follow it).
 const std::vector<CollectorSpec>& CollectorSpecs();
 
+// Their config halves, in the same order: what ParseConfig and
+// LoadConfigFile (config/config.h) take.
+const std::vector<CollectorKeys>& AllCollectorKeys();
+
 // Their names, in the same order.
 std::vector<std::string> CollectorNames();
 

@@ -66,7 +66,7 @@ constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
 // starting from the spec's defaults. Keys that are neither generic nor the
 // collector's own are errors.
 CollectorConfig Generic(const YAML::Node& node, const std::string& path,
-                        const CollectorSpec& spec,
+                        const CollectorKeys& spec,
                         DeviceFilterOverride* devices) {
   CollectorConfig out;
   out.enabled = spec.enabled;
@@ -94,13 +94,13 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
   return out;
 }
 
-std::string KnownList(const std::vector<CollectorSpec>& specs) {
+std::string KnownList(const std::vector<CollectorKeys>& specs) {
   std::string out;
   for (const auto& s : specs) out += (out.empty() ? "" : ", ") + s.name;
   return out.empty() ? "none in this build" : out;
 }
 
-Config Parse(const YAML::Node& root, const std::vector<CollectorSpec>& specs) {
+Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
   Config config;
   // Collector mappings by name, read after the top level so the global
   // device lists are known whatever the order in the file.
@@ -188,7 +188,7 @@ CollectorConfig Config::Collector(std::string_view name) const {
 }
 
 std::optional<Config> ParseConfig(std::string_view yaml,
-                                  const std::vector<CollectorSpec>& specs,
+                                  const std::vector<CollectorKeys>& specs,
                                   std::string* error) {
   try {
     YAML::Node root = YAML::Load(std::string(yaml));
@@ -208,7 +208,7 @@ std::optional<Config> ParseConfig(std::string_view yaml,
 
 std::optional<Config> LoadConfigFile(const std::string& path,
                                      bool missing_is_default,
-                                     const std::vector<CollectorSpec>& specs,
+                                     const std::vector<CollectorKeys>& specs,
                                      std::string* error) {
   std::ifstream in(path);
   if (!in) {

@@ -1,13 +1,15 @@
-// Config: the typed daemon configuration, loaded from YAML (yaml-cpp). This
-// is the only place that catches yaml-cpp exceptions; everything else sees a
-// validated Config or an error message of the form
+// Config: the typed daemon configuration, loaded from YAML (yaml-cpp).
+// ParseConfig catches the exceptions of yaml-cpp and of every settings
+// parser it calls (config/yaml_keys.h); its callers see a validated Config
+// or an error message of the form
 //   config error: collectors.ib_port.interval (line 7): "fast" is not a
 //   duration
 // naming the key path and the 1-based line in the file.
 //
 // Unknown keys are errors (a typo must not silently run the defaults).
-// config/ names no collector: the generic keys of `collectors.<name>` are
-// parsed here, each collector's own keys by its CollectorSpec::parse.
+// config/ names no collector and includes nothing of collectors/: the
+// generic keys of `collectors.<name>` are parsed here, each collector's own
+// keys by its CollectorKeys::parse (config/collector_config.h).
 // See docs/configuration.md for the reference and config/fabricmon.yaml for
 // the commented example.
 //
@@ -22,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "config/collector_config.h"
 
 namespace fabric {
 
@@ -49,17 +51,18 @@ struct Config {
 };
 
 // Parses YAML text. `specs` are the collectors accepted under `collectors:`
-// (the daemon passes CollectorSpecs()); each parses its own keys. On failure
+// (the daemon passes AllCollectorKeys(), collectors/registry.h); each parses
+// its own keys. On failure
 // returns nullopt and sets *error to a "config error: ..." message.
 std::optional<Config> ParseConfig(std::string_view yaml,
-                                  const std::vector<CollectorSpec>& specs,
+                                  const std::vector<CollectorKeys>& specs,
                                   std::string* error);
 
 // Reads and parses `path`. A missing file is an error unless
 // `missing_is_default` is set, in which case the built-in defaults apply.
 std::optional<Config> LoadConfigFile(const std::string& path,
                                      bool missing_is_default,
-                                     const std::vector<CollectorSpec>& specs,
+                                     const std::vector<CollectorKeys>& specs,
                                      std::string* error);
 
 // Checks a listen address of the form HOST:PORT, ":PORT" or "[v6]:PORT".

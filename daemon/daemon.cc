@@ -203,7 +203,7 @@ class Daemon {
     spdlog::info("SIGHUP: reloading {}", options_.config_path);
     std::string error;
     auto config = LoadConfigFile(options_.config_path, !options_.config_given,
-                                 CollectorSpecs(), &error);
+                                 AllCollectorKeys(), &error);
     if (!config || !ApplyOptions(options_, *config, &error)) {
       spdlog::error("reload rejected, keeping the running config: {}", error);
       return;

@@ -71,7 +71,7 @@ int Main(int argc, char** argv) {
 
   std::string error;
   auto config = LoadConfigFile(options.config_path, !options.config_given,
-                               CollectorSpecs(), &error);
+                               AllCollectorKeys(), &error);
   if (!config || !ApplyOptions(options, *config, &error)) {
     spdlog::error("{}", error);
     return 1;

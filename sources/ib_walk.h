@@ -13,7 +13,9 @@
 #include <system_error>
 #include <vector>
 
-#include "collectors/collector.h"
+#include "core/device_filter.h"
+#include "core/metric_sink.h"
+#include "sources/sysfs.h"
 
 namespace fabric {
 

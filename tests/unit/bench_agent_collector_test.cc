@@ -26,7 +26,7 @@ namespace {
 
 TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   std::string error;
-  auto config = ParseConfig("", CollectorSpecs(), &error);
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   auto c = config->Collector("bench_agent");
   EXPECT_FALSE(c.enabled);
@@ -36,7 +36,7 @@ TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   config = ParseConfig(
       "collectors:\n  bench_agent:\n    enabled: true\n"
       "    listen_address: 10.0.0.1:20000\n    key_file: /etc/k\n",
-      CollectorSpecs(), &error);
+      AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const auto& s =
       SettingsAs<BenchAgentSettings>(config->Collector("bench_agent"));
@@ -44,12 +44,12 @@ TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   EXPECT_EQ(s.key_file, "/etc/k");
 
   EXPECT_FALSE(ParseConfig("collectors:\n  bench_agent:\n    enabled: true\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.bench_agent.key_file"), std::string::npos)
       << error;
   EXPECT_FALSE(
       ParseConfig("collectors:\n  bench_agent:\n    listen_address: nowhere\n",
-                  CollectorSpecs(), &error));
+                  AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.bench_agent.listen_address (line 3)"),
             std::string::npos)
       << error;

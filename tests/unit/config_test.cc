@@ -24,8 +24,8 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 
 // The registry rows named, in that order (a build with fewer collectors).
-std::vector<CollectorSpec> Specs(std::vector<std::string> names) {
-  std::vector<CollectorSpec> out;
+std::vector<CollectorKeys> Specs(std::vector<std::string> names) {
+  std::vector<CollectorKeys> out;
   for (const auto& name : names) {
     for (const auto& spec : CollectorSpecs()) {
       if (spec.name == name) out.push_back(spec);
@@ -34,7 +34,7 @@ std::vector<CollectorSpec> Specs(std::vector<std::string> names) {
   return out;
 }
 
-const std::vector<CollectorSpec> kKnown =
+const std::vector<CollectorKeys> kKnown =
     Specs({"ib_port", "hw_counters", "roce"});
 
 std::string ParseError(std::string_view yaml) {
@@ -116,13 +116,13 @@ TEST(ConfigTest, CongestionPollsFasterByDefault) {
                        Specs({"congestion"}), &error);
   ASSERT_TRUE(config) << error;
   EXPECT_EQ(config->Collector("congestion").interval, milliseconds(100));
-  auto defaults = ParseConfig("", CollectorSpecs(), &error);
+  auto defaults = ParseConfig("", AllCollectorKeys(), &error);
   EXPECT_EQ(defaults->Collector("congestion").interval, milliseconds(100));
   EXPECT_EQ(defaults->Collector("congestion").timeout, seconds(1));
 }
 
 TEST(ConfigTest, CongestionWindowAndTick) {
-  const std::vector<CollectorSpec> known = Specs({"congestion", "ib_port"});
+  const std::vector<CollectorKeys> known = Specs({"congestion", "ib_port"});
   std::string error;
   auto config = ParseConfig(
       "collectors:\n  congestion:\n    window: 30s\n"
@@ -358,9 +358,9 @@ TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
   // must give exactly the built-in defaults.
   std::string error;
   auto example = LoadConfigFile(testing::SourceDir() + "/config/fabricmon.yaml",
-                                false, CollectorSpecs(), &error);
+                                false, AllCollectorKeys(), &error);
   ASSERT_TRUE(example) << error;
-  auto parsed = ParseConfig("", CollectorSpecs(), &error);
+  auto parsed = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(parsed) << error;
   const Config& defaults = *parsed;
   EXPECT_EQ(example->listen_address, defaults.listen_address);

@@ -12,7 +12,7 @@ namespace {
 
 Config Parse(const std::string& yaml) {
   std::string error;
-  auto config = ParseConfig(yaml, CollectorSpecs(), &error);
+  auto config = ParseConfig(yaml, AllCollectorKeys(), &error);
   EXPECT_TRUE(config) << error;
   return config.value_or(Config{});
 }

@@ -205,7 +205,7 @@ TEST(DcbFileMetricsTest, ParsedDumpGivesPfcEnabledAndTrustSeries) {
   EXPECT_EQ(trust_dscp, 1);
 }
 
-std::vector<CollectorSpec> RoceSpec() {
+std::vector<CollectorKeys> RoceSpec() {
   for (const auto& spec : CollectorSpecs()) {
     if (spec.name == "roce") return {spec};
   }
@@ -255,7 +255,7 @@ TEST(DcbFileSettingsTest, RoceCollectorReadsTheSimulatorsDcbDump) {
   const std::string ethtool_dir = (root / "ethtool").string();
   env.ethtool = [ethtool_dir] { return MakeFileEthtoolSource(ethtool_dir); };
   env.ethtool_is_kernel = false;
-  auto collector = RoceSpec().at(0).make(env, config->Collector("roce"));
+  auto collector = MakeCollector("roce", env, config->Collector("roce"));
   ASSERT_TRUE(collector);
   MetricSink sink;
   EXPECT_TRUE(collector->Collect(sink));

@@ -165,7 +165,7 @@ TEST(OpensmTotals, SweepDurationTrapsAndDrops) {
 
 TEST(OpensmSettings, DefaultsKeysAndErrors) {
   std::string error;
-  auto config = ParseConfig("", CollectorSpecs(), &error);
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const CollectorConfig c = config->Collector("opensm");
   EXPECT_FALSE(c.enabled);
@@ -180,7 +180,7 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
       "    socket: /run/x/osm.sock\n"
       "    node_name_map: /etc/opensm/ib-node-name-map\n"
       "    switch_ports: false\n",
-      CollectorSpecs(), &error);
+      AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const auto& s = SettingsAs<OpensmSettings>(config->Collector("opensm"));
   EXPECT_EQ(s.socket, "/run/x/osm.sock");
@@ -188,11 +188,11 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
   EXPECT_FALSE(s.switch_ports);
 
   EXPECT_FALSE(ParseConfig("collectors:\n  opensm:\n    socket: osm.sock\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.opensm.socket (line 3)"), std::string::npos)
       << error;
   EXPECT_FALSE(ParseConfig("collectors:\n  opensm:\n    sockett: /x\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("sockett"), std::string::npos) << error;
 }
 

@@ -39,7 +39,7 @@ class ProbeCollectorTest : public ::testing::Test {
 
 TEST_F(ProbeCollectorTest, Defaults) {
   std::string error;
-  auto config = ParseConfig("", CollectorSpecs(), &error);
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   CollectorConfig c = config->Collector("probe");
   EXPECT_FALSE(c.enabled);
@@ -70,7 +70,7 @@ TEST_F(ProbeCollectorTest, EveryKey) {
           key_ +
           "\n"
           "    rate_limit: 500\n",
-      CollectorSpecs(), &error);
+      AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   CollectorConfig c = config->Collector("probe");
   EXPECT_TRUE(c.enabled);
@@ -88,7 +88,7 @@ TEST_F(ProbeCollectorTest, EveryKey) {
 TEST_F(ProbeCollectorTest, BadValuesNameKeyAndLine) {
   std::string error;
   auto bad = [&](const std::string& body) {
-    return !ParseConfig("collectors:\n  probe:\n" + body, CollectorSpecs(),
+    return !ParseConfig("collectors:\n  probe:\n" + body, AllCollectorKeys(),
                         &error);
   };
   EXPECT_TRUE(bad("    transport: tcp\n"));

@@ -300,7 +300,7 @@ TEST(SmCollector, FabricCollectorWithoutAnActivePort) {
 
 TEST(SmCollector, Settings) {
   std::string error;
-  auto config = ParseConfig("", CollectorSpecs(), &error);
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const CollectorConfig sm = config->Collector("sm");
   EXPECT_TRUE(sm.enabled);
@@ -311,7 +311,7 @@ TEST(SmCollector, Settings) {
   config = ParseConfig(
       "collectors:\n  sm:\n    mad_timeout: 250ms\n    mad_retries: 5\n"
       "    stall_after: 2m\n",
-      CollectorSpecs(), &error);
+      AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const SmSettings& s = SettingsAs<SmSettings>(config->Collector("sm"));
   EXPECT_EQ(s.mad.timeout, milliseconds(250));
@@ -319,11 +319,11 @@ TEST(SmCollector, Settings) {
   EXPECT_EQ(s.stall_after, std::chrono::minutes(2));
 
   EXPECT_FALSE(ParseConfig("collectors:\n  sm:\n    mad_retries: many\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.sm.mad_retries (line 3)"), std::string::npos)
       << error;
   EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    shard: 4/3\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.fabric.shard (line 3)"), std::string::npos)
       << error;
 }
@@ -337,7 +337,7 @@ TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
       "collectors:\n"
       "  sm: {mad_timeout: 40ms, mad_retries: 0}\n"
       "  fabric: {mad_timeout: 40ms, mad_retries: 0, max_outstanding: 8}\n",
-      CollectorSpecs(), &error);
+      AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const MadSettings want{milliseconds(40), 0};
   EXPECT_EQ(SettingsAs<SmSettings>(config->Collector("sm")).mad, want);
@@ -350,7 +350,7 @@ TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
     for (const std::string bad : {"1.5", "-1", "21", "2e1", "+2"}) {
       EXPECT_FALSE(ParseConfig(
           "collectors:\n  " + name + ":\n    mad_retries: " + bad + "\n",
-          CollectorSpecs(), &error))
+          AllCollectorKeys(), &error))
           << name << " " << bad;
       EXPECT_NE(error.find("collectors." + name + ".mad_retries (line 3): \"" +
                            bad + "\" is not a retry count"),
@@ -359,7 +359,7 @@ TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
     }
   }
   EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    max_outstanding: 0\n",
-                           CollectorSpecs(), &error));
+                           AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.fabric.max_outstanding (line 3)"),
             std::string::npos)
       << error;

@@ -1,0 +1,13 @@
+#include "config/collector_config.h"
+
+namespace fabric {
+
+bool CollectorConfig::operator==(const CollectorConfig& o) const {
+  const bool same_settings =
+      settings == o.settings ||
+      (settings && o.settings && settings->Equals(*o.settings));
+  return enabled == o.enabled && interval == o.interval &&
+         timeout == o.timeout && devices == o.devices && same_settings;
+}
+
+}  // namespace fabric

@@ -1,0 +1,94 @@
+// The config half of a collector: its effective settings (CollectorConfig,
+// with the collector's own part behind CollectorSettings) and what the
+// config parser needs to know of it (CollectorKeys: name, defaults of the
+// generic keys, its own keys and their parser). config/ reaches every
+// collector's settings through these, without including collectors/;
+// collectors/collector.h adds the Collector interface and the factory
+// (CollectorSpec = CollectorKeys + make).
+//
+// Thread-safety: plain values; CollectorSettings are immutable once parsed
+// and shared between reloads by shared_ptr<const>.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device_filter.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace fabric {
+
+// A collector's own settings (the keys under `collectors.<name>` besides the
+// generic ones). Opaque to config/ and daemon/: they only compare them, to
+// tell whether a reload changed the collector. Collectors derive from
+// SettingsOf<T> with a plain struct T and read it back with SettingsAs<T>.
+class CollectorSettings {
+ public:
+  virtual ~CollectorSettings() = default;
+  virtual bool Equals(const CollectorSettings& other) const = 0;
+};
+
+template <typename T>
+class SettingsOf final : public CollectorSettings {
+ public:
+  explicit SettingsOf(T v) : value(std::move(v)) {}
+  bool Equals(const CollectorSettings& other) const override {
+    auto* o = dynamic_cast<const SettingsOf*>(&other);
+    return o && o->value == value;
+  }
+  T value;
+};
+
+// The effective settings of one collector: the generic keys, which mean the
+// same for every collector (docs/configuration.md), and its own.
+struct CollectorConfig {
+  bool enabled = true;
+  // How often a collection runs.
+  std::chrono::microseconds interval = std::chrono::seconds(1);
+  // The deadline of one collection. A collector needing another timeout
+  // (per MAD, per probe) gives it a name of its own.
+  std::chrono::microseconds timeout = std::chrono::seconds(5);
+  // The global `devices` lists, each replaced by the collector's
+  // `devices.include`/`.exclude` when written.
+  DeviceFilter devices;
+  // Null = the collector's defaults.
+  std::shared_ptr<const CollectorSettings> settings;
+
+  bool operator==(const CollectorConfig& o) const;
+};
+
+// The collector's own settings of type T, or T's defaults when none.
+template <typename T>
+const T& SettingsAs(const CollectorConfig& config) {
+  static const T defaults{};
+  auto* s = dynamic_cast<const SettingsOf<T>*>(config.settings.get());
+  return s ? s->value : defaults;
+}
+
+// What the config parser knows of one collector.
+struct CollectorKeys {
+  std::string name;
+  // Defaults of the generic keys.
+  bool enabled = true;
+  std::chrono::microseconds interval = std::chrono::seconds(1);
+  std::chrono::microseconds timeout = std::chrono::seconds(5);
+  // The collector's own keys, accepted under `collectors.<name>`.
+  std::vector<std::string> keys;
+  // Reads the collector's own keys from its mapping `node` (null when the
+  // file does not mention the collector; then the defaults) at key path
+  // `path` ("collectors.<name>"), given the effective generic settings for
+  // cross-checks. Fails with config/yaml_keys.h's Fail (key and line). Null
+  // when `keys` is empty.
+  std::function<std::shared_ptr<const CollectorSettings>(
+      const YAML::Node& node, const std::string& path,
+      const CollectorConfig& generic)>
+      parse;
+};
+
+}  // namespace fabric
