@@ -6,22 +6,11 @@
 #include <map>
 
 #include "benchtool/host_counters.h"
+#include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
 
 namespace fabric::bench {
 namespace {
-
-class FakeEthtool final : public EthtoolSource {
- public:
-  std::map<std::string, EthtoolResult> results;
-  std::vector<std::string> calls;
-  EthtoolResult Stats(const std::string& netdev) override {
-    calls.push_back(netdev);
-    auto it = results.find(netdev);
-    if (it != results.end()) return it->second;
-    return std::errc::no_such_device;
-  }
-};
 
 std::map<std::string, std::uint64_t> Read(const CounterSource& source) {
   auto reading = source();
@@ -40,7 +29,7 @@ TEST(HostCounters, SumsSysfsCountersAndPausesOfEachNetdevOnce) {
     sysfs->File(roce + port + "/hw_counters/rp_cnp_handled", "3\n");
     sysfs->File(roce + port + "/gid_attrs/ndevs/0", "bond0\n");
   }
-  auto ethtool = std::make_shared<FakeEthtool>();
+  auto ethtool = std::make_shared<testing::FakeEthtool>();
   EthtoolStats stats;
   stats.names = {"rx_prio3_pause",    "tx_prio3_pause",
                  "rx_prio0_pause",    "rx_prio3_pause_duration",
@@ -56,19 +45,20 @@ TEST(HostCounters, SumsSysfsCountersAndPausesOfEachNetdevOnce) {
   // global pause counter), and bond0 once although two ports show it.
   EXPECT_EQ(counters["pfc_pause_rx"], 11u);
   EXPECT_EQ(counters["pfc_pause_tx"], 4u);
-  EXPECT_EQ(ethtool->calls, (std::vector<std::string>{"bond0"}));
+  EXPECT_EQ(*ethtool->calls, (std::vector<std::string>{"bond0"}));
 }
 
 TEST(HostCounters, WhatNoPortProvidesIsAbsent) {
   auto sysfs = std::make_shared<testing::FakeSysfs>();
   sysfs->File("class/infiniband/mlx5_0/ports/1/counters/port_xmit_wait",
               "not a number\n");
-  auto ethtool = std::make_shared<FakeEthtool>();  // every netdev: ENODEV
+  auto ethtool =
+      std::make_shared<testing::FakeEthtool>();  // every netdev: ENODEV
   EXPECT_TRUE(Read(HostCounterSource(sysfs, ethtool)).empty());
   EXPECT_TRUE(Read(HostCounterSource(sysfs, nullptr)).empty());
   sysfs->File("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0", "eth9\n");
   EXPECT_TRUE(Read(HostCounterSource(sysfs, ethtool)).empty());
-  EXPECT_EQ(ethtool->calls, (std::vector<std::string>{"eth9"}));
+  EXPECT_EQ(*ethtool->calls, (std::vector<std::string>{"eth9"}));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "collectors/registry.h"
 #include "core/metric_sink.h"
 #include "sources/sysfs_parse.h"
+#include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
@@ -507,25 +508,6 @@ TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
   EXPECT_EQ(sink.skipped(), 0u);
 }
 
-// Scripted ethtool statistics per netdev; counts calls.
-class FakeEthtool final : public EthtoolSource {
- public:
-  std::map<std::string, std::map<std::string, std::uint64_t>> stats;
-  std::map<std::string, int> calls;
-  EthtoolResult Stats(const std::string& netdev) override {
-    ++calls[netdev];
-    auto it = stats.find(netdev);
-    if (it == stats.end()) return std::errc::no_such_device;
-    EthtoolStats r;
-    r.driver = "mlx5_core";
-    for (const auto& [n, v] : it->second) {
-      r.names.push_back(n);
-      r.values.push_back(v);
-    }
-    return r;
-  }
-};
-
 std::optional<double> PfcPeak(const std::vector<prometheus::MetricFamily>& fams,
                               const std::string& prio,
                               const std::string& direction) {
@@ -551,11 +533,11 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
   fs->File("class/net/bond0/operstate", "up\n");
   SetPort(*fs, "mlx5_bond_0", "1", "counters/port_xmit_wait", 0);
-  auto ethtool = std::make_unique<FakeEthtool>();
-  FakeEthtool* eth = ethtool.get();
-  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 0},
-                         {"tx_prio3_pause_duration", 0},
-                         {"rx_prio3_pause", 0}};
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
+  testing::FakeEthtool* eth = ethtool.get();
+  eth->Set("bond0", {{"rx_prio3_pause_duration", 0},
+                     {"tx_prio3_pause_duration", 0},
+                     {"rx_prio3_pause", 0}});
   CollectorEnv env;
   env.sysfs = fs;
   options.window_seconds = 10;
@@ -569,7 +551,7 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   collect();  // baseline
   // 200 ms poll in which priority 3 was paused (rx) for 150 ms.
   now += 0.2;
-  eth->stats["bond0"]["rx_prio3_pause_duration"] = 150'000;
+  eth->SetCounter("bond0", "rx_prio3_pause_duration", 150'000);
   auto fams = collect();
   EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.75, 1e-9);
   EXPECT_NEAR(*PfcPeak(fams, "3", "tx"), 0.0, 1e-9);
@@ -582,11 +564,11 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
   // A counter reset is skipped, not a negative or huge ratio.
   now += 0.2;
-  eth->stats["bond0"]["rx_prio3_pause_duration"] = 10;
+  eth->SetCounter("bond0", "rx_prio3_pause_duration", 10);
   fams = collect();
   EXPECT_NEAR(*PfcPeak(fams, "3", "rx"), 0.0, 1e-9);
   // One ethtool read per poll; discovery did not run again.
-  EXPECT_EQ(eth->calls["bond0"], 63);
+  EXPECT_EQ(eth->CallsFor("bond0"), 63);
   EXPECT_EQ(fs->Reads(port + "link_layer"), 1);
 }
 
@@ -595,24 +577,24 @@ TEST_F(CongestionCollectorTest, PfcNetdevGoneIsSkippedAndRebaselined) {
   fs->File(port + "link_layer", "Ethernet\n");
   fs->File(port + "gid_attrs/ndevs/0", "bond0\n");
   fs->File("class/net/bond0/operstate", "up\n");
-  auto ethtool = std::make_unique<FakeEthtool>();
-  FakeEthtool* eth = ethtool.get();
-  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'000'000}};
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
+  testing::FakeEthtool* eth = ethtool.get();
+  eth->Set("bond0", {{"rx_prio3_pause_duration", 1'000'000}});
   CollectorEnv env;
   env.sysfs = fs;
   CongestionCollector c(
       env, options, [this] { return now; }, std::move(ethtool));
   MetricSink sink;
   c.Collect(sink);
-  eth->stats.erase("bond0");  // ENODEV
+  eth->results.erase("bond0");  // ENODEV
   now += 0.2;
   c.Collect(sink);
   EXPECT_GE(sink.skipped(), 1u);
-  eth->stats["bond0"] = {{"rx_prio3_pause_duration", 1'100'000}};
+  eth->Set("bond0", {{"rx_prio3_pause_duration", 1'100'000}});
   now += 0.2;
   c.Collect(sink);  // new baseline after the failed read
   sink.Take();
-  eth->stats["bond0"]["rx_prio3_pause_duration"] = 1'120'000;
+  eth->SetCounter("bond0", "rx_prio3_pause_duration", 1'120'000);
   now += 0.2;
   c.Collect(sink);
   EXPECT_NEAR(*PfcPeak(sink.Take(), "3", "rx"), 0.1, 1e-9);

@@ -7,39 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <map>
+#include <string>
+#include <vector>
 
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
 namespace {
-
-// Directories are listed from `dirs`; `errors` fails a listing with an
-// errno; anything else is absent. No file reads: the walk lists only.
-class ListingFake final : public Sysfs {
- public:
-  ReadResult Read(const std::string&) const override {
-    return std::errc::no_such_file_or_directory;
-  }
-  std::optional<std::vector<std::string>> List(
-      const std::string& path, std::error_code* error) const override {
-    if (auto e = errors.find(path); e != errors.end()) {
-      if (error) *error = {e->second, std::system_category()};
-      return std::nullopt;
-    }
-    if (auto d = dirs.find(path); d != dirs.end()) return d->second;
-    if (error)
-      *error = std::make_error_code(std::errc::no_such_file_or_directory);
-    return std::nullopt;
-  }
-  std::string ReadLink(const std::string&) const override { return {}; }
-  bool IsDirectory(const std::string& path) const override {
-    return dirs.count(path) > 0;
-  }
-
-  std::map<std::string, std::vector<std::string>> dirs;
-  std::map<std::string, int> errors;
-};
 
 // "device:port,port;device:..." for compact comparisons.
 std::string Show(const IbPortList& walk) {
@@ -62,19 +37,24 @@ IbPortList Walk(const Sysfs& fs, const DeviceFilter& filter,
   return ListIbPorts(*reader, filter, skips);
 }
 
-ListingFake TwoDevices() {
-  ListingFake fs;
-  fs.dirs["class/infiniband"] = {"mlx5_0", "mlx5_1", "mlx5_bond_0"};
-  // Sorted as a directory listing is, so 10 before 2; "power" is not a
-  // port (old kernels had such entries next to the port numbers).
-  fs.dirs["class/infiniband/mlx5_0/ports"] = {"1", "10", "2", "9", "power"};
-  fs.dirs["class/infiniband/mlx5_1/ports"] = {"1"};
-  fs.dirs["class/infiniband/mlx5_bond_0/ports"] = {"1"};
-  return fs;
+// Directories `<dir>/<name>` for each name.
+void Dirs(testing::FakeSysfs& fs, const std::string& dir,
+          const std::vector<std::string>& names) {
+  for (const auto& name : names) fs.Dir(dir + "/" + name);
+}
+
+// The walk lists only: directories, no files.
+void TwoDevices(testing::FakeSysfs& fs) {
+  // Listed sorted as a directory listing is, so 10 before 2; "power" is
+  // not a port (old kernels had such entries next to the port numbers).
+  Dirs(fs, "class/infiniband/mlx5_0/ports", {"1", "10", "2", "9", "power"});
+  Dirs(fs, "class/infiniband/mlx5_1/ports", {"1"});
+  Dirs(fs, "class/infiniband/mlx5_bond_0/ports", {"1"});
 }
 
 TEST(IbWalkTest, NumericPortsInNumericOrderOfAllowedDevices) {
-  ListingFake fs = TwoDevices();
+  testing::FakeSysfs fs;
+  TwoDevices(fs);
   MetricSink sink;
   IbPortList walk = Walk(fs, {}, &sink);
   EXPECT_TRUE(walk.ok);
@@ -89,8 +69,12 @@ TEST(IbWalkTest, NumericPortsInNumericOrderOfAllowedDevices) {
 }
 
 TEST(IbWalkTest, DeviceWhosePortsVanishedIsLeftOut) {
-  ListingFake fs = TwoDevices();
-  fs.dirs.erase("class/infiniband/mlx5_1/ports");  // gone after the listing
+  testing::FakeSysfs fs;
+  TwoDevices(fs);
+  // Still listed in class/infiniband, its ports/ gone (removed between the
+  // two listings).
+  fs.Dir("class/infiniband/mlx5_1");
+  fs.Remove("class/infiniband/mlx5_1/ports");
   MetricSink sink;
   IbPortList walk = Walk(fs, {}, &sink);
   EXPECT_TRUE(walk.ok);  // a race, not a failed collection
@@ -104,8 +88,8 @@ TEST(IbWalkTest, DeviceWhosePortsVanishedIsLeftOut) {
 
 TEST(IbWalkTest, AbsentClassDirectoryIsNoRdmaStack) {
   for (int absent : {ENOENT, ENOTDIR}) {
-    ListingFake fs;
-    fs.errors["class/infiniband"] = absent;
+    testing::FakeSysfs fs;
+    fs.Fail("class/infiniband", absent);
     MetricSink sink;
     IbPortList walk = Walk(fs, {}, &sink);
     EXPECT_TRUE(walk.ok) << absent;
@@ -116,8 +100,9 @@ TEST(IbWalkTest, AbsentClassDirectoryIsNoRdmaStack) {
 }
 
 TEST(IbWalkTest, UnlistableClassDirectoryFails) {
-  ListingFake fs = TwoDevices();
-  fs.errors["class/infiniband"] = EACCES;
+  testing::FakeSysfs fs;
+  TwoDevices(fs);
+  fs.Fail("class/infiniband", EACCES);
   MetricSink sink;
   IbPortList walk = Walk(fs, {}, &sink);
   EXPECT_FALSE(walk.ok);
@@ -133,7 +118,8 @@ TEST(IbWalkTest, UnlistableClassDirectoryFails) {
 }
 
 TEST(IbWalkTest, DeviceListingClearsTheErrorOnSuccess) {
-  ListingFake fs = TwoDevices();
+  testing::FakeSysfs fs;
+  TwoDevices(fs);
   auto reader = fs.NewReader();
   reader->Begin();
   IbDeviceList list = ListIbDevices(*reader, DeviceFilter{{}, {"mlx5_0"}});
@@ -143,7 +129,8 @@ TEST(IbWalkTest, DeviceListingClearsTheErrorOnSuccess) {
 }
 
 TEST(IbWalkTest, ReusedResultMatchesAFreshWalk) {
-  ListingFake fs = TwoDevices();
+  testing::FakeSysfs fs;
+  TwoDevices(fs);
   IbPortList kept;
   auto reader = fs.NewReader();
   auto step = [&] {
@@ -157,16 +144,17 @@ TEST(IbWalkTest, ReusedResultMatchesAFreshWalk) {
   step();
   // Devices go, come back renamed, lose ports; the class directory breaks
   // and recovers.
-  fs.dirs["class/infiniband"] = {"mlx5_1", "mlx5_7"};
-  fs.dirs["class/infiniband/mlx5_7/ports"] = {"2", "1"};
+  fs.Remove("class/infiniband/mlx5_0");
+  fs.Remove("class/infiniband/mlx5_bond_0");
+  Dirs(fs, "class/infiniband/mlx5_7/ports", {"2", "1"});
   step();
   EXPECT_EQ(Show(kept), "mlx5_1:1;mlx5_7:1,2");
-  fs.errors["class/infiniband"] = EIO;
+  fs.Fail("class/infiniband", EIO);
   step();
   EXPECT_FALSE(kept.ok);
   EXPECT_TRUE(kept.devices.empty());
-  fs.errors.clear();
-  fs.dirs["class/infiniband"] = {"mlx5_0", "mlx5_1", "mlx5_bond_0"};
+  fs.Remove("class/infiniband");
+  TwoDevices(fs);
   step();
   EXPECT_EQ(Show(kept), "mlx5_0:1,2,9,10;mlx5_1:1;mlx5_bond_0:1");
 }

@@ -10,48 +10,13 @@
 
 #include "sources/mad/codec.h"
 #include "sources/mad/live_ports.h"
+#include "tests/support/fake_mad_transport.h"
 
 namespace fabric::mad {
 namespace {
 
-struct PortState {
-  int state = 2;  // INIT: link up, no SM yet
-  int phys_state = 5;
-  std::uint16_t lid = 0;
-  std::uint16_t sm_lid = 0;
-  bool answers = true;
-  int portinfo_asks = 0;
-};
-
-// The local SMA of one port: answers PortInfo Gets from `state`.
-class FakePort : public MadTransport {
- public:
-  explicit FakePort(std::shared_ptr<PortState> s) : s_(std::move(s)) {}
-
- protected:
-  bool Post(std::uint16_t, const Mad& mad, std::chrono::milliseconds) override {
-    ++s_->portinfo_asks;
-    if (!s_->answers) return true;  // sent; nobody answers
-    Mad r = mad;
-    std::uint8_t* b = r.data();
-    mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
-    std::uint8_t* d = b + IB_SMP_DATA_OFFS;
-    mad_set_field(d, 0, IB_PORT_STATE_F, s_->state);
-    mad_set_field(d, 0, IB_PORT_PHYS_STATE_F, s_->phys_state);
-    mad_set_field(d, 0, IB_PORT_LID_F, s_->lid);
-    mad_set_field(d, 0, IB_PORT_SMLID_F, s_->sm_lid);
-    answers_.push_back(r);
-    return true;
-  }
-  void Poll(std::chrono::microseconds, std::vector<Answer>* out) override {
-    for (const Mad& m : answers_) out->push_back(Answer::Of(m));
-    answers_.clear();
-  }
-
- private:
-  std::shared_ptr<PortState> s_;
-  std::vector<Mad> answers_;
-};
+using testing::FakeMadTransport;
+using testing::FakePortState;
 
 LocalPort View(const std::string& ca, int port, int state, int phys,
                const std::string& link_layer = "IB") {
@@ -72,7 +37,7 @@ MadOptions Fast() {
 }
 
 struct Rig {
-  std::map<std::pair<std::string, int>, std::shared_ptr<PortState>> ports;
+  std::map<std::pair<std::string, int>, std::shared_ptr<FakePortState>> ports;
   std::vector<std::string> opened;
   PortOpener opener() {
     return [this](const std::string& ca,
@@ -80,14 +45,14 @@ struct Rig {
       opened.push_back(ca + "/" + std::to_string(port));
       auto it = ports.find({ca, port});
       if (it == ports.end()) return nullptr;  // e.g. no permission
-      return std::make_unique<FakePort>(it->second);
+      return std::make_unique<FakeMadTransport>(it->second);
     };
   }
 };
 
 TEST(LivePorts, APortTheSmBringsUpLaterIsUsedThoughTheViewStaysInit) {
   Rig rig;
-  auto s = std::make_shared<PortState>();
+  auto s = std::make_shared<FakePortState>();
   rig.ports[{"ibsim0", 1}] = s;
   // libibumad's copy, as umad2sim froze it before the SM ran.
   const std::vector<LocalPort> view = {View("ibsim0", 1, 2, 5)};
@@ -148,7 +113,7 @@ TEST(LivePorts, AnUnopenablePortIsReported) {
 
 TEST(LivePorts, SilentPortFallsBackToTheView) {
   Rig rig;
-  auto s = std::make_shared<PortState>();
+  auto s = std::make_shared<FakePortState>();
   s->answers = false;
   rig.ports[{"mlx5_0", 1}] = s;
   LocalPort v = View("mlx5_0", 1, 4, 5, "InfiniBand");
@@ -166,8 +131,8 @@ TEST(LivePorts, CaAndPortSelectOne) {
   for (auto key : {std::pair<std::string, int>{"mlx5_0", 1},
                    {"mlx5_0", 2},
                    {"mlx5_1", 1}}) {
-    rig.ports[key] = std::make_shared<PortState>(
-        PortState{.state = 4, .lid = static_cast<std::uint16_t>(key.second)});
+    rig.ports[key] = std::make_shared<FakePortState>(FakePortState{
+        .state = 4, .lid = static_cast<std::uint16_t>(key.second)});
   }
   const std::vector<LocalPort> view = {View("mlx5_0", 1, 4, 5),
                                        View("mlx5_0", 2, 4, 5),

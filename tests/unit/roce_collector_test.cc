@@ -16,6 +16,8 @@
 
 #include "collectors/roce.h"
 #include "tests/support/ci.h"
+#include "tests/support/fake_dcb.h"
+#include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
@@ -60,35 +62,6 @@ std::size_t Count(const Families& fams, const std::string& name) {
   }
   return 0;
 }
-
-class FakeEthtool final : public EthtoolSource {
- public:
-  // What a netdev without a result fails with.
-  std::errc missing = std::errc::no_such_device;
-  std::map<std::string, EthtoolResult> results;
-  // Shared so a test can look at it after the collector (owner) is gone.
-  std::shared_ptr<std::vector<std::string>> calls =
-      std::make_shared<std::vector<std::string>>();
-  EthtoolResult Stats(const std::string& netdev) override {
-    calls->push_back(netdev);
-    auto it = results.find(netdev);
-    if (it != results.end()) return it->second;
-    return missing;
-  }
-};
-
-class FakeDcb final : public DcbSource {
- public:
-  std::map<std::string, DcbResult> results;
-  std::shared_ptr<std::vector<std::string>> calls =
-      std::make_shared<std::vector<std::string>>();
-  DcbResult Ieee(const std::string& netdev) override {
-    calls->push_back(netdev);
-    auto it = results.find(netdev);
-    if (it != results.end()) return it->second;
-    return std::errc::operation_not_supported;
-  }
-};
 
 EthtoolResult FromFixture(const std::string& relative, std::string driver) {
   EthtoolText t = ParseEthtoolText(ReadFile(testing::Fixture(relative)));
@@ -177,7 +150,7 @@ Collected RunRoce(std::shared_ptr<const Sysfs> fs, RoceOptions options,
 // The RoceHost tree read through fake ethtool/DCB sources with data on
 // every kind of metric.
 Collected FullHost() {
-  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
   ethtool->results.insert_or_assign(
       "ens1f0np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
   ethtool->results.insert_or_assign(
@@ -188,7 +161,7 @@ Collected FullHost() {
   ethtool->results.insert_or_assign("ens3np0",
                                     EthtoolStats{.driver = "mlx5_core"});
   // ens2f0np0 is missing: ENODEV, counted as a skip.
-  auto dcb = std::make_unique<FakeDcb>();
+  auto dcb = std::make_unique<testing::FakeDcb>();
   DcbIeee d;
   d.pfc = DcbPfc{};
   d.pfc->cap = 8;
@@ -314,7 +287,7 @@ TEST(RoceCollectorTest, AbsentSourcesGiveAbsentMetrics) {
 }
 
 TEST(RoceCollectorTest, AllEthtoolReadsFailingIsAFailedCollection) {
-  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
   ethtool->missing = std::errc::permission_denied;  // every netdev
   Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), nullptr);
   EXPECT_FALSE(c.ok);
@@ -322,14 +295,15 @@ TEST(RoceCollectorTest, AllEthtoolReadsFailingIsAFailedCollection) {
 }
 
 TEST(RoceCollectorTest, VanishedNetdevsAreSkipsNotFailure) {
-  auto ethtool = std::make_unique<FakeEthtool>();  // every netdev: ENODEV
+  auto ethtool =
+      std::make_unique<testing::FakeEthtool>();  // every netdev: ENODEV
   Collected c = RunRoce(RoceHost(), {}, std::move(ethtool), nullptr);
   EXPECT_TRUE(c.ok);
   EXPECT_EQ(c.skipped, 5u + 1u);
 }
 
 TEST(RoceCollectorTest, ExtraNetdevsAreReadWithEmptyDeviceLabels) {
-  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
   ethtool->results.insert_or_assign(
       "eth9", EthtoolStats{"virtio_net", {"rx_prio3_pause"}, {5}, ""});
   ethtool->results.insert_or_assign("ens1f0np0",
@@ -356,7 +330,7 @@ TEST(RoceCollectorTest, SameNamedInterfaceWithAnotherAddressIsNotRead) {
   auto fs = RoceHost();
   fs->File("class/net/ens1f0np0/address", "0c:42:a1:00:00:01\n");
   fs->File("class/net/ens3np0/address", "0c:42:a1:00:00:03\n");
-  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
   // The kernel's ens1f0np0 is another interface than the tree's.
   ethtool->results.insert_or_assign(
       "ens1f0np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
@@ -364,7 +338,7 @@ TEST(RoceCollectorTest, SameNamedInterfaceWithAnotherAddressIsNotRead) {
   ethtool->results.insert_or_assign(
       "ens3np0", FromFixture("ethtool/mlx5-pfc-prio3.txt", "mlx5_core"));
   ethtool->results.at("ens3np0")->hw_address = "0c:42:a1:00:00:03";
-  auto dcb = std::make_unique<FakeDcb>();
+  auto dcb = std::make_unique<testing::FakeDcb>();
   auto dcb_calls = dcb->calls;
   Collected c = RunRoce(fs, {}, std::move(ethtool), std::move(dcb));
   EXPECT_FALSE(
@@ -419,7 +393,7 @@ TEST(RoceCollectorTest, RecordedH100TreeHasNoNetdevsToRead) {
   std::shared_ptr<const Sysfs> fs =
       MakeRealSysfs(testing::Fixture("real/sysfs-gpud-h100"));
   EXPECT_TRUE(DiscoverRoceNetdevs(*fs, {}).empty());
-  auto ethtool = std::make_unique<FakeEthtool>();
+  auto ethtool = std::make_unique<testing::FakeEthtool>();
   Collected c = RunRoce(fs, {}, std::move(ethtool), nullptr);
   EXPECT_TRUE(c.ok);
   EXPECT_TRUE(c.families.empty());

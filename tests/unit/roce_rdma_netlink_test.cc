@@ -16,6 +16,7 @@
 #include <random>
 
 #include "collectors/roce.h"
+#include "tests/support/fake_rdma_stats.h"
 #include "tests/support/fake_sysfs.h"
 
 namespace fabric {
@@ -232,18 +233,6 @@ TEST(RoceRdmaNetlinkTest, ParsesNodeGuid) {
   EXPECT_FALSE(ParseNodeGuid(""));
 }
 
-class FakeRdma final : public RdmaStatSource {
- public:
-  RdmaStatResult PortCounters(const std::string& device, std::uint64_t guid,
-                              std::uint32_t port) override {
-    if (device != "mlx5_0" || guid != 0x0002c90300001a2cu || port != 1) {
-      return std::errc::no_such_device;
-    }
-    return std::vector<RdmaCounter>{
-        {"out_of_sequence", 4}, {"cc_rx_ce_pkts", 77}, {"cc_tx_cnp_pkts", 12}};
-  }
-};
-
 TEST(RoceRdmaNetlinkTest, CollectorExportsOnlyCountersSysfsHides) {
   auto fs = std::make_shared<testing::FakeSysfs>();
   fs->File("class/infiniband/mlx5_0/node_guid", "0002:c903:0000:1a2c\n");
@@ -255,10 +244,15 @@ TEST(RoceRdmaNetlinkTest, CollectorExportsOnlyCountersSysfsHides) {
   fs->File("class/infiniband/mlx5_9/ports/1/link_layer", "Ethernet\n");
   // No node_guid at all: not queried.
   fs->File("class/infiniband/mlx5_8/ports/1/link_layer", "Ethernet\n");
+  auto rdma = std::make_unique<testing::FakeRdmaStats>();
+  rdma->results.insert_or_assign(
+      {"mlx5_0", 0x0002c90300001a2cu, 1},
+      std::vector<RdmaCounter>{{"out_of_sequence", 4},
+                               {"cc_rx_ce_pkts", 77},
+                               {"cc_tx_cnp_pkts", 12}});
   CollectorEnv env;
   env.sysfs = fs;
-  auto c = MakeRoceCollector(env, {}, nullptr, nullptr,
-                             std::make_unique<FakeRdma>());
+  auto c = MakeRoceCollector(env, {}, nullptr, nullptr, std::move(rdma));
   MetricSink sink;
   EXPECT_TRUE(c->Collect(sink));
   EXPECT_EQ(sink.skipped(), 0u);

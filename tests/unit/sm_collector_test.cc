@@ -2,9 +2,8 @@
 // sm-failover) through the simulator's MadTransport, with an injected
 // local-port list and clock; its settings through ParseConfig.
 #include <gtest/gtest.h>
-#include <iba/ib_types.h>
 
-#include <cstring>
+#include <memory>
 
 #include "collectors/fabric.h"
 #include "collectors/registry.h"
@@ -14,6 +13,7 @@
 #include "simulator/model.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/sm_directory.h"
+#include "tests/support/fake_mad_transport.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {
@@ -145,52 +145,6 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   mad::ClearSmLids();
 }
 
-// The local port's SMA: answers the zero-hop directed-route PortInfo from
-// `state` (what the port says now) and every LID-routed MAD from the
-// simulated cluster.
-struct LocalPortState {
-  int state = 2;  // INIT: link up, no SM yet
-  std::uint16_t lid = 0, sm_lid = 0;
-};
-class LocalSmaTransport : public MadTransport {
- public:
-  LocalSmaTransport(const sim::Cluster& c, const LocalPortState& s)
-      : cluster_(c), state_(s) {}
-
- protected:
-  bool Post(std::uint16_t dlid, const Mad& mad,
-            std::chrono::milliseconds) override {
-    if (mad[1] != kMadClassSmiDirected) {
-      if (auto r = sim::AnswerMad(cluster_, dlid, mad); r.ok()) {
-        answers_.push_back(*r);
-      }
-      return true;
-    }
-    Mad r = mad;
-    auto* smp = reinterpret_cast<ib_smp_t*>(r.data());
-    smp->method = IB_MAD_METHOD_GET_RESP;
-    smp->status = CL_HTON16(0x8000);  // D bit: returning
-    ib_port_info_t pi{};
-    pi.base_lid = cl_hton16(state_.lid);
-    pi.master_sm_base_lid = cl_hton16(state_.sm_lid);
-    pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | state_.state);
-    pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
-    std::memset(smp->data, 0, sizeof(smp->data));
-    std::memcpy(smp->data, &pi, sizeof(pi));
-    answers_.push_back(r);
-    return true;
-  }
-  void Poll(std::chrono::microseconds, std::vector<Answer>* out) override {
-    for (const Mad& m : answers_) out->push_back(Answer::Of(m));
-    answers_.clear();
-  }
-
- private:
-  const sim::Cluster& cluster_;
-  const LocalPortState& state_;
-  std::vector<Mad> answers_;
-};
-
 // A daemon started before the SM: libibumad's view of its port says INIT
 // for good (umad2sim freezes it at the first libibumad call), so the
 // port's own PortInfo decides, at every collection: nothing (and success)
@@ -198,9 +152,13 @@ class LocalSmaTransport : public MadTransport {
 TEST(SmCollector, FollowsThePortsOwnPortInfoNotAStaleView) {
   SmRig rig(sim::Scenario::kSmHung, seconds(60));
   rig.Advance(milliseconds(500));
-  LocalPortState port;
+  // The local port's SMA; every LID-routed MAD goes to the cluster.
+  auto port = std::make_shared<testing::FakePortState>();
   rig.env.mad = [&](const std::string&, int) {
-    return std::make_unique<LocalSmaTransport>(rig.cluster, port);
+    return std::make_unique<testing::FakeMadTransport>(
+        port, [&](std::uint16_t dlid, const Mad& mad) {
+          return sim::AnswerMad(rig.cluster, dlid, mad);
+        });
   };
   rig.collector = MakeSmCollector(rig.env, rig.config, [](std::string*) {
     mad::LocalPort p;
@@ -215,7 +173,7 @@ TEST(SmCollector, FollowsThePortsOwnPortInfoNotAStaleView) {
   EXPECT_TRUE(c.ok);
   EXPECT_TRUE(c.families.empty());
 
-  port = {.state = 4, .lid = 5, .sm_lid = rig.cluster.master_sm().lid};
+  *port = {.state = 4, .lid = 5, .sm_lid = rig.cluster.master_sm().lid};
   c = rig.Collect();
   EXPECT_TRUE(c.ok);
   EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
@@ -223,7 +181,7 @@ TEST(SmCollector, FollowsThePortsOwnPortInfoNotAStaleView) {
       c.Value("fabric_sm_info", {{"sm_guid", rig.Guid(0)}, {"sm_lid", "1"}}),
       1);
 
-  port.state = 1;  // DOWN
+  port->state = 1;  // DOWN
   c = rig.Collect();
   EXPECT_TRUE(c.ok);
   EXPECT_TRUE(c.families.empty());
