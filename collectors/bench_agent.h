@@ -26,7 +26,7 @@
 namespace fabric {
 
 struct BenchAgentSettings {
-  // TCP host:port; ":10916" = every address (DESIGN: probe traffic port).
+  // TCP host:port; ":10916" = every address (the probe port, docs/probes.md).
   std::string listen_address = ":10916";
   // Required when enabled: the shared key (auth/key_file.h).
   std::string key_file;

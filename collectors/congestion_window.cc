@@ -28,10 +28,6 @@ std::optional<double> Delta(const std::optional<std::uint64_t>& before,
 
 double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
-void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
-  if (v && (!peak || *v > *peak)) peak = v;
-}
-
 }  // namespace
 
 IntervalRatios ComputeInterval(const CongestionSample& previous,
@@ -98,8 +94,7 @@ void PushIf(SlidingMax& max, double end, const std::optional<double>& v) {
 
 void PortWindow::Add(const CongestionSample& sample) {
   if (last_ && sample.time_seconds > last_->time_seconds) {
-    const IntervalRatios& r =
-        intervals_.emplace_back(ComputeInterval(*last_, sample, tick_seconds_));
+    const IntervalRatios r = ComputeInterval(*last_, sample, tick_seconds_);
     PushIf(transmit_utilization_, r.end_seconds, r.transmit_utilization);
     PushIf(receive_utilization_, r.end_seconds, r.receive_utilization);
     PushIf(transmit_wait_, r.end_seconds, r.transmit_wait);
@@ -112,9 +107,6 @@ void PortWindow::Add(const CongestionSample& sample) {
 
 void PortWindow::Expire(double now_seconds) {
   const double cutoff = now_seconds - window_seconds_;
-  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
-    intervals_.pop_front();
-  }
   for (SlidingMax* m : {&transmit_utilization_, &receive_utilization_,
                         &transmit_wait_, &cnp_handled_, &cnp_sent_}) {
     m->Expire(cutoff);
@@ -125,23 +117,11 @@ CongestionPeaks PortWindow::Peaks(double now_seconds) const {
   CongestionPeaks peaks;
   peaks.end_seconds = now_seconds;
   const double cutoff = now_seconds - window_seconds_;
-  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
-    // Every interval kept ended by `now`: the queues hold the answer.
-    peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
-    peaks.receive_utilization = receive_utilization_.Max(cutoff);
-    peaks.transmit_wait = transmit_wait_.Max(cutoff);
-    peaks.cnp_handled_per_second = cnp_handled_.Max(cutoff);
-    peaks.cnp_sent_per_second = cnp_sent_.Max(cutoff);
-    return peaks;
-  }
-  for (const auto& i : intervals_) {
-    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
-    MaxInto(peaks.transmit_utilization, i.transmit_utilization);
-    MaxInto(peaks.receive_utilization, i.receive_utilization);
-    MaxInto(peaks.transmit_wait, i.transmit_wait);
-    MaxInto(peaks.cnp_handled_per_second, i.cnp_handled_per_second);
-    MaxInto(peaks.cnp_sent_per_second, i.cnp_sent_per_second);
-  }
+  peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
+  peaks.receive_utilization = receive_utilization_.Max(cutoff);
+  peaks.transmit_wait = transmit_wait_.Max(cutoff);
+  peaks.cnp_handled_per_second = cnp_handled_.Max(cutoff);
+  peaks.cnp_sent_per_second = cnp_sent_.Max(cutoff);
   return peaks;
 }
 
@@ -155,7 +135,6 @@ void CounterPeakWindow::Add(double time_seconds,
     const double dt = time_seconds - last_->first;
     const double ratio =
         Clamp01(static_cast<double>(*value - last_->second) * scale_ / dt);
-    intervals_.push_back({time_seconds, ratio});
     peak_.Push(time_seconds, ratio);
   }
   if (!last_ || time_seconds > last_->first) last_ = {{time_seconds, *value}};
@@ -163,24 +142,11 @@ void CounterPeakWindow::Add(double time_seconds,
 }
 
 void CounterPeakWindow::Expire(double now_seconds) {
-  const double cutoff = now_seconds - window_seconds_;
-  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
-    intervals_.pop_front();
-  }
-  peak_.Expire(cutoff);
+  peak_.Expire(now_seconds - window_seconds_);
 }
 
 std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
-  const double cutoff = now_seconds - window_seconds_;
-  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
-    return peak_.Max(cutoff);
-  }
-  std::optional<double> peak;
-  for (const auto& i : intervals_) {
-    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
-    MaxInto(peak, i.ratio);
-  }
-  return peak;
+  return peak_.Max(now_seconds - window_seconds_);
 }
 
 }  // namespace fabric

@@ -1,8 +1,8 @@
 // Congestion window: the pure arithmetic behind the `congestion` collector.
 // It turns successive fast polls of one port's cumulative counters into
 // per-interval ratios (utilisation, transmit-wait fraction, CNP rate) and
-// keeps the intervals of a sliding window so a slow scrape can read the
-// *peak* interval instead of an average that hides a 300 ms burst.
+// keeps their running maximum over a sliding window so a slow scrape can
+// read the *peak* interval instead of an average that hides a 300 ms burst.
 //
 // Peak = max over the poll intervals that ended within the last `window`
 // seconds of that interval's ratio. An interval in which a counter went down
@@ -81,20 +81,17 @@ class PortWindow {
   // Adds a poll. The first poll (and a poll whose time is not after the
   // previous one) only sets the baseline.
   void Add(const CongestionSample& sample);
-  // Peaks over intervals that ended in (now - window, now].
+  // Peaks over intervals that ended in (now - window, now]. `now` is not
+  // before the latest poll (the collector asks at its monotonic clock's
+  // now), so every interval kept has ended by then.
   CongestionPeaks Peaks(double now_seconds) const;
   // Drops intervals that ended at or before now - window.
   void Expire(double now_seconds);
-  std::size_t intervals() const { return intervals_.size(); }
 
  private:
   double window_seconds_;
   double tick_seconds_;
   std::optional<CongestionSample> last_;
-  // The intervals in the window. Peaks() at a time no earlier than the
-  // latest interval's end (what the collector asks, once per poll) reads the
-  // per-field queues; an earlier time scans these.
-  std::deque<IntervalRatios> intervals_;
   SlidingMax transmit_utilization_, receive_utilization_, transmit_wait_,
       cnp_handled_, cnp_sent_;
 };
@@ -108,18 +105,14 @@ class CounterPeakWindow {
   CounterPeakWindow(double window_seconds, double scale)
       : window_seconds_(window_seconds), scale_(scale) {}
   void Add(double time_seconds, std::optional<std::uint64_t> value);
+  // As PortWindow::Peaks: `now` is not before the latest Add.
   std::optional<double> Peak(double now_seconds) const;
   void Expire(double now_seconds);
 
  private:
-  struct Interval {
-    double end_seconds;
-    double ratio;
-  };
   double window_seconds_;
   double scale_;
   std::optional<std::pair<double, std::uint64_t>> last_;  // time, value
-  std::deque<Interval> intervals_;                        // as in PortWindow
   SlidingMax peak_;
 };
 

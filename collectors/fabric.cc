@@ -37,11 +37,6 @@ constexpr char kMadsHelp[] =
 constexpr char kUnreachableHelp[] =
     "Nodes that answered nothing in the last discovery or sweep.";
 
-struct Counter64 {
-  const char* name;
-  const char* help;
-};
-
 class FabricCollector : public Collector {
  public:
   FabricCollector(CollectorEnv env, CollectorConfig config,

@@ -5,8 +5,10 @@
 // fabric_sm_state, fabric_sm_priority, fabric_sm_activity_total,
 // fabric_sm_activity_stalled (a master whose ActCount did not move for
 // `stall_after`: a hung SM) and fabric_sm_master_changes_total.
-// fabric_sm_masters is exported only where every SM is queried (a node
-// that also runs the fabric collector), so it is not emitted here.
+// With the fabric collector in the same process it also queries every SM
+// that collector's discovery found (sources/mad/sm_directory.h), standbys
+// included, and exports fabric_sm_masters; without it there is no such
+// list and fabric_sm_masters is absent.
 //
 // The ports are chosen again at every collection (sources/mad/live_ports.h): a
 // port the SM brings up after the daemon started is used from then on.

@@ -2,8 +2,9 @@
 // collector's settings parser, so that an error anywhere names the key path
 // and the 1-based line the same way:
 //   config error: collectors.congestion.window (line 12): ...
-// The readers throw ConfigError, which only ParseConfig catches: a settings
-// parser never sees exceptions of its own and never returns half a result.
+// The readers throw ConfigError, which the caller of the whole file catches
+// (ParseConfig; ParseWebConfig for the web config): a settings parser never
+// sees exceptions of its own and never returns half a result.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -29,7 +29,6 @@ struct Snapshot {
   bool stuck = false;
   std::uint64_t skipped = 0;        // inputs skipped in this collection
   double duration_seconds = 0;      // wall time of the collection
-  double timestamp_seconds = 0;     // unix time the collection finished
   double last_success_seconds = 0;  // unix time of the last success, 0 never
 };
 

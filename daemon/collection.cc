@@ -130,14 +130,13 @@ std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
   snap->duration_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  snap->timestamp_seconds = UnixNow();
+  const double finished = UnixNow();
   snap->skipped = sink.skipped();
   for (const auto& reason : sink.skip_reasons()) {
     spdlog::debug("{}: skipped {}", name, reason);
   }
   snap->families = sink.Take(c.order.get());
-  snap->last_success_seconds =
-      snap->success ? snap->timestamp_seconds : last_success_seconds;
+  snap->last_success_seconds = snap->success ? finished : last_success_seconds;
   published.last = snap;
   return snap;
 }
@@ -150,7 +149,6 @@ std::shared_ptr<Snapshot> TimedOutSnapshot(const std::string& name,
   snap->success = false;
   snap->stuck = true;
   snap->duration_seconds = std::chrono::duration<double>(timeout).count();
-  snap->timestamp_seconds = UnixNow();
   snap->last_success_seconds = last_success_seconds;
   return snap;
 }

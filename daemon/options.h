@@ -1,5 +1,5 @@
-// Command-line options (CLI11), named per DESIGN and the Prometheus exporter
-// conventions. Flags override the config file.
+// Command-line options (CLI11), as README.md (Usage) documents them, named
+// after the Prometheus exporter conventions. Flags override the config file.
 //
 // Thread-safety: pure functions on values.
 #pragma once

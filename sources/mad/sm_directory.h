@@ -23,7 +23,9 @@ namespace fabric::mad {
 void PublishSmLids(std::vector<std::uint16_t> lids);
 // nullopt until a discovery published (no fabric collector here).
 std::optional<std::vector<std::uint16_t>> DiscoveredSmLids();
-// Forget (tests; a fabric collector that is retired).
+// Forget what was published (tests). A fabric collector that is retired
+// does not call it: its last list stays until another discovery replaces
+// it.
 void ClearSmLids();
 
 }  // namespace fabric::mad

@@ -21,7 +21,6 @@ std::shared_ptr<const Snapshot> Snap(const std::string& collector, bool success,
   s->families = std::move(f);
   s->skipped = 3;
   s->duration_seconds = 0.25;
-  s->timestamp_seconds = 200;
   s->last_success_seconds = last_success;
   return s;
 }
