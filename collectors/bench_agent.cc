@@ -153,9 +153,18 @@ CollectorSpec BenchAgentCollectorSpec() {
                    settings.key_file = Scalar(value, key_path);
                  }
                });
-    if (generic.enabled && settings.key_file.empty()) {
-      Fail(Join(path, "key_file"), node ? node.Mark() : YAML::Mark(),
-           "is required when bench_agent is enabled");
+    if (generic.enabled) {
+      const YAML::Mark mark = node ? node.Mark() : YAML::Mark();
+      if (settings.key_file.empty()) {
+        Fail(Join(path, "key_file"), mark,
+             "is required when bench_agent is enabled");
+      }
+      // As for probes: --check-config and a reload catch a missing, short or
+      // group-readable key before the agent runs on it.
+      std::string error;
+      if (!LoadKeyFile(settings.key_file, &error)) {
+        Fail(Join(path, "key_file"), mark, error);
+      }
     }
     return std::make_shared<SettingsOf<BenchAgentSettings>>(settings);
   };

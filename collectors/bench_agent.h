@@ -1,8 +1,9 @@
 // The `bench_agent` collector: lets `fabricmon-bench run --hosts` use this
 // daemon as an agent (benchtool/agent.h). Off by default: a benchmark loads
 // the fabric, so a host takes part only when its operator enabled it. When
-// enabled, Start(io) loads `key_file` (the probe key: same rules, 0600) and
-// opens the TCP listener `listen_address` on the daemon's io_context;
+// enabled, the config parser checks `key_file` (the probe key: same rules,
+// 0600) and Start(io) loads it and opens the TCP listener `listen_address`
+// on the daemon's io_context;
 // disabled means no listener at all. Collect() exports
 //   fabric_bench_agent_listening (gauge 0/1),
 //   fabric_bench_agent_sessions_total,

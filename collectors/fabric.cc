@@ -1,6 +1,7 @@
+#include "collectors/fabric.h"
+
 #include <spdlog/spdlog.h>
 
-#include "collectors/fabric.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
@@ -44,8 +45,7 @@ class FabricCollector : public Collector {
       : env_(std::move(env)),
         config_(std::move(config)),
         settings_(std::move(settings)),
-        ports_(std::move(ports)),
-        shard_(mad::ParseShard(settings_.shard).value_or(mad::Shard{})) {}
+        ports_(std::move(ports)) {}
 
   std::string_view Name() const override { return "fabric"; }
 
@@ -77,7 +77,7 @@ class FabricCollector : public Collector {
       LoadNames(sink);
     }
     const mad::SweepResult sweep =
-        mad::Sweep(*transport_, *topology_, shard_, options);
+        mad::Sweep(*transport_, *topology_, settings_.shard, options);
     Count(sweep.stats);
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
     Emit(sink, sweep);
@@ -273,7 +273,6 @@ class FabricCollector : public Collector {
   CollectorConfig config_;
   FabricSettings settings_;
   mad::LocalPortLister ports_;
-  mad::Shard shard_;
   std::unique_ptr<MadTransport> transport_;
   mad::LocalPort held_;  // transport_'s port, as its PortInfo last said
   std::unique_ptr<mad::Topology> topology_;
@@ -325,11 +324,12 @@ CollectorSpec FabricCollectorSpec() {
             s.ca_port = static_cast<int>(
                 Integer(value, key_path, 0, 254, "a port number (e.g. 1)"));
           } else if (key == "shard") {
-            s.shard = Scalar(value, key_path);
-            if (!mad::ParseShard(s.shard)) {
+            const auto shard = mad::ParseShard(Scalar(value, key_path));
+            if (!shard) {
               Fail(key_path, mark,
                    "is not a shard \"i/n\" with 1 <= i <= n (e.g. \"2/4\")");
             }
+            s.shard = *shard;
           } else if (key == "max_outstanding") {
             s.max_outstanding = static_cast<int>(Integer(
                 value, key_path, 1, 4096, "a MAD count (1 to 4096, e.g. 64)"));

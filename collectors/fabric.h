@@ -33,6 +33,7 @@
 #include "collectors/collector.h"
 #include "collectors/mad_settings.h"
 #include "sources/mad/live_ports.h"
+#include "sources/mad/sweep.h"
 
 namespace fabric {
 
@@ -40,7 +41,7 @@ struct FabricSettings {
   std::chrono::microseconds discovery_interval = std::chrono::minutes(10);
   std::string ca;  // "" = the first active IB port
   int ca_port = 0;
-  std::string shard = "1/1";
+  mad::Shard shard;  // "i/n", checked and parsed once, at config load
   int max_outstanding = 64;
   MadSettings mad;            // mad_timeout, mad_retries
   std::string node_name_map;  // file path; "" = none

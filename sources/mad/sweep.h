@@ -26,6 +26,7 @@ struct Shard {
   int index = 1;  // 1-based
   int count = 1;
   bool Contains(std::uint64_t switch_guid) const;
+  bool operator==(const Shard&) const = default;
 };
 
 // "i/n" with 1 <= i <= n; nullopt otherwise.

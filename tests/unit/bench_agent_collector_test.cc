@@ -4,6 +4,7 @@
 // (malformed), counting each by reason.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,7 +25,24 @@
 namespace fabric {
 namespace {
 
+// A key file with `mode` in a new temporary directory (removed by the
+// caller with its parent).
+std::string WriteKey(std::filesystem::perms mode) {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / "bench-key.XXXXXX");
+  if (::mkdtemp(dir.data()) == nullptr) return "";
+  const std::string path = dir + "/key";
+  std::ofstream(path) << GenerateKeyHex();
+  std::filesystem::permissions(path, mode);
+  return path;
+}
+
 TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
+  using std::filesystem::perms;
+  const std::string key = WriteKey(perms::owner_read | perms::owner_write);
+  const std::string shared =
+      WriteKey(perms::owner_read | perms::owner_write | perms::group_read);
+  ASSERT_FALSE(key.empty() || shared.empty());
   std::string error;
   auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
@@ -35,17 +53,35 @@ TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
 
   config = ParseConfig(
       "collectors:\n  bench_agent:\n    enabled: true\n"
-      "    listen_address: 10.0.0.1:20000\n    key_file: /etc/k\n",
+      "    listen_address: 10.0.0.1:20000\n    key_file: " +
+          key + "\n",
       AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const auto& s =
       SettingsAs<BenchAgentSettings>(config->Collector("bench_agent"));
   EXPECT_EQ(s.listen_address, "10.0.0.1:20000");
-  EXPECT_EQ(s.key_file, "/etc/k");
+  EXPECT_EQ(s.key_file, key);
 
+  // Enabled: the key file is required, must exist and be owner-only, as
+  // for probes; checked at parse (--check-config, reload).
   EXPECT_FALSE(ParseConfig("collectors:\n  bench_agent:\n    enabled: true\n",
                            AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.bench_agent.key_file"), std::string::npos)
+      << error;
+  for (const std::string& bad : {key + ".absent", shared}) {
+    EXPECT_FALSE(
+        ParseConfig("collectors:\n  bench_agent:\n    enabled: true\n"
+                    "    key_file: " +
+                        bad + "\n",
+                    AllCollectorKeys(), &error))
+        << bad;
+    EXPECT_NE(error.find("collectors.bench_agent.key_file"), std::string::npos)
+        << error;
+  }
+  // Disabled, it is not read.
+  EXPECT_TRUE(ParseConfig(
+      "collectors:\n  bench_agent:\n    key_file: " + key + ".absent\n",
+      AllCollectorKeys(), &error))
       << error;
   EXPECT_FALSE(
       ParseConfig("collectors:\n  bench_agent:\n    listen_address: nowhere\n",
@@ -53,6 +89,9 @@ TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   EXPECT_NE(error.find("collectors.bench_agent.listen_address (line 3)"),
             std::string::npos)
       << error;
+  std::error_code ec;
+  std::filesystem::remove_all(std::filesystem::path(key).parent_path(), ec);
+  std::filesystem::remove_all(std::filesystem::path(shared).parent_path(), ec);
 }
 
 // A loopback port free a moment ago (the collector takes a fixed

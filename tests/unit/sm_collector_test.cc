@@ -284,6 +284,16 @@ TEST(SmCollector, Settings) {
                            AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.fabric.shard (line 3)"), std::string::npos)
       << error;
+  // The shard is parsed once, here, into the value the sweep uses.
+  config = ParseConfig("collectors:\n  fabric:\n    shard: 2/4\n",
+                       AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(SettingsAs<FabricSettings>(config->Collector("fabric")).shard,
+            (mad::Shard{.index = 2, .count = 4}));
+  config = ParseConfig("", AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_EQ(SettingsAs<FabricSettings>(config->Collector("fabric")).shard,
+            mad::Shard{});  // 1/1
 }
 
 // mad_timeout / mad_retries are read by one reader (collectors/mad_settings.h)
