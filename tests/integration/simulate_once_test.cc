@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
+#include "simulator/timeline.h"
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
 
@@ -75,6 +77,22 @@ TEST_F(SimulateOnceTest, SteadyHasTheSameSeriesAtZero) {
                "fabric_roce_priority_bytes_total{device=\"mlx5_bond_0\","
                "direction=\"tx\",netdev=\"bond0\",port=\"1\",priority=\"3\"}"),
             0);
+}
+
+// Every scenario and every shipped timeline: one exposition each, in which
+// no series appears twice (SimulateOnce parses through ParseSamples, which
+// checks that: tests/support/exposition.h) and the collectors all report.
+TEST_F(SimulateOnceTest, EveryScenarioWritesEachSeriesOnce) {
+  std::vector<std::string> runs = sim::ScenarioNames();
+  for (const auto& entry : std::filesystem::directory_iterator(
+           testing::SourceDir() + "/scenarios")) {
+    if (entry.path().extension() == ".yaml") runs.push_back(entry.path());
+  }
+  for (const auto& scenario : runs) {
+    SCOPED_TRACE(scenario);
+    const auto s = SimulateOnce(scenario);
+    EXPECT_EQ(At(s, "fabric_collector_success{collector=\"ib_port\"}"), 1);
+  }
 }
 
 }  // namespace

@@ -134,6 +134,8 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   c = rig.Collect();
   EXPECT_EQ(c.Value("fabric_sm_masters", {}), 1);
   EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
+  // Two SMs answered, yet the unlabelled counter is one series, not two.
+  EXPECT_EQ(c.Find("fabric_sm_master_changes_total", {}).size(), 1u);
   rig.Advance(seconds(2));  // t=3 s: master dead, standby not yet master
   c = rig.Collect();
   EXPECT_EQ(c.Value("fabric_sm_masters", {}), 0);
