@@ -281,7 +281,8 @@ std::optional<std::string> CheckPlans(Pattern p, int ranks, int tp,
     }
   }
   if (sent != expected) {
-    return at + ": the ranks' plans do not pair their messages (a "
+    return at +
+           ": the ranks' plans do not pair their messages (a "
            "fabricmon-bench bug)";
   }
   return std::nullopt;

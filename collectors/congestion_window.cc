@@ -41,7 +41,8 @@ int CounterSteps::Period() const {
   // The upper median: steps that slip across a poll now and then (gaps
   // 1, 2, 3 around a true 2) do not move it, and between two candidates the
   // longer one can only under-read a peak, never inflate it.
-  const auto mid = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  const auto mid =
+      sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
   std::nth_element(sorted.begin(), mid, sorted.end());
   return *mid;
 }
@@ -59,8 +60,8 @@ std::optional<CounterSteps::Increase> CounterSteps::Add(
     return std::nullopt;
   }
   if (*value == moved_->second) return Increase{0, clock.Since(1)};
-  const int gap = static_cast<int>(std::min<std::uint64_t>(
-      now - moved_->first, PollClock::kSteps + 1));
+  const int gap = static_cast<int>(
+      std::min<std::uint64_t>(now - moved_->first, PollClock::kSteps + 1));
   const int period = Period();
   const int span = gap >= period + 2 ? period : std::max(gap, period);
   const Increase up{static_cast<double>(*value - moved_->second),
@@ -110,10 +111,10 @@ void PortWindow::Add(const CongestionSample& sample) {
   if (sample.rate_bytes_per_second) rate_ = sample.rate_bytes_per_second;
   const auto data = xmit_data_.Add(clock_, sample.xmit_data_words);
   const auto rcv = rcv_data_.Add(clock_, sample.rcv_data_words);
-  const auto wait = xmit_wait_.Add(
-      clock_, sample.xmit_wait_ticks == kXmitWaitSaturated
-                  ? std::nullopt
-                  : sample.xmit_wait_ticks);
+  const auto wait =
+      xmit_wait_.Add(clock_, sample.xmit_wait_ticks == kXmitWaitSaturated
+                                 ? std::nullopt
+                                 : sample.xmit_wait_ticks);
   const auto handled = cnp_handled_.Add(clock_, sample.cnp_handled);
   const auto sent = cnp_sent_.Add(clock_, sample.cnp_sent);
   if (baseline) return;

@@ -15,8 +15,8 @@
 // peak of twice the truth) or none. So each counter learns its step: the
 // gaps, in polls, between the polls at which it moved; the upper median of
 // the last eight (gaps over eight polls are idle time, not steps) is its
-// update period U (1 for a counter that moves at every poll). An increase seen G polls after the counter last
-// moved is spread over:
+// update period U (1 for a counter that moves at every poll). An increase seen
+// G polls after the counter last moved is spread over:
 //   max(G, U) polls  when G <= U + 1: a step that came late or early (a
 //                    phase slip against the poll) is spread over the period
 //                    it accumulated in, and two steps seen together over
@@ -107,7 +107,7 @@ class CounterSteps {
                               std::optional<std::uint64_t> value);
 
  private:
-  int Period() const;  // U, in polls
+  int Period() const;                                             // U, in polls
   std::optional<std::pair<std::uint64_t, std::uint64_t>> moved_;  // poll, v
   std::deque<int> gaps_;  // the last kSteps gaps, in polls (<= kSteps)
 };

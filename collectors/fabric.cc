@@ -307,7 +307,8 @@ std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
 
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return MakeFabricCollector(env, config, mad::LocalIbPorts);
+  return MakeFabricCollector(
+      env, config, env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec FabricCollectorSpec() {

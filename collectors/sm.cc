@@ -223,7 +223,8 @@ std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
 
 std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
                                            const CollectorConfig& config) {
-  return MakeSmCollector(env, config, mad::LocalIbPorts);
+  return MakeSmCollector(env, config,
+                         env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec SmCollectorSpec() {

@@ -12,6 +12,7 @@
 #include "collectors/ethtool_file.h"
 #include "collectors/ethtool_ioctl.h"
 #include "collectors/registry.h"
+#include "daemon/simulate.h"
 #if FABRICMON_WITH_RDMA
 #include "mad/umad_transport.h"
 #endif
@@ -58,6 +59,8 @@ CollectorEnv MakeCollectorEnv(const Config& config,
         std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<std::mutex>>>
         open;
   };
+  // Under --simulate, MADs go to the simulated fabric.
+  if (UseSimulatedMad(&env)) return env;
   // MADs go to the live fabric: not when reading a recorded or simulated
   // tree (`sysfs_root` elsewhere than /sys), where they would query
   // whatever fabric this host happens to be on.

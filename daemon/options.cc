@@ -88,6 +88,15 @@ bool ApplyOptions(const Options& options, Config& config, std::string* error) {
     }
     config.sysfs_root = *options.sysfs_root;
   }
+  // The simulated fabric's switches are there to be swept: --simulate turns
+  // the fabric collector on (it answers through the simulator's MAD view,
+  // daemon/simulate.h), at every load and reload alike.
+  if (options.simulate) {
+    if (auto it = config.collectors.find("fabric");
+        it != config.collectors.end()) {
+      it->second.enabled = true;
+    }
+  }
   return true;
 }
 

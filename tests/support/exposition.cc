@@ -45,7 +45,7 @@ std::optional<std::string> SeriesKey(std::string_view line) {
   std::sort(labels.begin(), labels.end());
   key += '{';
   for (std::size_t k = 0; k < labels.size(); ++k) {
-    key += (k ? ",": "") + labels[k].first + "=\"" + labels[k].second + "\"";
+    key += (k ? "," : "") + labels[k].first + "=\"" + labels[k].second + "\"";
   }
   key += '}';
   return key;

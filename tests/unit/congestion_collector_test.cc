@@ -729,9 +729,9 @@ TEST(CongestionWindowTest, CounterSteppingEvery200msReadsItsTrueRate) {
 // lock step with the 100 ms poll, its refresh landing just after the poll
 // every fourth time, so that poll sees no step and the next sees two.
 TEST(CongestionWindowTest, TwoUpdatesInOnePollIntervalAreNotTwiceTheRate) {
-  EXPECT_NEAR(SteppedPeak(0.1, 0.1,
-                          [](int k) { return k % 4 == 0 ? 0.001 : -0.001; }),
-              0.42, 1e-3);
+  EXPECT_NEAR(
+      SteppedPeak(0.1, 0.1, [](int k) { return k % 4 == 0 ? 0.001 : -0.001; }),
+      0.42, 1e-3);
 }
 
 // A counter that moves at every poll keeps the per-poll ratio, and one that

@@ -2,9 +2,9 @@
 // (tests/support/exposition.h): the same name and label set twice is found
 // whatever the label order; different values of one label, or a label that
 // only differs by an escaped quote, are different series.
-#include "tests/support/exposition.h"
-
 #include <gtest/gtest.h>
+
+#include "tests/support/exposition.h"
 
 namespace fabric::testing {
 namespace {

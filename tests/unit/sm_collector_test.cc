@@ -147,6 +147,63 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   mad::ClearSmLids();
 }
 
+// The fabric collector on the simulator's MAD view (directed route from
+// host 0's mlx5_0, as `--simulate` wires it): discovery walks the model's
+// leaf/spine fabric and finds both SMs (IsSM on the switches' port 0), the
+// sweep sees the congestion-hotspot's oversubscribed leaf egress port wait,
+// and the sm collector then asks every SM: one master, one standby.
+TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
+  SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
+  const sim::Port* local = rig.cluster.FindPort(0, "mlx5_0");
+  const int index = static_cast<int>(local - rig.cluster.ports().data());
+  rig.env.mad = [&rig, index](const std::string&, int) {
+    return sim::MakeSimMadTransport(rig.cluster, {.local_port = index});
+  };
+  auto ports = [&rig, local](std::string*) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = 4;
+    p.link_layer = "InfiniBand";
+    p.lid = local->lid;
+    p.sm_lid = rig.cluster.master_sm().lid;
+    return std::vector<mad::LocalPort>{p};
+  };
+  CollectorConfig config;
+  FabricSettings s;
+  s.mad.timeout = milliseconds(20);
+  s.mad.retries = 0;
+  config.settings = std::make_shared<SettingsOf<FabricSettings>>(s);
+  auto fabric = MakeFabricCollector(rig.env, config, ports);
+  rig.Advance(seconds(2));
+  MetricSink sink;
+  Collected before;
+  before.ok = fabric->Collect(sink);
+  before.families = sink.Take();
+  ASSERT_TRUE(before.ok);
+  // 2 hosts: ib-spine and the 8 rail leaves.
+  EXPECT_EQ(before.Find("fabric_switch_info", {}).size(), 9u);
+  EXPECT_EQ(before.Value("fabric_sweep_unreachable_nodes", {}), 0);
+  // ib-leaf0 port 2 faces host 1: the hotspot's oversubscribed egress.
+  const std::map<std::string, std::string> hot = {{"switch", "ib-leaf0"},
+                                                  {"port", "2"}};
+  const auto wait0 =
+      before.Value("fabric_switch_port_transmit_wait_total", hot);
+  ASSERT_TRUE(wait0);
+  rig.Advance(seconds(2));
+  Collected after;
+  after.ok = fabric->Collect(sink);
+  after.families = sink.Take();
+  EXPECT_GT(*after.Value("fabric_switch_port_transmit_wait_total", hot),
+            *wait0);
+  // Discovery published the SM LIDs: the sm collector sees both SMs.
+  const Collected sm = rig.Collect();
+  EXPECT_EQ(sm.Value("fabric_sm_masters", {}), 1);
+  EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
+  EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
+  mad::ClearSmLids();
+}
+
 // The local port's SMA: answers the zero-hop directed-route PortInfo from
 // `state` (what the port says now) and every LID-routed MAD from the
 // simulated cluster.
