@@ -171,8 +171,9 @@ void SystemdNspawnTest::Install() {
          "DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
          "-o Dpkg::Options::=--force-confold /root/pkg/fabricmon_*.deb");
   ASSERT_EQ(r.rc, 0) << r.output;
-  std::cout << "apt-get install: "
-            << r.output.substr(r.output.find("The following")) << "\n";
+  // What apt pulled in for the Depends, for the log.
+  const auto what = r.output.find("The following NEW packages");
+  if (what != std::string::npos) std::cout << r.output.substr(what) << "\n";
   EXPECT_EQ(In("dpkg-query -W -f='${db:Status-Abbrev}' fabricmon").output,
             "ii ");
   const ShellResult check = In("apt-get check");
