@@ -139,9 +139,10 @@ class SystemdNspawnTest : public ::testing::Test {
            "\"\nlog_level: info\n" + collectors;
   }
   void WriteConfig(const std::string& text) {
-    ASSERT_EQ(
-        In("cat > " + std::string(kConfig) + " <<'EOF'\n" + text + "EOF\n").rc,
-        0);
+    ASSERT_EQ(In("mkdir -p /etc/fabricmon && cat > " + std::string(kConfig) +
+                 " <<'EOF'\n" + text + "EOF\n")
+                  .rc,
+              0);
   }
 
   void Install();
@@ -165,7 +166,7 @@ class SystemdNspawnTest : public ::testing::Test {
 // it): dpkg keeps it (--force-confold) and it counts as changed by the
 // user; the postinst starts the service on it.
 void SystemdNspawnTest::Install() {
-  WriteConfig(Config(""));
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(Config("")));
   const ShellResult r =
       In("apt-get update -q -o Acquire::Languages=none && "
          "DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
@@ -220,7 +221,8 @@ void SystemdNspawnTest::Start() {
 // journal, and the running config keeps serving.
 void SystemdNspawnTest::Reload() {
   const std::string pid = Show()["MainPID"];
-  WriteConfig(Config("collectors:\n  ib_port:\n    enabled: false\n"));
+  ASSERT_NO_FATAL_FAILURE(
+      WriteConfig(Config("collectors:\n  ib_port:\n    enabled: false\n")));
   ShellResult r = In("systemctl reload fabricmon.service");
   ASSERT_EQ(r.rc, 0) << r.output << Journal();
   ASSERT_TRUE(WaitFor([&] {
@@ -231,12 +233,12 @@ void SystemdNspawnTest::Reload() {
   EXPECT_THAT(Journal(), HasSubstr("reload done"));
 
   const std::string cursor = Cursor();
-  WriteConfig(Config(
-      "collectors:\n  ib_port:\n    enabled: false\n    interval: fast\n"));
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(Config(
+      "collectors:\n  ib_port:\n    enabled: false\n    interval: fast\n")));
   r = In("systemctl reload fabricmon.service");
   EXPECT_NE(r.rc, 0) << r.output;
   ASSERT_TRUE(WaitFor([&] {
-    return Journal(cursor).find("collectors.ib_port.interval (line 5)") !=
+    return Journal(cursor).find("collectors.ib_port.interval (line 6)") !=
            std::string::npos;
   })) << Journal(cursor);
   const std::string text = Scrape();
@@ -260,12 +262,12 @@ void SystemdNspawnTest::Credentials() {
                 .rc,
             0);
   const std::string probe = "127.0.0.1:" + std::to_string(probe_port_);
-  WriteConfig(
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(
       Config("collectors:\n  probe:\n    enabled: true\n    interval: 100ms\n"
              "    listen_address: \"" +
              probe + "\"\n    peers: [\"" + probe +
              "\"]\n"
-             "    key_file: /run/credentials/fabricmon.service/probe.key\n"));
+             "    key_file: /run/credentials/fabricmon.service/probe.key\n")));
   const ShellResult r =
       In("systemctl daemon-reload && systemctl restart fabricmon.service");
   ASSERT_EQ(r.rc, 0) << r.output << Journal();
