@@ -165,8 +165,17 @@ class SystemdNspawnTest : public ::testing::Test {
 // config is there before the package (as configuration management puts
 // it): dpkg keeps it (--force-confold) and it counts as changed by the
 // user; the postinst starts the service on it.
+// So is a drop-in that turns a call SystemCallFilter= refuses from EPERM
+// (the unit's SystemCallErrorNumber=, which a daemon could survive
+// unnoticed) into SIGSYS for the whole run: every command of the unit,
+// ExecStartPre and ExecReload included, in every step below.
 void SystemdNspawnTest::Install() {
   ASSERT_NO_FATAL_FAILURE(WriteConfig(Config("")));
+  ASSERT_EQ(In("mkdir -p " + std::string(kDropIns) +
+               " && printf '[Service]\\nSystemCallErrorNumber=kill\\n' > " +
+               kDropIns + "/sandbox.conf")
+                .rc,
+            0);
   const ShellResult r =
       In("apt-get update -q -o Acquire::Languages=none && "
          "DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
@@ -194,6 +203,8 @@ void SystemdNspawnTest::Start() {
   auto props = Show();
   EXPECT_EQ(props["ActiveState"], "active");
   EXPECT_EQ(props["StatusText"], "serving /metrics");
+  EXPECT_THAT(In("systemctl show -p DropInPaths fabricmon.service").output,
+              HasSubstr("sandbox.conf"));
   std::string text;
   ASSERT_TRUE(WaitFor([&] {
     text = Scrape();
@@ -311,9 +322,9 @@ void SystemdNspawnTest::Watchdog() {
   }));
 }
 
-// Nothing the daemon did in all of the above tripped SystemCallFilter= (a
-// filtered call is EPERM, SystemCallErrorNumber=, but a SIGSYS would show
-// as the process killed with signal 31). The exposure is printed.
+// Nothing the unit's processes did in all of the above tripped
+// SystemCallFilter= (killed with SIGSYS, status 31, by the drop-in of
+// Install()). The exposure is printed.
 void SystemdNspawnTest::Sandbox() {
   const std::string journal = Journal();
   EXPECT_THAT(journal, Not(HasSubstr("SIGSYS")));
