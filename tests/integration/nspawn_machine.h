@@ -40,10 +40,11 @@ struct ShellResult {
   std::string output;  // stdout and stderr together
 };
 
-// Runs `command` through /bin/sh, stdin empty.
+// Runs `command` through /bin/sh, stdin empty (for the whole of it: a
+// pipeline's last command still reads the pipe).
 inline ShellResult Shell(const std::string& command) {
   ShellResult r;
-  FILE* p = ::popen((command + " </dev/null 2>&1").c_str(), "r");
+  FILE* p = ::popen(("{ " + command + "\n} </dev/null 2>&1").c_str(), "r");
   if (p == nullptr) return r;
   std::array<char, 4096> buf;
   std::size_t n;
