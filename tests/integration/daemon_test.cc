@@ -114,6 +114,7 @@ class Process {
   std::string Stdout() const { return ReadFile(stdout_path()); }
   std::string Stderr() const { return ReadFile(stderr_path()); }
   void Signal(int sig) { kill(pid_, sig); }
+  pid_t Pid() const { return pid_; }
 
   // Exit status, or -1 if it did not exit within kPatience (then killed).
   int Wait() {
@@ -334,6 +335,33 @@ TEST_F(DaemonTest, CheckConfigAcceptsValidAndShippedConfigs) {
   EXPECT_EQ(shipped.Wait(), 0) << shipped.Stderr();
   EXPECT_THAT(shipped.Stderr(), HasSubstr("config ok: "));
   EXPECT_THAT(shipped.Stderr(), HasSubstr("config/fabricmon.yaml"));
+}
+
+// --signal-reload PID, the unit's ExecReload (no /bin/kill needed): SIGHUP
+// to that daemon. Anything but a positive PID is a usage error (kill() with
+// 0 or -1 would signal whole process groups); a PID that is gone, exit 1.
+TEST_F(DaemonTest, SignalReloadSendsSighupToThePid) {
+  WriteFile(config_, "log_level: info\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  WriteFile(config_,
+            "log_level: info\ncollectors:\n  ib_port:\n    interval: 2s\n");
+  Process reload({"--signal-reload", std::to_string(daemon.Pid())});
+  EXPECT_EQ(reload.Wait(), 0) << reload.Stderr();
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("reload done") != std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("ib_port: settings changed"));
+  for (const char* bad : {"0", "-1", "x"}) {
+    Process refused({"--signal-reload", bad});
+    EXPECT_NE(refused.Wait(), 0) << bad;
+  }
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+  Process gone({"--signal-reload", std::to_string(daemon.Pid())});
+  EXPECT_EQ(gone.Wait(), 1);
+  EXPECT_THAT(gone.Stderr(), HasSubstr("cannot send SIGHUP"));
 }
 
 TEST_F(DaemonTest, ExplicitMissingConfigIsAnError) {
