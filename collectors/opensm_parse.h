@@ -26,9 +26,10 @@ inline constexpr int kSwitchPortErrorFields = 12;
 extern const std::array<std::string_view, kSwitchPortErrorFields>
     kSwitchPortErrorNames;
 
-// A large real fabric's switch ports: 1,024 switches of 64 ports. Each
-// port costs up to 17 series (docs/opensm.md, Bounds).
-inline constexpr int kDefaultMaxSwitchPorts = 65536;
+// A large real fabric's switch ports (256 switches of 64 ports). Each port
+// costs up to 17 series and ~34 KB of the daemon's RSS (docs/opensm.md,
+// Bounds).
+inline constexpr int kDefaultMaxSwitchPorts = 16384;
 
 // Everything the collector has accumulated since it started.
 class OpensmTotals {

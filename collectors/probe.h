@@ -31,8 +31,9 @@
 
 namespace fabric {
 
-// A large real mesh: Pingmesh-style peer lists run to a few thousand.
-inline constexpr int kDefaultMaxPeers = 4096;
+// A large real mesh: Pingmesh-style peer lists run to a few thousand;
+// 2,048 peers are ~200,000 series (docs/probes.md, Bounds).
+inline constexpr int kDefaultMaxPeers = 2048;
 // The largest `max_peers` accepted.
 inline constexpr long long kMaxPeersLimit = 100'000;
 
