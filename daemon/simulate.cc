@@ -9,14 +9,16 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/fd_read.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
 
 namespace fabric {
 namespace {
+
+// The largest timeline file read: a scenario is a few KiB.
+constexpr std::size_t kMaxTimelineBytes = 1 << 20;
 
 namespace fs = std::filesystem;
 
@@ -60,14 +62,12 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
   sim::SimConfig config;
   config.hosts = 1;
   if (EndsWith(scenario, ".yaml") || EndsWith(scenario, ".yml")) {
-    std::ifstream in(scenario);
-    if (!in) {
-      *error = "cannot read timeline " + scenario;
+    FileRead file = ReadRegularFile(scenario, kMaxTimelineBytes);
+    if (!file.ok()) {
+      *error = "cannot read timeline " + scenario + ": " + file.error;
       return nullptr;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto timeline = sim::ParseTimeline(text.str(), error);
+    auto timeline = sim::ParseTimeline(file.text, error);
     if (!timeline) {
       *error = scenario + ": " + *error;
       return nullptr;
