@@ -151,7 +151,8 @@ std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
                kMaxCertFileBytes, &pem, error)) {
     return nullptr;
   }
-  if (ctx->use_certificate_chain(boost::asio::buffer(pem), ec)) {
+  ctx->use_certificate_chain(boost::asio::buffer(pem), ec);
+  if (ec) {
     *error = KeyError(
         tls, "cert_file",
         "cannot load certificate " + tls.cert_file + ": " + ec.message());
@@ -180,7 +181,8 @@ std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
                  kMaxCertFileBytes, &pem, error)) {
       return nullptr;
     }
-    if (ctx->add_certificate_authority(boost::asio::buffer(pem), ec)) {
+    ctx->add_certificate_authority(boost::asio::buffer(pem), ec);
+    if (ec) {
       *error = KeyError(tls, "client_ca_file",
                         "cannot load CA certificates " + tls.client_ca_file +
                             ": " + ec.message());

@@ -157,7 +157,7 @@ TEST_F(ReloadFilesTest, FifoOrDevZeroAsConfigIsRefusedWhileServing) {
     auto body = HttpGetOk(port, "/metrics");
     return body && body->find("device=\"mlx5_1\"") != std::string::npos;
   })) << ReadFile(log_);
-  for (const fs::path target : {fifo_, fs::path("/dev/zero")}) {
+  for (const fs::path& target : {fifo_, fs::path("/dev/zero")}) {
     SCOPED_TRACE(target.string());
     Repoint(config_, target);
     // Scrapes answer (each within HttpGet's 5 s) while it reloads ...
