@@ -141,6 +141,18 @@ class ReloadFilesTest : public ::testing::Test {
   std::unique_ptr<sim::Session> daemon_;
 };
 
+// The series ExpectRunningConfig looks for, once ib_port has collected.
+bool ServesRunningConfig(int port) {
+  return WaitFor([&] {
+    auto body = HttpGetOk(port, "/metrics");
+    return body &&
+           body->find("fabric_port_state{device=\"mlx5_1\"") !=
+               std::string::npos &&
+           body->find("fabric_collector_success{collector=\"ib_port\"} 1") !=
+               std::string::npos;
+  });
+}
+
 // The running config's series: mlx5_1 read, mlx5_0 still excluded.
 void ExpectRunningConfig(const std::optional<std::string>& body) {
   ASSERT_TRUE(body) << "no answer to a scrape";
@@ -153,10 +165,7 @@ void ExpectRunningConfig(const std::optional<std::string>& body) {
 TEST_F(ReloadFilesTest, FifoOrDevZeroAsConfigIsRefusedWhileServing) {
   const int port = Start();
   ASSERT_GT(port, 0) << ReadFile(log_);
-  ASSERT_TRUE(WaitFor([&] {
-    auto body = HttpGetOk(port, "/metrics");
-    return body && body->find("device=\"mlx5_1\"") != std::string::npos;
-  })) << ReadFile(log_);
+  ASSERT_TRUE(ServesRunningConfig(port)) << ReadFile(log_);
   for (const fs::path& target : {fifo_, fs::path("/dev/zero")}) {
     SCOPED_TRACE(target.string());
     Repoint(config_, target);
@@ -179,10 +188,7 @@ TEST_F(ReloadFilesTest, FifoOrDevZeroAsConfigIsRefusedWhileServing) {
 TEST_F(ReloadFilesTest, EmptyOrDirectoryConfigIsRefusedOldConfigKept) {
   const int port = Start();
   ASSERT_GT(port, 0) << ReadFile(log_);
-  ASSERT_TRUE(WaitFor([&] {
-    auto body = HttpGetOk(port, "/metrics");
-    return body && body->find("device=\"mlx5_1\"") != std::string::npos;
-  })) << ReadFile(log_);
+  ASSERT_TRUE(ServesRunningConfig(port)) << ReadFile(log_);
   std::ofstream(dir_ / "empty.yaml").close();
   fs::create_directories(dir_ / "confdir");
   const struct {
