@@ -2,11 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "collectors/node_name_map.h"
 #include "config/yaml_keys.h"
+#include "core/fd_read.h"
 #include "core/mad_transport.h"
 #include "mad/codec.h"
 #include "mad/discovery.h"
@@ -174,14 +172,14 @@ class FabricCollector : public Collector {
   void LoadNames(MetricSink& sink) {
     names_.clear();
     if (settings_.node_name_map.empty()) return;
-    std::ifstream in(settings_.node_name_map);
-    if (!in) {
-      sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map);
+    FileRead file =
+        ReadRegularFile(settings_.node_name_map, kMaxNodeNameMapBytes);
+    if (!file.ok()) {
+      sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map +
+                ": " + file.error);
       return;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto map = ParseNodeNameMap(text.str());
+    auto map = ParseNodeNameMap(file.text);
     for (int line : map.bad_lines) {
       sink.Skip("fabric: node_name_map line " + std::to_string(line));
     }
@@ -330,7 +328,7 @@ CollectorSpec FabricCollectorSpec() {
             const std::string& key_path, const YAML::Mark& mark) {
           if (ReadMadKey(key, value, key_path, s.mad)) return;
           if (key == "discovery_interval") {
-            s.discovery_interval = Duration(value, key_path);
+            s.discovery_interval = Duration(value, key_path, kMinInterval);
           } else if (key == "ca") {
             s.ca = Scalar(value, key_path);
           } else if (key == "ca_port") {

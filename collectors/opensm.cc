@@ -7,12 +7,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/datagram_protocol.hpp>
 #include <boost/asio/post.hpp>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "collectors/opensm_parse.h"
 #include "config/yaml_keys.h"
+#include "core/fd_read.h"
 #include "osm/event_wire.h"
 
 namespace fabric {
@@ -160,11 +159,10 @@ class OpensmCollector final : public Collector {
   void Start(boost::asio::io_context& io) override {
     io_ = &io;
     if (!settings_.node_name_map.empty()) {
-      std::ifstream in(settings_.node_name_map);
-      std::stringstream text;
-      text << in.rdbuf();
-      if (in) {
-        names_ = ParseNodeNameMap(text.str());
+      FileRead file =
+          ReadRegularFile(settings_.node_name_map, kMaxNodeNameMapBytes);
+      if (file.ok()) {
+        names_ = ParseNodeNameMap(file.text);
       } else {
         map_error_ = true;
       }

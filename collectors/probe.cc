@@ -9,15 +9,14 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
-#include <fstream>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string_view>
 #include <unordered_set>
 
 #include "auth/key_file.h"
 #include "config/yaml_keys.h"
+#include "core/fd_read.h"
 #include "probe/engine.h"
 #include "probe/peers.h"
 #include "probe/rdma_transport.h"
@@ -32,6 +31,8 @@ using probe::ResolvedPeer;
 // Publishing a snapshot every probe interval (1 ms) would cost more than
 // the probes; a second is finer than any scrape.
 constexpr auto kPublishEvery = std::chrono::seconds(1);
+// The largest peers file read: ~30 bytes a peer, far above any fleet.
+constexpr std::size_t kMaxPeersFileBytes = 4 << 20;
 
 probe::TransportMode Mode(const std::string& s) {
   if (s == "udp") return probe::TransportMode::kUdp;
@@ -244,14 +245,13 @@ class ProbeCollector final : public Collector {
   }
 
   bool ReadPeersFile(std::string* error) {
-    std::ifstream in(settings_.peers_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
-      *error = "cannot read peers_file " + settings_.peers_file;
+    FileRead file = ReadRegularFile(settings_.peers_file, kMaxPeersFileBytes);
+    if (!file.ok()) {
+      *error =
+          "cannot read peers_file " + settings_.peers_file + ": " + file.error;
       return false;
     }
-    auto peers = probe::ParsePeersFile(text.str(), error);
+    auto peers = probe::ParsePeersFile(file.text, error);
     if (!peers) {
       *error =
           settings_.peers_file + ": " + *error + " (keeping the previous list)";
@@ -327,6 +327,8 @@ CollectorSpec ProbeCollectorSpec() {
   CollectorSpec spec;
   spec.name = "probe";
   spec.enabled = false;
+  // The interval is each peer's probe rate; 1 ms is a supported setting.
+  spec.min_interval = std::chrono::milliseconds(1);
   spec.keys = {"transport",  "listen_address", "probe_timeout", "peers",
                "peers_file", "key_file",       "rate_limit",    "max_peers"};
   spec.parse = [](const YAML::Node& node, const std::string& path,

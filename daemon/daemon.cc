@@ -7,9 +7,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
+#include <exception>
+#include <optional>
 
 #include "collectors/registry.h"
 #include "daemon/collection.h"
+#include "daemon/off_loop.h"
 #include "daemon/poller.h"
 #include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
@@ -38,6 +41,32 @@ std::chrono::milliseconds SupervisePeriod(
       std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
 }
 
+// What a reload applies, read and parsed (TLS files loaded) away from the
+// event loop: the config with the flags applied and the web config.
+struct ReloadFiles {
+  std::optional<Config> config;
+  std::optional<http::Security> security;
+  std::string error;  // why the reload is rejected, when either is absent
+};
+
+ReloadFiles LoadReloadFiles(const Options& options) {
+  ReloadFiles out;
+  try {
+    out.config = LoadConfigFile(options.config_path, !options.config_given,
+                                CollectorSpecs(), &out.error);
+    if (!out.config || !ApplyOptions(options, *out.config, &out.error)) {
+      out.config.reset();
+      return out;
+    }
+    out.security =
+        http::LoadSecurity(options.web_config_file.value_or(""), &out.error);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  if (!out.security) out.config.reset();
+  return out;
+}
+
 class Daemon {
  public:
   Daemon(const Options& options, Config config)
@@ -50,7 +79,8 @@ class Daemon {
         collectable_(
             std::make_shared<SnapshotCollectable>(store_, ThisBuild())),
         http_metrics_(std::make_shared<http::ServerMetrics>()),
-        in_flight_(std::make_shared<InFlight>()) {}
+        in_flight_(std::make_shared<InFlight>()),
+        reload_loader_(io_) {}
 
   int Run() {
     std::string error;
@@ -80,6 +110,12 @@ class Daemon {
                    kShutdownGrace.count());
       spdlog::shutdown();
       std::_Exit(0);  // never join a thread stuck in a hung read
+    }
+    if (reload_loader_.running() > 0) {
+      spdlog::warn("a reload is still reading {}; exiting without it",
+                   options_.config_path);
+      spdlog::shutdown();
+      std::_Exit(0);  // its thread must not run under exit-time destructors
     }
     spdlog::info("stopped");
     return 0;
@@ -199,29 +235,62 @@ class Daemon {
     });
   }
 
+  // SIGHUP. The files are read and parsed on a thread of their own (a FIFO,
+  // /dev/zero or a hung mount named as a file must not stop scrapes and
+  // probes), the result applied on the event loop. SIGHUPs while one is
+  // loading make one more reload after it, which reads the latest files.
   void Reload() {
-    spdlog::info("SIGHUP: reloading {}", options_.config_path);
-    std::string error;
-    auto config = LoadConfigFile(options_.config_path, !options_.config_given,
-                                 CollectorSpecs(), &error);
-    if (!config || !ApplyOptions(options_, *config, &error)) {
-      spdlog::error("reload rejected, keeping the running config: {}", error);
+    if (reloading_) {
+      if (!reload_again_) {
+        spdlog::info(
+            "SIGHUP: a reload is still reading {}; reloading again "
+            "after it",
+            options_.config_path);
+      }
+      reload_again_ = true;
       return;
     }
+    spdlog::info("SIGHUP: reloading {}", options_.config_path);
+    reloading_ = true;
+    const bool started = reload_loader_.Run([this, options = options_] {
+      auto files = std::make_shared<ReloadFiles>(LoadReloadFiles(options));
+      // Runs on the event loop, where `this` is alive (OffLoop posts
+      // nothing once the daemon is gone).
+      return [this, files] { ReloadLoaded(std::move(*files)); };
+    });
+    if (!started) {
+      reloading_ = false;
+      spdlog::error(
+          "reload rejected, keeping the running config: no thread "
+          "to read the files on");
+    }
+  }
+
+  void ReloadLoaded(ReloadFiles files) {
+    reloading_ = false;
+    if (!files.config) {
+      spdlog::error("reload rejected, keeping the running config: {}",
+                    files.error);
+    } else {
+      Apply(std::move(*files.config), std::move(*files.security));
+    }
+    if (reload_again_) {
+      reload_again_ = false;
+      Reload();
+    }
+  }
+
+  // Applies a loaded config and web config on the event loop.
+  void Apply(Config config, http::Security security) {
+    std::string error;
     // --simulate owns the sysfs root and the ethtool dumps for the life of
     // the process.
     if (options_.simulate) {
-      config->sysfs_root = config_.sysfs_root;
-      config->ethtool_dir = config_.ethtool_dir;
+      config.sysfs_root = config_.sysfs_root;
+      config.ethtool_dir = config_.ethtool_dir;
     }
-    // The web config too: a bad one rejects the whole reload.
-    auto security = http::LoadSecurity(WebConfigPath(), &error);
-    if (!security) {
-      spdlog::error("reload rejected, keeping the running config: {}", error);
-      return;
-    }
-    if (config->listen_address != config_.listen_address) {
-      auto http = http::Server::Start(io_, config->listen_address, *security,
+    if (config.listen_address != config_.listen_address) {
+      auto http = http::Server::Start(io_, config.listen_address, security,
                                       {collectable_}, http_metrics_, &error);
       if (!http) {
         spdlog::error("reload rejected, keeping the running config: {}", error);
@@ -229,13 +298,13 @@ class Daemon {
       }
       http_ = std::move(http);
       spdlog::info("listening on {} ({})", http_->BoundAddress(),
-                   http::Describe(*security));
+                   http::Describe(security));
     } else {
-      http_->Reconfigure(*security);
-      spdlog::info("/metrics serves {}", http::Describe(*security));
+      http_->Reconfigure(security);
+      spdlog::info("/metrics serves {}", http::Describe(security));
     }
-    StopChangedPollers(*config);
-    config_ = std::move(*config);
+    StopChangedPollers(config);
+    config_ = std::move(config);
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
     StartPollers();
     spdlog::info("reload done");
@@ -262,6 +331,11 @@ class Daemon {
   std::vector<std::unique_ptr<Poller>> pollers_;
   // Retired pollers whose collection was still running (see poller.h).
   std::vector<std::unique_ptr<Poller>> abandoned_;
+  // Reload: files are being read, and another SIGHUP came meanwhile.
+  bool reloading_ = false;
+  bool reload_again_ = false;
+  // Destroyed before io_: it posts to it.
+  OffLoop reload_loader_;
 };
 
 }  // namespace

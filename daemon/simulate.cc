@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
+#include "core/fd_read.h"
 #include "simulator/mad.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
@@ -22,6 +21,9 @@
 
 namespace fabric {
 namespace {
+
+// The largest timeline file read: a scenario is a few KiB.
+constexpr std::size_t kMaxTimelineBytes = 1 << 20;
 
 namespace fs = std::filesystem;
 
@@ -125,14 +127,12 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
   sim::SimConfig config;
   config.hosts = 1;
   if (EndsWith(scenario, ".yaml") || EndsWith(scenario, ".yml")) {
-    std::ifstream in(scenario);
-    if (!in) {
-      *error = "cannot read timeline " + scenario;
+    FileRead file = ReadRegularFile(scenario, kMaxTimelineBytes);
+    if (!file.ok()) {
+      *error = "cannot read timeline " + scenario + ": " + file.error;
       return nullptr;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto timeline = sim::ParseTimeline(text.str(), error);
+    auto timeline = sim::ParseTimeline(file.text, error);
     if (!timeline) {
       *error = scenario + ": " + *error;
       return nullptr;

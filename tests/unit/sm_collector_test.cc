@@ -424,5 +424,32 @@ TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
       << error;
 }
 
+// A MAD timeout is kept in whole milliseconds: below 1 ms it would be 0, a
+// retry as fast as answers fail. discovery_interval has the interval floor.
+TEST(SmCollector, MadTimeoutAndDiscoveryIntervalHaveFloors) {
+  std::string error;
+  for (const std::string name : {"sm", "fabric"}) {
+    EXPECT_FALSE(
+        ParseConfig("collectors:\n  " + name + ":\n    mad_timeout: 999us\n",
+                    CollectorSpecs(), &error));
+    EXPECT_NE(error.find("collectors." + name +
+                         ".mad_timeout (line 3): \"999us\" is below the "
+                         "minimum of 1ms"),
+              std::string::npos)
+        << error;
+    EXPECT_TRUE(
+        ParseConfig("collectors:\n  " + name + ":\n    mad_timeout: 1ms\n",
+                    CollectorSpecs(), &error))
+        << error;
+  }
+  EXPECT_FALSE(
+      ParseConfig("collectors:\n  fabric:\n    discovery_interval: 1us\n",
+                  CollectorSpecs(), &error));
+  EXPECT_NE(error.find("collectors.fabric.discovery_interval (line 3): "
+                       "\"1us\" is below the minimum of 10ms"),
+            std::string::npos)
+      << error;
+}
+
 }  // namespace
 }  // namespace fabric
