@@ -188,11 +188,12 @@ class Daemon {
     const bool healthy = (pollers_.empty() || stuck < pollers_.size()) &&
                          abandoned_.size() < kMaxAbandoned;
     if (healthy != collections_ok_) {
-      collections_why_ =
-          healthy ? ""
-                  : fmt::format("{} of {} collectors stuck, {} abandoned "
-                                "collections",
-                                stuck, pollers_.size(), abandoned_.size());
+      collections_why_ = healthy
+                             ? ""
+                             : fmt::format(
+                                   "{} of {} collectors stuck, {} abandoned "
+                                   "collections",
+                                   stuck, pollers_.size(), abandoned_.size());
       collections_ok_ = healthy;
       UpdateFeeding();
     }
@@ -256,10 +257,9 @@ class Daemon {
     const auto timeout = std::max(
         std::chrono::duration_cast<std::chrono::milliseconds>(watchdog_period_),
         kMinSelfCheckTimeout);
-    RunSelfCheck(io_, *endpoint, self_check_tls_, timeout,
-                 [this](SelfCheckResult result) {
-                   SelfCheckDone(std::move(result));
-                 });
+    RunSelfCheck(
+        io_, *endpoint, self_check_tls_, timeout,
+        [this](SelfCheckResult result) { SelfCheckDone(std::move(result)); });
   }
 
   void SelfCheckDone(SelfCheckResult result) {

@@ -56,17 +56,16 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     if (!tls_) return Exchange(tcp_);
     ctx_.set_verify_mode(ssl::verify_none);
     ssl_.emplace(std::move(tcp_), ctx_);
-    ssl_->async_handshake(
-        ssl::stream_base::client,
-        [self = shared_from_this()](beast::error_code ec) {
-          if (!ec) return self->Exchange(*self->ssl_);
-          if (IsAlert(ec)) return self->Finish(Outcome::kAnswered, "");
-          // Not TLS on the other end (a plain server answered our hello
-          // with an HTTP error): try plain.
-          const bool other = ec.category() == asio::error::get_ssl_category();
-          self->Finish(other ? Outcome::kOtherMode : Outcome::kFailed,
-                       "TLS handshake: " + ec.message());
-        });
+    ssl_->async_handshake(ssl::stream_base::client, [self = shared_from_this()](
+                                                        beast::error_code ec) {
+      if (!ec) return self->Exchange(*self->ssl_);
+      if (IsAlert(ec)) return self->Finish(Outcome::kAnswered, "");
+      // Not TLS on the other end (a plain server answered our hello
+      // with an HTTP error): try plain.
+      const bool other = ec.category() == asio::error::get_ssl_category();
+      self->Finish(other ? Outcome::kOtherMode : Outcome::kFailed,
+                   "TLS handshake: " + ec.message());
+    });
   }
 
   template <class Stream>
@@ -75,18 +74,18 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
     request_.set(bhttp::field::host, "fabricmon-self-check");
     request_.set(bhttp::field::user_agent, "fabricmon-watchdog");
     request_.keep_alive(false);
-    bhttp::async_write(
-        stream, request_,
-        [self = shared_from_this(), &stream](beast::error_code ec,
-                                             std::size_t) {
-          if (ec) return self->Failed(ec, "write");
-          bhttp::async_read_header(
-              stream, self->buffer_, self->parser_,
-              [self](beast::error_code ec, std::size_t) {
-                if (!ec) return self->Finish(Outcome::kAnswered, "");
-                self->Failed(ec, "read");
-              });
-        });
+    bhttp::async_write(stream, request_,
+                       [self = shared_from_this(), &stream](
+                           beast::error_code ec, std::size_t) {
+                         if (ec) return self->Failed(ec, "write");
+                         bhttp::async_read_header(
+                             stream, self->buffer_, self->parser_,
+                             [self](beast::error_code ec, std::size_t) {
+                               if (!ec)
+                                 return self->Finish(Outcome::kAnswered, "");
+                               self->Failed(ec, "read");
+                             });
+                       });
   }
 
   void Failed(const beast::error_code& ec, const char* step) {
@@ -101,8 +100,7 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
   void Finish(Outcome outcome, std::string why) {
     if (!done_) return;
     beast::error_code ignored;
-    tcp::socket& socket =
-        ssl_ ? ssl_->next_layer().socket() : tcp_.socket();
+    tcp::socket& socket = ssl_ ? ssl_->next_layer().socket() : tcp_.socket();
     socket.close(ignored);
     auto done = std::move(done_);
     done_ = nullptr;
@@ -123,8 +121,8 @@ class Attempt : public std::enable_shared_from_this<Attempt> {
 
 }  // namespace
 
-void RunSelfCheck(asio::io_context& io, const tcp::endpoint& endpoint,
-                  bool tls, std::chrono::milliseconds timeout,
+void RunSelfCheck(asio::io_context& io, const tcp::endpoint& endpoint, bool tls,
+                  std::chrono::milliseconds timeout,
                   std::function<void(SelfCheckResult)> done) {
   const auto deadline = Clock::now() + timeout;
   std::make_shared<Attempt>(

@@ -828,16 +828,16 @@ TEST_F(DaemonTest, FifoCounterFileNeitherBlocksNorLeaksDescriptors) {
   WriteFile(fifo.string(), "1000\n");
   ASSERT_TRUE(WaitFor([&] {
     text = Scrape(daemon.Port());
-    return Value(text, "fabric_port_transmit_bytes_total{device=\"mlx5_0\","
-                       "port=\"1\"}") == 4000 &&
+    return Value(text,
+                 "fabric_port_transmit_bytes_total{device=\"mlx5_0\","
+                 "port=\"1\"}") == 4000 &&
            Value(text, "fabric_collector_success{collector=\"ib_port\"}") ==
                1 &&
            Value(text, "fabric_collector_success{collector=\"congestion\"}") ==
                1;
   })) << text.substr(0, 2000)
       << daemon.Stderr();
-  EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"congestion\"}"),
-            0);
+  EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"congestion\"}"), 0);
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
 }
@@ -853,8 +853,7 @@ TEST_F(DaemonTest, StuckCollectorRestartsOnlyOnceItsCollectionReturns) {
   const HungTree hung = MakeHungTree(dir_, release);
   auto yaml = [](int interval_ms) {
     std::string text = "collectors:\n  ib_port:\n    interval: " +
-                       std::to_string(interval_ms) +
-                       "ms\n    timeout: 300ms\n";
+                       std::to_string(interval_ms) + "ms\n    timeout: 300ms\n";
     for (const auto& name : CollectorNames()) {
       if (name != "ib_port") text += "  " + name + ": {enabled: false}\n";
     }
@@ -882,8 +881,7 @@ TEST_F(DaemonTest, StuckCollectorRestartsOnlyOnceItsCollectionReturns) {
   fs::remove(release);
   ASSERT_TRUE(WaitFor([&] {
     text = Scrape(daemon.Port());
-    return Value(text, "fabric_collector_success{collector=\"ib_port\"}") ==
-           1;
+    return Value(text, "fabric_collector_success{collector=\"ib_port\"}") == 1;
   })) << daemon.Stderr();
   EXPECT_THAT(daemon.Stderr(),
               HasSubstr("ib_port: its abandoned collection returned"));
@@ -911,12 +909,14 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenMetricsDoesNotAnswer) {
       << daemon.Stderr();
   ASSERT_THAT(notify.ReceiveUntil("WATCHDOG=1"), HasSubstr("WATCHDOG=1"));
   const int port = daemon.Port();
-  const std::string kill = "ss -K -t state listening sport = :" +
-                           std::to_string(port) + " >/dev/null 2>&1";
+  const std::string kill =
+      "ss -K -t state listening sport = :" + std::to_string(port) +
+      " >/dev/null 2>&1";
   ASSERT_EQ(std::system(kill.c_str()), 0);
   if (!Scrape(port).empty()) {
-    MISSING_DEPENDENCY("ss -K cannot destroy sockets here "
-                       "(CONFIG_INET_DIAG_DESTROY, CAP_NET_ADMIN)");
+    MISSING_DEPENDENCY(
+        "ss -K cannot destroy sockets here "
+        "(CONFIG_INET_DIAG_DESTROY, CAP_NET_ADMIN)");
   }
   ASSERT_TRUE(WaitFor([&] {
     return daemon.Stderr().find("the /metrics self-check got no answer") !=

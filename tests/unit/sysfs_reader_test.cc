@@ -326,8 +326,7 @@ TEST_P(SysfsReaderTest, KeepsDescriptorsWithinABudget) {
 TEST_P(SysfsReaderTest, RefusesFilesThatAreNotRegular) {
   Write(kCounters + "/port_rcv_data", "1\n");
   auto r = Reader();
-  ASSERT_EQ(::mkfifo((root_ / kCounters / "port_xmit_data").c_str(), 0644),
-            0);
+  ASSERT_EQ(::mkfifo((root_ / kCounters / "port_xmit_data").c_str(), 0644), 0);
   fs::create_symlink("/dev/zero", root_ / kCounters / "zero");
   for (int round = 0; round < 2; ++round) {
     r->Begin();
