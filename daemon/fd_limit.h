@@ -9,6 +9,7 @@
 #pragma once
 
 #include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
 #include <sys/resource.h>
 
 #include <cstddef>
