@@ -5,8 +5,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <memory>
 #include <vector>

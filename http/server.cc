@@ -488,10 +488,10 @@ std::string Server::State::Render() const {
 
 const std::vector<std::string>& ServerMetrics::Reasons() {
   static const std::vector<std::string> kReasons = {
-      "bad_request",    "connection_limit",   "evicted",
+      "bad_request",      "connection_limit",   "evicted",
       "header_too_large", "method_not_allowed", "not_found",
-      "pipeline_limit", "source_limit",       "timeout",
-      "tls_handshake",  "truncated",          "unauthorized",
+      "pipeline_limit",   "source_limit",       "timeout",
+      "tls_handshake",    "truncated",          "unauthorized",
       "write_timeout"};
   return kReasons;
 }
