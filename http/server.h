@@ -17,8 +17,8 @@
 //    slow or pipelining reader); within its source's share only that
 //    source's connections are candidates, so a flood from one address
 //    only displaces itself. A connection whose request is being checked or
-//    rendered is never closed; if every candidate is, the newcomer is
-//    closed unanswered. A real scrape sends its request right after
+//    rendered (with no earlier answer still unread) is never closed; if
+//    every candidate is such, the newcomer is closed unanswered. A real scrape sends its request right after
 //    connecting and reads its answer at once, so it is answered before it
 //    could become the oldest.
 //  - a connection must complete its TLS handshake and each request's head
