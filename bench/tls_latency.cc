@@ -1,11 +1,13 @@
 // Time to last byte of /metrics over TLS on loopback: the fabricmon HTTP
-// server (http/server.h) in this process with a small exposition (~20
-// series) and a throwaway CA (openssl CLI), a Boost.Beast client on one
-// keep-alive connection, and one fresh connection (TCP + TLS handshake)
-// per request. Without TCP_NODELAY the last TLS record of each answer
-// waited ~40 ms for the client's delayed ACK (issue #25, finding 7).
+// server (http/server.h) in this process with an exposition of SERIES
+// counters (default 20, ~1.5 KB; 2000 is ~130 KB, several TLS records) and a
+// throwaway CA (openssl CLI), a Boost.Beast client on one keep-alive
+// connection, and one fresh connection (TCP + TLS handshake) per request.
+// Without TCP_NODELAY the last TLS record of each answer waited ~40 ms for the
+// client's delayed ACK (issue #25, finding 7).
 //
-//   cmake --build build --target tls_latency && build/bench/tls_latency [N]
+//   cmake --build build --target tls_latency &&
+//     build/bench/tls_latency [REQUESTS [SERIES]]
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
 #include <unistd.h>
@@ -45,7 +47,7 @@ void Report(const char* what, std::vector<double> ms) {
   auto at = [&](double q) {
     return ms[static_cast<std::size_t>(q * (ms.size() - 1))];
   };
-  std::printf("%-34s n=%zu  median %.2f ms  p90 %.2f ms  max %.2f ms\n", what,
+  std::printf("%-38s n=%zu  median %.2f ms  p90 %.2f ms  max %.2f ms\n", what,
               ms.size(), at(0.5), at(0.9), ms.back());
 }
 
@@ -68,6 +70,7 @@ double OneRequest(beast::ssl_stream<beast::tcp_stream>& stream) {
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int series = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::string dir = std::filesystem::temp_directory_path() /
                           ("tls_latency." + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -90,8 +93,11 @@ int main(int argc, char** argv) {
                      .Name("fabric_bench_total")
                      .Help("bench")
                      .Register(*registry);
-  for (int i = 0; i < 20; ++i) {
-    family.Add({{"port", std::to_string(i)}}).Increment(i);
+  for (int i = 0; i < series; ++i) {
+    family
+        .Add({{"port", std::to_string(i)},
+              {"device", "mlx5_" + std::to_string(i % 16)}})
+        .Increment(i);
   }
 
   asio::io_context io;
