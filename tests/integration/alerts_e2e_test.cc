@@ -57,6 +57,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/runbook_queries.h"
 #include "tests/integration/sim_support.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
@@ -612,10 +613,11 @@ struct ScenarioRun {
   bool with_ib = false;
 };
 
-TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
-  REQUIRE_STACK();
-  const auto all = AllExprs();
-  ASSERT_GT(all.size(), 100u);
+// Runs the scenarios below until each of `all` ({where, expr}) has
+// returned data in one of them; fails each that never does or does not
+// parse.
+void ExpectDataInSomeScenario(
+    const std::vector<std::pair<std::string, std::string>>& all) {
   std::vector<bool> found(all.size(), false);
   for (std::size_t i = 0; i < all.size(); ++i) {
     found[i] = PushedBenchResults(all[i].first, all[i].second) ||
@@ -674,6 +676,27 @@ TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
   }
   std::printf("expressions: %zu, without data in every scenario: %d\n",
               all.size(), missing);
+}
+
+TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
+  REQUIRE_STACK();
+  const auto all = AllExprs();
+  ASSERT_GT(all.size(), 100u);
+  ExpectDataInSomeScenario(all);
+}
+
+// Every PromQL line of the runbooks (```promql blocks, docs/runbooks/
+// README.md), placeholders matching any value, through the same scenarios:
+// a runbook query that does not parse, or names a metric or label the
+// stack never has, fails here.
+TEST(AlertsE2eTest, EveryRunbookQueryReturnsDataInSomeScenario) {
+  REQUIRE_STACK();
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const auto& [file, query] : testing::RunbookQueries()) {
+    all.emplace_back("docs/runbooks/" + file, testing::ForPrometheus(query));
+  }
+  ASSERT_GT(all.size(), 60u);
+  ExpectDataInSomeScenario(all);
 }
 
 TEST(AlertsE2eTest, CongestionHotspotFiresForVictimOnly) {

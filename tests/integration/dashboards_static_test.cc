@@ -1,8 +1,9 @@
 // Static checks on what ships in dashboards/ and docs/runbooks/:
 //  - every Grafana dashboard JSON parses, has schemaVersion >= 39, a
 //    Prometheus `datasource` variable and instance/device/port variables;
-//  - every PromQL expression in the dashboards and rules parses (all are put
-//    in a temporary rules file and checked with the real `promtool`);
+//  - every PromQL expression in the dashboards, rules and runbooks (```promql
+//    blocks) parses (all are put in a temporary rules file and checked with
+//    the real `promtool`), and every alert's runbook has PromQL to run;
 //  - every fabric_* metric they reference is listed in docs/metrics.md and
 //    every fabric:* series is recorded by recording_rules.yml;
 //  - every alert has severity, summary, description and a runbook_url that
@@ -32,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/runbook_queries.h"
 #include "tests/support/ci.h"
 #include "tests/support/paths.h"
 
@@ -451,6 +453,9 @@ TEST(DashboardsStaticTest, EveryExpressionParses) {
   }
   std::vector<std::string> exprs = DashboardExprs();
   for (const auto& r : Rules()) exprs.push_back(r.expr);
+  for (const auto& [_, q] : testing::RunbookQueries()) {
+    exprs.push_back(testing::ForPrometheus(q));
+  }
   ASSERT_GT(exprs.size(), 40u);
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "groups" << YAML::Value
@@ -540,6 +545,22 @@ TEST(DashboardsStaticTest, AlertsHaveAnnotationsAndRunbooksExist) {
           << name << ": " << section;
     }
   }
+}
+
+// Every alert's runbook has queries to run (in ```promql blocks, so the
+// tests find them: the parse check above, and alerts_e2e_test's
+// EveryRunbookQueryReturnsDataInSomeScenario runs them against a real
+// Prometheus).
+TEST(DashboardsStaticTest, EveryRunbookHasPromqlQueries) {
+  std::map<std::string, int> queries;
+  for (const auto& [file, _] : testing::RunbookQueries()) ++queries[file];
+  int runbooks = 0;
+  for (const auto& r : Rules()) {
+    if (!r.alert) continue;
+    ++runbooks;
+    EXPECT_GT(queries[r.name + ".md"], 0) << r.name << ".md has no promql block";
+  }
+  EXPECT_GE(runbooks, 30);
 }
 
 }  // namespace
