@@ -24,15 +24,18 @@ dashboards=("$@")
 [[ ${#dashboards[@]} -gt 0 ]] || dashboards=("$src"/dashboards/grafana/*.json)
 
 mkdir -p "$work"
-if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" ||
-   [[ ! -x "$work/node_modules/.bin/tsc" ]]; then
-  cp "$here/package.json" "$here/package-lock.json" "$work/"
-  (cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-fi
+# One install at a time (tests run side by side share WORKDIR).
+(
+  flock 9
+  if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" ||
+     [[ ! -x "$work/node_modules/.bin/tsc" ]]; then
+    cp "$here/package.json" "$here/package-lock.json" "$work/"
+    (cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+) 9>"$work/.install.lock"
 
-checks="$work/checks"
-rm -rf "$checks"
-mkdir -p "$checks"
+checks="$(mktemp -d "$work/checks.XXXXXX")"
+trap 'rm -rf "$checks"' EXIT
 for f in "${dashboards[@]}"; do
   name="$(basename "$f" .json | tr -c 'a-zA-Z0-9\n' '_')"
   {
@@ -56,7 +59,7 @@ cat >"$checks/tsconfig.json" <<JSON
   "include": ["*.ts"]
 }
 JSON
-# Compiler messages name checks/<dashboard>.ts(line,col): the dashboard's
+# Compiler messages name checks.*/<dashboard>.ts(line,col): the dashboard's
 # line is that line minus 6 (the header above).
 "$work/node_modules/.bin/tsc" -p "$checks"
 echo "check.sh: ${#dashboards[@]} dashboard(s) match Grafana's dashboard schema (@grafana/schema $(node -p "require('$work/node_modules/@grafana/schema/package.json').version"))"

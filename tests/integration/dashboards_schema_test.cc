@@ -80,9 +80,9 @@ TEST(DashboardsSchemaTest, SchemaCheckRejectsWhatGrafanaDoesNotKnow) {
   const auto version = json.find("\"schemaVersion\": 39");
   ASSERT_NE(version, std::string::npos);
   json.replace(version, 19, "\"schemaVersion\": \"39\"");
-  const fs::path bad = fs::temp_directory_path() /
-                       ("fabricmon_bad_dashboard_" +
-                        std::to_string(::getpid()) + ".json");
+  const fs::path bad =
+      fs::temp_directory_path() /
+      ("fabricmon_bad_dashboard_" + std::to_string(::getpid()) + ".json");
   std::ofstream(bad) << json;
   const auto [status, output] = RunShell(CheckScript() + " " + bad.string());
   fs::remove(bad);
@@ -151,8 +151,8 @@ TEST(DashboardsSchemaTest, ClusterVariableAndAllOnInstance) {
 // column that holds the rate.
 TEST(DashboardsSchemaTest, RatePanelsHavePerSecondUnits) {
   const std::set<std::string> per_second = {
-      "Bps", "bps", "binBps", "binbps", "pps", "cps", "ops", "reqps",
-      "rps", "wps", "iops", "percentunit", "percent", "s"};
+      "Bps",   "bps", "binBps", "binbps", "pps",         "cps",     "ops",
+      "reqps", "rps", "wps",    "iops",   "percentunit", "percent", "s"};
   int checked = 0;
   for (const auto& path : Dashboards()) {
     pt::ptree tree;

@@ -240,21 +240,21 @@ TEST(DashboardsStaticTest, DefaultsStayBoundedAtThousandsOfPorts) {
     }
     // One switch's ports (a single-value switch variable) are bounded by
     // the switch's port count, whatever the fleet size.
-    const bool one_switch =
-        vars.count("switch") && !vars["switch"].get<bool>("includeAll") &&
-        !vars["switch"].get<bool>("multi");
+    const bool one_switch = vars.count("switch") &&
+                            !vars["switch"].get<bool>("includeAll") &&
+                            !vars["switch"].get<bool>("multi");
     int checked = 0;
     for (const auto& [_, p] : tree.get_child("panels")) {
       if (p.get<std::string>("type") == "row" || !all_by_default) continue;
       for (const auto& [__, t] : p.get_child("targets")) {
         ++checked;
         const std::string expr = t.get<std::string>("expr");
-        if (one_switch && expr.find("switch=~\"$switch\"") != std::string::npos) {
+        if (one_switch &&
+            expr.find("switch=~\"$switch\"") != std::string::npos) {
           continue;
         }
-        EXPECT_TRUE(Bounded(expr))
-            << p.get<std::string>("title") << ": "
-            << t.get<std::string>("expr");
+        EXPECT_TRUE(Bounded(expr)) << p.get<std::string>("title") << ": "
+                                   << t.get<std::string>("expr");
       }
     }
     if (all_by_default) {
@@ -568,7 +568,8 @@ TEST(DashboardsStaticTest, EveryRunbookHasPromqlQueries) {
   for (const auto& r : Rules()) {
     if (!r.alert) continue;
     ++runbooks;
-    EXPECT_GT(queries[r.name + ".md"], 0) << r.name << ".md has no promql block";
+    EXPECT_GT(queries[r.name + ".md"], 0)
+        << r.name << ".md has no promql block";
   }
   EXPECT_GE(runbooks, 30);
 }

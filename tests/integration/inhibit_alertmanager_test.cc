@@ -39,7 +39,7 @@ using namespace std::chrono_literals;
 
 constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 
-int Run(const std::string& command, std::string* output) {
+int RunShell(const std::string& command, std::string* output) {
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return -1;
   char buf[4096];
@@ -107,11 +107,12 @@ class InhibitAlertmanagerTest : public ::testing::Test {
   }
 
   void Post(const Posted& a) {
-    std::string command = "amtool alert add --alertmanager.url=http://127.0.0.1:" +
-                          std::to_string(port_) + " alertname=" + a.name;
+    std::string command =
+        "amtool alert add --alertmanager.url=http://127.0.0.1:" +
+        std::to_string(port_) + " alertname=" + a.name;
     for (const auto& [l, v] : a.labels) command += " " + l + "=" + v;
     std::string output;
-    ASSERT_EQ(Run(command, &output), 0) << command << "\n" << output;
+    ASSERT_EQ(RunShell(command, &output), 0) << command << "\n" << output;
   }
 
   // alert key -> state ("active" or "suppressed") as Alertmanager reports.
