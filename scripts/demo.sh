@@ -86,6 +86,7 @@ for ((i = 0; i < hosts; i++)); do
     exit 1
   fi
 done
+prom_given="$prom_port"
 if [[ -z "$prom_port" ]]; then
   prom_port=9090
   while port_busy "$prom_port"; do prom_port=$((prom_port + 1)); done
@@ -94,7 +95,8 @@ elif port_busy "$prom_port"; then
   exit 1
 fi
 if [[ -z "$am_port" ]]; then
-  am_port=9093
+  # 9093, or next to an explicit --prom-port (tests pick free ports there).
+  if [[ -n "$prom_given" ]]; then am_port=$((prom_port + 1)); else am_port=9093; fi
   while port_busy "$am_port" || ((am_port == prom_port)); do
     am_port=$((am_port + 1))
   done
@@ -223,14 +225,14 @@ YAML
 pids+=($!)
 
 echo "fabricmon demo: $hosts simulated host(s), scenario ${timeline:-$scenario}"
-echo "  daemons:      http://127.0.0.1:$port_base/metrics .. :$((port_base + hosts - 1))"
-echo "  sysfs:        $sim/host<i>"
-echo "  logs:         $work"
-echo "  Prometheus:   http://127.0.0.1:$prom_port (rules: dashboards/prometheus/)"
+echo "  daemons:    http://127.0.0.1:$port_base/metrics .. :$((port_base + hosts - 1))"
+echo "  sysfs:      $sim/host<i>"
+echo "  logs:       $work"
+echo "  Prometheus: http://127.0.0.1:$prom_port (rules: dashboards/prometheus/)"
 echo "  Alertmanager: http://127.0.0.1:$am_port (inhibit rules: dashboards/alertmanager/)"
-echo "  try:          rate(fabric_port_transmit_bytes_total[1m])"
+echo "  try:        rate(fabric_port_transmit_bytes_total[1m])"
 if [[ -z "$shipped_for" ]]; then
-  echo "  note:         alert 'for:' shortened to 20s for the demo (--shipped-for keeps them)"
+  echo "  note:       alert 'for:' shortened to 20s for the demo (--shipped-for keeps them)"
 fi
 echo "Alerts are printed below as they fire, with the runbook to open. Ctrl-C stops everything."
 if [[ -z "$quiet" ]]; then
