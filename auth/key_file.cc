@@ -1,12 +1,8 @@
 #include "auth/key_file.h"
 
-#include <fcntl.h>
 #include <openssl/rand.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
+#include <cstdio>
 #include <stdexcept>
 
 #include "sources/fd_read.h"
@@ -59,31 +55,19 @@ std::optional<Key> ParseKeyHex(std::string_view text, std::string* error) {
 }
 
 std::optional<Key> LoadKeyFile(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
+  FileRead file = ReadRegularFile(path, kMaxKeyFileBytes, Symlinks::kRefuse);
+  if (!file.ok()) {
+    *error = path + ": " + file.error;
     return std::nullopt;
   }
-  struct stat st {};
-  std::string text;
-  int err = 0;
-  if (::fstat(fd, &st) != 0) {
-    *error = path + ": " + std::strerror(errno);
-  } else if (!S_ISREG(st.st_mode)) {
-    *error = path + ": not a regular file";
-  } else if ((st.st_mode & 077) != 0) {
+  if ((file.mode & 077) != 0) {
     char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", st.st_mode & 07777);
+    std::snprintf(mode, sizeof mode, "%04o", file.mode & 07777);
     *error = path + ": mode " + mode +
              " lets group or others access the key; chmod 600 it";
-  } else if (static_cast<std::size_t>(st.st_size) > kMaxKeyFileBytes) {
-    *error = path + ": larger than 4 KiB, not a key file";
-  } else if (!ReadAttribute(fd, true, &text, &err)) {
-    *error = path + ": " + std::strerror(err);
+    return std::nullopt;
   }
-  ::close(fd);
-  if (!error->empty()) return std::nullopt;
-  auto key = ParseKeyHex(text, error);
+  auto key = ParseKeyHex(file.text, error);
   if (!key) *error = path + ": " + *error;
   return key;
 }

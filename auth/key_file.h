@@ -25,9 +25,10 @@ std::optional<Key> ParseKeyHex(std::string_view text, std::string* error);
 
 // Reads and parses the key file at `path`. Refuses a file that group or
 // others may read or write (mode must be 0600 or stricter; systemd's
-// LoadCredential= delivers 0400), a non-regular file, and a file larger than
-// 4 KiB. The mode is checked on the opened descriptor, not the path, so the
-// file checked is the file read. The error names the path.
+// LoadCredential= delivers 0400), a symlink, a non-regular file (a FIFO is
+// refused, not waited on) and a file larger than 4 KiB (sources/fd_read.h). The
+// mode is checked on the opened descriptor, not the path, so the file checked
+// is the file read. The error names the path.
 std::optional<Key> LoadKeyFile(const std::string& path, std::string* error);
 
 // A fresh random key as hex (for `--local` runs and `fabricmon-bench keygen`),

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Scraper and sampler of bench/soak.sh (run through it, not alone).
 
-soak_scrape.py PORT PID SECONDS WARMUP_SECONDS OUT_DIR
+soak_scrape.py PORT PID SECONDS WARMUP_SECONDS OUT_DIR [RELOAD_SECONDS]
 
 Scrapes http://127.0.0.1:PORT/metrics 20 times a second (one new connection
 per scrape, as after a Prometheus restart; each scrape must be a 200 whose
-body holds fabric_build_info) and every 10 s samples the daemon's RSS and
-open descriptors from /proc/PID. Writes OUT_DIR/samples.csv and prints the
-summary; exits 1 on any scrape error or if the daemon died.
+body holds fabric_build_info), every 10 s samples the daemon's RSS, open
+descriptors and CPU time from /proc/PID, and every RELOAD_SECONDS (0 = never)
+sends it SIGHUP. Writes OUT_DIR/samples.csv and prints the summary; exits 1
+on any scrape error or if the daemon died.
 """
 import http.client
 import os
+import signal
 import sys
 import time
 
@@ -24,6 +26,13 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS")
+
+
+def cpu_seconds(pid):
+    """utime + stime of /proc/PID/stat, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def fd_count(pid):
@@ -64,12 +73,15 @@ def main():
     port, pid = int(sys.argv[1]), int(sys.argv[2])
     seconds, warmup = float(sys.argv[3]), float(sys.argv[4])
     out = sys.argv[5]
+    reload_every = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+    reloads = 0
     start = time.monotonic()
     next_scrape = start
     next_sample = start
+    next_reload = start + reload_every if reload_every > 0 else float("inf")
     scrapes = 0
     errors = []
-    samples = []  # (t, rss_kib, fds)
+    samples = []  # (t, rss_kib, fds, cpu_seconds)
     died = False
     while True:
         now = time.monotonic()
@@ -77,11 +89,20 @@ def main():
             break
         if now >= next_sample:
             try:
-                samples.append((now - start, rss_kib(pid), fd_count(pid)))
+                samples.append((now - start, rss_kib(pid), fd_count(pid),
+                                cpu_seconds(pid)))
             except (OSError, RuntimeError):
                 died = True
                 break
             next_sample += SAMPLE_PERIOD
+        if now >= next_reload:
+            try:
+                os.kill(pid, signal.SIGHUP)
+                reloads += 1
+            except OSError:
+                died = True
+                break
+            next_reload += reload_every
         if now >= next_scrape:
             err = scrape(port)
             scrapes += 1
@@ -89,25 +110,36 @@ def main():
                 errors.append(f"{now - start:.1f}s {err}")
             # Fixed schedule; a slow scrape does not cause a burst after it.
             next_scrape = max(next_scrape + SCRAPE_PERIOD, time.monotonic())
-        time.sleep(max(0.0, min(next_scrape, next_sample) - time.monotonic()))
+        time.sleep(max(0.0, min(next_scrape, next_sample, next_reload) -
+                       time.monotonic()))
 
     with open(os.path.join(out, "samples.csv"), "w") as f:
-        f.write("seconds,rss_kib,fds\n")
-        for t, r, d in samples:
-            f.write(f"{t:.1f},{r},{d}\n")
+        f.write("seconds,rss_kib,fds,cpu_seconds\n")
+        for t, r, d, c in samples:
+            f.write(f"{t:.1f},{r},{d},{c:.2f}\n")
     after = [s for s in samples if s[0] >= warmup]
     print(f"scrapes: {scrapes} in {seconds:.0f} s "
-          f"({scrapes / seconds:.1f}/s), errors: {len(errors)}")
+          f"({scrapes / seconds:.1f}/s), errors: {len(errors)}, "
+          f"reloads: {reloads}")
     for e in errors[:10]:
         print(f"  scrape error at {e}")
     if after:
-        rss = [r for _, r, _ in after]
-        fds = [d for _, _, d in after]
+        rss = [r for _, r, _, _ in after]
+        fds = [d for _, _, d, _ in after]
+        # CPU share of one core per sample period, after warm-up.
+        cpu = [(b[3] - a[3]) / (b[0] - a[0]) * 100
+               for a, b in zip(after, after[1:])]
         print(f"after {warmup:.0f} s warm-up ({len(after)} samples): "
               f"RSS {min(rss)}..{max(rss)} KiB (first {rss[0]}, last {rss[-1]}), "
-              f"growth {slope_per_hour([(t, r) for t, r, _ in after]):.0f} KiB/h; "
+              f"growth {slope_per_hour([(t, r) for t, r, _, _ in after]):.0f} KiB/h; "
               f"fds {min(fds)}..{max(fds)} (first {fds[0]}, last {fds[-1]}), "
-              f"growth {slope_per_hour([(t, d) for t, _, d in after]):.1f}/h")
+              f"growth {slope_per_hour([(t, d) for t, _, d, _ in after]):.1f}/h")
+        if cpu:
+            half = len(cpu) // 2 or 1
+            print(f"CPU (% of one core per {SAMPLE_PERIOD:.0f} s): "
+                  f"{min(cpu):.1f}..{max(cpu):.1f}, first half mean "
+                  f"{sum(cpu[:half]) / half:.1f}, second half mean "
+                  f"{sum(cpu[half:]) / max(1, len(cpu) - half):.1f}")
     if died:
         print("daemon died during the soak")
     return 1 if errors or died else 0

@@ -31,6 +31,9 @@ class Run {
     int n = static_cast<int>(o_.hosts.size());
     if (auto why = CheckShape(o_.pattern, n, o_.tp)) return Fail(*why);
     if (o_.sizes.empty()) return Fail("no sizes to run");
+    for (std::uint64_t size : o_.sizes) {
+      if (auto why = CheckPlans(o_.pattern, n, o_.tp, size)) return Fail(*why);
+    }
     auto deadline = Clock::now() + std::chrono::seconds(10);
     for (int r = 0; r < n; ++r) {
       clients_.push_back(std::make_unique<ControlClient>(hmac_, o_.hosts[r]));

@@ -7,7 +7,7 @@
 namespace fabric::bench {
 namespace {
 
-// The collectors' parse layer (collectors/sysfs_parse.h) is out of reach:
+// The collectors' parse layer (sources/sysfs_parse.h) is out of reach:
 // the collectors library links this one.
 std::string_view Trimmed(std::string_view t) {
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) {

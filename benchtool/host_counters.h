@@ -1,6 +1,6 @@
 // The fabric counters a bench agent reads around each iteration, per host,
 // summed over every RDMA port: through the daemon's sysfs door
-// (core/sysfs.h) port_xmit_wait ("xmit_wait", ticks), hw_counters
+// (sources/sysfs.h) port_xmit_wait ("xmit_wait", ticks), hw_counters
 // np_cnp_sent ("cnp_sent") and rp_cnp_handled ("cnp_handled"); and, when an
 // ethtool source is given, the PFC pause frames of the netdevs behind the
 // RoCE ports (ethtool {rx,tx}_prio<p>_pause summed over priorities:

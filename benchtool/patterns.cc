@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 
 namespace fabric::bench {
 namespace {
@@ -209,11 +211,17 @@ std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp, std::size_t size,
       AppendRing(ring, ranks, size, slice, &steps);
       break;
     case Pattern::kAlltoall: {
+      // Blocks are indexed by distance j (rank + j receives block j, and
+      // the block from rank - j lands in scratch block j), not by rank: both
+      // ends of every message then name the same chunk, whose length
+      // ChunkBegin fixes, even when n does not divide the size and chunks
+      // differ (by rank index, the sender's chunk `to` and the receiver's
+      // chunk `from` could differ in length).
       Step s;
       for (int j = 1; j < ranks; ++j) {
         int to = Mod(rank + j, ranks), from = Mod(rank - j, ranks);
-        s.sends.push_back(ChunkOp(to, size, to, ranks, 0));
-        s.recvs.push_back(ChunkOp(from, size, from, ranks, size));
+        s.sends.push_back(ChunkOp(to, size, j, ranks, 0));
+        s.recvs.push_back(ChunkOp(from, size, j, ranks, size));
       }
       steps.push_back(std::move(s));
       break;
@@ -245,6 +253,39 @@ Links LinksOf(Pattern p, int rank, int ranks, int tp) {
     for (const Op& o : s.recvs) l.recv_from.insert(o.peer);
   }
   return l;
+}
+
+std::optional<std::string> CheckPlans(Pattern p, int ranks, int tp,
+                                      std::size_t size, std::size_t slice) {
+  const std::string at = std::string(PatternName(p)) + " at " +
+                         std::to_string(size) + " bytes over " +
+                         std::to_string(ranks) + " hosts";
+  if (auto why = CheckShape(p, ranks, tp)) return at + ": " + *why;
+  // (from, to) -> the lengths of its messages, in order, as each end plans.
+  std::map<std::pair<int, int>, std::vector<std::size_t>> sent, expected;
+  const std::size_t region = RegionBytes(size);
+  for (int r = 0; r < ranks; ++r) {
+    for (const Step& s : Plan(p, r, ranks, tp, size, slice)) {
+      for (const auto* ops : {&s.sends, &s.recvs}) {
+        for (const Op& o : *ops) {
+          if (o.peer < 0 || o.peer >= ranks || o.peer == r ||
+              o.offset + o.length > region) {
+            return at + ": rank " + std::to_string(r) +
+                   " plans an op outside its region or to no peer (a "
+                   "fabricmon-bench bug)";
+          }
+        }
+      }
+      for (const Op& o : s.sends) sent[{r, o.peer}].push_back(o.length);
+      for (const Op& o : s.recvs) expected[{o.peer, r}].push_back(o.length);
+    }
+  }
+  if (sent != expected) {
+    return at +
+           ": the ranks' plans do not pair their messages (a "
+           "fabricmon-bench bug)";
+  }
+  return std::nullopt;
 }
 
 TransportStatus Execute(BulkTransport& transport,

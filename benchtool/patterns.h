@@ -55,6 +55,15 @@ std::size_t RegionBytes(std::size_t size);
 std::vector<Step> Plan(Pattern p, int rank, int ranks, int tp, std::size_t size,
                        std::size_t slice = 0);
 
+// Whether the plans of all `ranks` ranks for one operation on `size` bytes
+// fit together: the k-th send from A to B has the length of the k-th
+// receive at B from A, and every op lies in its rank's region. The reason,
+// naming the pattern and the size, otherwise. The coordinator checks every
+// size before a run starts, so a plan bug is refused up front rather than
+// reported mid-run as a host sending the wrong number of bytes.
+std::optional<std::string> CheckPlans(Pattern p, int ranks, int tp,
+                                      std::size_t size, std::size_t slice = 0);
+
 // The ranks `rank` sends to and receives from in any Plan of the pattern.
 struct Links {
   std::set<int> send_to, recv_from;

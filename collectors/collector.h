@@ -84,6 +84,9 @@ class Collector {
 
 class EthtoolSource;
 class MadTransport;
+namespace mad {
+struct LocalPort;  // sources/mad/umad_transport.h
+}
 
 // Monotonic seconds. Injected in tests.
 using MonotonicClock = std::function<double()>;
@@ -106,6 +109,10 @@ struct CollectorEnv {
   // active IB port). Null in builds without rdma-core.
   std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port)>
       mad;
+  // The local IB ports the MAD collectors choose from (sources/mad/live_ports.h's
+  // LocalPortLister). Null = libibumad's list (mad::LocalIbPorts);
+  // `--simulate` sets both this and `mad` to the simulated host's.
+  std::function<std::vector<mad::LocalPort>(std::string* error)> local_ports;
   MonotonicClock clock = SteadySeconds;
   // The text files a collector's settings name (node-name maps, peers
   // files).

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "sources/sysfs_parse.h"
 
@@ -15,53 +16,63 @@ namespace {
 // class_infiniband.go.
 constexpr double kBytesPerWord = 4.0;
 
-// PortXmitWait is a 32-bit PortCounters field that saturates at its maximum
-// (IBA; the recorded mlx4 tree in tests/fixtures/real/sysfs-node_exporter
-// sits there). An interval ending at the maximum is unknown, not calm.
-constexpr std::uint64_t kXmitWaitSaturated = 0xFFFFFFFFull;
-
-std::optional<double> Delta(const std::optional<std::uint64_t>& before,
-                            const std::optional<std::uint64_t>& after) {
-  if (!before || !after || *after < *before) return std::nullopt;
-  return static_cast<double>(*after - *before);
-}
-
 double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
+
+void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
+  if (v && (!peak || *v > *peak)) peak = v;
+}
 
 }  // namespace
 
-IntervalRatios ComputeInterval(const CongestionSample& previous,
-                               const CongestionSample& current,
-                               double tick_seconds) {
-  IntervalRatios r;
-  r.end_seconds = current.time_seconds;
-  const double dt = current.time_seconds - previous.time_seconds;
-  if (!(dt > 0)) return r;
-  // The rate in force at the end of the interval; a link that retrained
-  // mid-interval is rare and a one-interval error is acceptable.
-  const std::optional<double> rate = current.rate_bytes_per_second
-                                         ? current.rate_bytes_per_second
-                                         : previous.rate_bytes_per_second;
-  if (rate && *rate > 0) {
-    if (auto d = Delta(previous.xmit_data_words, current.xmit_data_words)) {
-      r.transmit_utilization = Clamp01(*d * kBytesPerWord / (*rate * dt));
+void PollClock::Tick(double time_seconds) {
+  ++index_;
+  times_.push_back(time_seconds);
+  if (times_.size() > kSteps + 1) times_.pop_front();
+}
+
+double PollClock::Since(int polls) const {
+  const std::size_t back = std::min<std::size_t>(polls, times_.size() - 1);
+  return times_.back() - times_[times_.size() - 1 - back];
+}
+
+int CounterSteps::Period() const {
+  if (gaps_.empty()) return 1;
+  std::vector<int> sorted(gaps_.begin(), gaps_.end());
+  // The upper median: steps that slip across a poll now and then (gaps
+  // 1, 2, 3 around a true 2) do not move it, and between two candidates the
+  // longer one can only under-read a peak, never inflate it.
+  const auto mid =
+      sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
+  std::nth_element(sorted.begin(), mid, sorted.end());
+  return *mid;
+}
+
+std::optional<CounterSteps::Increase> CounterSteps::Add(
+    const PollClock& clock, std::optional<std::uint64_t> value) {
+  const std::uint64_t now = clock.index();
+  if (!value || !moved_ || *value < moved_->second) {
+    // A baseline: first value, after an unreadable one, or after a decrease.
+    if (value) {
+      moved_ = {{now, *value}};
+    } else {
+      moved_.reset();
     }
-    if (auto d = Delta(previous.rcv_data_words, current.rcv_data_words)) {
-      r.receive_utilization = Clamp01(*d * kBytesPerWord / (*rate * dt));
-    }
+    return std::nullopt;
   }
-  if (tick_seconds > 0 && current.xmit_wait_ticks != kXmitWaitSaturated) {
-    if (auto d = Delta(previous.xmit_wait_ticks, current.xmit_wait_ticks)) {
-      r.transmit_wait = Clamp01(*d * tick_seconds / dt);
-    }
+  if (*value == moved_->second) return Increase{0, clock.Since(1)};
+  const int gap = static_cast<int>(
+      std::min<std::uint64_t>(now - moved_->first, PollClock::kSteps + 1));
+  const int period = Period();
+  const int span = gap >= period + 2 ? period : std::max(gap, period);
+  const Increase up{static_cast<double>(*value - moved_->second),
+                    clock.Since(span)};
+  if (gap <= PollClock::kSteps) {
+    gaps_.push_back(gap);
+    if (gaps_.size() > PollClock::kSteps) gaps_.pop_front();
   }
-  if (auto d = Delta(previous.cnp_handled, current.cnp_handled)) {
-    r.cnp_handled_per_second = *d / dt;
-  }
-  if (auto d = Delta(previous.cnp_sent, current.cnp_sent)) {
-    r.cnp_sent_per_second = *d / dt;
-  }
-  return r;
+  moved_ = {{now, *value}};
+  if (!(up.seconds > 0)) return std::nullopt;
+  return up;
 }
 
 void SlidingMax::Push(double end, double value) {
@@ -93,22 +104,54 @@ void PushIf(SlidingMax& max, double end, const std::optional<double>& v) {
 }  // namespace
 
 void PortWindow::Add(const CongestionSample& sample) {
-  if (last_ && sample.time_seconds > last_->time_seconds) {
-    const IntervalRatios r = ComputeInterval(*last_, sample, tick_seconds_);
-    PushIf(transmit_utilization_, r.end_seconds, r.transmit_utilization);
-    PushIf(receive_utilization_, r.end_seconds, r.receive_utilization);
-    PushIf(transmit_wait_, r.end_seconds, r.transmit_wait);
-    PushIf(cnp_handled_, r.end_seconds, r.cnp_handled_per_second);
-    PushIf(cnp_sent_, r.end_seconds, r.cnp_sent_per_second);
+  if (last_time_ && sample.time_seconds <= *last_time_) return;
+  const bool baseline = !last_time_;
+  last_time_ = sample.time_seconds;
+  clock_.Tick(sample.time_seconds);
+  if (sample.rate_bytes_per_second) rate_ = sample.rate_bytes_per_second;
+  const auto data = xmit_data_.Add(clock_, sample.xmit_data_words);
+  const auto rcv = rcv_data_.Add(clock_, sample.rcv_data_words);
+  const auto wait =
+      xmit_wait_.Add(clock_, sample.xmit_wait_ticks == kXmitWaitSaturated
+                                 ? std::nullopt
+                                 : sample.xmit_wait_ticks);
+  const auto handled = cnp_handled_.Add(clock_, sample.cnp_handled);
+  const auto sent = cnp_sent_.Add(clock_, sample.cnp_sent);
+  if (baseline) return;
+  IntervalRatios& r = intervals_.emplace_back();
+  r.end_seconds = sample.time_seconds;
+  // The rate in force at the end of the interval; a link that retrained
+  // mid-interval is rare and a one-interval error is acceptable.
+  if (rate_ && *rate_ > 0) {
+    if (data) {
+      r.transmit_utilization =
+          Clamp01(data->delta * kBytesPerWord / (*rate_ * data->seconds));
+    }
+    if (rcv) {
+      r.receive_utilization =
+          Clamp01(rcv->delta * kBytesPerWord / (*rate_ * rcv->seconds));
+    }
   }
-  if (!last_ || sample.time_seconds > last_->time_seconds) last_ = sample;
+  if (wait && tick_seconds_ > 0) {
+    r.transmit_wait = Clamp01(wait->delta * tick_seconds_ / wait->seconds);
+  }
+  if (handled) r.cnp_handled_per_second = handled->delta / handled->seconds;
+  if (sent) r.cnp_sent_per_second = sent->delta / sent->seconds;
+  PushIf(transmit_utilization_, r.end_seconds, r.transmit_utilization);
+  PushIf(receive_utilization_, r.end_seconds, r.receive_utilization);
+  PushIf(transmit_wait_, r.end_seconds, r.transmit_wait);
+  PushIf(cnp_handled_max_, r.end_seconds, r.cnp_handled_per_second);
+  PushIf(cnp_sent_max_, r.end_seconds, r.cnp_sent_per_second);
   Expire(sample.time_seconds);
 }
 
 void PortWindow::Expire(double now_seconds) {
   const double cutoff = now_seconds - window_seconds_;
+  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
+    intervals_.pop_front();
+  }
   for (SlidingMax* m : {&transmit_utilization_, &receive_utilization_,
-                        &transmit_wait_, &cnp_handled_, &cnp_sent_}) {
+                        &transmit_wait_, &cnp_handled_max_, &cnp_sent_max_}) {
     m->Expire(cutoff);
   }
 }
@@ -117,36 +160,58 @@ CongestionPeaks PortWindow::Peaks(double now_seconds) const {
   CongestionPeaks peaks;
   peaks.end_seconds = now_seconds;
   const double cutoff = now_seconds - window_seconds_;
-  peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
-  peaks.receive_utilization = receive_utilization_.Max(cutoff);
-  peaks.transmit_wait = transmit_wait_.Max(cutoff);
-  peaks.cnp_handled_per_second = cnp_handled_.Max(cutoff);
-  peaks.cnp_sent_per_second = cnp_sent_.Max(cutoff);
+  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
+    // Every interval kept ended by `now`: the queues hold the answer.
+    peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
+    peaks.receive_utilization = receive_utilization_.Max(cutoff);
+    peaks.transmit_wait = transmit_wait_.Max(cutoff);
+    peaks.cnp_handled_per_second = cnp_handled_max_.Max(cutoff);
+    peaks.cnp_sent_per_second = cnp_sent_max_.Max(cutoff);
+    return peaks;
+  }
+  for (const auto& i : intervals_) {
+    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
+    MaxInto(peaks.transmit_utilization, i.transmit_utilization);
+    MaxInto(peaks.receive_utilization, i.receive_utilization);
+    MaxInto(peaks.transmit_wait, i.transmit_wait);
+    MaxInto(peaks.cnp_handled_per_second, i.cnp_handled_per_second);
+    MaxInto(peaks.cnp_sent_per_second, i.cnp_sent_per_second);
+  }
   return peaks;
 }
 
 void CounterPeakWindow::Add(double time_seconds,
                             std::optional<std::uint64_t> value) {
-  if (!value) {
-    last_.reset();  // unreadable: the next good value is a new baseline
-    return;
-  }
-  if (last_ && time_seconds > last_->first && *value >= last_->second) {
-    const double dt = time_seconds - last_->first;
-    const double ratio =
-        Clamp01(static_cast<double>(*value - last_->second) * scale_ / dt);
+  if (last_time_ && time_seconds <= *last_time_) return;
+  last_time_ = time_seconds;
+  clock_.Tick(time_seconds);
+  if (const auto up = steps_.Add(clock_, value)) {
+    const double ratio = Clamp01(up->delta * scale_ / up->seconds);
+    intervals_.push_back({time_seconds, ratio});
     peak_.Push(time_seconds, ratio);
   }
-  if (!last_ || time_seconds > last_->first) last_ = {{time_seconds, *value}};
   Expire(time_seconds);
 }
 
 void CounterPeakWindow::Expire(double now_seconds) {
-  peak_.Expire(now_seconds - window_seconds_);
+  const double cutoff = now_seconds - window_seconds_;
+  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
+    intervals_.pop_front();
+  }
+  peak_.Expire(cutoff);
 }
 
 std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
-  return peak_.Max(now_seconds - window_seconds_);
+  const double cutoff = now_seconds - window_seconds_;
+  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
+    return peak_.Max(cutoff);
+  }
+  std::optional<double> peak;
+  for (const auto& i : intervals_) {
+    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
+    MaxInto(peak, i.ratio);
+  }
+  return peak;
 }
 
 }  // namespace fabric

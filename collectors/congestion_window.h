@@ -1,12 +1,37 @@
 // Congestion window: the pure arithmetic behind the `congestion` collector.
 // It turns successive fast polls of one port's cumulative counters into
 // per-interval ratios (utilisation, transmit-wait fraction, CNP rate) and
-// keeps their running maximum over a sliding window so a slow scrape can
-// read the *peak* interval instead of an average that hides a 300 ms burst.
+// keeps the intervals of a sliding window so a slow scrape can read the
+// *peak* interval instead of an average that hides a 300 ms burst.
 //
 // Peak = max over the poll intervals that ended within the last `window`
 // seconds of that interval's ratio. An interval in which a counter went down
 // (reset, 32-bit wrap, device re-probe) is skipped for that counter only.
+//
+// The time a counter's increase is divided by is the time it moved over, not
+// always the last poll interval: a counter can move in steps (firmware that
+// refreshes every 200 ms; the simulator's renderer) and then one poll
+// interval can see two steps (two updates' worth of traffic in 100 ms: a
+// peak of twice the truth) or none. So each counter learns its step: the
+// gaps, in polls, between the polls at which it moved; the upper median of
+// the last eight (gaps over eight polls are idle time, not steps) is its
+// update period U (1 for a counter that moves at every poll). An increase seen
+// G polls after the counter last moved is spread over:
+//   max(G, U) polls  when G <= U + 1: a step that came late or early (a
+//                    phase slip against the poll) is spread over the period
+//                    it accumulated in, and two steps seen together over
+//                    both;
+//   U polls          when G >= U + 2: the counter sat still for whole
+//                    periods (idle), so what it shows now accumulated in its
+//                    last period.
+// A counter that moves at every poll gets exactly the per-poll ratio.
+// Residual error: a stepped counter whose steps do not fall a whole number
+// of polls apart (every 250 ms under a 100 ms poll: gaps of 2 and 3) reads
+// low (0.83 of the truth there), not high; a counter stepping once per poll
+// whose steps drift late for several polls in a row and then catch up can
+// still show one interval at twice the truth (from the counter alone that
+// is indistinguishable from a real doubling); and utilisation is always
+// bounded by the line rate (clamped to [0, 1]).
 //
 // No I/O, no clock: callers pass timestamps. Parsers take string_view.
 //
@@ -34,7 +59,8 @@ struct CongestionSample {
   std::optional<double> rate_bytes_per_second;   // rate
 };
 
-// Ratios over one poll interval (previous sample -> this sample).
+// Ratios over one poll interval (previous sample -> this sample), each
+// counter's increase spread over the time it moved over (file comment).
 struct IntervalRatios {
   double end_seconds = 0;
   std::optional<double> transmit_utilization;  // [0, 1]
@@ -48,12 +74,43 @@ struct IntervalRatios {
 // when no interval in the window had it.
 using CongestionPeaks = IntervalRatios;
 
-// Ratios between two samples. `tick_seconds` is the duration of one
-// port_xmit_wait tick. Returns absent fields for counters that decreased,
-// are missing in either sample, or when no time passed.
-IntervalRatios ComputeInterval(const CongestionSample& previous,
-                               const CongestionSample& current,
-                               double tick_seconds);
+// A 32-bit PortXmitWait stuck at its maximum: unknown, not calm (no ratio).
+inline constexpr std::uint64_t kXmitWaitSaturated = 0xFFFFFFFFull;
+
+// The recent poll times of one port (or netdev priority), for the last
+// kSteps + 1 polls.
+class PollClock {
+ public:
+  static constexpr int kSteps = 8;  // longest update period learned, polls
+  // Records poll number index() + 1 at `time_seconds` (after the last).
+  void Tick(double time_seconds);
+  std::uint64_t index() const { return index_; }
+  // Seconds from the poll `polls` polls before the latest to the latest
+  // (from the oldest kept when there are fewer); needs one Tick.
+  double Since(int polls) const;
+
+ private:
+  std::uint64_t index_ = 0;
+  std::deque<double> times_;  // the latest last
+};
+
+// One cumulative counter's steps (see the file comment). Add() returns the
+// increase since the last poll and the seconds it moved over, or nothing
+// for a baseline (first value, after an unreadable one or a decrease).
+class CounterSteps {
+ public:
+  struct Increase {
+    double delta = 0;
+    double seconds = 0;
+  };
+  std::optional<Increase> Add(const PollClock& clock,
+                              std::optional<std::uint64_t> value);
+
+ private:
+  int Period() const;                                             // U, in polls
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> moved_;  // poll, v
+  std::deque<int> gaps_;  // the last kSteps gaps, in polls (<= kSteps)
+};
 
 // Running maximum of values tagged with non-decreasing end times, over a
 // sliding window: a monotonic queue that keeps only the values no later value
@@ -81,19 +138,26 @@ class PortWindow {
   // Adds a poll. The first poll (and a poll whose time is not after the
   // previous one) only sets the baseline.
   void Add(const CongestionSample& sample);
-  // Peaks over intervals that ended in (now - window, now]. `now` is not
-  // before the latest poll (the collector asks at its monotonic clock's
-  // now), so every interval kept has ended by then.
+  // Peaks over intervals that ended in (now - window, now].
   CongestionPeaks Peaks(double now_seconds) const;
   // Drops intervals that ended at or before now - window.
   void Expire(double now_seconds);
+  // The intervals kept (ended in the window), oldest first.
+  const std::deque<IntervalRatios>& intervals() const { return intervals_; }
 
  private:
   double window_seconds_;
   double tick_seconds_;
-  std::optional<CongestionSample> last_;
+  std::optional<double> last_time_;
+  std::optional<double> rate_;  // the last rate read
+  PollClock clock_;
+  CounterSteps xmit_data_, rcv_data_, xmit_wait_, cnp_handled_, cnp_sent_;
+  // The intervals in the window. Peaks() at a time no earlier than the
+  // latest interval's end (what the collector asks, once per poll) reads the
+  // per-field queues; an earlier time scans these.
+  std::deque<IntervalRatios> intervals_;
   SlidingMax transmit_utilization_, receive_utilization_, transmit_wait_,
-      cnp_handled_, cnp_sent_;
+      cnp_handled_max_, cnp_sent_max_;
 };
 
 // Peak over a sliding window of one cumulative counter's rate times
@@ -105,14 +169,20 @@ class CounterPeakWindow {
   CounterPeakWindow(double window_seconds, double scale)
       : window_seconds_(window_seconds), scale_(scale) {}
   void Add(double time_seconds, std::optional<std::uint64_t> value);
-  // As PortWindow::Peaks: `now` is not before the latest Add.
   std::optional<double> Peak(double now_seconds) const;
   void Expire(double now_seconds);
 
  private:
+  struct Interval {
+    double end_seconds;
+    double ratio;
+  };
   double window_seconds_;
   double scale_;
-  std::optional<std::pair<double, std::uint64_t>> last_;  // time, value
+  std::optional<double> last_time_;
+  PollClock clock_;
+  CounterSteps steps_;
+  std::deque<Interval> intervals_;  // as in PortWindow
   SlidingMax peak_;
 };
 

@@ -165,12 +165,15 @@ class FabricCollector : public Collector {
   void LoadNames(MetricSink& sink) {
     names_.clear();
     if (settings_.node_name_map.empty()) return;
-    auto text = env_.read_text_file(settings_.node_name_map, kMaxTextFileBytes);
-    if (!text.ok()) {
-      sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map);
+    FileRead file =
+        env_.read_text_file(settings_.node_name_map,
+                                          kMaxNodeNameMapBytes);
+    if (!file.ok()) {
+      sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map +
+                ": " + file.error);
       return;
     }
-    auto map = ParseNodeNameMap(*text);
+    auto map = ParseNodeNameMap(file.text);
     for (int line : map.bad_lines) {
       sink.Skip("fabric: node_name_map line " + std::to_string(line));
     }
@@ -295,7 +298,8 @@ std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
 
 std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return MakeFabricCollector(env, config, mad::LocalIbPorts);
+  return MakeFabricCollector(
+      env, config, env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec FabricCollectorSpec() {
@@ -317,7 +321,7 @@ CollectorSpec FabricCollectorSpec() {
             const std::string& key_path, const YAML::Mark& mark) {
           if (ReadMadKey(key, value, key_path, s.mad)) return;
           if (key == "discovery_interval") {
-            s.discovery_interval = Duration(value, key_path);
+            s.discovery_interval = Duration(value, key_path, kMinInterval);
           } else if (key == "ca") {
             s.ca = Scalar(value, key_path);
           } else if (key == "ca_port") {

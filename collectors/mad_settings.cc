@@ -9,7 +9,7 @@ bool ReadMadKey(const std::string& key, const YAML::Node& value,
   using namespace config_keys;
   if (key == kMadTimeoutKey) {
     settings.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-        Duration(value, key_path));
+        Duration(value, key_path, kMinMadTimeout));
     return true;
   }
   if (key == kMadRetriesKey) {

@@ -1,7 +1,7 @@
 // The per-MAD keys every collector that sends MADs (sm, fabric) accepts
 // under its `collectors.<name>` mapping, read in one place so they mean and
 // check the same everywhere:
-//   mad_timeout  duration, per try (default 500ms)
+//   mad_timeout  duration, per try (default 500ms, at least 1ms)
 //   mad_retries  tries after the first, 0 to 20 (default 2)
 // Not a collector: a helper of the MAD collectors' settings parsers.
 //
@@ -31,6 +31,10 @@ struct MadSettings {
     return options;
   }
 };
+
+// The shortest mad_timeout accepted: the timeout is kept in whole
+// milliseconds, and 0 would resend as fast as answers fail.
+inline constexpr std::chrono::milliseconds kMinMadTimeout{1};
 
 // The key names, for a CollectorSpec's `keys`.
 inline constexpr const char* kMadTimeoutKey = "mad_timeout";

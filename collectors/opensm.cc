@@ -22,8 +22,8 @@ using Protocol = boost::asio::local::datagram_protocol;
 // the io_context, so it outlives a collector destroyed while one is queued.
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(boost::asio::io_context& io, std::string path)
-      : socket_(io), path_(std::move(path)) {}
+  Listener(boost::asio::io_context& io, std::string path, int max_ports)
+      : socket_(io), path_(std::move(path)), totals_(max_ports) {}
 
   // io thread. Binds the socket (replacing a stale socket file, never any
   // other kind of file) and starts receiving.
@@ -89,6 +89,14 @@ class Listener : public std::enable_shared_from_this<Listener> {
                  "switch or host (OpenSM's subnet lock was busy) and not "
                  "accumulated.",
                  {}, static_cast<double>(totals_.unclassified()));
+    sink.Counter("fabric_opensm_port_events_over_cap_total",
+                 "PerfMgr events for a switch port beyond "
+                 "collectors.opensm.max_switch_ports, not accumulated.",
+                 {}, static_cast<double>(totals_.over_cap()));
+    sink.Gauge("fabric_opensm_switch_ports",
+               "Switch ports whose PerfMgr counters are accumulated (at most "
+               "collectors.opensm.max_switch_ports).",
+               {}, static_cast<double>(totals_.switch_ports()));
     return true;
   }
 
@@ -151,14 +159,16 @@ class OpensmCollector final : public Collector {
   void Start(boost::asio::io_context& io) override {
     io_ = &io;
     if (!settings_.node_name_map.empty()) {
-      auto text = read_text_file_(settings_.node_name_map, kMaxTextFileBytes);
-      if (text.ok()) {
-        names_ = ParseNodeNameMap(*text);
+      FileRead file =
+          read_text_file_(settings_.node_name_map, kMaxNodeNameMapBytes);
+      if (file.ok()) {
+        names_ = ParseNodeNameMap(file.text);
       } else {
         map_error_ = true;
       }
     }
-    listener_ = std::make_shared<Listener>(io, settings_.socket);
+    listener_ = std::make_shared<Listener>(io, settings_.socket,
+                                           settings_.max_switch_ports);
     listener_->Open();
   }
 
@@ -207,7 +217,7 @@ CollectorSpec OpensmCollectorSpec() {
   CollectorSpec spec;
   spec.name = "opensm";
   spec.enabled = false;
-  spec.keys = {"socket", "node_name_map", "switch_ports"};
+  spec.keys = {"socket", "node_name_map", "switch_ports", "max_switch_ports"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     OpensmSettings settings;
@@ -226,6 +236,10 @@ CollectorSpec OpensmCollectorSpec() {
                    settings.node_name_map = Scalar(value, key_path);
                  } else if (key == "switch_ports") {
                    settings.switch_ports = Bool(value, key_path);
+                 } else if (key == "max_switch_ports") {
+                   settings.max_switch_ports = static_cast<int>(
+                       Integer(value, key_path, 1, kMaxSwitchPortsLimit,
+                               "a number of switch ports in 1..1000000"));
                  }
                });
     return std::make_shared<SettingsOf<OpensmSettings>>(settings);

@@ -5,6 +5,7 @@
 //   fabric_opensm_traps_total{trap},
 //   fabric_opensm_datagrams_rejected_total,
 //   fabric_opensm_port_events_unclassified_total,
+//   fabric_opensm_port_events_over_cap_total, fabric_opensm_switch_ports,
 // and PerfMgr's per-port deltas accumulated into the fabric sweep's
 // fabric_switch_port_* counters (switch ports only; labels switch_guid,
 // switch, port; `error` values as on hosts). See docs/opensm.md.
@@ -24,10 +25,13 @@
 #include <string>
 
 #include "collectors/collector.h"
+#include "collectors/opensm_parse.h"
 
 namespace fabric {
 
 inline constexpr char kDefaultOsmSocket[] = "/run/fabricmon/osm-events.sock";
+// The largest `max_switch_ports` accepted: 17 M series.
+inline constexpr long long kMaxSwitchPortsLimit = 1'000'000;
 
 // `collectors.opensm` keys of its own.
 struct OpensmSettings {
@@ -42,6 +46,11 @@ struct OpensmSettings {
   // Set false on a daemon that also runs the `fabric` sweep: the sweep's
   // absolute readings win, and each switch port must be exported once.
   bool switch_ports = true;
+  // `max_switch_ports`: switch ports tracked at most; PerfMgr events for
+  // more are counted (fabric_opensm_port_events_over_cap_total), not
+  // exported. Lowering it on reload restarts the collector, which frees
+  // what the old one held.
+  int max_switch_ports = kDefaultMaxSwitchPorts;
   bool operator==(const OpensmSettings&) const = default;
 };
 

@@ -30,17 +30,25 @@ constexpr std::string_view kErrorsHelp =
 }  // namespace
 
 OpensmTotals::SwitchPort* OpensmTotals::PortFor(const osm::PortId& id) {
-  if (id.node_type == osm::NodeType::kSwitch) {
-    switches_.insert(id.node_guid);
-  } else if (id.node_type != osm::NodeType::kUnknown ||
-             !switches_.count(id.node_guid)) {
+  const bool is_switch = id.node_type == osm::NodeType::kSwitch ||
+                         (id.node_type == osm::NodeType::kUnknown &&
+                          switches_.count(id.node_guid));
+  if (!is_switch) {
     // A host port (exported by that host's own daemon), or unknown.
     if (id.node_type == osm::NodeType::kUnknown) ++unclassified_;
     return nullptr;
   }
-  SwitchPort& port = ports_[{id.node_guid, id.port}];
-  port.name = std::string(id.NameView());
-  return &port;
+  auto it = ports_.find({id.node_guid, id.port});
+  if (it == ports_.end()) {
+    if (ports_.size() >= max_ports_) {
+      ++over_cap_;
+      return nullptr;
+    }
+    it = ports_.try_emplace({id.node_guid, id.port}).first;
+    switches_.insert(id.node_guid);
+  }
+  it->second.name.assign(id.NameView());
+  return &it->second;
 }
 
 void OpensmTotals::Apply(const osm::Message& m) {

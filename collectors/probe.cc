@@ -11,6 +11,8 @@
 #include <csignal>
 #include <mutex>
 #include <optional>
+#include <string_view>
+#include <unordered_set>
 
 #include "auth/key_file.h"
 #include "config/yaml_keys.h"
@@ -28,6 +30,8 @@ using probe::ResolvedPeer;
 // Publishing a snapshot every probe interval (1 ms) would cost more than
 // the probes; a second is finer than any scrape.
 constexpr auto kPublishEvery = std::chrono::seconds(1);
+// The largest peers file read: ~30 bytes a peer, far above any fleet.
+constexpr std::size_t kMaxPeersFileBytes = 4 << 20;
 
 probe::TransportMode Mode(const std::string& s) {
   if (s == "udp") return probe::TransportMode::kUdp;
@@ -171,6 +175,10 @@ class ProbeCollector final : public Collector {
       applied_.reset();
     }
     UpdatePeers(*engine, sink);
+    sink.Gauge("fabric_probe_peers_over_cap",
+               "Peers in peers_file beyond collectors.probe.max_peers, not "
+               "probed.",
+               {}, static_cast<double>(file_over_cap_));
     if (engine->Emit(sink, &error)) return true;
     sink.Skip("probe: " + error);
     return false;
@@ -208,17 +216,9 @@ class ProbeCollector final : public Collector {
       if (!file_error_.empty()) sink.Skip("probe: " + file_error_);
     }
     if (!changed) return;
-    std::vector<probe::Peer> all;
-    for (const auto& text : settings_.peers) {
-      std::string error;
-      if (auto p = probe::ParsePeer(text, &error)) all.push_back(*p);
-    }
-    for (const auto& p : file_peers_) {
-      if (std::none_of(all.begin(), all.end(),
-                       [&](auto& q) { return q.name == p.name; })) {
-        all.push_back(p);
-      }
-    }
+    // The configured peers, then the file's that ReadPeersFile kept.
+    std::vector<probe::Peer> all = configured_;
+    all.insert(all.end(), file_peers_.begin(), file_peers_.end());
     std::vector<ResolvedPeer> resolved;
     boost::asio::io_context lookup;
     boost::asio::ip::udp::resolver resolver(lookup);
@@ -241,26 +241,61 @@ class ProbeCollector final : public Collector {
   }
 
   bool ReadPeersFile(std::string* error) {
-    auto text = read_text_file_(settings_.peers_file, kMaxTextFileBytes);
-    if (!text.ok()) {
-      *error = "cannot read peers_file " + settings_.peers_file;
+    FileRead file = read_text_file_(settings_.peers_file, kMaxPeersFileBytes);
+    if (!file.ok()) {
+      *error =
+          "cannot read peers_file " + settings_.peers_file + ": " + file.error;
       return false;
     }
-    auto peers = probe::ParsePeersFile(*text, error);
+    auto peers = probe::ParsePeersFile(file.text, error);
     if (!peers) {
       *error =
           settings_.peers_file + ": " + *error + " (keeping the previous list)";
       return false;
     }
-    file_peers_ = std::move(*peers);
+    KeepWithinCap(std::move(*peers));
     file_read_ = true;
     file_error_.clear();
     return true;
   }
 
+  // Keeps the file's peers that are not configured in `peers` too, up to
+  // max_peers in all, in a vector of their size (a shorter list after a
+  // long one frees the long one's storage); counts the rest.
+  void KeepWithinCap(std::vector<probe::Peer> peers) {
+    std::unordered_set<std::string_view> configured;
+    for (const auto& p : configured_) configured.insert(p.name);
+    const auto max = static_cast<std::size_t>(settings_.max_peers);
+    const std::size_t room =
+        configured_.size() < max ? max - configured_.size() : 0;
+    std::vector<probe::Peer> kept;
+    kept.reserve(std::min(room, peers.size()));
+    file_over_cap_ = 0;
+    for (auto& p : peers) {
+      if (configured.count(p.name)) continue;
+      if (kept.size() < room) {
+        kept.push_back(std::move(p));
+      } else {
+        ++file_over_cap_;
+      }
+    }
+    file_peers_ = std::move(kept);
+  }
+
+  static std::vector<probe::Peer> Configured(const ProbeSettings& settings) {
+    std::vector<probe::Peer> peers;
+    for (const auto& text : settings.peers) {
+      std::string error;
+      if (auto p = probe::ParsePeer(text, &error)) peers.push_back(*p);
+    }
+    return peers;
+  }
+
   const ProbeSettings settings_;
   const std::chrono::microseconds interval_;
   const TextFileReader read_text_file_;
+  // `peers`, parsed (config validation keeps them within max_peers).
+  const std::vector<probe::Peer> configured_ = Configured(settings_);
   std::shared_ptr<Core> core_;
   std::shared_ptr<boost::asio::signal_set> signals_;
   std::shared_ptr<std::atomic<bool>> reread_ =
@@ -270,6 +305,7 @@ class ProbeCollector final : public Collector {
   std::shared_ptr<Engine> applied_engine_;
   std::optional<std::vector<ResolvedPeer>> applied_;
   std::vector<probe::Peer> file_peers_;
+  std::size_t file_over_cap_ = 0;  // the file's peers beyond max_peers
   FileStamp file_stamp_;
   bool file_read_ = false;
   std::string file_error_;
@@ -288,11 +324,14 @@ CollectorSpec ProbeCollectorSpec() {
   CollectorSpec spec;
   spec.name = "probe";
   spec.enabled = false;
+  // The interval is each peer's probe rate; 1 ms is a supported setting.
+  spec.min_interval = std::chrono::milliseconds(1);
   spec.keys = {"transport",  "listen_address", "probe_timeout", "peers",
-               "peers_file", "key_file",       "rate_limit"};
+               "peers_file", "key_file",       "rate_limit",    "max_peers"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     ProbeSettings s;
+    YAML::Mark peers_mark;
     ForEachKey(node, path,
                [&](const std::string& key, const YAML::Node& value,
                    const std::string& key_path, const YAML::Mark& mark) {
@@ -314,6 +353,7 @@ CollectorSpec ProbeCollectorSpec() {
                      Fail(key_path, mark, "must be positive");
                    }
                  } else if (key == "peers") {
+                   peers_mark = mark;
                    s.peers = Names(value, key_path);
                    for (const auto& p : s.peers) {
                      if (!probe::ParsePeer(p, &error)) {
@@ -327,8 +367,18 @@ CollectorSpec ProbeCollectorSpec() {
                  } else if (key == "rate_limit") {
                    s.rate_limit = Number(value, key_path, 0, 1e9,
                                          "answers per second (e.g. 2000)");
+                 } else if (key == "max_peers") {
+                   s.max_peers = static_cast<int>(
+                       Integer(value, key_path, 1, kMaxPeersLimit,
+                               "a number of peers in 1..100000"));
                  }
                });
+    if (s.peers.size() > static_cast<std::size_t>(s.max_peers)) {
+      Fail(Join(path, "peers"), peers_mark,
+           "lists " + std::to_string(s.peers.size()) +
+               " peers, more than max_peers (" + std::to_string(s.max_peers) +
+               ")");
+    }
     if (generic.enabled) {
       YAML::Mark mark = node ? node.Mark() : YAML::Mark();
       if (s.key_file.empty()) {

@@ -5,7 +5,8 @@
 //   fabric_probe_rtt_seconds{peer,transport} (histogram),
 //   fabric_probe_network_rtt_seconds{peer,transport} (histogram),
 //   fabric_probe_sent_total, fabric_probe_lost_total{peer,transport},
-//   fabric_probe_rejected_total{reason}, fabric_probe_answered_total.
+//   fabric_probe_rejected_total{reason}, fabric_probe_answered_total,
+//   fabric_probe_peers_over_cap.
 // The protocol lives in probe/ (library fabric_probe).
 //
 // Event-driven: Start(io) loads the key, binds the socket and runs the
@@ -30,6 +31,12 @@
 
 namespace fabric {
 
+// A large real mesh: Pingmesh-style peer lists run to a few thousand;
+// 2,048 peers are ~200,000 series (docs/probes.md, Bounds).
+inline constexpr int kDefaultMaxPeers = 2048;
+// The largest `max_peers` accepted.
+inline constexpr long long kMaxPeersLimit = 100'000;
+
 // `collectors.probe` keys of its own.
 struct ProbeSettings {
   // `transport`: auto (RDMA where both ends allow it, else UDP), rdma, udp.
@@ -46,6 +53,10 @@ struct ProbeSettings {
   std::string key_file;
   // `rate_limit`: answers per second per source address.
   double rate_limit = 2000;
+  // `max_peers`: peers probed at most (those of `peers` first, then the
+  // file's in its order); the rest are counted
+  // (fabric_probe_peers_over_cap), not probed. Each peer costs ~100 series.
+  int max_peers = kDefaultMaxPeers;
   bool operator==(const ProbeSettings&) const = default;
 };
 

@@ -101,6 +101,12 @@ class SmCollector : public Collector {
       sink.Gauge("fabric_sm_masters", kMastersHelp, {},
                  static_cast<double>(masters_));
     }
+    // Once per collection, not per SM: it has no labels, and one exposition
+    // must not carry a series twice.
+    if (!emitted.empty()) {
+      sink.Counter("fabric_sm_master_changes_total", kChangesHelp, {},
+                   static_cast<double>(master_changes_));
+    }
     return ok;
   }
 
@@ -192,8 +198,6 @@ class SmCollector : public Collector {
                  si.act_count);
     sink.Gauge("fabric_sm_activity_stalled", kStalledHelp, {{"sm_guid", guid}},
                stalled ? 1 : 0);
-    sink.Counter("fabric_sm_master_changes_total", kChangesHelp, {},
-                 static_cast<double>(master_changes_));
   }
 
   CollectorEnv env_;
@@ -219,7 +223,8 @@ std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
 
 std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
                                            const CollectorConfig& config) {
-  return MakeSmCollector(env, config, mad::LocalIbPorts);
+  return MakeSmCollector(env, config,
+                         env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec SmCollectorSpec() {

@@ -1,16 +1,15 @@
 #include "config/config.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "config/yaml_keys.h"
+#include "sources/fd_read.h"
 
 namespace fabric {
 namespace {
@@ -78,9 +77,9 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
                if (key == "enabled") {
                  out.enabled = Bool(value, key_path);
                } else if (key == "interval") {
-                 out.interval = Duration(value, key_path);
+                 out.interval = Duration(value, key_path, spec.min_interval);
                } else if (key == "timeout") {
-                 out.timeout = Duration(value, key_path);
+                 out.timeout = Duration(value, key_path, kMinTimeout);
                } else if (key == "devices") {
                  *devices = Devices(value, key_path);
                } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
@@ -210,21 +209,24 @@ std::optional<Config> LoadConfigFile(const std::string& path,
                                      bool missing_is_default,
                                      const std::vector<CollectorKeys>& specs,
                                      std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    int err = errno;
-    if (err == ENOENT && missing_is_default)
+  FileRead file = ReadRegularFile(path, kMaxConfigBytes);
+  if (!file.ok()) {
+    if (file.error_number == ENOENT && missing_is_default) {
       return ParseConfig("", specs, error);
-    *error = "config error: cannot read " + path + ": " + std::strerror(err);
+    }
+    *error = "config error: cannot read " + path + ": " + file.error;
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    *error = "config error: cannot read " + path;
+  // A zero-byte regular file is most likely one cut short while being
+  // written; loading it would switch every collector to its default (probes
+  // and OpenSM off). /dev/null stays the way to ask for the defaults.
+  if (file.text.empty() && S_ISREG(file.mode)) {
+    *error = "config error: " + path +
+             " is empty (write \"{}\" or use --config /dev/null for the "
+             "built-in defaults)";
     return std::nullopt;
   }
-  auto config = ParseConfig(text.str(), specs, error);
+  auto config = ParseConfig(file.text, specs, error);
   if (!config) *error += " [" + path + "]";
   return config;
 }

@@ -58,8 +58,14 @@ std::optional<Config> ParseConfig(std::string_view yaml,
                                   const std::vector<CollectorKeys>& specs,
                                   std::string* error);
 
-// Reads and parses `path`. A missing file is an error unless
+// The largest config file read: a config is a few KiB; anything near this
+// is not one (and must not stall or grow the daemon).
+inline constexpr std::size_t kMaxConfigBytes = 1 << 20;
+
+// Reads (sources/fd_read.h: a regular file, at most kMaxConfigBytes, never
+// blocking on a FIFO) and parses `path`. A missing file is an error unless
 // `missing_is_default` is set, in which case the built-in defaults apply.
+// An empty regular file is an error (/dev/null reads as the defaults).
 std::optional<Config> LoadConfigFile(const std::string& path,
                                      bool missing_is_default,
                                      const std::vector<CollectorKeys>& specs,

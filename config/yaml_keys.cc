@@ -35,12 +35,17 @@ bool Bool(const YAML::Node& node, const std::string& key) {
 }
 
 std::chrono::microseconds Duration(const YAML::Node& node,
-                                   const std::string& key) {
+                                   const std::string& key,
+                                   std::chrono::microseconds floor) {
   std::string text = Scalar(node, key);
   auto d = ParseDuration(text);
   if (!d) {
     Fail(key, node.Mark(),
          Quote(text) + " is not a duration (e.g. \"500ms\", \"1s\", \"2m\")");
+  }
+  if (*d < floor) {
+    Fail(key, node.Mark(),
+         Quote(text) + " is below the minimum of " + FormatDuration(floor));
   }
   return *d;
 }

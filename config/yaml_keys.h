@@ -30,9 +30,12 @@ std::string Join(const std::string& prefix, const std::string& key);
 
 std::string Scalar(const YAML::Node& node, const std::string& key);
 bool Bool(const YAML::Node& node, const std::string& key);
-// "500ms", "1s", "1m30s" (config/duration.h).
-std::chrono::microseconds Duration(const YAML::Node& node,
-                                   const std::string& key);
+// "500ms", "1s", "1m30s" (config/duration.h), at least `floor`: intervals
+// and timeouts have one, since a microsecond interval only burns CPU and a
+// microsecond MAD timeout floods the fabric with retries.
+std::chrono::microseconds Duration(
+    const YAML::Node& node, const std::string& key,
+    std::chrono::microseconds floor = std::chrono::microseconds(1));
 // A number in (lo, hi]; `example` completes "is not <what> (e.g. ...)".
 double Number(const YAML::Node& node, const std::string& key, double lo,
               double hi, const std::string& what);

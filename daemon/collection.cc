@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "collectors/registry.h"
+#include "daemon/simulate.h"
 #include "sources/ethtool_file.h"
 #include "sources/ethtool_ioctl.h"
 #if FABRICMON_WITH_RDMA
@@ -58,6 +59,8 @@ CollectorEnv MakeCollectorEnv(const Config& config,
         std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<std::mutex>>>
         open;
   };
+  // Under --simulate, MADs go to the simulated fabric.
+  if (UseSimulatedMad(&env)) return env;
   // MADs go to the live fabric: not when reading a recorded or simulated
   // tree (`sysfs_root` elsewhere than /sys), where they would query
   // whatever fabric this host happens to be on.

@@ -7,10 +7,15 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <csignal>
+#include <exception>
+#include <optional>
 
 #include "collectors/registry.h"
 #include "daemon/collection.h"
+#include "daemon/fd_limit.h"
+#include "daemon/off_loop.h"
 #include "daemon/poller.h"
+#include "daemon/self_check.h"
 #include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
 #include "http/server.h"
@@ -22,8 +27,14 @@ namespace {
 constexpr std::chrono::seconds kShutdownGrace{5};
 // Collections abandoned by reloads (stuck in the kernel, each holding a
 // thread) at which the daemon stops feeding the systemd watchdog, so that
-// systemd restarts it rather than let threads pile up.
+// systemd restarts it rather than let threads pile up. (A collector whose
+// abandoned collection is still stuck is not started again until it
+// returns, so there is at most one per collector.)
 constexpr std::size_t kMaxAbandoned = 4;
+// The shortest time the /metrics self-check waits for an answer: a loaded
+// machine can take a while to connect and answer on loopback, and a check
+// still pending at a watchdog tick keeps the previous verdict.
+constexpr std::chrono::milliseconds kMinSelfCheckTimeout{1000};
 
 // How often the pollers are supervised (overruns published, stuck
 // collections found): half the shortest timeout, within [100 ms, 1 s], so
@@ -38,6 +49,32 @@ std::chrono::milliseconds SupervisePeriod(
       std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
 }
 
+// What a reload applies, read and parsed (TLS files loaded) away from the
+// event loop: the config with the flags applied and the web config.
+struct ReloadFiles {
+  std::optional<Config> config;
+  std::optional<http::Security> security;
+  std::string error;  // why the reload is rejected, when either is absent
+};
+
+ReloadFiles LoadReloadFiles(const Options& options) {
+  ReloadFiles out;
+  try {
+    out.config = LoadConfigFile(options.config_path, !options.config_given,
+                                AllCollectorKeys(), &out.error);
+    if (!out.config || !ApplyOptions(options, *out.config, &out.error)) {
+      out.config.reset();
+      return out;
+    }
+    out.security =
+        http::LoadSecurity(options.web_config_file.value_or(""), &out.error);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+  if (!out.security) out.config.reset();
+  return out;
+}
+
 class Daemon {
  public:
   Daemon(const Options& options, Config config)
@@ -47,12 +84,20 @@ class Daemon {
         watchdog_timer_(io_),
         supervise_timer_(io_),
         store_(std::make_shared<SnapshotStore>()),
-        collectable_(
-            std::make_shared<SnapshotCollectable>(store_, ThisBuild())),
+        budget_(ProcessFdBudget()),
+        collectable_(std::make_shared<FdMetrics>(
+            RealFdOs(), budget_,
+            std::make_shared<SnapshotCollectable>(store_, ThisBuild()))),
         http_metrics_(std::make_shared<http::ServerMetrics>()),
-        in_flight_(std::make_shared<InFlight>()) {}
+        in_flight_(std::make_shared<InFlight>()),
+        reload_loader_(io_) {}
 
   int Run() {
+    // Before any sysfs reader exists: they keep descriptors from the budget.
+    const std::size_t fd_limit = RaiseFdLimit(RealFdOs());
+    budget_->Resize(FdBudgetFor(fd_limit));
+    spdlog::info("sysfs readers keep at most {} descriptors open",
+                 budget_->size());
     std::string error;
     auto security = http::LoadSecurity(WebConfigPath(), &error);
     if (security) {
@@ -65,6 +110,7 @@ class Daemon {
     }
     spdlog::info("listening on {} ({})", http_->BoundAddress(),
                  http::Describe(*security));
+    self_check_tls_ = security->tls != nullptr;
     StartPollers();
     Supervise();
     WaitSignal();
@@ -81,29 +127,54 @@ class Daemon {
       spdlog::shutdown();
       std::_Exit(0);  // never join a thread stuck in a hung read
     }
+    if (reload_loader_.running() > 0) {
+      spdlog::warn("a reload is still reading {}; exiting without it",
+                   options_.config_path);
+      spdlog::shutdown();
+      std::_Exit(0);  // its thread must not run under exit-time destructors
+    }
     spdlog::info("stopped");
     return 0;
   }
 
  private:
-  // Starts pollers for the enabled collectors that are not running yet.
+  // Starts pollers for the enabled collectors that are not running yet,
+  // except those whose abandoned collection is still stuck: a new one
+  // would most likely block on the same file and hold another thread and
+  // its descriptors. They start once it returns (Supervise).
   void StartPollers() {
-    auto sysfs =
-        std::shared_ptr<const Sysfs>(MakeRealSysfs(config_.sysfs_root));
+    auto sysfs = std::shared_ptr<const Sysfs>(
+        MakeRealSysfs(config_.sysfs_root, SysfsCacheMode::kAuto, budget_));
     auto running = [this](const std::string& name) {
       return std::any_of(pollers_.begin(), pollers_.end(),
                          [&](const auto& p) { return p->name() == name; });
     };
-    for (auto& c : BuildCollectors(
-             config_, sysfs,
-             [&](const std::string& name) { return !running(name); })) {
+    auto stuck = [this](const std::string& name) {
+      return std::any_of(abandoned_.begin(), abandoned_.end(),
+                         [&](const auto& p) { return p->name() == name; });
+    };
+    auto want = [&](const std::string& name) {
+      if (running(name)) return false;
+      if (stuck(name)) {
+        spdlog::warn(
+            "{}: not started while its abandoned collection is stuck; it "
+            "starts once that returns",
+            name);
+        return false;
+      }
+      return true;
+    };
+    for (auto& c : BuildCollectors(config_, sysfs, want)) {
       auto poller = std::make_unique<Poller>(std::move(c), store_, in_flight_);
       poller->Start(io_);
       pollers_.push_back(std::move(poller));
     }
-    // Drop snapshots of collectors this config no longer runs.
+    // Drop snapshots of collectors this config no longer runs (a stuck
+    // one's says it is stuck until it starts again).
     for (const auto& snap : store_->All()) {
-      if (!running(snap->collector)) store_->Remove(snap->collector);
+      if (!running(snap->collector) && !stuck(snap->collector)) {
+        store_->Remove(snap->collector);
+      }
     }
     spdlog::info("reading {} with {} collector(s)", config_.sysfs_root,
                  pollers_.size());
@@ -133,27 +204,34 @@ class Daemon {
     pollers_ = std::move(kept);
   }
 
-  // Publishes overruns, forgets abandoned collections that have returned,
-  // and decides whether the watchdog may be fed.
+  // Publishes overruns, forgets abandoned collections that have returned
+  // (their collector, and with it its descriptors, is freed then) and
+  // starts their collectors again, and decides whether collections make
+  // progress.
   void Supervise() {
     std::size_t stuck = 0;
     for (auto& p : pollers_) stuck += p->Supervise() ? 1 : 0;
-    std::erase_if(abandoned_, [](const auto& p) { return !p->running(); });
+    const std::size_t abandoned = abandoned_.size();
+    std::erase_if(abandoned_, [](const auto& p) {
+      if (p->running()) return false;
+      spdlog::info("{}: its abandoned collection returned", p->name());
+      return true;
+    });
+    if (abandoned_.size() < abandoned) StartPollers();
     // Progress: not every collector is stuck, and abandoned collections
     // have not piled up. A daemon whose collections are all wedged is not
     // healthy, even though its event loop still runs.
     const bool healthy = (pollers_.empty() || stuck < pollers_.size()) &&
                          abandoned_.size() < kMaxAbandoned;
-    if (healthy != healthy_) {
-      if (healthy) {
-        spdlog::info("collections make progress again; feeding the watchdog");
-      } else {
-        spdlog::error(
-            "{} of {} collectors stuck, {} abandoned collections; no longer "
-            "feeding the systemd watchdog",
-            stuck, pollers_.size(), abandoned_.size());
-      }
-      healthy_ = healthy;
+    if (healthy != collections_ok_) {
+      collections_why_ = healthy
+                             ? ""
+                             : fmt::format(
+                                   "{} of {} collectors stuck, {} abandoned "
+                                   "collections",
+                                   stuck, pollers_.size(), abandoned_.size());
+      collections_ok_ = healthy;
+      UpdateFeeding();
     }
     supervise_timer_.expires_after(SupervisePeriod(pollers_));
     supervise_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -189,39 +267,118 @@ class Daemon {
     PingWatchdog();
   }
 
+  // WATCHDOG=1 goes out from the event loop (so a blocked loop is not fed),
+  // and only while collections make progress (Supervise) and the latest
+  // /metrics self-check was answered: a daemon that can no longer serve
+  // scrapes (descriptors exhausted, listener gone, server wedged) is
+  // restarted by systemd, as is one whose collections are all wedged.
   void PingWatchdog() {
-    // The ping comes from the event loop, and only while collections make
-    // progress (Supervise), so a wedged daemon is restarted.
-    if (healthy_) SystemdNotify("WATCHDOG=1");
+    if (collections_ok_ && http_ok_) SystemdNotify("WATCHDOG=1");
+    // One self-check per tick; one still pending keeps the last verdict
+    // (its own timeout ends it and records the failure).
+    if (!self_check_pending_) StartSelfCheck();
     watchdog_timer_.expires_after(watchdog_period_);
     watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (!ec) PingWatchdog();
     });
   }
 
-  void Reload() {
-    spdlog::info("SIGHUP: reloading {}", options_.config_path);
-    std::string error;
-    auto config = LoadConfigFile(options_.config_path, !options_.config_given,
-                                 AllCollectorKeys(), &error);
-    if (!config || !ApplyOptions(options_, *config, &error)) {
-      spdlog::error("reload rejected, keeping the running config: {}", error);
+  void StartSelfCheck() {
+    const auto endpoint = SelfCheckEndpoint(http_->BoundAddress());
+    if (!endpoint) {
+      SelfCheckDone({false, self_check_tls_, "the listener is closed"});
       return;
     }
+    self_check_pending_ = true;
+    const auto timeout = std::max(
+        std::chrono::duration_cast<std::chrono::milliseconds>(watchdog_period_),
+        kMinSelfCheckTimeout);
+    RunSelfCheck(
+        io_, *endpoint, self_check_tls_, timeout,
+        [this](SelfCheckResult result) { SelfCheckDone(std::move(result)); });
+  }
+
+  void SelfCheckDone(SelfCheckResult result) {
+    self_check_pending_ = false;
+    self_check_tls_ = result.tls;
+    if (result.answered == http_ok_) return;
+    http_ok_ = result.answered;
+    http_why_ = "the /metrics self-check got no answer: " + result.why;
+    UpdateFeeding();
+  }
+
+  // Logs each change of whether the watchdog is fed, with the reason.
+  void UpdateFeeding() {
+    const bool feed = collections_ok_ && http_ok_;
+    if (feed == feeding_) return;
+    feeding_ = feed;
+    if (feed) {
+      spdlog::info(
+          "collections make progress and /metrics answers again; feeding "
+          "the systemd watchdog");
+      return;
+    }
+    std::string why = collections_ok_ ? "" : collections_why_;
+    if (!http_ok_) why += (why.empty() ? "" : "; ") + http_why_;
+    spdlog::error("{}; no longer feeding the systemd watchdog", why);
+  }
+
+  // SIGHUP. The files are read and parsed on a thread of their own (a FIFO,
+  // /dev/zero or a hung mount named as a file must not stop scrapes and
+  // probes), the result applied on the event loop. SIGHUPs while one is
+  // loading make one more reload after it, which reads the latest files.
+  void Reload() {
+    if (reloading_) {
+      if (!reload_again_) {
+        spdlog::info(
+            "SIGHUP: a reload is still reading {}; reloading again "
+            "after it",
+            options_.config_path);
+      }
+      reload_again_ = true;
+      return;
+    }
+    spdlog::info("SIGHUP: reloading {}", options_.config_path);
+    reloading_ = true;
+    const bool started = reload_loader_.Run([this, options = options_] {
+      auto files = std::make_shared<ReloadFiles>(LoadReloadFiles(options));
+      // Runs on the event loop, where `this` is alive (OffLoop posts
+      // nothing once the daemon is gone).
+      return [this, files] { ReloadLoaded(std::move(*files)); };
+    });
+    if (!started) {
+      reloading_ = false;
+      spdlog::error(
+          "reload rejected, keeping the running config: no thread "
+          "to read the files on");
+    }
+  }
+
+  void ReloadLoaded(ReloadFiles files) {
+    reloading_ = false;
+    if (!files.config) {
+      spdlog::error("reload rejected, keeping the running config: {}",
+                    files.error);
+    } else {
+      Apply(std::move(*files.config), std::move(*files.security));
+    }
+    if (reload_again_) {
+      reload_again_ = false;
+      Reload();
+    }
+  }
+
+  // Applies a loaded config and web config on the event loop.
+  void Apply(Config config, http::Security security) {
+    std::string error;
     // --simulate owns the sysfs root and the ethtool dumps for the life of
     // the process.
     if (options_.simulate) {
-      config->sysfs_root = config_.sysfs_root;
-      config->ethtool_dir = config_.ethtool_dir;
+      config.sysfs_root = config_.sysfs_root;
+      config.ethtool_dir = config_.ethtool_dir;
     }
-    // The web config too: a bad one rejects the whole reload.
-    auto security = http::LoadSecurity(WebConfigPath(), &error);
-    if (!security) {
-      spdlog::error("reload rejected, keeping the running config: {}", error);
-      return;
-    }
-    if (config->listen_address != config_.listen_address) {
-      auto http = http::Server::Start(io_, config->listen_address, *security,
+    if (config.listen_address != config_.listen_address) {
+      auto http = http::Server::Start(io_, config.listen_address, security,
                                       {collectable_}, http_metrics_, &error);
       if (!http) {
         spdlog::error("reload rejected, keeping the running config: {}", error);
@@ -229,13 +386,13 @@ class Daemon {
       }
       http_ = std::move(http);
       spdlog::info("listening on {} ({})", http_->BoundAddress(),
-                   http::Describe(*security));
+                   http::Describe(security));
     } else {
-      http_->Reconfigure(*security);
-      spdlog::info("/metrics serves {}", http::Describe(*security));
+      http_->Reconfigure(security);
+      spdlog::info("/metrics serves {}", http::Describe(security));
     }
-    StopChangedPollers(*config);
-    config_ = std::move(*config);
+    StopChangedPollers(config);
+    config_ = std::move(config);
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
     StartPollers();
     spdlog::info("reload done");
@@ -252,16 +409,30 @@ class Daemon {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer supervise_timer_;
-  bool healthy_ = true;
+  // Whether the watchdog is fed, and its two conditions with their reasons.
+  bool feeding_ = true;
+  bool collections_ok_ = true;
+  std::string collections_why_;
+  bool http_ok_ = true;
+  std::string http_why_;
+  bool self_check_pending_ = false;
+  // The mode the server answered the last self-check in.
+  bool self_check_tls_ = false;
   std::chrono::microseconds watchdog_period_{0};
   std::shared_ptr<SnapshotStore> store_;
-  std::shared_ptr<SnapshotCollectable> collectable_;
+  std::shared_ptr<FdBudget> budget_;
+  std::shared_ptr<prometheus::Collectable> collectable_;
   std::shared_ptr<http::ServerMetrics> http_metrics_;
   std::shared_ptr<InFlight> in_flight_;
   std::unique_ptr<http::Server> http_;
   std::vector<std::unique_ptr<Poller>> pollers_;
   // Retired pollers whose collection was still running (see poller.h).
   std::vector<std::unique_ptr<Poller>> abandoned_;
+  // Reload: files are being read, and another SIGHUP came meanwhile.
+  bool reloading_ = false;
+  bool reload_again_ = false;
+  // Destroyed before io_: it posts to it.
+  OffLoop reload_loader_;
 };
 
 }  // namespace

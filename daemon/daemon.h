@@ -1,6 +1,7 @@
 // The long-running daemon: Boost.Asio event loop, per-collector pollers,
 // the /metrics listener, signals (SIGHUP reload, SIGTERM/SIGINT stop) and
-// the systemd notify protocol (READY, STOPPING, WATCHDOG).
+// the systemd notify protocol (READY, STOPPING, WATCHDOG). A reload reads
+// and parses its files off the event loop (daemon/off_loop.h).
 //
 // Thread-safety: RunDaemon owns everything it creates and runs on the
 // calling thread until stopped.

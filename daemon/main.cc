@@ -1,11 +1,13 @@
 // fabricmon entry point: flags, config, logging, then one of --version,
-// --check-config, --once or the daemon. Exit status: 0 ok, 1 invalid
-// configuration or startup failure, CLI11's codes for usage errors.
+// --signal-reload, --check-config, --once or the daemon. Exit status: 0 ok, 1
+// invalid configuration or startup failure, CLI11's codes for usage errors.
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -57,6 +59,18 @@ int RunOnce(const Config& config) {
   return status;
 }
 
+// --signal-reload PID: ExecReload's second step (the first is
+// --check-config, so a bad file fails `systemctl reload` visibly). Loads no
+// config: it only signals.
+int SignalReload(int pid) {
+  if (::kill(pid, SIGHUP) != 0) {
+    std::cerr << "fabricmon: cannot send SIGHUP to " << pid << ": "
+              << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   ParsedOptions parsed = ParseOptions(args);
@@ -65,6 +79,8 @@ int Main(int argc, char** argv) {
     return *parsed.exit_code;
   }
   const Options& options = parsed.options;
+  if (options.signal_reload_pid)
+    return SignalReload(*options.signal_reload_pid);
   // A scraper hanging up mid-response must not kill the daemon.
   std::signal(SIGPIPE, SIG_IGN);
   SetUpLogging();

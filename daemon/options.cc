@@ -40,6 +40,13 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
                "stdout and exit");
   app.add_flag("--check-config", o.check_config,
                "Validate the configuration and exit 0 (valid) or 1");
+  int reload_pid = 0;
+  // Only a positive PID: kill(0 or -1, ...) would signal process groups.
+  auto* reload_opt =
+      app.add_option("--signal-reload", reload_pid,
+                     "Send SIGHUP (reload) to the fabricmon with this PID and "
+                     "exit; what `systemctl reload` runs (no /bin/kill needed)")
+          ->check(CLI::PositiveNumber);
   auto* simulate_opt =
       app.add_option("--simulate", simulate,
                      "Run against the built-in fabric simulator "
@@ -61,6 +68,7 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   if (web_config_opt->count()) o.web_config_file = web_config;
   if (level_opt->count()) o.log_level = level;
   if (simulate_opt->count()) o.simulate = simulate;
+  if (reload_opt->count()) o.signal_reload_pid = reload_pid;
   return parsed;
 }
 
@@ -87,6 +95,15 @@ bool ApplyOptions(const Options& options, Config& config, std::string* error) {
       return false;
     }
     config.sysfs_root = *options.sysfs_root;
+  }
+  // The simulated fabric's switches are there to be swept: --simulate turns
+  // the fabric collector on (it answers through the simulator's MAD view,
+  // daemon/simulate.h), at every load and reload alike.
+  if (options.simulate) {
+    if (auto it = config.collectors.find("fabric");
+        it != config.collectors.end()) {
+      it->second.enabled = true;
+    }
   }
   return true;
 }

@@ -24,6 +24,9 @@ struct Options {
   bool once = false;
   bool check_config = false;
   std::optional<std::string> simulate;  // --simulate[=SCENARIO]
+  // --signal-reload PID: send SIGHUP to a running fabricmon and exit. The
+  // unit's ExecReload uses it, so a reload needs no /bin/kill (procps).
+  std::optional<int> signal_reload_pid;
 };
 
 struct ParsedOptions {

@@ -1,11 +1,29 @@
 #include "daemon/poller.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 namespace fabric {
+namespace {
+
+// A snapshot this many samples smaller than the one it replaced (a lower
+// series cap, a shorter peer list, a collector restarted with less) leaves
+// its predecessor's memory, ~2 KB a sample, to the allocator, which keeps
+// freed small blocks in its arenas instead of returning them to the system.
+// So the predecessor is freed once nobody else holds it, and the free pages
+// handed back (malloc_trim).
+constexpr std::size_t kTrimAfterSamples = 10'000;
+
+std::size_t SampleCount(const Snapshot& s) {
+  std::size_t n = 0;
+  for (const auto& f : s.families) n += f.metric.size();
+  return n;
+}
+
+}  // namespace
 
 void InFlight::Add() {
   std::lock_guard lock(mu_);
@@ -45,9 +63,24 @@ struct Poller::State {
   double last_success = 0;
   std::uint64_t completed = 0;
 
+  // A replaced snapshot much larger than its successor, held until this is
+  // the last reference (a scrape may still be rendering it, the collection
+  // may still recycle it), then freed and its pages trimmed.
+  std::shared_ptr<const Snapshot> retired;
+
   void Publish(std::shared_ptr<Snapshot> snapshot) {
     std::shared_ptr<const Snapshot> published = std::move(snapshot);
+    auto replaced = store->Latest(c.name);
     store->Publish(published);
+    if (replaced &&
+        SampleCount(*replaced) >= SampleCount(*published) + kTrimAfterSamples) {
+      retired = std::move(replaced);
+    }
+    replaced.reset();
+    if (retired && retired.use_count() == 1) {
+      retired.reset();
+      malloc_trim(0);
+    }
     if (on_publish) on_publish(*published);
   }
 

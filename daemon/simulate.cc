@@ -9,22 +9,87 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <mutex>
 
+#include "sources/fd_read.h"
+#include "simulator/mad.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
+#if FABRICMON_WITH_RDMA
+#include "sources/mad/umad_transport.h"
+#endif
 
 namespace fabric {
 namespace {
 
+// The largest timeline file read: a scenario is a few KiB.
+constexpr std::size_t kMaxTimelineBytes = 1 << 20;
+
 namespace fs = std::filesystem;
+
+// The running simulation's runner, for UseSimulatedMad.
+std::mutex active_mutex;
+const sim::LiveRunner* active_runner = nullptr;
+
+#if FABRICMON_WITH_RDMA
+// Host 0's IB HCA ports as libibumad would list them, from the model now.
+std::vector<mad::LocalPort> SimulatedPorts(const sim::LiveRunner& runner) {
+  std::vector<mad::LocalPort> out;
+  runner.WithCluster([&](const sim::Cluster& c) {
+    for (int d : c.hosts()[0].devices) {
+      const sim::Device& dev = c.devices()[d];
+      const sim::Port* p = c.FindPort(0, dev.name);
+      if (!dev.present || !p || p->link_layer != sim::LinkLayer::kInfiniBand) {
+        continue;
+      }
+      mad::LocalPort l;
+      l.ca = dev.name;
+      l.port = p->port_num;
+      l.node_type = 1;
+      l.node_guid = l.port_guid = p->guid;
+      l.lid = p->lid;
+      l.sm_lid = c.master_sm().lid;
+      l.state = p->up ? 4 : 1;
+      l.phys_state = p->up ? 5 : 2;
+      l.link_layer = "InfiniBand";
+      out.push_back(l);
+    }
+  });
+  return out;
+}
+
+// A transport whose directed-route SMPs leave by `ca` port `port` (the
+// first IB port when `ca` is empty); nullptr when there is no such port.
+std::unique_ptr<MadTransport> OpenSimulatedPort(const sim::LiveRunner& runner,
+                                                const std::string& ca,
+                                                int port) {
+  int index = -1;
+  runner.WithCluster([&](const sim::Cluster& c) {
+    for (int d : c.hosts()[0].devices) {
+      const sim::Device& dev = c.devices()[d];
+      const sim::Port* p = c.FindPort(0, dev.name, port == 0 ? 1 : port);
+      if (!dev.present || !p || p->link_layer != sim::LinkLayer::kInfiniBand ||
+          (!ca.empty() && ca != dev.name)) {
+        continue;
+      }
+      index = static_cast<int>(p - c.ports().data());
+      break;
+    }
+  });
+  if (index < 0) return nullptr;
+  return sim::MakeSimMadTransport(runner, {.local_port = index});
+}
+#endif
 
 class LiveSimulation : public Simulation {
  public:
   LiveSimulation(sim::SimConfig config, fs::path root)
       : root_(std::move(root)), runner_(std::move(config), root_, true) {}
   ~LiveSimulation() override {
+    {
+      std::lock_guard<std::mutex> hold(active_mutex);
+      if (active_runner == &runner_) active_runner = nullptr;
+    }
     runner_.Stop();
     runner_.Wait();
     std::error_code ec;
@@ -36,6 +101,8 @@ class LiveSimulation : public Simulation {
     runner_.Warmup(std::chrono::seconds(60));
     if (!runner_.RenderNow(error)) return false;
     runner_.Start();
+    std::lock_guard<std::mutex> hold(active_mutex);
+    active_runner = &runner_;
     return true;
   }
   std::string sysfs_root() const override { return root_.string(); }
@@ -60,14 +127,12 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
   sim::SimConfig config;
   config.hosts = 1;
   if (EndsWith(scenario, ".yaml") || EndsWith(scenario, ".yml")) {
-    std::ifstream in(scenario);
-    if (!in) {
-      *error = "cannot read timeline " + scenario;
+    FileRead file = ReadRegularFile(scenario, kMaxTimelineBytes);
+    if (!file.ok()) {
+      *error = "cannot read timeline " + scenario + ": " + file.error;
       return nullptr;
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto timeline = sim::ParseTimeline(text.str(), error);
+    auto timeline = sim::ParseTimeline(file.text, error);
     if (!timeline) {
       *error = scenario + ": " + *error;
       return nullptr;
@@ -98,6 +163,22 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
   auto simulation = std::make_unique<LiveSimulation>(std::move(config), tmpl);
   if (!simulation->Start(error)) return nullptr;  // destructor cleans up
   return simulation;
+}
+
+bool UseSimulatedMad(CollectorEnv* env) {
+#if FABRICMON_WITH_RDMA
+  std::lock_guard<std::mutex> hold(active_mutex);
+  if (!active_runner) return false;
+  const sim::LiveRunner* runner = active_runner;
+  env->mad = [runner](const std::string& ca, int port) {
+    return OpenSimulatedPort(*runner, ca, port);
+  };
+  env->local_ports = [runner](std::string*) { return SimulatedPorts(*runner); };
+  return true;
+#else
+  (void)env;
+  return false;
+#endif
 }
 
 }  // namespace fabric

@@ -2,14 +2,21 @@
 // `fabricmon --simulate[=SCENARIO]`: the simulator renders one simulated
 // host's live sysfs tree (and its RoCE netdev's ethtool dumps) into a
 // private directory and keeps it moving; the daemon then reads it through
-// its normal sysfs path and its file-backed ethtool source.
+// its normal sysfs path and its file-backed ethtool source. The MAD
+// collectors (sm, fabric) get the simulated fabric's MAD view instead of
+// libibumad (UseSimulatedMad): the simulated host's IB ports, and MADs
+// answered by the model (simulator/mad.h), so the SM and switch-port
+// scenarios show in their metrics.
 //
 // Thread-safety: a Simulation runs its own thread; the handle itself is used
-// by one thread (the daemon's main).
+// by one thread (the daemon's main). UseSimulatedMad may be called from any
+// thread; the transports it hands out lock the simulation per MAD.
 #pragma once
 
 #include <memory>
 #include <string>
+
+#include "collectors/collector.h"
 
 namespace fabric {
 
@@ -27,5 +34,14 @@ class Simulation {
 // *error when the scenario is unknown or the simulator is not built.
 std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
                                             std::string* error);
+
+// While a Simulation runs: sets env->mad and env->local_ports to its MAD
+// view and returns true; false (env untouched) otherwise, or in a build
+// without the MAD collectors. Process-wide on purpose, like
+// mad/sm_directory.h: the daemon builds a new env at every (re)start of its
+// pollers, and `--simulate` owns the fabric for the life of the process.
+// A transport must not outlive the Simulation (the daemon's collectors end
+// before main destroys it).
+bool UseSimulatedMad(CollectorEnv* env);
 
 }  // namespace fabric

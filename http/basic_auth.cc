@@ -5,6 +5,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <memory>
@@ -94,12 +95,71 @@ BasicAuth::Verdict BasicAuth::Precheck(std::string_view authorization,
   check->password = std::move(credentials->password);
   check->hash = it->second;
   check->known_user = true;
+  check->user = it->first;
   return Verdict::kCheck;
 }
 
-void BasicAuth::Remember(const CacheKey& key) {
+void BasicAuth::Remember(const CacheKey& key, const std::string& user) {
   if (verified_.size() >= kCacheLimit) verified_.clear();
-  verified_.insert(key);
+  verified_.emplace(key, user);
+}
+
+void BasicAuth::KeepVerified(const BasicAuth& old) {
+  for (const auto& [key, user] : old.verified_) {
+    auto now = users_.find(user);
+    auto before = old.users_.find(user);
+    if (now == users_.end() || before == old.users_.end() ||
+        now->second != before->second) {
+      continue;
+    }
+    if (verified_.size() >= kCacheLimit) return;
+    verified_.emplace(key, user);
+  }
+}
+
+bool AuthThrottle::TryStart(const std::string& source, Clock::time_point now) {
+  auto it = sources_.find(source);
+  if (it == sources_.end()) {
+    if (sources_.size() >= limits_.max_sources) {
+      std::erase_if(sources_, [now](const auto& entry) {
+        return entry.second.pending == 0 && entry.second.blocked_until <= now;
+      });
+      if (sources_.size() >= limits_.max_sources) return false;
+    }
+    it = sources_.emplace(source, Source{}).first;
+  }
+  Source& s = it->second;
+  if (now < s.blocked_until || s.pending >= limits_.pending_per_source) {
+    return false;
+  }
+  ++s.pending;
+  return true;
+}
+
+void AuthThrottle::Finish(const std::string& source, bool ok,
+                          Clock::time_point now) {
+  auto it = sources_.find(source);
+  if (it == sources_.end()) return;
+  Source& s = it->second;
+  if (s.pending > 0) --s.pending;
+  if (ok) {
+    // A source that gets it right is forgotten: nothing to hold against it.
+    if (s.pending == 0) {
+      sources_.erase(it);
+    } else {
+      s.failures = 0;
+      s.blocked_until = {};
+    }
+    return;
+  }
+  ++s.failures;
+  if (s.failures < limits_.free_failures) return;
+  auto backoff = limits_.first_backoff;
+  for (unsigned i = limits_.free_failures;
+       i < s.failures && backoff < limits_.max_backoff; ++i) {
+    backoff *= 2;
+  }
+  s.blocked_until = now + std::min(backoff, limits_.max_backoff);
 }
 
 bool BasicAuth::Allows(std::string_view authorization) {
@@ -115,7 +175,7 @@ bool BasicAuth::Allows(std::string_view authorization) {
   if (!CheckBcrypt(check.password, check.hash) || !check.known_user) {
     return false;
   }
-  Remember(check.key);
+  Remember(check.key, check.user);
   return true;
 }
 

@@ -11,17 +11,23 @@
 // The server splits a check in two so that bcrypt never runs on its event
 // loop: Precheck (cheap, event loop) answers from the cache or says which
 // bcrypt to run; the server runs CheckBcrypt on a worker thread and calls
-// Remember with a success.
+// Remember with a success. A reload builds a new BasicAuth; KeepVerified
+// carries over the cached successes of users whose hash did not change, so
+// a reload during a password flood does not lock out a known scraper.
+//
+// AuthThrottle is the server's guard against password guessing: a source
+// address gets at most a couple of bcrypt checks in flight, and one that
+// keeps failing is refused without a check for a growing, bounded time.
 //
 // Thread-safety: ParseBasicAuthorization and CheckBcrypt are pure and
-// thread-safe. A BasicAuth is not thread-safe (the server uses it from its
-// one io_context thread).
+// thread-safe. BasicAuth and AuthThrottle are not thread-safe (the server
+// uses them from its one io_context thread).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 
@@ -49,6 +55,7 @@ class BasicAuth {
     std::string password;
     std::string hash;
     bool known_user = false;
+    std::string user;
     CacheKey key{};
   };
 
@@ -59,7 +66,10 @@ class BasicAuth {
   // kAllow (no users, or cached success), kDeny (no or malformed
   // credentials), or kCheck with *check filled in.
   Verdict Precheck(std::string_view authorization, Check* check) const;
-  void Remember(const CacheKey& key);
+  void Remember(const CacheKey& key, const std::string& user);
+  // Takes over `old`'s cached successes for users present in both with the
+  // same hash (a changed or removed user's entries are dropped).
+  void KeepVerified(const BasicAuth& old);
   // Precheck + CheckBcrypt + Remember in one call (blocks for bcrypt):
   // true when `authorization` (the header value, empty if absent) names a
   // configured user with the right password.
@@ -68,7 +78,40 @@ class BasicAuth {
  private:
   static constexpr std::size_t kCacheLimit = 256;
   std::map<std::string, std::string> users_;
-  std::set<CacheKey> verified_;
+  std::map<CacheKey, std::string> verified_;  // -> user
+};
+
+class AuthThrottle {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Limits {
+    std::size_t pending_per_source = 2;
+    // Failed checks in a row before a source is refused without checking.
+    unsigned free_failures = 5;
+    // How long, doubling with every further failure, up to `max_backoff`.
+    Clock::duration first_backoff = std::chrono::seconds(1);
+    Clock::duration max_backoff = std::chrono::seconds(60);
+    // Sources remembered at once; beyond, idle ones are forgotten, and a
+    // new source is refused if none is idle.
+    std::size_t max_sources = 4096;
+  };
+  explicit AuthThrottle(Limits limits) : limits_(limits) {}
+  AuthThrottle() : AuthThrottle(Limits{}) {}
+
+  // True when `source` may start a bcrypt check now (it is then pending
+  // until Finish); false: answer 401 without checking.
+  bool TryStart(const std::string& source, Clock::time_point now);
+  // A check TryStart allowed has ended; `ok`: the password was right.
+  void Finish(const std::string& source, bool ok, Clock::time_point now);
+
+ private:
+  struct Source {
+    std::size_t pending = 0;
+    unsigned failures = 0;  // in a row
+    Clock::time_point blocked_until{};
+  };
+  Limits limits_;
+  std::map<std::string, Source> sources_;
 };
 
 }  // namespace fabric::http

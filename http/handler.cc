@@ -31,6 +31,20 @@ Reply HandleRequest(const Request& request, BasicAuth& auth,
 
 Reply HandleRequest(const Request& request, bool authorized,
                     const RenderMetrics& render) {
+  Reply r = Route(request, authorized);
+  if (!r.metrics) return r;
+  r.metrics = false;
+  r.body = render();
+  if (AcceptsGzip(request.accept_encoding)) {
+    if (auto compressed = Gzip(r.body)) {
+      r.body = std::move(*compressed);
+      r.gzip = true;
+    }
+  }
+  return r;
+}
+
+Reply Route(const Request& request, bool authorized) {
   if (!authorized) {
     Reply r = Refuse(401, "Unauthorized\n", "unauthorized");
     r.headers.emplace_back("WWW-Authenticate",
@@ -54,13 +68,7 @@ Reply HandleRequest(const Request& request, bool authorized,
     return r;
   }
   r.content_type = kMetricsContentType;
-  r.body = render();
-  if (AcceptsGzip(request.accept_encoding)) {
-    if (auto compressed = Gzip(r.body)) {
-      r.body = std::move(*compressed);
-      r.gzip = true;
-    }
-  }
+  r.metrics = true;
   return r;
 }
 

@@ -3,8 +3,12 @@
 // and "/metrics"; other paths 404, other methods 405; with basic_auth_users
 // configured, every path needs valid credentials (401 otherwise).
 //
-// Thread-safety: HandleRequest calls `render`; the BasicAuth overload uses
-// `auth` (not thread-safe, see basic_auth.h).
+// The server routes on its event loop (Route) and renders and gzips the
+// exposition on a worker thread; HandleRequest does it all in one call.
+//
+// Thread-safety: pure functions, except that HandleRequest calls `render`
+// and its BasicAuth overload uses `auth` (not thread-safe, see
+// basic_auth.h).
 #pragma once
 
 // Before Beast: boost/beast/http/verb.hpp uses std::ostream without it.
@@ -39,13 +43,22 @@ struct Reply {
   // Set when the request is refused: the `reason` label of
   // fabric_http_requests_rejected_total.
   std::string rejected;
+  // Route only: the body is to be the exposition, gzipped when the
+  // request's Accept-Encoding allows it (AcceptsGzip).
+  bool metrics = false;
 };
 
 // The exposition text served at /metrics.
 using RenderMetrics = std::function<std::string()>;
 
+// The answer to `request` except the exposition itself: for an authorized
+// GET or HEAD of /metrics, a 200 with `metrics` set and no body yet.
 // `authorized`: the request's credentials passed basic auth (or none are
 // configured).
+Reply Route(const Request& request, bool authorized);
+
+// Route, then the body from `render()` (gzipped if accepted) when the
+// reply needs the exposition.
 Reply HandleRequest(const Request& request, bool authorized,
                     const RenderMetrics& render);
 // The same with the check done here (BasicAuth::Allows, bcrypt inline).

@@ -9,9 +9,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <algorithm>
 #include <list>
+#include <optional>
 
 #include "core/metric_sink.h"
+#include "http/gzip.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
 #include "http/tls_context.h"
@@ -24,6 +27,7 @@ namespace bhttp = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
+using State = Server::State;
 
 namespace {
 
@@ -33,6 +37,23 @@ constexpr std::size_t kMaxPendingChecks = 8;
 
 std::string_view Std(beast::string_view s) { return {s.data(), s.size()}; }
 
+// The address connections and password checks are limited by: an IPv4
+// address, or an IPv6 /64 (one host's usual share, and all of it is any
+// one attacker's). "" if the peer is already gone.
+std::string SourceOf(const tcp::socket& socket) {
+  beast::error_code ec;
+  auto address = socket.remote_endpoint(ec).address();
+  if (ec) return {};
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6())
+        .to_string();
+  }
+  if (address.is_v4()) return address.to_string();
+  auto bytes = address.to_v6().to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return asio::ip::address_v6(bytes).to_string() + "/64";
+}
+
 // What the server needs to know about a connection to apply its policy.
 class Connection {
  public:
@@ -40,10 +61,33 @@ class Connection {
   // Closes the socket: pending operations end with operation_aborted.
   virtual void Close() = 0;
   bool closing = false;
+  std::string source;  // SourceOf
   // Waiting for a TLS handshake or a request head (evictable), since when.
   bool waiting = true;
   Clock::time_point waiting_since = Clock::now();
+  // Set while in a run of responses the client has not caught up with
+  // (evictable when not waiting): when its first write began.
+  std::optional<Clock::time_point> writing_since;
 };
+
+// The connection to close to make room, among those from `source` (all if
+// null): the one waiting longest for its request, else the one writing
+// longest; null when every one is being answered.
+Connection* Victim(const std::list<Connection*>& connections,
+                   const std::string* source) {
+  Connection* waiting = nullptr;
+  Connection* writing = nullptr;
+  for (Connection* c : connections) {
+    if (c->closing || (source && c->source != *source)) continue;
+    if (c->waiting) {
+      if (!waiting || c->waiting_since < waiting->waiting_since) waiting = c;
+    } else if (c->writing_since &&
+               (!writing || *c->writing_since < *writing->writing_since)) {
+      writing = c;
+    }
+  }
+  return waiting ? waiting : writing;
+}
 
 }  // namespace
 
@@ -61,7 +105,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
 
   void Accept();
   void OnAccepted(tcp::socket socket);
-  bool MakeRoom();
+  bool MakeRoom(const std::string& source);
   std::string Render() const;
 
   asio::io_context& io;
@@ -73,9 +117,11 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ServerLimits limits;
   std::list<Connection*> connections;
   bool stopped = false;
-  // The Server's bcrypt thread; null once the Server is gone.
+  // The Server's bcrypt thread and renderer; null once the Server is gone.
   asio::thread_pool* workers = nullptr;
+  RenderWorker* renderer = nullptr;
   std::size_t pending_checks = 0;
+  AuthThrottle throttle{limits.auth};
 };
 
 namespace {
@@ -89,11 +135,13 @@ class Session : public Connection,
  public:
   static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
 
-  Session(std::shared_ptr<Server::State> state, tcp::socket socket)
+  Session(std::shared_ptr<Server::State> state, tcp::socket socket,
+          std::string from)
       : state_(std::move(state)),
         tls_(state_->security.tls),
         auth_(state_->security.auth),
         stream_(MakeStream(std::move(socket), tls_.get())) {
+    source = std::move(from);
     entry_ = state_->connections.insert(state_->connections.end(), this);
     state_->metrics->open_connections().Increment();
   }
@@ -140,6 +188,15 @@ class Session : public Connection,
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
 
   void Read() {
+    if (buffer_.size() == 0) {
+      // The client has read every answer before asking again.
+      writing_since.reset();
+      pipelined_ = 0;
+    } else if (++pipelined_ > state_->limits.max_pipelined_requests) {
+      state_->metrics->Reject("pipeline_limit");
+      Shutdown();
+      return;
+    }
     waiting = true;
     waiting_since = Clock::now();
     parser_.emplace();
@@ -200,9 +257,12 @@ class Session : public Connection,
       case BasicAuth::Verdict::kCheck:
         break;
     }
+    // Password guessing gets cheap refusals: too many checks in flight in
+    // all or from this source, or a source that keeps failing.
     if (state_->workers == nullptr ||
-        state_->pending_checks >= kMaxPendingChecks) {
-      Respond(false);  // overloaded by password guesses: refuse, cheaply
+        state_->pending_checks >= kMaxPendingChecks ||
+        !state_->throttle.TryStart(source, Clock::now())) {
+      Respond(false);
       return;
     }
     ++state_->pending_checks;
@@ -212,31 +272,58 @@ class Session : public Connection,
       const bool ok =
           CheckBcrypt(check.password, check.hash) && check.known_user;
       OPENSSL_cleanse(check.password.data(), check.password.size());
-      asio::post(executor, [self, ok, key = check.key] {
-        --self->state_->pending_checks;
+      // `self` moves to the event loop: the session is never freed here.
+      asio::post(executor, [self = std::move(self), ok, key = check.key,
+                            user = std::move(check.user)] {
+        State& state = *self->state_;
+        --state.pending_checks;
+        state.throttle.Finish(self->source, ok, Clock::now());
         if (self->closing) return;
-        if (ok) self->auth_->Remember(key);
+        if (ok) self->auth_->Remember(key, user);
         self->Respond(ok);
       });
     });
   }
 
+  // The exposition is rendered and gzipped on the render thread; the
+  // answer resumes here.
   void Respond(bool authorized) {
     const auto& req = parser_->get();
-    const bool head = req.method() == bhttp::verb::head;
-    Reply reply;
-    try {
-      reply = HandleRequest(Request{req.method(), Std(req.target()),
-                                    Std(req[bhttp::field::authorization]),
-                                    Std(req[bhttp::field::accept_encoding])},
-                            authorized, [this] { return state_->Render(); });
-    } catch (const std::exception&) {
-      reply = Reply{};
-      reply.status = 500;
-      reply.content_type = "text/plain; charset=utf-8";
-      reply.body = "Internal Server Error\n";
-    }
+    Reply reply = Route(Request{req.method(), Std(req.target()),
+                                Std(req[bhttp::field::authorization]),
+                                Std(req[bhttp::field::accept_encoding])},
+                        authorized);
     if (!reply.rejected.empty()) state_->metrics->Reject(reply.rejected);
+    if (!reply.metrics) {
+      auto text = std::make_shared<const std::string>(std::move(reply.body));
+      Deliver(reply, text, *text);
+      return;
+    }
+    const bool gzip = AcceptsGzip(Std(req[bhttp::field::accept_encoding]));
+    state_->renderer->Request(
+        gzip, [self = this->shared_from_this(), reply = std::move(reply),
+               gzip](std::shared_ptr<const Rendered> out) mutable {
+          if (self->closing) return;
+          if (out->failed) {
+            reply.status = 500;
+            reply.content_type = "text/plain; charset=utf-8";
+            auto text =
+                std::make_shared<const std::string>("Internal Server Error\n");
+            self->Deliver(reply, text, *text);
+          } else if (gzip && out->gzip) {
+            reply.gzip = true;
+            self->Deliver(reply, out, *out->gzip);
+          } else {
+            self->Deliver(reply, out, out->text);
+          }
+        });
+  }
+
+  // Writes `reply` with `body`, which `owner` keeps alive (a rendered
+  // exposition is shared by the requests that asked for it, not copied).
+  void Deliver(const Reply& reply, std::shared_ptr<const void> owner,
+               std::string_view body) {
+    const auto& req = parser_->get();
     ++served_;
     const bool keep_alive = req.keep_alive();
     auto fill = [&](auto& res) {
@@ -247,16 +334,17 @@ class Session : public Connection,
       for (const auto& [name, value] : reply.headers) res.set(name, value);
       res.keep_alive(keep_alive);
     };
-    if (head) {
+    if (req.method() == bhttp::verb::head) {
       bhttp::response<bhttp::empty_body> res;
       fill(res);
-      res.content_length(reply.body.size());
+      res.content_length(body.size());
       Send(std::move(res), !keep_alive);
     } else {
-      bhttp::response<bhttp::string_body> res;
+      bhttp::response<bhttp::span_body<const char>> res;
       fill(res);
-      res.body() = std::move(reply.body);
+      res.body() = {body.data(), body.size()};
       res.prepare_payload();
+      body_ = std::move(owner);
       Send(std::move(res), !keep_alive);
     }
   }
@@ -271,16 +359,30 @@ class Session : public Connection,
     Send(std::move(res), true);
   }
 
+  // The run's writes share one `write_timeout` (see server.h), so a slow
+  // reader cannot stretch it by pipelining.
   template <class Body>
   void Send(bhttp::response<Body>&& res, bool close_after) {
+    const auto now = Clock::now();
+    if (!writing_since) writing_since = now;
+    const auto left = state_->limits.write_timeout - (now - *writing_since);
+    if (left <= Clock::duration::zero()) {
+      state_->metrics->Reject("write_timeout");
+      Shutdown();
+      return;
+    }
     auto held = std::make_shared<bhttp::response<Body>>(std::move(res));
     response_ = held;
-    Lowest().expires_after(state_->limits.write_timeout);
+    Lowest().expires_after(left);
     bhttp::async_write(stream_, *held,
                        [self = this->shared_from_this(), close_after](
                            beast::error_code ec, std::size_t) {
                          self->response_.reset();
+                         self->body_.reset();
                          if (self->closing) return;
+                         if (ec == beast::error::timeout) {
+                           self->state_->metrics->Reject("write_timeout");
+                         }
                          if (ec || close_after) {
                            self->Shutdown();
                            return;
@@ -305,7 +407,9 @@ class Session : public Connection,
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::empty_body>> parser_;
   std::shared_ptr<void> response_;
+  std::shared_ptr<const void> body_;  // what response_'s body points into
   std::size_t served_ = 0;
+  std::size_t pipelined_ = 0;  // requests in a row found already sent
   std::list<Connection*>::iterator entry_;
 };
 
@@ -330,37 +434,42 @@ void Server::State::Accept() {
 }
 
 void Server::State::OnAccepted(tcp::socket socket) {
-  if (!MakeRoom()) {
-    metrics->Reject("connection_limit");
+  std::string source = SourceOf(socket);
+  if (!MakeRoom(source)) {
     beast::error_code ignored;
     socket.close(ignored);
     return;
   }
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
   if (security.tls) {
     std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
-        shared_from_this(), std::move(socket))
+        shared_from_this(), std::move(socket), std::move(source))
         ->Run();
   } else {
-    std::make_shared<Session<beast::tcp_stream>>(shared_from_this(),
-                                                 std::move(socket))
+    std::make_shared<Session<beast::tcp_stream>>(
+        shared_from_this(), std::move(socket), std::move(source))
         ->Run();
   }
 }
 
-bool Server::State::MakeRoom() {
+bool Server::State::MakeRoom(const std::string& source) {
   std::size_t open = 0;
-  Connection* oldest = nullptr;
-  for (Connection* c : connections) {
+  std::size_t mine = 0;
+  for (const Connection* c : connections) {
     if (c->closing) continue;
     ++open;
-    if (c->waiting && (!oldest || c->waiting_since < oldest->waiting_since)) {
-      oldest = c;
-    }
+    if (c->source == source) ++mine;
   }
-  if (open < limits.max_connections) return true;
-  if (!oldest) return false;
+  const bool source_full = mine >= limits.max_connections_per_source;
+  if (!source_full && open < limits.max_connections) return true;
+  Connection* victim = Victim(connections, source_full ? &source : nullptr);
+  if (!victim) {
+    metrics->Reject(source_full ? "source_limit" : "connection_limit");
+    return false;
+  }
   metrics->Reject("evicted");
-  oldest->Close();
+  victim->Close();
   return true;
 }
 
@@ -380,9 +489,11 @@ std::string Server::State::Render() const {
 
 const std::vector<std::string>& ServerMetrics::Reasons() {
   static const std::vector<std::string> kReasons = {
-      "bad_request",        "connection_limit", "evicted", "header_too_large",
-      "method_not_allowed", "not_found",        "timeout", "tls_handshake",
-      "truncated",          "unauthorized"};
+      "bad_request",      "connection_limit",   "evicted",
+      "header_too_large", "method_not_allowed", "not_found",
+      "pipeline_limit",   "source_limit",       "timeout",
+      "tls_handshake",    "truncated",          "unauthorized",
+      "write_timeout"};
   return kReasons;
 }
 
@@ -438,8 +549,13 @@ std::string Describe(const Security& security) {
 
 Server::Server(std::shared_ptr<State> state)
     : state_(std::move(state)),
-      workers_(std::make_unique<asio::thread_pool>(1)) {
+      workers_(std::make_unique<asio::thread_pool>(1)),
+      // The State outlives the renderer (~Server joins it first).
+      renderer_(std::make_unique<RenderWorker>(
+          state_->io.get_executor(),
+          [state = state_.get()] { return state->Render(); })) {
   state_->workers = workers_.get();
+  state_->renderer = renderer_.get();
 }
 
 std::unique_ptr<Server> Server::Start(
@@ -488,12 +604,17 @@ Server::~Server() {
   workers_->stop();
   workers_->join();
   state_->workers = nullptr;
+  renderer_.reset();
+  state_->renderer = nullptr;
 }
 
 void Server::Reconfigure(Security security) {
   if (!security.auth) {
     security.auth =
         std::make_shared<BasicAuth>(std::map<std::string, std::string>{});
+  }
+  if (security.auth != state_->security.auth) {
+    security.auth->KeepVerified(*state_->security.auth);
   }
   state_->security = std::move(security);
 }

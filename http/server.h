@@ -1,28 +1,45 @@
 // The /metrics server: Boost.Beast HTTP/1.1 on the caller's io_context,
 // optionally TLS (Boost.Asio SSL over OpenSSL) and basic auth from a web
-// config (web_config.h). Each response renders the collectables with
-// prometheus-cpp's TextSerializer; it is gzipped when the client accepts it.
+// config (web_config.h). Each /metrics response renders the collectables
+// with prometheus-cpp's TextSerializer, gzipped when the client accepts it;
+// both run on a worker thread (render_worker.h), so a big exposition never
+// delays other work on the event loop. Accepted sockets get TCP_NODELAY:
+// without it a TLS response's last record waits for the client's delayed
+// ACK (~40 ms).
 //
 // Limits, so that bad or hostile clients cannot stop scrapes:
-//  - at most `max_connections` open connections. Beyond that, a new
-//    connection evicts the connection that has waited longest for its
-//    request to arrive (idle keep-alive, a slow TLS handshake, a slowloris
-//    sender); connections whose request is being answered are never
-//    evicted. Only if every connection is being answered is the new one
-//    closed unanswered. A real scrape sends its request right after
-//    connecting, so it is answered before it could become the oldest.
+//  - at most `max_connections` open connections, and at most
+//    `max_connections_per_source` from one source (an IPv4 address or an
+//    IPv6 /64). When a new connection needs a slot (in its source's share
+//    or overall), the server closes the connection that has waited longest
+//    for its request (idle keep-alive, a slow TLS handshake, a slowloris
+//    sender), or if none waits, the one that has been writing longest (a
+//    slow or pipelining reader); within its source's share only that
+//    source's connections are candidates, so a flood from one address
+//    only displaces itself. A connection whose request is being checked or
+//    rendered (with no earlier answer still unread) is never closed; if
+//    every candidate is such, the newcomer is closed unanswered. A real scrape sends its request right after
+//    connecting and reads its answer at once, so it is answered before it
+//    could become the oldest.
 //  - a connection must complete its TLS handshake and each request's head
 //    within `request_timeout` (idle keep-alive time included), else it is
 //    closed; request heads larger than `max_header_bytes` get 431; a
-//    request with a body, or malformed, gets 400; a response must be
-//    written within `write_timeout`.
+//    request with a body, or malformed, gets 400.
+//  - a run of responses the client has not caught up with (one response,
+//    or pipelined ones: the next request already sent) is written within
+//    `write_timeout` in total, and runs past `max_pipelined_requests`
+//    requests end the connection.
 // Everything refused is counted in fabric_http_requests_rejected_total.
 // bcrypt (basic auth) runs on one worker thread, never on the event loop;
-// with 8 checks queued, further unverified credentials get 401 at once.
+// each source gets at most a couple of checks in flight and a back-off when
+// it keeps failing (AuthThrottle, basic_auth.h), and with 8 checks queued
+// in all, further unverified credentials get 401 at once.
 //
 // Thread-safety: create, use and destroy a Server on the thread that runs
-// its io_context (the daemon's one event-loop thread). Destroying it closes
-// the listener and every connection; in-flight handlers finish safely.
+// its io_context (the daemon's one event-loop thread). The collectables'
+// Collect() is called on the render thread. Destroying the Server closes
+// the listener and every connection and waits for a running render or
+// bcrypt check; in-flight handlers finish safely.
 #pragma once
 
 #include <prometheus/collectable.h>
@@ -40,15 +57,19 @@
 #include <vector>
 
 #include "http/basic_auth.h"
+#include "http/render_worker.h"
 #include "http/web_config.h"
 
 namespace fabric::http {
 
 struct ServerLimits {
   std::size_t max_connections = 64;
+  std::size_t max_connections_per_source = 16;
   std::size_t max_header_bytes = 8 * 1024;
+  std::size_t max_pipelined_requests = 16;
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds write_timeout{30'000};
+  AuthThrottle::Limits auth;
 };
 
 // The server's own metrics, kept across listeners (a reload to a new listen
@@ -102,7 +123,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // TLS and auth for connections accepted from now on (open connections
-  // keep the settings they were accepted with).
+  // keep the settings they were accepted with). Credentials verified
+  // before stay verified while their user's hash is unchanged.
   void Reconfigure(Security security);
 
   int port() const;
@@ -116,6 +138,7 @@ class Server {
   std::shared_ptr<State> state_;
   // One thread for bcrypt checks (basic_auth.h), off the event loop.
   std::unique_ptr<boost::asio::thread_pool> workers_;
+  std::unique_ptr<RenderWorker> renderer_;
 };
 
 }  // namespace fabric::http

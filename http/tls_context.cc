@@ -1,26 +1,27 @@
 #include "http/tls_context.h"
 
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <boost/asio/buffer.hpp>
 #include <cstring>
+
+#include "sources/fd_read.h"
 
 namespace fabric::http {
 namespace {
 
 namespace ssl = boost::asio::ssl;
 
-std::string OpensslReason() {
-  unsigned long code = ERR_get_error();
-  ERR_clear_error();
-  if (code == 0) return "unknown OpenSSL error";
-  char text[256];
-  ERR_error_string_n(code, text, sizeof(text));
-  return text;
-}
+// The largest certificate file read (a chain, or a CA bundle such as the
+// system's ~220 KB one) and the largest private key file.
+constexpr std::size_t kMaxCertFileBytes = 1 << 20;
+constexpr std::size_t kMaxKeyFileBytes = 64 << 10;
 
 std::string KeyError(const TlsConfig& tls, const std::string& key,
                      const std::string& what) {
@@ -98,6 +99,36 @@ struct ContextWithSans {
   AllowedSans sans;
 };
 
+// The file `path` of key `key` (holding `what`) into *pem; false with
+// *error naming the key, its line and why when it is not a readable regular
+// file of at most `max_bytes`.
+bool ReadPem(const TlsConfig& tls, const std::string& key,
+             const std::string& what, const std::string& path,
+             std::size_t max_bytes, std::string* pem, std::string* error) {
+  FileRead file = ReadRegularFile(path, max_bytes);
+  if (!file.ok()) {
+    *error = KeyError(tls, key,
+                      "cannot load " + what + " " + path + ": " + file.error);
+    return false;
+  }
+  *pem = std::move(file.text);
+  return true;
+}
+
+// Tells clients which CAs are accepted (curl and Go pick a certificate by
+// it): the subject of every certificate in `pem`, as
+// SSL_load_client_CA_file does for a path.
+void AdvertiseClientCas(SSL_CTX* native, const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    SSL_CTX_add_client_CA(native, cert);
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  ERR_clear_error();  // the end of the PEM text reads as an error
+}
+
 }  // namespace
 
 std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
@@ -111,17 +142,32 @@ std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
   // No renegotiation and no compression (CRIME); server picks the cipher.
   SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
                                   SSL_OP_CIPHER_SERVER_PREFERENCE);
-  if (SSL_CTX_use_certificate_chain_file(native, tls.cert_file.c_str()) != 1) {
-    *error = KeyError(
-        tls, "cert_file",
-        "cannot load certificate " + tls.cert_file + ": " + OpensslReason());
+  // Each file is read here (a regular file, size-capped, never blocking on
+  // a FIFO) and handed to OpenSSL from memory: OpenSSL's own *_file loaders
+  // would wait on a FIFO and read /dev/zero without end.
+  boost::system::error_code ec;
+  std::string pem;
+  if (!ReadPem(tls, "cert_file", "certificate", tls.cert_file,
+               kMaxCertFileBytes, &pem, error)) {
     return nullptr;
   }
-  if (SSL_CTX_use_PrivateKey_file(native, tls.key_file.c_str(),
-                                  SSL_FILETYPE_PEM) != 1) {
+  ctx->use_certificate_chain(boost::asio::buffer(pem), ec);
+  if (ec) {
+    *error = KeyError(
+        tls, "cert_file",
+        "cannot load certificate " + tls.cert_file + ": " + ec.message());
+    return nullptr;
+  }
+  if (!ReadPem(tls, "key_file", "private key", tls.key_file, kMaxKeyFileBytes,
+               &pem, error)) {
+    return nullptr;
+  }
+  ctx->use_private_key(boost::asio::buffer(pem), ssl::context::pem, ec);
+  OPENSSL_cleanse(pem.data(), pem.size());
+  if (ec) {
     *error = KeyError(
         tls, "key_file",
-        "cannot load private key " + tls.key_file + ": " + OpensslReason());
+        "cannot load private key " + tls.key_file + ": " + ec.message());
     return nullptr;
   }
   if (SSL_CTX_check_private_key(native) != 1) {
@@ -131,17 +177,18 @@ std::shared_ptr<ssl::context> MakeTlsContext(const TlsConfig& tls,
     return nullptr;
   }
   if (!tls.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(native, tls.client_ca_file.c_str(),
-                                      nullptr) != 1) {
-      *error = KeyError(tls, "client_ca_file",
-                        "cannot load CA certificates " + tls.client_ca_file +
-                            ": " + OpensslReason());
+    if (!ReadPem(tls, "client_ca_file", "CA certificates", tls.client_ca_file,
+                 kMaxCertFileBytes, &pem, error)) {
       return nullptr;
     }
-    // Tell clients which CAs are accepted (curl and Go pick a cert by it).
-    STACK_OF(X509_NAME)* names =
-        SSL_load_client_CA_file(tls.client_ca_file.c_str());
-    if (names != nullptr) SSL_CTX_set_client_CA_list(native, names);
+    ctx->add_certificate_authority(boost::asio::buffer(pem), ec);
+    if (ec) {
+      *error = KeyError(tls, "client_ca_file",
+                        "cannot load CA certificates " + tls.client_ca_file +
+                            ": " + ec.message());
+      return nullptr;
+    }
+    AdvertiseClientCas(native, pem);
   }
   // Any certificate is accepted in the two modes that do not verify.
   auto accept_any = [](int, X509_STORE_CTX*) { return 1; };

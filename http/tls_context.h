@@ -1,7 +1,9 @@
 // Builds the OpenSSL server context for a web config's tls_server_config:
 // certificate chain and key, client certificate policy, protocol versions.
 // Files are read here, once per (re)load, so a missing or bad file is
-// reported at start and on SIGHUP, naming the key and its line.
+// reported at start and on SIGHUP, naming the key and its line. Each is read
+// with core/fd_read.h (a regular file, size-capped: a FIFO or /dev/zero is
+// refused, never waited on) and handed to OpenSSL from memory.
 //
 // Thread-safety: MakeTlsContext is a pure function of the files it reads.
 #pragma once

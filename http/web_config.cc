@@ -4,10 +4,9 @@
 
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "config/yaml_keys.h"
+#include "sources/fd_read.h"
 
 namespace fabric::http {
 namespace {
@@ -196,14 +195,12 @@ std::optional<WebConfig> ParseWebConfig(std::string_view yaml,
 
 std::optional<WebConfig> LoadWebConfigFile(const std::string& path,
                                            std::string* error) {
-  std::ifstream in(path);
-  if (!in) {
-    *error = "web config error: cannot read " + path;
+  FileRead file = ReadRegularFile(path, kMaxWebConfigBytes);
+  if (!file.ok()) {
+    *error = "web config error: cannot read " + path + ": " + file.error;
     return std::nullopt;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto config = ParseWebConfig(text.str(), error);
+  auto config = ParseWebConfig(file.text, error);
   if (!config) {
     *error += " (in " + path + ")";
     return std::nullopt;

@@ -22,6 +22,7 @@
 // Thread-safety: pure functions on values (LoadWebConfigFile reads a file).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
@@ -66,6 +67,10 @@ struct WebConfig {
 // message in *error.
 std::optional<WebConfig> ParseWebConfig(std::string_view yaml,
                                         std::string* error);
+
+// The largest web config read (sources/fd_read.h: a regular file, never a
+// FIFO or device): a few hundred users' hashes are ~20 KiB.
+inline constexpr std::size_t kMaxWebConfigBytes = 1 << 20;
 
 // Reads and parses `path`; relative file names inside it are resolved
 // against the file's directory, as exporter-toolkit does.

@@ -9,7 +9,7 @@
 # the conffile /etc/fabricmon/fabricmon.yaml, /etc/default/fabricmon (the
 # unit's extra arguments) as a conffile, dashboards, rules and runbooks
 # under /usr/share/fabricmon/. Depends come from dpkg-shlibdeps. The
-# maintainer scripts are in packaging/debian/ (what they do: README.md).
+# maintainer scripts are in packaging/debian/ (what they do: docs/install.md).
 include(GNUInstallDirs)
 # cpack (and `make install`) install what is built instead of building the
 # whole tree (every test) first: build the binaries, then package.

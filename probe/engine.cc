@@ -124,7 +124,11 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
   }
   old.clear();  // its keys point into peers_
   peers_ = std::move(next);
-  schedule_.clear();
+  // Fresh vectors: a short list after a long one frees the long one's
+  // storage (clear() would keep it).
+  schedule_ = {};
+  schedule_.reserve(peers_.size());
+  if (sent_.capacity() > peers_.size()) sent_ = {};
   for (std::size_t i = 0; i < peers_.size(); ++i) {
     schedule_.push_back({peers_[i].next, i});
   }

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# The fabricmon demo: a simulated cluster scraped by a real Prometheus.
+# The fabricmon demo: a simulated cluster, a real Prometheus with the shipped
+# rules, a real Alertmanager with the shipped inhibit rules, and the alerts
+# printed as they fire.
 #
 #   scripts/demo.sh [--hosts N] [--scenario S | --timeline FILE]
 #                   [--duration SECONDS] [--port-base P] [--prom-port P]
-#                   [--scrape-interval 2s] [--build DIR] [-- fabricmon-sim args]
+#                   [--am-port P] [--scrape-interval 2s] [--shipped-for]
+#                   [--quiet] [--build DIR] [-- fabricmon-sim args]
 #
-# Starts one fabricmon-sim writing N live host trees (default 4), one
-# fabricmon daemon per host on 127.0.0.1:<port-base + i> (default 10915+i)
-# reading that host's tree, and the Debian Prometheus (/usr/bin/prometheus)
-# with its own temp config and data dir on 127.0.0.1:9090 (or the next free
-# port), scraping the daemons. Prints the Prometheus URL and runs until
-# Ctrl-C (or --duration), then stops everything it started and removes its
-# temp dir. Arguments after `--` go to fabricmon-sim (e.g. --load 0.5).
+# Starts one fabricmon-sim writing N live host trees (default 4) and playing
+# scenarios/demo-tour.yaml (every fault in turn, ~10 min) unless --scenario
+# or --timeline says otherwise; one fabricmon daemon per host on
+# 127.0.0.1:<port-base + i> (default 10915+i) reading that host's tree, its
+# ethtool and DCB dumps, probing the other hosts; the Debian Prometheus on
+# 127.0.0.1:9090 (or the next free port) with dashboards/prometheus/*.yml;
+# the Debian Alertmanager on 127.0.0.1:9093 (or the next free port) with
+# dashboards/alertmanager/inhibit_rules.yml; and scripts/demo_alerts.py,
+# which prints each alert as it fires or resolves, with its runbook. So that
+# a fault lasting a minute alerts, the demo's copy of the rules has every
+# `for:` shortened to 20s and the 5-minute groups run every 30s (say so with
+# the banner; --shipped-for keeps the shipped durations). Runs until Ctrl-C
+# (or --duration), then stops everything it started, by pid, and removes
+# its temp dirs. Arguments after `--` go to fabricmon-sim (e.g. --load 0.5).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 hosts=4
-scenario=steady
+scenario=""
 timeline=""
+am_port=""
+shipped_for=""
+quiet=""
 duration=""
 port_base=10915
 prom_port=""
@@ -25,7 +38,7 @@ scrape_interval=2s
 build="${BUILD_DIR:-$here/build}"
 sim_args=()
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -35,6 +48,9 @@ while [[ $# -gt 0 ]]; do
     --duration) duration="$2"; shift 2 ;;
     --port-base) port_base="$2"; shift 2 ;;
     --prom-port) prom_port="$2"; shift 2 ;;
+    --am-port) am_port="$2"; shift 2 ;;
+    --shipped-for) shipped_for=1; shift ;;
+    --quiet) quiet=1; shift ;;
     --scrape-interval) scrape_interval="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --) shift; sim_args=("$@"); break ;;
@@ -44,6 +60,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$hosts" =~ ^[0-9]+$ && "$hosts" -ge 1 ]] || {
   echo "demo.sh: --hosts must be a positive number" >&2; exit 2; }
+if [[ -z "$scenario" && -z "$timeline" ]]; then
+  timeline="$here/scenarios/demo-tour.yaml"
+fi
 
 # Ports: is something listening on 127.0.0.1:$1?
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -53,10 +72,13 @@ if [[ ! -x "$build/fabricmon" || ! -x "$build/fabricmon-sim" ]]; then
   BUILD_DIR="$build" "$here/scripts/build.sh"
 fi
 prometheus_bin="${PROMETHEUS:-/usr/bin/prometheus}"
-if [[ ! -x "$prometheus_bin" ]]; then
-  echo "demo.sh: $prometheus_bin not found (apt-get install prometheus)" >&2
-  exit 1
-fi
+alertmanager_bin="${ALERTMANAGER:-/usr/bin/prometheus-alertmanager}"
+for bin in "$prometheus_bin" "$alertmanager_bin"; do
+  if [[ ! -x "$bin" ]]; then
+    echo "demo.sh: $bin not found (scripts/setup.sh installs it)" >&2
+    exit 1
+  fi
+done
 
 for ((i = 0; i < hosts; i++)); do
   if port_busy $((port_base + i)); then
@@ -64,6 +86,7 @@ for ((i = 0; i < hosts; i++)); do
     exit 1
   fi
 done
+prom_given="$prom_port"
 if [[ -z "$prom_port" ]]; then
   prom_port=9090
   while port_busy "$prom_port"; do prom_port=$((prom_port + 1)); done
@@ -71,6 +94,19 @@ elif port_busy "$prom_port"; then
   echo "demo.sh: port $prom_port is in use" >&2
   exit 1
 fi
+if [[ -z "$am_port" ]]; then
+  # 9093, or next to an explicit --prom-port (tests pick free ports there).
+  if [[ -n "$prom_given" ]]; then am_port=$((prom_port + 1)); else am_port=9093; fi
+  while port_busy "$am_port" || ((am_port == prom_port)); do
+    am_port=$((am_port + 1))
+  done
+elif port_busy "$am_port"; then
+  echo "demo.sh: port $am_port is in use" >&2
+  exit 1
+fi
+# Probes: each daemon answers UDP probes on probe_base+i and probes the
+# others (UDP ports; a TCP listener on the same number does not matter).
+probe_base=$((port_base + hosts))
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fabricmon-demo.XXXXXX")"
 # The live trees go to tmpfs when there is one: the simulator replaces
@@ -112,12 +148,29 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
+# The probe key every daemon shares (docs/probes.md), owner-only.
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/probe.key")
 targets=""
 for ((i = 0; i < hosts; i++)); do
   port=$((port_base + i))
-  # PFC/ethtool statistics: the simulator's `ethtool -S` dumps of the host.
-  printf 'ethtool_dir: "%s"\n' "$(realpath "$sim")/host$i/ethtool" \
-    >"$work/fabricmon-$i.yaml"
+  peers=""
+  for ((j = 0; j < hosts; j++)); do
+    ((j == i)) || peers+="${peers:+, }\"127.0.0.1:$((probe_base + j))\""
+  done
+  # PFC/ethtool statistics and the DCB configuration: the simulator's
+  # `ethtool -S` and `dcb` dumps of the host.
+  root="$(realpath "$sim")/host$i"
+  cat >"$work/fabricmon-$i.yaml" <<YAML
+ethtool_dir: "$root/ethtool"
+collectors:
+  roce:
+    dcb_dir: "$root/dcb"
+  probe:
+    enabled: $([[ -n "$peers" ]] && echo true || echo false)
+    listen_address: "127.0.0.1:$((probe_base + i))"
+    key_file: "$work/probe.key"
+    peers: [$peers]
+YAML
   "$build/fabricmon" --config "$work/fabricmon-$i.yaml" \
     --sysfs.root "$sim/host$i" \
     --web.listen-address "127.0.0.1:$port" --log.level warn \
@@ -128,10 +181,38 @@ for ((i = 0; i < hosts; i++)); do
 "
 done
 
+# The shipped rules; unless --shipped-for, with `for:` shortened and the
+# 5-minute groups every 30 s, so a one-minute fault of the tour alerts.
+for f in recording_rules.yml alerting_rules.yml; do
+  if [[ -n "$shipped_for" ]]; then
+    cp "$here/dashboards/prometheus/$f" "$work/$f"
+  else
+    sed -E 's/^( +)for: [0-9]+[smh]$/\1for: 20s/; s/^( +)interval: 5m$/\1interval: 30s/' \
+      "$here/dashboards/prometheus/$f" >"$work/$f"
+  fi
+done
+{
+  printf 'route:\n  receiver: demo\n  group_by: [alertname]\n'
+  printf 'receivers:\n  - name: demo\n'
+  cat "$here/dashboards/alertmanager/inhibit_rules.yml"
+} >"$work/alertmanager.yml"
+"$alertmanager_bin" --config.file="$work/alertmanager.yml" \
+  --storage.path="$work/alertmanager-data" \
+  --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address= \
+  >"$work/alertmanager.log" 2>&1 &
+pids+=($!)
+
 cat >"$work/prometheus.yml" <<YAML
 global:
   scrape_interval: $scrape_interval
   evaluation_interval: $scrape_interval
+rule_files:
+  - recording_rules.yml
+  - alerting_rules.yml
+alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: ['127.0.0.1:$am_port']
 scrape_configs:
   - job_name: fabricmon
     static_configs:
@@ -147,9 +228,19 @@ echo "fabricmon demo: $hosts simulated host(s), scenario ${timeline:-$scenario}"
 echo "  daemons:    http://127.0.0.1:$port_base/metrics .. :$((port_base + hosts - 1))"
 echo "  sysfs:      $sim/host<i>"
 echo "  logs:       $work"
-echo "  Prometheus: http://127.0.0.1:$prom_port"
+echo "  Prometheus: http://127.0.0.1:$prom_port (rules: dashboards/prometheus/)"
+echo "  Alertmanager: http://127.0.0.1:$am_port (inhibit rules: dashboards/alertmanager/)"
 echo "  try:        rate(fabric_port_transmit_bytes_total[1m])"
-echo "Ctrl-C stops everything."
+if [[ -z "$shipped_for" ]]; then
+  echo "  note:       alert 'for:' shortened to 20s for the demo (--shipped-for keeps them)"
+fi
+echo "Alerts are printed below as they fire, with the runbook to open. Ctrl-C stops everything."
+if [[ -z "$quiet" ]]; then
+  python3 "$here/scripts/demo_alerts.py" --root "$here" \
+    --prometheus "http://127.0.0.1:$prom_port" \
+    --alertmanager "http://127.0.0.1:$am_port" &
+  pids+=($!)
+fi
 
 if [[ -n "$duration" ]]; then
   end=$((SECONDS + duration))

@@ -2,7 +2,9 @@
 # Set up, build and run fabricmon on this machine (Debian 12, as root).
 # Runs the daemon on the host's RDMA devices if /sys/class/infiniband has
 # any. Without devices and without arguments it runs scripts/demo.sh (a
-# simulated 4-host cluster, a daemon per host, a real Prometheus); with
+# simulated 4-host cluster playing every fault in turn, a daemon per host, a
+# real Prometheus with the shipped rules and Alertmanager with the shipped
+# inhibit rules; each alert is printed as it fires, with its runbook); with
 # arguments it runs one daemon with --simulate and passes them to fabricmon,
 # e.g. scripts/run.sh --web.listen-address 127.0.0.1:10915.
 set -euo pipefail

@@ -42,6 +42,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# dashboards_schema_test checks the Grafana dashboards with @grafana/schema
+# from npm (tests/grafana-schema/check.sh installs the pinned packages into
+# the build directory): node and npm from Debian, unless a node is already
+# there (NodeSource's nodejs bundles npm and conflicts with Debian's npm).
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
+fi
 # The Debian prometheus/node_exporter packages start system services; tests
 # start their own instances on loopback, so the packaged ones are not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then

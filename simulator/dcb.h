@@ -2,7 +2,7 @@
 // RoCE netdev of one simulated host (bond0 of mlx5_bond_0) as the text
 // iproute2's `dcb` prints, which the renderer writes per netdev
 // (<host>/dcb/<netdev>) for the daemon's file-backed DcbSource
-// (collectors/dcb_file.h, config key `dcb_dir`). The configuration is the
+// (sources/dcb_file.h, config key `dcb_dir`). The configuration is the
 // fleet's expected RoCE setup: PFC on priority kRocePriority only, priority
 // kRocePriority on its own traffic class, DSCP trust (DSCP 26 -> priority
 // 3, CNPs' DSCP 48 -> priority 6), DCBX not willing; the PFC request and

@@ -6,7 +6,7 @@
 // {rx,tx}_discards_phy, {rx,tx}_global_pause{,_duration} and the totals.
 // Any other netdev, or the device while removed: ENODEV. The renderer also
 // writes these statistics as `ethtool -S` text (EthtoolText) so a separate
-// process can read them (collectors/ethtool_file.h).
+// process can read them (sources/ethtool_file.h).
 //
 // Thread-safety: one Stats() at a time per instance; reads the model under
 // the LiveRunner's lock (or, for a bare Cluster, the caller must not step it

@@ -56,10 +56,10 @@ void SetStatus(Mad& response, ib_net16_t status) {
   hdr->status = status;
 }
 
+// `p`: the port the request came in by.
 void FillNodeInfo(const Cluster& c, const std::vector<const Port*>& ports,
-                  std::uint8_t* data) {
+                  const Port& p, std::uint8_t* data) {
   ib_node_info_t ni{};
-  const Port& p = *ports[0];
   const bool hca = p.host >= 0;
   ni.base_version = 1;
   ni.class_version = 1;
@@ -100,6 +100,99 @@ void FillPortInfo(const Cluster& c, const Port& p, std::uint8_t* data) {
   pi.mtu_smsl = static_cast<std::uint8_t>(IB_MTU_LEN_4096 << 4);
   pi.mtu_cap = IB_MTU_LEN_4096;
   std::memcpy(data, &pi, sizeof(pi));
+}
+
+// A switch's port 0 (the model has only its external ports): the switch
+// LID, always active, IsSM while a live SM runs on the switch.
+void FillSwitchPort0(const Cluster& c, const Port& any, std::uint8_t* data) {
+  ib_port_info_t pi{};
+  pi.base_lid = cl_hton16(any.lid);
+  pi.master_sm_base_lid = cl_hton16(c.master_sm().lid);
+  std::uint32_t caps = 0;
+  for (const auto& sm : c.sms()) {
+    if (sm.node == any.node && sm.alive) caps |= 0x2;  // IsSM
+  }
+  pi.capability_mask = cl_hton32(caps);
+  pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | IB_LINK_ACTIVE);
+  pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
+  pi.mtu_cap = IB_MTU_LEN_4096;
+  std::memcpy(data, &pi, sizeof(pi));
+}
+
+// The ports of the IB node `p` belongs to: the HCA's own port, or every
+// port of its switch.
+std::vector<const Port*> NodeOf(const Cluster& c, const Port& p) {
+  std::vector<const Port*> out;
+  for (const auto& q : c.ports()) {
+    if (p.host >= 0 ? q.device_index == p.device_index
+                    : (q.host < 0 && q.device == p.device)) {
+      out.push_back(&q);
+    }
+  }
+  return out;
+}
+
+// A directed-route SMP from `local_port`: walks initial_path over the
+// model's links and answers at the node it reaches.
+MadResult AnswerDirected(const Cluster& c, const Mad& request, int local_port) {
+  if (local_port < 0 || local_port >= static_cast<int>(c.ports().size())) {
+    return std::errc::host_unreachable;
+  }
+  const auto* smp = reinterpret_cast<const ib_smp_t*>(request.data());
+  if (smp->hop_count >= IB_SUBNET_PATH_HOPS_MAX) {
+    return std::errc::invalid_argument;
+  }
+  const Port* at = &c.ports()[local_port];  // the port the SMP is at
+  for (int hop = 1; hop <= smp->hop_count; ++hop) {
+    const Port* out = nullptr;
+    for (const Port* q : NodeOf(c, *at)) {
+      if (q->port_num == smp->initial_path[hop]) out = q;
+    }
+    // No such port, or no link there: the SMP is dropped (a timeout).
+    if (!out || !out->up || out->peer < 0) return std::errc::timed_out;
+    at = &c.ports()[out->peer];
+    if (!at->up) return std::errc::timed_out;
+  }
+  Mad response = request;
+  auto* r = reinterpret_cast<ib_smp_t*>(response.data());
+  r->method = IB_MAD_METHOD_GET_RESP;
+  r->status = CL_HTON16(0x8000);  // D bit: returning
+  std::memset(r->data, 0, sizeof(r->data));
+  auto status = [&](ib_net16_t s) {
+    r->status = static_cast<ib_net16_t>(CL_HTON16(0x8000) | s);
+    return response;
+  };
+  if (smp->method != IB_MAD_METHOD_GET) {
+    return status(IB_MAD_STATUS_UNSUP_METHOD);
+  }
+  const auto ports = NodeOf(c, *at);
+  const int num = static_cast<int>(cl_ntoh32(smp->attr_mod) & 0xff);
+  switch (smp->attr_id) {
+    case IB_MAD_ATTR_NODE_INFO:
+      FillNodeInfo(c, ports, *at, r->data);
+      return response;
+    case IB_MAD_ATTR_NODE_DESC: {
+      const std::string desc =
+          at->host >= 0 ? c.devices()[at->device_index].node_desc : at->node;
+      std::memcpy(r->data, desc.data(),
+                  std::min(desc.size(), sizeof(ib_node_desc_t)));
+      return response;
+    }
+    case IB_MAD_ATTR_PORT_INFO: {
+      if (at->host < 0 && num == 0) {
+        FillSwitchPort0(c, *at, r->data);
+        return response;
+      }
+      const Port* p = at->host >= 0 ? at : SelectPort(ports, num);
+      if (!p || (at->host >= 0 && num != 0 && num != at->port_num)) {
+        return status(IB_MAD_STATUS_INVALID_FIELD);
+      }
+      FillPortInfo(c, *p, r->data);
+      return response;
+    }
+    default:
+      return status(IB_MAD_STATUS_UNSUP_METHOD_ATTR);
+  }
 }
 
 void FillPortCounters(const Port& p, std::uint8_t port_select,
@@ -210,10 +303,14 @@ class SimMadTransport : public MadTransport {
 
 }  // namespace
 
-MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
+MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request,
+                    int local_port) {
   const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
   if (hdr->base_ver != 1) {
     return std::errc::invalid_argument;
+  }
+  if (hdr->mgmt_class == IB_MCLASS_SUBN_DIR) {
+    return AnswerDirected(c, request, local_port);
   }
   const auto ports = NodePorts(c, dlid);
   if (ports.empty()) {
@@ -253,7 +350,7 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
       return response;
     }
     if (hdr->attr_id == IB_MAD_ATTR_NODE_INFO) {
-      FillNodeInfo(c, ports, smp->data);
+      FillNodeInfo(c, ports, *ports[0], smp->data);
       return response;
     }
     if (hdr->attr_id == IB_MAD_ATTR_NODE_DESC) {
@@ -301,8 +398,9 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request) {
 std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
                                                   SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
-      [&cluster](std::uint16_t dlid, const Mad& mad, std::uint32_t*) {
-        return AnswerMad(cluster, dlid, mad);
+      [&cluster, from = options.local_port](std::uint16_t dlid, const Mad& mad,
+                                            std::uint32_t*) {
+        return AnswerMad(cluster, dlid, mad, from);
       },
       options);
 }
@@ -310,10 +408,11 @@ std::unique_ptr<MadTransport> MakeSimMadTransport(const Cluster& cluster,
 std::unique_ptr<MadTransport> MakeSimMadTransport(const LiveRunner& runner,
                                                   SimMadOptions options) {
   return std::make_unique<SimMadTransport>(
-      [&runner](std::uint16_t dlid, const Mad& mad, std::uint32_t*) {
+      [&runner, from = options.local_port](std::uint16_t dlid, const Mad& mad,
+                                           std::uint32_t*) {
         MadResult r = std::errc::host_unreachable;
         runner.WithCluster(
-            [&](const Cluster& c) { r = AnswerMad(c, dlid, mad); });
+            [&](const Cluster& c) { r = AnswerMad(c, dlid, mad, from); });
         return r;
       },
       options);

@@ -1,4 +1,4 @@
-// The simulator's MAD view: a MadTransport (core/mad_transport.h) that
+// The simulator's MAD view: a MadTransport (sources/mad/mad_transport.h) that
 // answers Get requests from the model, built and decoded with opensm's
 // IBA wire structs (<iba/ib_types.h>):
 //   SMInfo (SubnLid 0x20)        at an SM's LID: GUID, ActCount, priority,
@@ -9,6 +9,12 @@
 //                                (saturating at 2^32-1, as the PMA does).
 //   PortCountersExtended (0x1D)  64-bit data/packet counters.
 //   NodeDescription (0x10)       the device's node_desc or the switch name.
+// NodeInfo, NodeDescription and PortInfo also by directed route (SubnDir
+// 0x81) from SimMadOptions::local_port, hop by hop over the model's links
+// (a down link or a port that does not exist: no answer), as fabric
+// discovery and the switch sweep send them; a switch answers PortInfo for
+// port 0 (its management port: the switch LID, and IsSM while an SM runs
+// there).
 // Unknown LID or a dead SM: no answer (the transport's engine times out).
 // Set or unknown attribute: answered with a MAD status (unsupported method /
 // method-attribute combination).
@@ -38,6 +44,9 @@ class LiveRunner;
 struct SimMadOptions {
   std::chrono::microseconds service_time{0};
   int per_node_limit = 0;  // 0: unlimited
+  // Index into Cluster::ports() of the local HCA port the MADs leave by:
+  // directed-route SMPs start there. -1: none (directed route unanswered).
+  int local_port = -1;
 };
 
 // Answers from a Cluster the caller keeps alive and does not step during
@@ -78,6 +87,6 @@ std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(
 // tests): invalid_argument for a malformed request, host_unreachable for a
 // LID nobody has, timed_out for a dead SM.
 MadResult AnswerMad(const Cluster& cluster, std::uint16_t dlid,
-                    const Mad& request);
+                    const Mad& request, int local_port = -1);
 
 }  // namespace fabric::sim

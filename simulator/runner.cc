@@ -80,6 +80,7 @@ void LiveRunner::Loop(Duration duration) {
   const auto start = Clock::now();
   const Duration sim_start = cluster_.now();
   std::unique_lock lock(mu_);
+  std::int64_t rendered_slot = 0;  // RenderNow() drew the start
   while (!stop_) {
     // Step until the simulated clock has caught up with the wall clock.
     const Duration elapsed =
@@ -92,7 +93,10 @@ void LiveRunner::Loop(Duration duration) {
         break;
       }
     }
-    if (stepped) {
+    // Render once per render period, not every tick (see kRenderPeriod).
+    const auto slot = (cluster_.now() - sim_start) / kRenderPeriod;
+    if (stepped && slot != rendered_slot) {
+      rendered_slot = slot;
       for (auto& r : renderers_) {
         std::string error;
         if (!r.Render(cluster_, &error)) error_ = error;

@@ -26,6 +26,16 @@ namespace fabric::sim {
 
 class LiveRunner {
  public:
+  // The trees are rewritten every 200 ms (every other 100 ms tick), not at
+  // every tick: a renderer writing every 100 ms ran in lock step with the
+  // daemon's default 100 ms poll, so that one poll interval now and then
+  // saw two writes (a utilisation peak of twice the truth) and the next
+  // none. Every 200 ms, like firmware that refreshes its counters in steps,
+  // no poll sees two writes, and the congestion collector spreads each
+  // step over the time it accumulated in (collectors/congestion_window.h).
+  // With a tick longer than this, every tick is rendered.
+  static constexpr Duration kRenderPeriod = std::chrono::milliseconds(200);
+
   // Renders hosts [0, config.hosts) into <out>/<host name>/ (or, with
   // `single_root`, host 0 directly into `out`).
   LiveRunner(SimConfig config, std::filesystem::path out,

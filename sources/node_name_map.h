@@ -8,6 +8,7 @@
 // Thread-safety: pure function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +16,10 @@
 #include <vector>
 
 namespace fabric {
+
+// The largest node-name-map file read: a line per node at ~60 bytes is
+// ~6 MB for a 100,000-node fabric.
+inline constexpr std::size_t kMaxNodeNameMapBytes = 8 << 20;
 
 struct NodeNameMap {
   std::map<std::uint64_t, std::string> names;  // node GUID -> name

@@ -15,13 +15,14 @@ namespace {
 
 class RealSysfs final : public Sysfs {
  public:
-  RealSysfs(std::string root, SysfsCacheMode mode)
-      : root_(std::move(root)), mode_(mode) {
+  RealSysfs(std::string root, SysfsCacheMode mode,
+            std::shared_ptr<FdBudget> budget)
+      : root_(std::move(root)), mode_(mode), budget_(std::move(budget)) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   }
 
   ReadResult Read(const std::string& path) const override {
-    int fd = ::open(Full(path).c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = OpenAttribute(AT_FDCWD, Full(path).c_str());
     if (fd < 0) return ErrnoError(errno);
     std::string data;
     int error = 0;
@@ -62,19 +63,39 @@ class RealSysfs final : public Sysfs {
   }
 
   std::unique_ptr<SysfsReader> NewReader() const override {
-    return MakeRealSysfsReader(root_, mode_);
+    return MakeRealSysfsReader(root_, mode_, budget_);
   }
 
  private:
   std::string Full(const std::string& path) const { return root_ + "/" + path; }
   std::string root_;
   SysfsCacheMode mode_;
+  std::shared_ptr<FdBudget> budget_;
 };
 
 }  // namespace
 
-std::unique_ptr<Sysfs> MakeRealSysfs(std::string root, SysfsCacheMode mode) {
-  return std::make_unique<RealSysfs>(std::move(root), mode);
+int OpenAttribute(int dirfd, const char* path) {
+  const int fd = ::openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return -1;
+  struct stat st;
+  int error = 0;
+  if (::fstat(fd, &st) != 0) {
+    error = errno;
+  } else if (S_ISDIR(st.st_mode)) {
+    error = EISDIR;  // what read() would say
+  } else if (!S_ISREG(st.st_mode)) {
+    error = EINVAL;
+  }
+  if (error == 0) return fd;
+  ::close(fd);
+  errno = error;
+  return -1;
+}
+
+std::unique_ptr<Sysfs> MakeRealSysfs(std::string root, SysfsCacheMode mode,
+                                     std::shared_ptr<FdBudget> budget) {
+  return std::make_unique<RealSysfs>(std::move(root), mode, std::move(budget));
 }
 
 }  // namespace fabric

@@ -19,6 +19,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/fd_budget.h"
 #include "core/result.h"
 
 namespace fabric {
@@ -69,6 +70,13 @@ class Sysfs {
 //    itself (nothing watched reports its replacement). Directories reached
 //    through a symlink are not watched and so not kept across collections.
 //  - anything else: handles live for one collection only.
+//
+// Every descriptor a real reader holds from one call to the next (directory
+// handles, kept files) is taken from an FdBudget (core/fd_budget.h) shared
+// by all readers; beyond it files are read with open/read/close and
+// directories by path. Attribute files are opened non-blocking and read
+// only when they are regular files (sysfs attributes are): a FIFO or device
+// node in a tree fails with EINVAL instead of blocking the collection.
 //
 // Not thread-safe: one reader per collector, used by one Collect() at a
 // time. Pointers returned by List() stay valid until the next Begin().
@@ -133,11 +141,20 @@ class SysfsReader {
 // tests force the others.
 enum class SysfsCacheMode { kAuto, kPerCollection, kSysfs, kInotify };
 
-// Reads the real filesystem below `root`; its readers use `mode`.
+// Reads the real filesystem below `root`; its readers use `mode` and keep
+// descriptors from `budget` (null: ProcessFdBudget()).
 std::unique_ptr<Sysfs> MakeRealSysfs(
-    std::string root, SysfsCacheMode mode = SysfsCacheMode::kAuto);
+    std::string root, SysfsCacheMode mode = SysfsCacheMode::kAuto,
+    std::shared_ptr<FdBudget> budget = nullptr);
 
-std::unique_ptr<SysfsReader> MakeRealSysfsReader(std::string root,
-                                                 SysfsCacheMode mode);
+std::unique_ptr<SysfsReader> MakeRealSysfsReader(
+    std::string root, SysfsCacheMode mode,
+    std::shared_ptr<FdBudget> budget = nullptr);
+
+// Opens the attribute file `path` (relative to `dirfd`, as openat(2)) for
+// reading, non-blocking and only if it is a regular file: a FIFO or device
+// node fails with EINVAL, a directory with EISDIR, instead of blocking or
+// streaming. Returns the descriptor, or -1 with errno set.
+int OpenAttribute(int dirfd, const char* path);
 
 }  // namespace fabric

@@ -1,10 +1,9 @@
 // SysfsReader implementations: the forwarding one behind Sysfs::NewReader()
-// and the caching one for real trees. See core/sysfs.h for the rules that
+// and the caching one for real trees. See sources/sysfs.h for the rules that
 // make the caching correct; the comments here say how each is enforced.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/inotify.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -84,21 +83,14 @@ class ForwardingReader final : public SysfsReader {
 
 class CachingReader final : public SysfsReader {
  public:
-  CachingReader(std::string root, SysfsCacheMode mode)
-      : root_(std::move(root)) {
+  // Kept descriptors count against RLIMIT_NOFILE, which also has to cover
+  // sockets and the other collectors: each one is taken from `budget`,
+  // shared with the other readers (core/fd_budget.h).
+  CachingReader(std::string root, SysfsCacheMode mode,
+                std::shared_ptr<FdBudget> budget)
+      : root_(std::move(root)), budget_(std::move(budget)) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
     requested_ = mode;
-    // Kept descriptors count against RLIMIT_NOFILE, which also has to cover
-    // sockets and the other collectors; take at most a quarter of it (256
-    // under the usual soft limit of 1024: the H100 tree's ib_port needs
-    // ~250) and read the rest with open/read/close.
-    rlimit limit{};
-    std::size_t soft = 1024;
-    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
-        limit.rlim_cur != RLIM_INFINITY) {
-      soft = static_cast<std::size_t>(limit.rlim_cur);
-    }
-    max_fds_ = std::clamp<std::size_t>(soft / 4, 16, 8192);
   }
 
   ~CachingReader() override {
@@ -166,14 +158,16 @@ class CachingReader final : public SysfsReader {
   const std::vector<std::string>* List(std::string_view path, bool stable,
                                        std::error_code* error) override {
     Dir& dir = Use(path);
-    if (dir.fd < 0) {
+    if (!Present(dir)) {
       if (error) *error = ErrnoError(dir.error);
       return nullptr;
     }
     const bool keep = (mode_ == SysfsCacheMode::kInotify && dir.cacheable) ||
                       (mode_ == SysfsCacheMode::kSysfs && stable);
     if (dir.listed && (dir.listed_gen == gen_ || keep)) return &dir.names;
-    int fd = ::openat(dir.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    int fd = dir.fd >= 0 ? ::openat(dir.fd, ".", flags)
+                         : ::open(Full(path).c_str(), flags);
     if (fd < 0) {
       if (error) *error = ErrnoError(errno);
       return nullptr;
@@ -248,7 +242,9 @@ class CachingReader final : public SysfsReader {
   // The directory entry opens (O_PATH | O_DIRECTORY follows a symlink and
   // fails with ENOTDIR on anything else) exactly when stat() would say
   // S_ISDIR; the entry is then validated per collection like any other.
-  bool IsDirectory(std::string_view path) override { return Use(path).fd >= 0; }
+  bool IsDirectory(std::string_view path) override {
+    return Present(Use(path));
+  }
 
  private:
   struct File {
@@ -261,6 +257,9 @@ class CachingReader final : public SysfsReader {
     bool opened = false;  // open attempted (fd or error is set)
     int fd = -1;          // O_PATH descriptor; -1 when `error` says why not
     int error = 0;
+    // A directory used by its path, without a descriptor: the budget was
+    // spent. Such an entry lives for one collection and keeps no files.
+    bool by_path = false;
     bool cacheable = false;     // inotify mode: changes reach us as events
     int wd = -1;                // inotify watch
     dev_t dev = 0;              // sysfs mode: identity at open
@@ -272,6 +271,8 @@ class CachingReader final : public SysfsReader {
     std::vector<std::string> names;
     std::map<std::string, File, std::less<>> files;
   };
+
+  static bool Present(const Dir& dir) { return dir.fd >= 0 || dir.by_path; }
 
   std::string Full(std::string_view path) const {
     if (path.empty()) return root_;
@@ -313,7 +314,7 @@ class CachingReader final : public SysfsReader {
   void CloseFile(File& file) {
     if (file.fd >= 0) {
       ::close(file.fd);
-      --open_fds_;
+      budget_->Give();
       ++close_epoch_;  // invalidates every Kept descriptor
     }
     file.fd = -1;
@@ -323,8 +324,12 @@ class CachingReader final : public SysfsReader {
   void Close(Dir& dir) {
     for (auto& [name, file] : dir.files) CloseFile(file);
     dir.files.clear();
-    if (dir.fd >= 0) ::close(dir.fd);
+    if (dir.fd >= 0) {
+      ::close(dir.fd);
+      budget_->Give();
+    }
     dir.fd = -1;
+    dir.by_path = false;
     if (dir.wd >= 0) {
       ::inotify_rm_watch(inotify_, dir.wd);
       watches_.erase(dir.wd);
@@ -434,10 +439,39 @@ class CachingReader final : public SysfsReader {
     DropSubtree(Join(path, name));
   }
 
+  // The budget is spent: use `dir` by path, if it is a directory (stat()
+  // follows a symlink, as opening it would).
+  void StatByPath(Dir& dir, std::string_view path) {
+    struct stat st;
+    if (::stat(Full(path).c_str(), &st) != 0) {
+      dir.error = errno;
+    } else if (!S_ISDIR(st.st_mode)) {
+      dir.error = ENOTDIR;
+    } else {
+      dir.error = 0;
+      dir.by_path = true;
+      dir.dev = st.st_dev;
+      dir.ino = st.st_ino;
+    }
+  }
+
+  // Opens `dir` (at `path`) as `dirfd`/`name` with a descriptor from the
+  // budget, or by path when the budget is spent.
+  void OpenDir(Dir& dir, std::string_view path, int dirfd, const char* name,
+               int flags) {
+    if (!budget_->TryTake()) {
+      StatByPath(dir, path);
+      return;
+    }
+    dir.fd = ::openat(dirfd, name, flags);
+    dir.error = dir.fd < 0 ? errno : 0;
+    if (dir.fd < 0) budget_->Give();
+  }
+
   // Opens `dir` by its full path (sysfs and per-collection modes).
   void OpenByPath(Dir& dir, std::string_view path) {
-    dir.fd = ::open(Full(path).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    dir.error = dir.fd < 0 ? errno : 0;
+    OpenDir(dir, path, AT_FDCWD, Full(path).c_str(),
+            O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir.fd >= 0 && mode_ == SysfsCacheMode::kSysfs) {
       struct stat st;
       if (::fstat(dir.fd, &st) == 0) {
@@ -451,10 +485,12 @@ class CachingReader final : public SysfsReader {
   // creation, removal or replacement is reported) and open it.
   void OpenWatched(Dir& dir, std::string_view path) {
     if (path.empty()) {
-      dir.wd = ::inotify_add_watch(inotify_, root_.c_str(), kWatchMask);
-      if (dir.wd >= 0) watches_[dir.wd] = std::string();
-      dir.fd = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-      dir.error = dir.fd < 0 ? errno : 0;
+      OpenDir(dir, path, AT_FDCWD, root_.c_str(),
+              O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (dir.fd >= 0) {
+        dir.wd = ::inotify_add_watch(inotify_, root_.c_str(), kWatchMask);
+        if (dir.wd >= 0) watches_[dir.wd] = std::string();
+      }
       struct stat st;
       if (dir.fd >= 0 && ::fstat(dir.fd, &st) == 0) {
         dir.dev = st.st_dev;
@@ -471,7 +507,7 @@ class CachingReader final : public SysfsReader {
     const std::string name(
         slash == std::string_view::npos ? path : path.substr(slash + 1));
     Dir& parent = Use(parent_path);
-    if (parent.fd < 0) {
+    if (!Present(parent)) {
       // Missing because an ancestor is: whatever reports the ancestor's
       // creation (its own parent's watch) drops this entry too.
       dir.error = parent.error;
@@ -479,9 +515,9 @@ class CachingReader final : public SysfsReader {
       return;
     }
     if (!parent.cacheable) {
-      dir.fd =
-          ::openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-      dir.error = dir.fd < 0 ? errno : 0;
+      // (Also a parent used by path, which is never cacheable.)
+      OpenDir(dir, path, AT_FDCWD, Full(path).c_str(),
+              O_PATH | O_DIRECTORY | O_CLOEXEC);
       return;
     }
     struct stat st;
@@ -493,9 +529,8 @@ class CachingReader final : public SysfsReader {
     if (S_ISLNK(st.st_mode)) {
       // Where it points is not watched (real sysfs's class/infiniband/<dev>
       // links live in sysfs mode; this is a recorded tree that copied them).
-      dir.fd =
-          ::openat(parent.fd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-      dir.error = dir.fd < 0 ? errno : 0;
+      OpenDir(dir, path, parent.fd, name.c_str(),
+              O_PATH | O_DIRECTORY | O_CLOEXEC);
       return;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -503,11 +538,16 @@ class CachingReader final : public SysfsReader {
       dir.cacheable = true;
       return;
     }
+    if (!budget_->TryTake()) {
+      StatByPath(dir, path);  // for this collection only, unwatched
+      return;
+    }
     dir.wd = ::inotify_add_watch(inotify_, Full(path).c_str(), kWatchMask);
     if (dir.wd >= 0) watches_[dir.wd] = std::string(path);
     dir.fd = ::openat(parent.fd, name.c_str(),
                       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     dir.error = dir.fd < 0 ? errno : 0;
+    if (dir.fd < 0) budget_->Give();
     dir.cacheable = dir.wd >= 0 && (dir.fd >= 0 || IsAbsence(dir.error));
   }
 
@@ -559,9 +599,11 @@ class CachingReader final : public SysfsReader {
             break;
           }
           if (st.st_ino == dir.ino && st.st_dev == dir.dev) break;
-          Close(dir);
         }
-        OpenByPath(dir, path);  // failures are retried every collection
+        // Failures and entries used by path (the budget was spent) are
+        // opened afresh every collection.
+        Close(dir);
+        OpenByPath(dir, path);
         break;
       case SysfsCacheMode::kInotify:
         // A cacheable entry stays valid until an event drops it; the others
@@ -591,7 +633,7 @@ class CachingReader final : public SysfsReader {
   ReadResult ReadIn(std::string_view dir_path, std::string_view name,
                     bool fixed) {
     Dir& dir = Use(dir_path);
-    if (dir.fd < 0) return ErrnoError(dir.error);
+    if (!Present(dir)) return ErrnoError(dir.error);
     std::string data;
     auto kept = dir.files.find(name);
     if (kept != dir.files.end()) {
@@ -617,11 +659,12 @@ class CachingReader final : public SysfsReader {
         return ErrnoError(file.error);  // known absent (inotify mode)
       }
     }
+    if (dir.fd < 0) return ReadByPath(dir_path, name);
     char cname[256];
     if (name.size() >= sizeof(cname)) return ErrnoError(ENAMETOOLONG);
     std::memcpy(cname, name.data(), name.size());
     cname[name.size()] = '\0';
-    int fd = ::openat(dir.fd, cname, O_RDONLY | O_CLOEXEC);
+    int fd = OpenAttribute(dir.fd, cname);
     if (fd < 0) {
       const int error = errno;
       if (error == ENOENT && mode_ == SysfsCacheMode::kInotify &&
@@ -638,14 +681,12 @@ class CachingReader final : public SysfsReader {
     }
     const bool keep = (mode_ == SysfsCacheMode::kSysfs ||
                        (mode_ == SysfsCacheMode::kInotify && dir.cacheable)) &&
-                      open_fds_ < max_fds_;
-    struct stat st;
-    if (keep && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+                      budget_->TryTake();
+    if (keep) {
       File& file = dir.files[std::string(name)];
       file = File();
       file.fd = fd;
       if (fixed) Remember(file, data);
-      ++open_fds_;
     } else {
       ::close(fd);
     }
@@ -659,7 +700,7 @@ class CachingReader final : public SysfsReader {
   }
 
   ReadResult ReadByPath(std::string_view dir_path, std::string_view name) {
-    int fd = ::open(Full(Join(dir_path, name)).c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = OpenAttribute(AT_FDCWD, Full(Join(dir_path, name)).c_str());
     if (fd < 0) return ErrnoError(errno);
     std::string data;
     int error = 0;
@@ -675,8 +716,7 @@ class CachingReader final : public SysfsReader {
   bool decided_ = false;
   int inotify_ = -1;
   std::uint64_t gen_ = 0;
-  std::size_t open_fds_ = 0;
-  std::size_t max_fds_ = 256;
+  std::shared_ptr<FdBudget> budget_;
   // Ordered, for DropSubtree's prefix walk; index_ finds an entry by its
   // whole path in one hash and one compare (the map's lookups compare long
   // shared prefixes, "class/infiniband/mlx5_0/ports/1/...", several times).
@@ -730,9 +770,10 @@ std::unique_ptr<SysfsReader> Sysfs::NewReader() const {
   return std::make_unique<ForwardingReader>(*this);
 }
 
-std::unique_ptr<SysfsReader> MakeRealSysfsReader(std::string root,
-                                                 SysfsCacheMode mode) {
-  return std::make_unique<CachingReader>(std::move(root), mode);
+std::unique_ptr<SysfsReader> MakeRealSysfsReader(
+    std::string root, SysfsCacheMode mode, std::shared_ptr<FdBudget> budget) {
+  return std::make_unique<CachingReader>(
+      std::move(root), mode, budget ? std::move(budget) : ProcessFdBudget());
 }
 
 }  // namespace fabric

@@ -3,9 +3,10 @@
 // through CollectorEnv::read_text_file, the seam tests replace; they never
 // open a path themselves.
 //
-// Size-capped: a setting that names the wrong file (a log, a device) must
-// not grow the daemon; a longer file is an error (EFBIG), not a truncated
-// read.
+// A bounded regular-file read (sources/fd_read.h's ReadRegularFile): a
+// setting that names the wrong file (a log, a FIFO, a device) must neither
+// grow nor block the daemon; a longer file is an error (EFBIG), not a
+// truncated read, and the error says why ("not a regular file").
 //
 // Thread-safety: a pure function of the file system; safe from any thread.
 #pragma once
@@ -14,20 +15,17 @@
 #include <functional>
 #include <string>
 
-#include "core/result.h"
+#include "sources/fd_read.h"
 
 namespace fabric {
 
-// Node-name maps of the largest fabrics are a few MB; peers files less.
-inline constexpr std::size_t kMaxTextFileBytes = std::size_t{16} << 20;
-
-// The whole of `path`, or the errno of the failed open/read, or EFBIG when
-// it is longer than `max_bytes`.
-Result<std::string> ReadTextFile(const std::string& path,
-                                 std::size_t max_bytes = kMaxTextFileBytes);
+// The whole of `path`, or why not (FileRead::error), refused when longer
+// than `max_bytes` (each caller names its own cap: kMaxNodeNameMapBytes,
+// kMaxPeersFileBytes).
+FileRead ReadTextFile(const std::string& path, std::size_t max_bytes);
 
 // The seam: ReadTextFile, or a test's files.
-using TextFileReader = std::function<Result<std::string>(
-    const std::string& path, std::size_t max_bytes)>;
+using TextFileReader =
+    std::function<FileRead(const std::string& path, std::size_t max_bytes)>;
 
 }  // namespace fabric

@@ -26,6 +26,8 @@
 //  - steady fires no alert at all over the same observation time.
 //  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1.
 //  - killing the IB side's master OpenSM fires one FabricSmFailover.
+//  - counter-saturation fires one FabricPortCounterSaturated for the port,
+//    not one per saturated field, and no alert twice for that port.
 //  - pfc-storm fires one FabricPfcPauseStorm, for host0's RoCE netdev
 //    (mlx5_bond_0, bond0); the pause frames that moved are priority 3 tx. PFC
 //    counters come from ethtool, not sysfs: each daemon reads the `ethtool -S`
@@ -57,6 +59,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/runbook_queries.h"
 #include "tests/integration/sim_support.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
@@ -612,10 +615,11 @@ struct ScenarioRun {
   bool with_ib = false;
 };
 
-TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
-  REQUIRE_STACK();
-  const auto all = AllExprs();
-  ASSERT_GT(all.size(), 100u);
+// Runs the scenarios below until each of `all` ({where, expr}) has
+// returned data in one of them; fails each that never does or does not
+// parse.
+void ExpectDataInSomeScenario(
+    const std::vector<std::pair<std::string, std::string>>& all) {
   std::vector<bool> found(all.size(), false);
   for (std::size_t i = 0; i < all.size(); ++i) {
     found[i] = PushedBenchResults(all[i].first, all[i].second) ||
@@ -674,6 +678,27 @@ TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
   }
   std::printf("expressions: %zu, without data in every scenario: %d\n",
               all.size(), missing);
+}
+
+TEST(AlertsE2eTest, EveryRuleAndPanelExpressionReturnsDataInSomeScenario) {
+  REQUIRE_STACK();
+  const auto all = AllExprs();
+  ASSERT_GT(all.size(), 100u);
+  ExpectDataInSomeScenario(all);
+}
+
+// Every PromQL line of the runbooks (```promql blocks, docs/runbooks/
+// README.md), placeholders matching any value, through the same scenarios:
+// a runbook query that does not parse, or names a metric or label the
+// stack never has, fails here.
+TEST(AlertsE2eTest, EveryRunbookQueryReturnsDataInSomeScenario) {
+  REQUIRE_STACK();
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const auto& [file, query] : testing::RunbookQueries()) {
+    all.emplace_back("docs/runbooks/" + file, testing::ForPrometheus(query));
+  }
+  ASSERT_GT(all.size(), 60u);
+  ExpectDataInSomeScenario(all);
 }
 
 TEST(AlertsE2eTest, CongestionHotspotFiresForVictimOnly) {
@@ -768,6 +793,31 @@ TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {
   EXPECT_EQ(labels.at("netdev"), "bond0");
   EXPECT_EQ(labels.at("priority"), "3");
   EXPECT_EQ(labels.at("direction"), "tx");
+}
+
+// counter-saturation sticks seven PortCounters fields of host0 mlx5_6 at
+// their maximum within a second: one FabricPortCounterSaturated for the
+// port (no `counter` label), not one per field, and no alert name fires
+// twice for that port.
+TEST(AlertsE2eTest, CounterSaturationFiresOneAlertPerPort) {
+  REQUIRE_STACK();
+  Stack stack("counter-saturation");
+  ASSERT_EQ(stack.error(), "");
+  const auto firing = stack.WaitFiring("FabricPortCounterSaturated");
+  ASSERT_EQ(firing.size(), 1u) << Describe(stack.Alerts());
+  EXPECT_EQ(firing[0].labels.at("instance"), stack.target(0));
+  EXPECT_EQ(firing[0].labels.at("device"), "mlx5_6");
+  EXPECT_EQ(firing[0].labels.count("counter"), 0u) << Describe(firing);
+  std::map<std::string, int> per_name;
+  for (const auto& a : stack.Alerts()) {
+    if (a.state == "firing" && a.labels.count("device") &&
+        a.labels.at("device") == "mlx5_6") {
+      ++per_name[a.name];
+    }
+  }
+  for (const auto& [name, n] : per_name) {
+    EXPECT_EQ(n, 1) << name << ": " << Describe(stack.Alerts());
+  }
 }
 
 // The master OpenSM of the IB side is killed; the standby takes over (about

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +29,7 @@
 #include <thread>
 
 #include "collectors/registry.h"
+#include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 
@@ -64,11 +66,13 @@ bool WaitFor(const std::function<bool()>& done) {
   return done();
 }
 
-// A child process with stdout/stderr captured in files under a temp dir.
+// A child process with stdout/stderr captured in files under a temp dir;
+// `fd_limit` > 0 sets its RLIMIT_NOFILE, soft and hard (so that it cannot
+// raise it), like `ulimit -n` before exec.
 class Process {
  public:
   Process(const std::vector<std::string>& args,
-          const std::vector<std::string>& extra_env = {}) {
+          const std::vector<std::string>& extra_env = {}, rlim_t fd_limit = 0) {
     dir_ =
         fs::temp_directory_path() / ("daemon_test." + std::to_string(getpid()) +
                                      "." + std::to_string(counter_++));
@@ -96,6 +100,10 @@ class Process {
       int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(o, 1);
       dup2(e, 2);
+      if (fd_limit > 0) {
+        rlimit limit{fd_limit, fd_limit};
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+      }
       execve(argv[0], argv.data(), envp.data());
       _exit(127);
     }
@@ -114,6 +122,7 @@ class Process {
   std::string Stdout() const { return ReadFile(stdout_path()); }
   std::string Stderr() const { return ReadFile(stderr_path()); }
   void Signal(int sig) { kill(pid_, sig); }
+  pid_t Pid() const { return pid_; }
 
   // Exit status, or -1 if it did not exit within kPatience (then killed).
   int Wait() {
@@ -336,6 +345,33 @@ TEST_F(DaemonTest, CheckConfigAcceptsValidAndShippedConfigs) {
   EXPECT_THAT(shipped.Stderr(), HasSubstr("config/fabricmon.yaml"));
 }
 
+// --signal-reload PID, the unit's ExecReload (no /bin/kill needed): SIGHUP
+// to that daemon. Anything but a positive PID is a usage error (kill() with
+// 0 or -1 would signal whole process groups); a PID that is gone, exit 1.
+TEST_F(DaemonTest, SignalReloadSendsSighupToThePid) {
+  WriteFile(config_, "log_level: info\n");
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  WriteFile(config_,
+            "log_level: info\ncollectors:\n  ib_port:\n    interval: 2s\n");
+  Process reload({"--signal-reload", std::to_string(daemon.Pid())});
+  EXPECT_EQ(reload.Wait(), 0) << reload.Stderr();
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("reload done") != std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("ib_port: settings changed"));
+  for (const char* bad : {"0", "-1", "x"}) {
+    Process refused({"--signal-reload", bad});
+    EXPECT_NE(refused.Wait(), 0) << bad;
+  }
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+  Process gone({"--signal-reload", std::to_string(daemon.Pid())});
+  EXPECT_EQ(gone.Wait(), 1);
+  EXPECT_THAT(gone.Stderr(), HasSubstr("cannot send SIGHUP"));
+}
+
 TEST_F(DaemonTest, ExplicitMissingConfigIsAnError) {
   Process daemon({"--once", "--config", (dir_ / "absent.yaml").string()});
   EXPECT_EQ(daemon.Wait(), 1);
@@ -390,22 +426,37 @@ TEST_F(DaemonTest, OnceMatchesWhatTheDaemonServes) {
   EXPECT_EQ(daemon.Wait(), 0);
 }
 
-// A copy of the H100 tree whose mlx5_0 port_xmit_data is a FIFO with no
-// writer: open() blocks forever, like a sysfs read stuck in firmware.
-std::string HungTree(const fs::path& dir) {
+// A copy of the H100 tree in which opening mlx5_0's port_xmit_data blocks,
+// like a sysfs read stuck in firmware: the daemon runs with
+// tests/preload/hang_open.cc preloaded (`env`), which holds that open for
+// as long as `release` exists (forever when it is empty).
+struct HungTree {
+  std::string root;
+  std::vector<std::string> env;
+};
+constexpr char kHungCounter[] =
+    "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data";
+
+HungTree MakeHungTree(const fs::path& dir, const std::string& release = "") {
   fs::path root = dir / "hung-sys";
   fs::copy(H100(), root, fs::copy_options::recursive);
-  fs::path file =
-      root / "class/infiniband/mlx5_0/ports/1/counters/port_xmit_data";
-  fs::remove(file);
-  EXPECT_EQ(mkfifo(file.c_str(), 0644), 0);
-  return root.string();
+  root = fs::canonical(root);
+  HungTree tree{root.string(),
+                {"LD_PRELOAD=" + testing::Binary("libfabric_hang_open.so"),
+                 "FABRICMON_TEST_HANG_PATH=" + (root / kHungCounter).string(),
+                 // A sanitizer build would refuse a preload ahead of it.
+                 "ASAN_OPTIONS=verify_asan_link_order=0"}};
+  if (!release.empty()) {
+    tree.env.push_back("FABRICMON_TEST_HANG_WHILE=" + release);
+  }
+  return tree;
 }
 
 TEST_F(DaemonTest, OnceReportsHungCollectorAndExits) {
-  std::string root = HungTree(dir_);
+  const HungTree hung = MakeHungTree(dir_);
   WriteFile(config_, "collectors:\n  ib_port:\n    timeout: 300ms\n");
-  Process once({"--once", "--config", config_, "--sysfs.root", root});
+  Process once({"--once", "--config", config_, "--sysfs.root", hung.root},
+               hung.env);
   ASSERT_EQ(once.Wait(), 0) << once.Stderr();
   std::string out = once.Stdout();
   EXPECT_THAT(out,
@@ -422,12 +473,13 @@ TEST_F(DaemonTest, OnceReportsHungCollectorAndExits) {
 }
 
 TEST_F(DaemonTest, DaemonReportsHungCollectorKeepsServingAndStops) {
-  std::string root = HungTree(dir_);
+  const HungTree hung = MakeHungTree(dir_);
   WriteFile(config_,
             "collectors:\n  ib_port:\n    interval: 100ms\n"
             "    timeout: 300ms\n");
-  Process daemon({"--config", config_, "--sysfs.root", root,
-                  "--web.listen-address", "127.0.0.1:0"});
+  Process daemon({"--config", config_, "--sysfs.root", hung.root,
+                  "--web.listen-address", "127.0.0.1:0"},
+                 hung.env);
   ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
   std::string text;
   ASSERT_TRUE(WaitFor([&] {
@@ -539,16 +591,19 @@ TEST_F(DaemonTest, NoWatchdogWithoutWatchdogUsec) {
 TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
   NotifySocket notify;
   ASSERT_TRUE(notify.ok());
-  std::string root = HungTree(dir_);
+  const HungTree hung = MakeHungTree(dir_);
   std::string yaml =
       "collectors:\n  ib_port:\n    interval: 100ms\n    timeout: 300ms\n";
   for (const auto& name : CollectorNames()) {
     if (name != "ib_port") yaml += "  " + name + ": {enabled: false}\n";
   }
   WriteFile(config_, yaml);
-  Process daemon({"--config", config_, "--sysfs.root", root,
+  std::vector<std::string> env = hung.env;
+  env.push_back("NOTIFY_SOCKET=" + notify.path());
+  env.push_back("WATCHDOG_USEC=200000");
+  Process daemon({"--config", config_, "--sysfs.root", hung.root,
                   "--web.listen-address", "127.0.0.1:0"},
-                 {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
+                 env);
   ASSERT_THAT(notify.ReceiveUntil("READY=1"), HasSubstr("READY=1"))
       << daemon.Stderr();
   ASSERT_TRUE(WaitFor([&] {
@@ -671,6 +726,248 @@ TEST_F(DaemonTest, SighupRereadsProbePeersFile) {
     return ProbesSent(text, new_peer) > 0 && ProbesSent(text, old_peer) < 0;
   })) << text
       << daemon.Stderr();
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+}
+
+// The value of the first exposition line starting with `series` ("name" or
+// "name{labels}"), -1 if there is none.
+double Value(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(series + " ", 0) == 0) {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return -1;
+}
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// Sends SIGHUP with `yaml` as the config and waits for the reload to finish
+// (the `n`th "reload done").
+::testing::AssertionResult Reload(Process& daemon, const std::string& config,
+                                  const std::string& yaml, std::size_t n) {
+  WriteFile(config, yaml);
+  daemon.Signal(SIGHUP);
+  if (WaitFor([&] { return Count(daemon.Stderr(), "reload done") >= n; })) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << daemon.Stderr();
+}
+
+// A node with 20 RDMA devices under `ulimit -n 1024` (systemd's default
+// soft limit; the hard limit too here, so raising it cannot help): the sysfs
+// readers keep descriptors only within their budget, so /metrics answers,
+// and the descriptors in use are exported.
+TEST_F(DaemonTest, TwentyDevicesUnderAThousandDescriptorsServe) {
+  const fs::path root = dir_ / "sys";
+  fs::copy(H100(), root, fs::copy_options::recursive);
+  const fs::path ib = root / "class/infiniband";
+  std::size_t devices = 0;
+  for (const auto& entry : fs::directory_iterator(ib)) {
+    (void)entry;
+    ++devices;
+  }
+  std::string last;
+  for (int i = 100; devices < 20; ++i, ++devices) {
+    last = "mlx5_" + std::to_string(i);
+    fs::copy(ib / "mlx5_0", ib / last, fs::copy_options::recursive);
+  }
+  ASSERT_FALSE(last.empty());
+  Process daemon({"--config", "/dev/null", "--sysfs.root", root.string(),
+                  "--web.listen-address", "127.0.0.1:0"},
+                 {}, 1024);
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    return text.find("fabric_port_state{device=\"" + last + "\"") !=
+               std::string::npos &&
+           text.find(
+               "fabric_hw_counters_total{counter=\"duplicate_request\","
+               "device=\"" +
+               last + "\"") != std::string::npos;
+  })) << text.substr(0, 2000)
+      << daemon.Stderr();
+  EXPECT_THAT(text,
+              HasSubstr("fabric_collector_success{collector=\"ib_port\"} 1"));
+  EXPECT_EQ(Value(text, "fabric_daemon_max_fds"), 1024);
+  EXPECT_EQ(Value(text, "fabric_daemon_kept_fds_budget"), 1024 - 256);
+  const double open = Value(text, "fabric_daemon_open_fds");
+  EXPECT_GT(open, 0);
+  EXPECT_LT(open, 1024);
+  EXPECT_LE(Value(text, "fabric_daemon_kept_fds"), 1024 - 256);
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("descriptor limit 1024"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+}
+
+// A counter file replaced by a FIFO fails to read instead of blocking the
+// collection; reloads that restart ib_port then leave no collection behind
+// holding descriptors, and once the FIFO is gone every collector reading
+// that counter (ib_port, congestion) recovers.
+TEST_F(DaemonTest, FifoCounterFileNeitherBlocksNorLeaksDescriptors) {
+  const fs::path root = dir_ / "sys";
+  fs::copy(H100(), root, fs::copy_options::recursive);
+  const fs::path fifo = root / kHungCounter;
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  auto yaml = [](int interval_ms) {
+    return "collectors:\n  ib_port:\n    interval: " +
+           std::to_string(interval_ms) +
+           "ms\n    timeout: 300ms\n  congestion:\n    interval: 100ms\n";
+  };
+  WriteFile(config_, yaml(100));
+  Process daemon({"--config", config_, "--sysfs.root", root.string(),
+                  "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  const std::string ib_port_ran =
+      "fabric_collector_duration_seconds{collector=\"ib_port\"}";
+  std::string text;
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    return text.find(ib_port_ran) != std::string::npos &&
+           text.find("fabric_port_state{device=\"mlx5_0\"") !=
+               std::string::npos;
+  })) << daemon.Stderr();
+  const double before = Value(text, "fabric_daemon_open_fds");
+  ASSERT_GT(before, 0) << text.substr(0, 2000);
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(Reload(daemon, config_, yaml(100 + 10 * i), i));
+  }
+  // The same collectors on the same tree: the same descriptors, give or
+  // take a collection or a scrape in flight. (A reload may land while
+  // ib_port collects and abandon that collection; it returns at once and
+  // gives its descriptors back.)
+  double after = -1;
+  EXPECT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    after = Value(text, "fabric_daemon_open_fds");
+    return after > 0 && after <= before + 16 &&
+           text.find("fabric_port_state{device=\"mlx5_0\"") !=
+               std::string::npos;
+  })) << "open descriptors "
+      << before << " before the reloads, " << after << " after\n"
+      << daemon.Stderr();
+  EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"ib_port\"}"), 0);
+
+  fs::remove(fifo);
+  WriteFile(fifo.string(), "1000\n");
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    return Value(text,
+                 "fabric_port_transmit_bytes_total{device=\"mlx5_0\","
+                 "port=\"1\"}") == 4000 &&
+           Value(text, "fabric_collector_success{collector=\"ib_port\"}") ==
+               1 &&
+           Value(text, "fabric_collector_success{collector=\"congestion\"}") ==
+               1;
+  })) << text.substr(0, 2000)
+      << daemon.Stderr();
+  EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"congestion\"}"), 0);
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+}
+
+// A collection stuck in the kernel is abandoned by the first reload that
+// changes its collector, and the collector is not started again onto the
+// same hung file while it stays stuck: however many reloads, one thread and
+// one set of descriptors. When the read returns, its descriptors are given
+// back and the collector starts again.
+TEST_F(DaemonTest, StuckCollectorRestartsOnlyOnceItsCollectionReturns) {
+  const std::string release = (dir_ / "hold").string();
+  WriteFile(release, "");
+  const HungTree hung = MakeHungTree(dir_, release);
+  auto yaml = [](int interval_ms) {
+    std::string text = "collectors:\n  ib_port:\n    interval: " +
+                       std::to_string(interval_ms) + "ms\n    timeout: 300ms\n";
+    for (const auto& name : CollectorNames()) {
+      if (name != "ib_port") text += "  " + name + ": {enabled: false}\n";
+    }
+    return text;
+  };
+  WriteFile(config_, yaml(100));
+  Process daemon({"--config", config_, "--sysfs.root", hung.root,
+                  "--web.listen-address", "127.0.0.1:0"},
+                 hung.env);
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("ib_port: collection overran") !=
+           std::string::npos;
+  })) << daemon.Stderr();
+  for (int i = 1; i <= 3; ++i) {
+    ASSERT_TRUE(Reload(daemon, config_, yaml(100 + 10 * i), i));
+  }
+  std::string log = daemon.Stderr();
+  EXPECT_EQ(Count(log, "its running collection is abandoned"), 1u) << log;
+  EXPECT_THAT(log, HasSubstr("ib_port: not started while its abandoned "
+                             "collection is stuck"));
+  std::string text = Scrape(daemon.Port());
+  EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"ib_port\"}"), 1)
+      << text;
+
+  fs::remove(release);
+  ASSERT_TRUE(WaitFor([&] {
+    text = Scrape(daemon.Port());
+    return Value(text, "fabric_collector_success{collector=\"ib_port\"}") == 1;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(),
+              HasSubstr("ib_port: its abandoned collection returned"));
+  EXPECT_THAT(text, HasSubstr("fabric_port_transmit_bytes_total{device="
+                              "\"mlx5_0\",port=\"1\"}"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), Not(HasSubstr("exiting anyway")));
+}
+
+// A daemon whose /metrics listener is gone (destroyed from outside with
+// `ss -K`, as a descriptor shortage or a broken network stack could leave
+// it) stops feeding the watchdog although its event loop and collections
+// still run, and logs why.
+TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenMetricsDoesNotAnswer) {
+  if (std::system("ss -V >/dev/null 2>&1") != 0) {
+    MISSING_DEPENDENCY("ss (iproute2) not found");
+  }
+  NotifySocket notify;
+  ASSERT_TRUE(notify.ok());
+  Process daemon({"--config", "/dev/null", "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"},
+                 {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
+  ASSERT_THAT(notify.ReceiveUntil("READY=1"), HasSubstr("READY=1"))
+      << daemon.Stderr();
+  ASSERT_THAT(notify.ReceiveUntil("WATCHDOG=1"), HasSubstr("WATCHDOG=1"));
+  const int port = daemon.Port();
+  const std::string kill =
+      "ss -K -t state listening sport = :" + std::to_string(port) +
+      " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(kill.c_str()), 0);
+  if (!Scrape(port).empty()) {
+    MISSING_DEPENDENCY(
+        "ss -K cannot destroy sockets here "
+        "(CONFIG_INET_DIAG_DESTROY, CAP_NET_ADMIN)");
+  }
+  ASSERT_TRUE(WaitFor([&] {
+    return daemon.Stderr().find("the /metrics self-check got no answer") !=
+           std::string::npos;
+  })) << daemon.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("no longer feeding the systemd "
+                                         "watchdog"));
+  // From here on no ping may come (period 100 ms: ten would in a second).
+  while (!notify.Receive(std::chrono::milliseconds(0)).empty()) {
+  }
+  std::string later;
+  for (std::string msg;
+       !(msg = notify.Receive(std::chrono::milliseconds(1000))).empty();) {
+    later += msg + "\n";
+  }
+  EXPECT_THAT(later, Not(HasSubstr("WATCHDOG=1")));
   daemon.Signal(SIGTERM);
   EXPECT_EQ(daemon.Wait(), 0) << daemon.Stderr();
 }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/exposition.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 
@@ -61,8 +62,11 @@ inline CommandResult RunOnce(const std::string& tree) {
 }
 
 // Parses exposition text into "name{labels}" -> value (labels as printed,
-// which for fabricmon and node_exporter is sorted by name).
+// which for fabricmon and node_exporter is sorted by name). A series that
+// appears twice is a test failure (tests/support/exposition.h), so every
+// exposition a test reads through here is checked for duplicates.
 inline std::map<std::string, double> ParseSamples(const std::string& text) {
+  ExpectUniqueSeries(text, "exposition");
   std::map<std::string, double> out;
   std::istringstream in(text);
   std::string line;

@@ -1,6 +1,8 @@
-// scripts/demo.sh starts its cluster (simulator, daemons, Prometheus),
-// stops cleanly at the end of --duration or on SIGTERM, leaves no process of
-// its session behind and removes its temp dir.
+// scripts/demo.sh starts its cluster (simulator, daemons, Prometheus with
+// the shipped rules, Alertmanager), prints alerts as they fire with their
+// runbook, stops cleanly at the end of --duration, on SIGTERM or on Ctrl-C
+// (SIGINT), leaves no process of its session behind and removes its temp
+// dir.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -112,6 +114,38 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   EXPECT_NE(Slurp(log_).find("Prometheus: http://127.0.0.1:" +
                              std::to_string(prom_port_)),
             std::string::npos);
+}
+
+// The demo loads the shipped rules into its Prometheus, runs Alertmanager
+// with the shipped inhibit rules, and prints each alert as it fires with
+// the runbook to open (scripts/demo_alerts.py).
+TEST_F(SimDemo, PrintsAlertsAsTheyFireWithTheirRunbook) {
+  sim::Session demo(
+      DemoCommand(port_base_, prom_port_, "--scenario congestion-hotspot"),
+      log_);
+  const pid_t sid = demo.pid();
+  ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
+  const std::regex am("Alertmanager: http://127.0.0.1:(\\d+)");
+  std::smatch m;
+  const std::string banner = Slurp(log_);
+  ASSERT_TRUE(std::regex_search(banner, m, am)) << banner;
+  EXPECT_TRUE(fabric::testing::HttpGetOk(std::stoi(m[1]), "/-/ready"));
+  const std::regex fired(
+      "FIRING +FabricPortCongestionHotspot +host=host0 mlx5_0/1\n.*\n +"
+      "runbook: docs/runbooks/FabricPortCongestionHotspot.md\n");
+  bool printed = false;
+  const auto until = std::chrono::steady_clock::now() + 150s;
+  while (!printed && std::chrono::steady_clock::now() < until &&
+         demo.running()) {
+    std::this_thread::sleep_for(1s);
+    const std::string text = Slurp(log_);
+    printed = std::regex_search(text, fired);
+  }
+  EXPECT_TRUE(printed) << Slurp(log_);
+  demo.Signal(SIGINT);
+  EXPECT_NE(demo.Wait(30s), -1) << "demo.sh did not stop on SIGINT";
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(sim::SessionProcesses(sid).empty());
 }
 
 TEST_F(SimDemo, EndsAfterDurationWithStatusZero) {

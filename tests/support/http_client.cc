@@ -79,6 +79,14 @@ std::optional<FetchResult> Exchange(asio::io_context& io, Stream& stream,
   boost::system::error_code parse_error;
   auto address = asio::ip::make_address(o.host, parse_error);
   if (parse_error) return std::nullopt;
+  if (!o.source.empty()) {
+    auto local = asio::ip::make_address(o.source, parse_error);
+    if (parse_error) return std::nullopt;
+    lowest.socket().open(local.is_v4() ? tcp::v4() : tcp::v6(), parse_error);
+    if (!parse_error)
+      lowest.socket().bind(tcp::endpoint(local, 0), parse_error);
+    if (parse_error) return std::nullopt;
+  }
   lowest.async_connect(
       tcp::endpoint(address, static_cast<unsigned short>(o.port)),
       [&](beast::error_code ec) {
@@ -194,9 +202,11 @@ std::optional<std::string> Gunzip(const std::string& data) {
   return out;
 }
 
-std::string BcryptHash(const std::string& password) {
+std::string BcryptHash(const std::string& password, int cost) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  if (!crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof(salt))) return "";
+  if (!crypt_gensalt_rn("$2b$", cost, nullptr, 0, salt, sizeof(salt))) {
+    return "";
+  }
   crypt_data data{};
   const char* hash = crypt_r(password.c_str(), salt, &data);
   return hash && hash[0] == '$' ? hash : "";

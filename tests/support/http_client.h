@@ -16,6 +16,9 @@ namespace fabric::testing {
 struct FetchOptions {
   std::string host = "127.0.0.1";  // an IPv4 or IPv6 literal (no brackets)
   int port = 0;
+  // Local address to connect from (e.g. 127.0.0.2: another source on
+  // loopback); "" lets the kernel choose.
+  std::string source;
   std::string method = "GET";
   std::string target = "/metrics";
   std::vector<std::pair<std::string, std::string>> headers;
@@ -45,8 +48,9 @@ std::optional<std::string> RawExchange(
 // gunzip for checking gzip bodies; nullopt if not valid gzip.
 std::optional<std::string> Gunzip(const std::string& data);
 
-// A bcrypt hash of `password` (libxcrypt, cost 4: fast in tests).
-std::string BcryptHash(const std::string& password);
+// A bcrypt hash of `password` (libxcrypt; cost 4 is fast in tests, 10 is
+// a real deployment's cost, ~50 ms a check).
+std::string BcryptHash(const std::string& password, int cost = 4);
 
 // A throwaway CA in `dir` (openssl CLI): ca.crt, a server certificate for
 // 127.0.0.1, ::1 and localhost (server.crt/.key), a client certificate it

@@ -536,8 +536,8 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   auto ethtool = std::make_unique<testing::FakeEthtool>();
   testing::FakeEthtool* eth = ethtool.get();
   eth->Set("bond0", {{"rx_prio3_pause_duration", 0},
-                     {"tx_prio3_pause_duration", 0},
-                     {"rx_prio3_pause", 0}});
+                         {"tx_prio3_pause_duration", 0},
+                         {"rx_prio3_pause", 0}});
   CollectorEnv env;
   env.sysfs = fs;
   options.window_seconds = 10;
@@ -634,26 +634,101 @@ CongestionSample Wait(double t, std::uint64_t ticks) {
   return s;
 }
 
-TEST(CongestionWindowTest, ComputeIntervalEdgeCases) {
+TEST(CongestionWindowTest, IntervalEdgeCases) {
+  auto peak_after = [](CongestionSample a, CongestionSample b) {
+    PortWindow w(10, 1e-3);
+    w.Add(a);
+    w.Add(b);
+    return w.Peaks(b.time_seconds).transmit_wait;
+  };
   CongestionSample a = Wait(1, 10);
   CongestionSample b = Wait(1, 20);
-  EXPECT_FALSE(ComputeInterval(a, b, 1e-3).transmit_wait);  // no time passed
+  EXPECT_FALSE(peak_after(a, b));  // no time passed
   b.time_seconds = 2;
-  EXPECT_NEAR(*ComputeInterval(a, b, 1e-3).transmit_wait, 0.01, 1e-12);
+  EXPECT_NEAR(*peak_after(a, b), 0.01, 1e-12);
   b.xmit_wait_ticks = 1'000'000;  // more than the interval: clamped
-  EXPECT_EQ(*ComputeInterval(a, b, 1e-3).transmit_wait, 1.0);
+  EXPECT_EQ(*peak_after(a, b), 1.0);
   b.xmit_wait_ticks.reset();
-  EXPECT_FALSE(ComputeInterval(a, b, 1e-3).transmit_wait);
+  EXPECT_FALSE(peak_after(a, b));
 }
 
 TEST(CongestionWindowTest, SaturatedTransmitWaitIsUnknownNotCalm) {
   // 32-bit PortXmitWait stuck at its maximum: no ratio, rather than 0.
-  EXPECT_FALSE(ComputeInterval(Wait(1, 4294967295), Wait(2, 4294967295), 1e-3)
-                   .transmit_wait);
-  EXPECT_FALSE(ComputeInterval(Wait(1, 4294967000), Wait(2, 4294967295), 1e-3)
-                   .transmit_wait);
-  EXPECT_TRUE(ComputeInterval(Wait(1, 4294967000), Wait(2, 4294967294), 1e-3)
-                  .transmit_wait);
+  auto peak_after = [](CongestionSample a, CongestionSample b) {
+    PortWindow w(10, 1e-3);
+    w.Add(a);
+    w.Add(b);
+    return w.Peaks(b.time_seconds).transmit_wait;
+  };
+  EXPECT_FALSE(peak_after(Wait(1, 4294967295), Wait(2, 4294967295)));
+  EXPECT_FALSE(peak_after(Wait(1, 4294967000), Wait(2, 4294967295)));
+  EXPECT_TRUE(peak_after(Wait(1, 4294967000), Wait(2, 4294967294)));
+}
+
+// A port sending at 42 % of its line rate whose data counter moves in
+// steps (firmware refreshing it every `step` s, at `phase` + k * step, the
+// k-th step `jitter(k)` late), polled every 100 ms. Returns the transmit
+// utilisation peak over the last 20 s of a 30 s run.
+double SteppedPeak(double step, double phase,
+                   const std::function<double(int)>& jitter) {
+  const double rate = 50e9, load = 0.42;
+  PortWindow w(20, 1e-3);
+  for (int j = 0; j <= 300; ++j) {
+    const double t = 0.1 * j;
+    // The last step at or before t, and what it carried: the traffic up
+    // to its nominal time.
+    std::uint64_t words = 0;
+    for (int k = 0;; ++k) {
+      const double at = phase + k * step;
+      if (at + jitter(k) > t) break;
+      words = static_cast<std::uint64_t>(at * rate * load / 4);
+    }
+    CongestionSample s;
+    s.time_seconds = t;
+    s.xmit_data_words = words;
+    s.rate_bytes_per_second = rate;
+    w.Add(s);
+  }
+  return *w.Peaks(30).transmit_utilization;
+}
+
+// Issue 26: a counter refreshed every 200 ms read every 100 ms showed
+// twice its utilisation (one poll saw a step, the next none). The peak is
+// the step's traffic over the time it accumulated in, whatever the phase.
+TEST(CongestionWindowTest, CounterSteppingEvery200msReadsItsTrueRate) {
+  for (double phase : {0.01, 0.05, 0.09}) {
+    EXPECT_NEAR(SteppedPeak(0.2, phase, [](int) { return 0.0; }), 0.42, 1e-3)
+        << phase;
+  }
+  // Steps that land on the poll and slip across it now and then (late by
+  // 1 ms every third step): seen 300 ms then 100 ms after the last.
+  EXPECT_NEAR(
+      SteppedPeak(0.2, 0.1, [](int k) { return k % 3 == 0 ? 0.001 : -0.001; }),
+      0.42, 1e-3);
+}
+
+// Two updates in one poll interval: a counter refreshed every 100 ms in
+// lock step with the 100 ms poll, its refresh landing just after the poll
+// every fourth time, so that poll sees no step and the next sees two.
+TEST(CongestionWindowTest, TwoUpdatesInOnePollIntervalAreNotTwiceTheRate) {
+  EXPECT_NEAR(
+      SteppedPeak(0.1, 0.1, [](int k) { return k % 4 == 0 ? 0.001 : -0.001; }),
+      0.42, 1e-3);
+}
+
+// A counter that moves at every poll keeps the per-poll ratio, and one that
+// starts moving after sitting still shows its first poll's rate in full
+// (not spread over the idle time).
+TEST(CongestionWindowTest, ContinuousCounterKeepsThePerPollRatio) {
+  PortWindow w(100, 1e-3);
+  std::uint64_t wait = 0;
+  for (int j = 0; j <= 50; ++j) {
+    if (j > 40) wait += 70;  // 0.7 of 100 ms from poll 41 on
+    w.Add(Wait(0.1 * j, wait));
+  }
+  EXPECT_NEAR(*w.Peaks(5).transmit_wait, 0.7, 1e-9);
+  EXPECT_NEAR(w.intervals()[40].transmit_wait.value(), 0.7, 1e-9);
+  EXPECT_EQ(w.intervals()[39].transmit_wait.value(), 0);
 }
 
 TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
@@ -667,11 +742,39 @@ TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
   EXPECT_NEAR(*w.Peaks(12.5).transmit_wait, 0.1, 1e-9);
   EXPECT_FALSE(w.Peaks(13.5).transmit_wait);
   w.Expire(13.5);
-  EXPECT_FALSE(w.Peaks(13.5).transmit_wait);
+  EXPECT_EQ(w.intervals().size(), 0u);
 }
-// The peaks come from per-field monotonic queues; asked at or after the
-// latest interval (as the collector asks, every poll) they must equal the
-// definition: max over the intervals that ended in (now - window, now].
+// The ratios between two samples (every counter moved since the first).
+IntervalRatios TwoSample(const CongestionSample& a, const CongestionSample& b,
+                         double tick) {
+  IntervalRatios r;
+  r.end_seconds = b.time_seconds;
+  const double dt = b.time_seconds - a.time_seconds;
+  auto delta = [](std::optional<std::uint64_t> x,
+                  std::optional<std::uint64_t> y) -> std::optional<double> {
+    if (!x || !y || *y < *x) return std::nullopt;
+    return static_cast<double>(*y - *x);
+  };
+  const double rate = *b.rate_bytes_per_second;
+  if (auto d = delta(a.xmit_data_words, b.xmit_data_words)) {
+    r.transmit_utilization = std::min(1.0, *d * 4 / (rate * dt));
+  }
+  if (auto d = delta(a.rcv_data_words, b.rcv_data_words)) {
+    r.receive_utilization = std::min(1.0, *d * 4 / (rate * dt));
+  }
+  if (auto d = delta(a.xmit_wait_ticks, b.xmit_wait_ticks)) {
+    r.transmit_wait = std::min(1.0, *d * tick / dt);
+  }
+  if (auto d = delta(a.cnp_handled, b.cnp_handled)) {
+    r.cnp_handled_per_second = *d / dt;
+  }
+  if (auto d = delta(a.cnp_sent, b.cnp_sent)) r.cnp_sent_per_second = *d / dt;
+  return r;
+}
+
+// The peaks come from per-field monotonic queues when asked at or after the
+// latest interval (every poll) and from a scan otherwise; both must equal
+// the definition: max over the intervals that ended in (now - window, now].
 TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
   std::mt19937 random(7);
   auto maybe = [&](std::uint64_t v) -> std::optional<std::uint64_t> {
@@ -690,12 +793,14 @@ TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
   double t = 0;
   for (int i = 0; i < 400; ++i) {
     t += 0.05 + (random() % 100) / 1000.0;
-    data += random() % 50'000'000;
-    wait += random() % 200;
-    cnp += random() % 1000;
+    // Every counter moves at every poll (so each interval's ratio is the
+    // two-sample one: see the stepped-counter tests for the rest).
+    data += 2 + random() % 50'000'000;
+    wait += 1 + random() % 200;
+    cnp += 3 + random() % 1000;
     // Now and then a counter goes backwards (reset): skipped interval.
     if (random() % 40 == 0) wait = random() % 10;
-    pause += random() % 500;
+    pause += 1 + random() % 500;
     CongestionSample s;
     s.time_seconds = t;
     s.xmit_data_words = maybe(data);
@@ -704,7 +809,7 @@ TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
     s.cnp_handled = maybe(cnp);
     s.cnp_sent = maybe(cnp / 3);
     s.rate_bytes_per_second = 50e9;
-    if (last) all.push_back(ComputeInterval(*last, s, 1e-3));
+    if (last) all.push_back(TwoSample(*last, s, 1e-3));
     last = s;
     w.Add(s);
     const auto p = maybe(pause);
@@ -718,9 +823,10 @@ TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
       pfc_last_t = t;
     }
     pfc.Add(t, p);
-    // Ask at the latest end and a little after it.
-    for (double now : {t, t + 0.7}) {
-      const double from = now - 2.0;
+    // Ask at the latest end, a little after it and before it (the scan;
+    // Add() has already dropped what ended 2 s before the latest poll).
+    for (double now : {t, t + 0.7, t - 0.3}) {
+      const double from = std::max(now, t) - 2.0;
       CongestionPeaks want;
       std::optional<double> want_pfc;
       for (const auto& r : all) {
@@ -748,6 +854,9 @@ TEST(CongestionWindowTest, PeaksEqualMaxOverIntervalsInWindow) {
       EXPECT_EQ(pfc.Peak(now), want_pfc);
     }
   }
+  // The window kept only what the last 2 s hold (40 ms .. 150 ms polls).
+  EXPECT_LE(w.intervals().size(), 2.0 / 0.05 + 1);
+  EXPECT_GE(w.intervals().size(), 2.0 / 0.15 - 1);
 }
 
 }  // namespace

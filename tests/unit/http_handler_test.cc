@@ -1,6 +1,7 @@
 // Tests for the socket-free parts of http/: request handling (paths,
 // methods, auth, gzip), Accept-Encoding, gzip, the Basic header, bcrypt
-// checks and listen addresses.
+// checks, the verified-credential cache across reloads, the per-source
+// password-guessing throttle and listen addresses.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -130,6 +131,112 @@ TEST(HttpHandlerTest, BasicAuthChecksBcrypt) {
       {bhttp::verb::get, "/metrics", "Basic YWxpY2U6czNjcjN0", ""}, auth,
       kRender);
   EXPECT_EQ(r.status, 200u);
+}
+
+TEST(HttpHandlerTest, RouteLeavesTheExpositionToTheServer) {
+  Reply r = Route({bhttp::verb::get, "/metrics", "", "gzip"}, true);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(r.metrics);
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_FALSE(Route({bhttp::verb::get, "/", "", ""}, true).metrics);
+  EXPECT_FALSE(Route({bhttp::verb::get, "/metrics", "", ""}, false).metrics);
+}
+
+// kAllow from Precheck: answered from the cache, no bcrypt.
+bool Cached(const BasicAuth& auth, std::string_view header) {
+  BasicAuth::Check check;
+  return auth.Precheck(header, &check) == BasicAuth::Verdict::kAllow;
+}
+
+TEST(HttpHandlerTest, ReloadKeepsVerifiedCredentialsOfUnchangedUsers) {
+  const std::string alice = testing::BcryptHash("s3cr3t");
+  const std::string bob = testing::BcryptHash("s3cr3t");
+  const std::string alice_v2 = testing::BcryptHash("n3w");
+  constexpr std::string_view kAlice = "Basic YWxpY2U6czNjcjN0";  // alice:s3cr3t
+  constexpr std::string_view kBob = "Basic Ym9iOnMzY3IzdA==";    // bob:s3cr3t
+  BasicAuth before({{"alice", alice}, {"bob", bob}});
+  ASSERT_TRUE(before.Allows(kAlice));
+  ASSERT_TRUE(before.Allows(kBob));
+  ASSERT_TRUE(Cached(before, kAlice));
+
+  // Same users and hashes: both stay verified.
+  BasicAuth same({{"alice", alice}, {"bob", bob}});
+  EXPECT_FALSE(Cached(same, kAlice));
+  same.KeepVerified(before);
+  EXPECT_TRUE(Cached(same, kAlice));
+  EXPECT_TRUE(Cached(same, kBob));
+
+  // alice's hash changed, bob removed then added back with his hash:
+  // only bob's entry is kept.
+  BasicAuth changed({{"alice", alice_v2}});
+  changed.KeepVerified(before);
+  EXPECT_FALSE(Cached(changed, kAlice));
+  EXPECT_FALSE(changed.Allows(kAlice));
+  BasicAuth readded({{"alice", alice_v2}, {"bob", bob}});
+  readded.KeepVerified(before);
+  EXPECT_TRUE(Cached(readded, kBob));
+  EXPECT_FALSE(Cached(readded, kAlice));
+}
+
+TEST(HttpHandlerTest, ThrottleLimitsPendingChecksAndBacksOff) {
+  using std::chrono::seconds;
+  AuthThrottle::Limits limits;
+  limits.pending_per_source = 2;
+  limits.free_failures = 3;
+  limits.first_backoff = seconds(1);
+  limits.max_backoff = seconds(8);
+  AuthThrottle t(limits);
+  const auto t0 = AuthThrottle::Clock::time_point{} + seconds(1000);
+
+  // Two checks in flight per source; another source is not affected.
+  EXPECT_TRUE(t.TryStart("10.0.0.1", t0));
+  EXPECT_TRUE(t.TryStart("10.0.0.1", t0));
+  EXPECT_FALSE(t.TryStart("10.0.0.1", t0));
+  EXPECT_TRUE(t.TryStart("10.0.0.2", t0));
+  t.Finish("10.0.0.2", true, t0);
+  t.Finish("10.0.0.1", false, t0);
+  t.Finish("10.0.0.1", false, t0);
+  // Third failure in a row: refused for 1 s, then 2 s, 4 s, 8 s, 8 s.
+  ASSERT_TRUE(t.TryStart("10.0.0.1", t0));
+  t.Finish("10.0.0.1", false, t0);
+  auto now = t0;
+  for (int backoff : {1, 2, 4, 8, 8}) {
+    EXPECT_FALSE(t.TryStart(
+        "10.0.0.1", now + seconds(backoff) - std::chrono::milliseconds(1)))
+        << backoff;
+    EXPECT_TRUE(t.TryStart("10.0.0.2", now));
+    t.Finish("10.0.0.2", true, now);
+    now += seconds(backoff);
+    ASSERT_TRUE(t.TryStart("10.0.0.1", now)) << backoff;
+    t.Finish("10.0.0.1", false, now);
+  }
+  // A success clears the record.
+  now += seconds(8);
+  ASSERT_TRUE(t.TryStart("10.0.0.1", now));
+  t.Finish("10.0.0.1", true, now);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(t.TryStart("10.0.0.1", now));
+    t.Finish("10.0.0.1", false, now);
+  }
+  EXPECT_TRUE(t.TryStart("10.0.0.1", now));
+}
+
+TEST(HttpHandlerTest, ThrottleRemembersABoundedNumberOfSources) {
+  AuthThrottle::Limits limits;
+  limits.max_sources = 2;
+  limits.free_failures = 1;
+  AuthThrottle t(limits);
+  const auto now = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  ASSERT_TRUE(t.TryStart("a", now));
+  ASSERT_TRUE(t.TryStart("b", now));
+  // Both in flight: a third source waits for room.
+  EXPECT_FALSE(t.TryStart("c", now));
+  t.Finish("a", false, now);  // blocked: still remembered
+  EXPECT_FALSE(t.TryStart("c", now));
+  t.Finish("b", false, now + std::chrono::hours(1));
+  // b's block has not run out either; a's has by now.
+  EXPECT_TRUE(t.TryStart("c", now + std::chrono::minutes(10)));
+  EXPECT_FALSE(t.TryStart("b", now + std::chrono::minutes(10)));
 }
 
 TEST(HttpHandlerTest, ListenAddresses) {

@@ -2,12 +2,18 @@
 // this process, talked to over loopback. Plain HTTP, HEAD, 404/405, gzip,
 // IPv6, basic auth, TLS with a CA generated here, required client
 // certificates, plain HTTP refused on a TLS port, truncated, malformed and
-// oversized requests, a slowloris client and the connection bound's
-// eviction policy, each refusal counted in
+// oversized requests, a slowloris client, the connection bound's eviction
+// policy (waiting, then writing connections; per source), slow pipelining
+// readers, write timeouts, TCP_NODELAY, rendering off the event loop and
+// password floods, each refusal counted in
 // fabric_http_requests_rejected_total. No timed assertions: limits are set
-// short and the tests only wait for outcomes.
+// short and the tests only wait for outcomes. Sources are told apart by
+// connecting from different loopback addresses (127.0.0.x).
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +21,7 @@
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -43,7 +50,8 @@ const BuildInfo kBuild{"9.9.9", "abc123"};
 class Harness {
  public:
   Harness(const std::string& address, Security security,
-          ServerLimits limits = {})
+          ServerLimits limits = {},
+          std::vector<std::shared_ptr<prometheus::Collectable>> extra = {})
       : store_(std::make_shared<SnapshotStore>()),
         work_(asio::make_work_guard(io_)) {
     MetricSink sink;
@@ -54,10 +62,10 @@ class Harness {
     snap->success = true;
     snap->families = sink.Take();
     store_->Publish(snap);
-    server_ =
-        Server::Start(io_, address, std::move(security),
-                      {std::make_shared<SnapshotCollectable>(store_, kBuild)},
-                      std::make_shared<ServerMetrics>(), &error_, limits);
+    extra.insert(extra.begin(),
+                 std::make_shared<SnapshotCollectable>(store_, kBuild));
+    server_ = Server::Start(io_, address, std::move(security), std::move(extra),
+                            std::make_shared<ServerMetrics>(), &error_, limits);
     // Read before the loop runs: the acceptor belongs to the io thread.
     if (server_) {
       port_ = server_->port();
@@ -77,6 +85,8 @@ class Harness {
   const std::string& error() const { return error_; }
   int port() const { return port_; }
   const std::string& bound() const { return bound_; }
+  // Runs `task` on the server's event loop.
+  void Post(std::function<void()> task) { asio::post(io_, std::move(task)); }
   void Reconfigure(Security security) {
     std::promise<void> done;
     asio::post(io_, [&] {
@@ -495,5 +505,422 @@ TEST(HttpServerTest, BoundEvictsTheOldestWaitingConnection) {
   for (int fd : idle) close(fd);
 }
 
+// A socket to 127.0.0.1:`port` from `source` (a 127.0.0.x address), with
+// a small receive buffer when `rcvbuf` > 0 (so the server's writes stall).
+// -1 on failure.
+int ConnectFrom(const char* source, int port, int rcvbuf = 0) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (rcvbuf > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+  }
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &local.sin_addr);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof(local)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True once `fd` has something to read (bounded wait: 10 s).
+bool Readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 10'000) > 0;
+}
+
+// `series` gauges with long label values: a big exposition (~100 bytes a
+// series) that does not fit in loopback socket buffers.
+class BigCollectable : public prometheus::Collectable {
+ public:
+  explicit BigCollectable(int series) : series_(series) {}
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    MetricSink sink;
+    for (int i = 0; i < series_; ++i) {
+      sink.Gauge("fabric_test_big", "filler",
+                 {{"peer", "node-" + std::to_string(i) + std::string(40, 'x')}},
+                 i);
+    }
+    return sink.Take();
+  }
+
+ private:
+  int series_;
+};
+
+// A collectable whose Collect() blocks until Release() (or 30 s pass, so a
+// server that renders on its event loop fails the test instead of hanging
+// it): a render in progress for as long as a test needs.
+class GateCollectable : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    in_collect_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(30), [this] { return released_; });
+    in_collect_ = false;
+    return {};
+  }
+  bool WaitEntered() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(30),
+                        [this] { return entered_ > 0; });
+  }
+  bool in_collect() const {
+    std::lock_guard lock(mu_);
+    return in_collect_;
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int entered_ = 0;
+  mutable bool in_collect_ = false;
+  bool released_ = false;
+};
+
+// The server's accepted sockets to `port` in this process (found through
+// /proc/self/fd), with their peer addresses.
+std::vector<std::pair<int, std::string>> ServerSockets(int port) {
+  std::vector<std::pair<int, std::string>> out;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::stoi(entry.path().filename());
+    sockaddr_in local{};
+    sockaddr_in peer{};
+    socklen_t len = sizeof(local);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0 ||
+        local.sin_family != AF_INET || ntohs(local.sin_port) != port) {
+      continue;
+    }
+    len = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+      continue;  // the listener
+    }
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &peer.sin_addr, text, sizeof(text));
+    out.emplace_back(fd, text);
+  }
+  return out;
+}
+
+// True when the server can write no more to `fd`: its send buffer is full.
+bool SendBufferFull(int fd) {
+  pollfd p{fd, POLLOUT, 0};
+  return poll(&p, 1, 0) == 0;
+}
+
+TEST(HttpServerTest, SlowPipelinedReadersDoNotShutOutScrapes) {
+  // A ~400 KB exposition; the attackers ask for it 20 times each, in one
+  // go, and never read: every one of the 64 slots is stuck writing.
+  Harness h("127.0.0.1:0", Plain(), {},
+            {std::make_shared<BigCollectable>(4000)});
+  ASSERT_TRUE(h.started()) << h.error();
+  std::string pipelined;
+  for (int i = 0; i < 200; ++i)
+    pipelined += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  std::vector<int> slow;
+  // 8 sources x 8: within the per-source share, so only the overall bound
+  // and the eviction of writers are at work.
+  for (int i = 0; i < 64; ++i) {
+    const std::string source = "127.0.0." + std::to_string(2 + i % 8);
+    int fd = ConnectFrom(source.c_str(), h.port(), 4096);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, pipelined.data(), pipelined.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(pipelined.size()));
+    slow.push_back(fd);
+  }
+  // Wait until the server is stuck writing to every one of them.
+  auto stuck = [&] {
+    int n = 0;
+    for (const auto& [fd, peer] : ServerSockets(h.port())) {
+      if (peer != "127.0.0.1" && SendBufferFull(fd)) ++n;
+    }
+    return n;
+  };
+  for (int i = 0; i < 600 && stuck() < 64; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(stuck(), 64);
+  int ok = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto r = Fetch(At(h.port()));
+    if (r && r->status == 200) ++ok;
+  }
+  EXPECT_EQ(ok, 60);
+  EXPECT_EQ(Rejected(At(h.port()), "connection_limit"), 0);
+  EXPECT_GE(Rejected(At(h.port()), "evicted"), 1);
+  for (int fd : slow) close(fd);
+}
+
+TEST(HttpServerTest, ASourceOverItsShareDisplacesOnlyItself) {
+  ServerLimits limits;
+  limits.max_connections = 8;
+  limits.max_connections_per_source = 3;
+  Harness h("127.0.0.1:0", Plain(), limits);
+  ASSERT_TRUE(h.started()) << h.error();
+  // Another source's idle connections are the oldest...
+  std::vector<int> other;
+  for (int i = 0; i < 3; ++i)
+    other.push_back(ConnectFrom("127.0.0.3", h.port()));
+  // ...but the flooder, past its 3, closes its own oldest, not theirs.
+  std::vector<int> flood;
+  for (int i = 0; i < 6; ++i)
+    flood.push_back(ConnectFrom("127.0.0.2", h.port()));
+  // Its scrape gets in too, displacing its own oldest idle connection.
+  FetchOptions o = At(h.port());
+  o.source = "127.0.0.2";
+  auto r = Fetch(o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(Readable(flood[i])) << i;
+    EXPECT_TRUE(Closed(flood[i])) << i;
+  }
+  for (int fd : other) EXPECT_FALSE(Closed(fd));
+  EXPECT_EQ(Rejected(At(h.port()), "evicted"), 4);
+  for (int fd : other) close(fd);
+  for (int fd : flood) close(fd);
+}
+
+TEST(HttpServerTest, ASourceWhoseConnectionsAreAllBeingAnsweredIsRefused) {
+  ServerLimits limits;
+  limits.max_connections_per_source = 1;
+  auto gate = std::make_shared<GateCollectable>();
+  Harness h("127.0.0.1:0", Plain(), limits, {gate});
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions o = At(h.port());
+  o.source = "127.0.0.2";
+  auto first = std::async(std::launch::async, [&] { return Fetch(o); });
+  ASSERT_TRUE(gate->WaitEntered());  // its answer is being rendered
+  EXPECT_FALSE(Fetch(o));            // closed unanswered
+  EXPECT_EQ(Fetch(At(h.port(), "/"))->status, 200);  // other sources fine
+  gate->Release();
+  auto r = first.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(Rejected(At(h.port()), "source_limit"), 1);
+}
+
+// fabric_http_requests_rejected_total{reason} once it reaches `at_least`
+// (polled: the server counts it when its timer fires), or its last value
+// after 30 s.
+double WaitForRejected(const FetchOptions& o, const std::string& reason,
+                       double at_least) {
+  double value = -1;
+  for (int i = 0; i < 300; ++i) {
+    value = Rejected(o, reason);
+    if (value >= at_least) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return value;
+}
+
+TEST(HttpServerTest, AStalledReaderIsCutOffAndCounted) {
+  ServerLimits limits;
+  limits.write_timeout = std::chrono::milliseconds(300);
+  Harness h("127.0.0.1:0", Plain(), limits,
+            {std::make_shared<BigCollectable>(8000)});
+  ASSERT_TRUE(h.started()) << h.error();
+  // 16 answers of ~700 KB: more than loopback socket buffers take (they
+  // grow to a few MB), so the server's writes stall.
+  int fd = ConnectFrom("127.0.0.2", h.port(), 4096);
+  ASSERT_GE(fd, 0);
+  std::string pipelined;
+  for (int i = 0; i < 16; ++i) {
+    pipelined += "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  }
+  ASSERT_EQ(send(fd, pipelined.data(), pipelined.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(pipelined.size()));
+  ASSERT_TRUE(Readable(fd));  // the answers have begun; now they stall
+  EXPECT_EQ(WaitForRejected(At(h.port()), "write_timeout", 1), 1);
+  // What the client still gets is cut off, then the close.
+  std::string got;
+  char buf[65536];
+  for (ssize_t n; (n = recv(fd, buf, sizeof(buf), 0)) > 0;) got.append(buf, n);
+  close(fd);
+  const auto body = got.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(got, m, std::regex("Content-Length: (\\d+)")));
+  EXPECT_LT(got.size(), 16 * (body + 4 + std::stoul(m[1])));
+}
+
+TEST(HttpServerTest, PipelinedRequestsAreCapped) {
+  ServerLimits limits;
+  limits.max_pipelined_requests = 4;
+  Harness h("127.0.0.1:0", Plain(), limits);
+  ASSERT_TRUE(h.started()) << h.error();
+  std::string pipelined;
+  for (int i = 0; i < 10; ++i) pipelined += "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  auto got = testing::RawExchange(h.port(), pipelined, false);
+  ASSERT_TRUE(got);
+  // The first, then 4 found already sent; the 5th of those ends it.
+  int answers = 0;
+  for (auto at = got->find("HTTP/1.1 200"); at != std::string::npos;
+       at = got->find("HTTP/1.1 200", at + 1)) {
+    ++answers;
+  }
+  EXPECT_EQ(answers, 5);
+  EXPECT_EQ(Rejected(At(h.port()), "pipeline_limit"), 1);
+  // One request at a time on a keep-alive connection is not pipelining.
+  std::string one_by_one;
+  int fd = ConnectFrom("127.0.0.2", h.port());
+  ASSERT_GE(fd, 0);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_EQ(send(fd, get.data(), get.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(get.size()));
+    // Read until this answer's end (the landing page's closing tag).
+    std::string answer;
+    char buf[4096];
+    while (answer.find("</html>") == std::string::npos) {
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      ASSERT_GT(n, 0) << i;
+      answer.append(buf, n);
+    }
+  }
+  close(fd);
+  EXPECT_EQ(Rejected(At(h.port()), "pipeline_limit"), 1);
+}
+
+TEST(HttpServerTest, AcceptedSocketsSendWithoutNagle) {
+  Harness h("127.0.0.1:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  int fd = ConnectFrom("127.0.0.2", h.port());
+  ASSERT_GE(fd, 0);
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, get.data(), get.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(get.size()));
+  ASSERT_TRUE(Readable(fd));  // accepted and answered; kept alive
+  auto sockets = ServerSockets(h.port());
+  ASSERT_EQ(sockets.size(), 1u);
+  int nodelay = 0;
+  socklen_t len = sizeof(nodelay);
+  ASSERT_EQ(
+      getsockopt(sockets[0].first, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len),
+      0);
+  EXPECT_NE(nodelay, 0);
+  close(fd);
+}
+
+TEST(HttpServerTest, RenderingDoesNotHoldUpTheEventLoop) {
+  auto gate = std::make_shared<GateCollectable>();
+  Harness h("127.0.0.1:0", Plain(), {}, {gate});
+  ASSERT_TRUE(h.started()) << h.error();
+  auto scrape =
+      std::async(std::launch::async, [&] { return Fetch(At(h.port())); });
+  ASSERT_TRUE(gate->WaitEntered());
+  // While the render is stuck, other work on the loop runs...
+  std::promise<bool> during;
+  h.Post([&] { during.set_value(gate->in_collect()); });
+  EXPECT_TRUE(during.get_future().get());
+  // ...and other clients are answered.
+  auto landing = Fetch(At(h.port(), "/"));
+  ASSERT_TRUE(landing);
+  EXPECT_EQ(landing->status, 200);
+  EXPECT_TRUE(gate->in_collect());
+  gate->Release();
+  auto r = scrape.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_THAT(r->body, HasSubstr("fabric_build_info{"));
+}
+
+// Wrong passwords from `source` on `threads` threads until destroyed.
+class PasswordFlood {
+ public:
+  PasswordFlood(int port, const char* source, int threads) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this, port, source, t] {
+        for (int i = 0; !stop_; ++i) {
+          FetchOptions o = At(port);
+          o.source = source;
+          o.user = "prometheus";
+          o.password = "guess" + std::to_string(t) + "-" + std::to_string(i);
+          auto r = Fetch(o);
+          if (r && r->status == 200) ++admitted_;
+          if (r && r->status == 401) ++refused_;
+        }
+      });
+    }
+  }
+  ~PasswordFlood() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  // Until `n` guesses got their 401 (at most 30 s).
+  void WaitForRefusals(int n) {
+    for (int i = 0; i < 3000 && refused_ < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  int admitted() const { return admitted_; }
+
+ private:
+  std::atomic<bool> stop_ = false;
+  std::atomic<int> refused_ = 0;
+  std::atomic<int> admitted_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+Security WithUser(const std::string& hash) {
+  WebConfig web;
+  web.users["prometheus"] = hash;
+  std::string error;
+  auto security = MakeSecurity(web, &error);
+  EXPECT_TRUE(security) << error;
+  return security.value_or(Security{});
+}
+
+TEST(HttpServerTest, PasswordFloodDoesNotLockOutTheRightPassword) {
+  // A real deployment's bcrypt cost, so that the flood keeps checks queued.
+  const std::string hash = testing::BcryptHash("s3cr3t", 10);
+  Harness h("127.0.0.1:0", WithUser(hash));
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions right = At(h.port());
+  right.source = "127.0.0.3";
+  right.user = "prometheus";
+  right.password = "s3cr3t";
+  {
+    PasswordFlood flood(h.port(), "127.0.0.2", 32);
+    flood.WaitForRefusals(64);
+    // Never verified before: needs a check of its own, and gets one.
+    auto r = Fetch(right);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(flood.admitted(), 0);
+  }
+  EXPECT_GE(Rejected(right, "unauthorized"), 64);
+}
+
+TEST(HttpServerTest, ReloadDuringAFloodKeepsTheVerifiedPassword) {
+  const std::string hash = testing::BcryptHash("s3cr3t", 10);
+  Harness h("127.0.0.1:0", WithUser(hash));
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions right = At(h.port());
+  right.source = "127.0.0.2";  // the flood's own address
+  right.user = "prometheus";
+  right.password = "s3cr3t";
+  ASSERT_EQ(Fetch(right)->status, 200);  // verified once
+  PasswordFlood flood(h.port(), "127.0.0.2", 32);
+  flood.WaitForRefusals(64);
+  // A reload (SIGHUP) with the same user and hash: a new BasicAuth.
+  h.Reconfigure(WithUser(hash));
+  auto r = Fetch(right);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
 }  // namespace
 }  // namespace fabric::http

@@ -103,6 +103,28 @@ TEST(OpensmTotals, AccumulatesSwitchPortDeltasOnly) {
   EXPECT_EQ(text.find("0x0000000000000009"), std::string::npos);
 }
 
+// Past the cap, new ports are counted, not tracked; tracked ports keep
+// accumulating, and an unknown-type event for a switch none of whose ports
+// is tracked is unclassified.
+TEST(OpensmTotals, TracksAtMostMaxSwitchPortsAndCountsTheRest) {
+  OpensmTotals t(2);
+  t.Apply(Errors(Port(0x2, 1, osm::NodeType::kSwitch, "a"), 1, 0));
+  t.Apply(Errors(Port(0x2, 2, osm::NodeType::kSwitch, "a"), 1, 0));
+  t.Apply(Errors(Port(0x3, 1, osm::NodeType::kSwitch, "b"), 1, 0));
+  t.Apply(Errors(Port(0x2, 1, osm::NodeType::kSwitch, "a"), 1, 0));
+  t.Apply(Errors(Port(0x3, 1, osm::NodeType::kUnknown, "b"), 1, 0));
+  EXPECT_EQ(t.switch_ports(), 2u);
+  EXPECT_EQ(t.over_cap(), 1u);
+  EXPECT_EQ(t.unclassified(), 1u);
+  const std::string text = Emit(t);
+  EXPECT_EQ(text.find("0x0000000000000003"), std::string::npos) << text;
+  EXPECT_NE(text.find("fabric_switch_port_errors_total{error=\"symbol_error\","
+                      "port=\"1\",switch=\"a\",switch_guid="
+                      "\"0x0000000000000002\"} 2\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(OpensmTotals, NodeNameMapRenamesSwitches) {
   OpensmTotals t;
   t.Apply(Errors(Port(0x2, 1, osm::NodeType::kSwitch, "MF0;sw:SX/U1"), 1, 0));
@@ -172,6 +194,8 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
   EXPECT_EQ(SettingsAs<OpensmSettings>(c).socket, kDefaultOsmSocket);
   EXPECT_EQ(SettingsAs<OpensmSettings>(c).node_name_map, "");
   EXPECT_TRUE(SettingsAs<OpensmSettings>(c).switch_ports);
+  EXPECT_EQ(SettingsAs<OpensmSettings>(c).max_switch_ports,
+            kDefaultMaxSwitchPorts);
 
   config = ParseConfig(
       "collectors:\n"
@@ -179,13 +203,24 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
       "    enabled: true\n"
       "    socket: /run/x/osm.sock\n"
       "    node_name_map: /etc/opensm/ib-node-name-map\n"
-      "    switch_ports: false\n",
+      "    switch_ports: false\n"
+      "    max_switch_ports: 100\n",
       AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   const auto& s = SettingsAs<OpensmSettings>(config->Collector("opensm"));
   EXPECT_EQ(s.socket, "/run/x/osm.sock");
   EXPECT_EQ(s.node_name_map, "/etc/opensm/ib-node-name-map");
   EXPECT_FALSE(s.switch_ports);
+  EXPECT_EQ(s.max_switch_ports, 100);
+  for (const char* bad : {"0", "-1", "1e5", "many", "1000001"}) {
+    EXPECT_FALSE(ParseConfig(
+        std::string("collectors:\n  opensm:\n    max_switch_ports: ") + bad +
+            "\n",
+        AllCollectorKeys(), &error));
+    EXPECT_NE(error.find("collectors.opensm.max_switch_ports (line 3)"),
+              std::string::npos)
+        << error;
+  }
 
   EXPECT_FALSE(ParseConfig("collectors:\n  opensm:\n    socket: osm.sock\n",
                            AllCollectorKeys(), &error));

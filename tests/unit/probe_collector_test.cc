@@ -52,6 +52,7 @@ TEST_F(ProbeCollectorTest, Defaults) {
   EXPECT_EQ(s.peers_file, "");
   EXPECT_EQ(s.key_file, "");
   EXPECT_EQ(s.rate_limit, 2000);
+  EXPECT_EQ(s.max_peers, kDefaultMaxPeers);
 }
 
 TEST_F(ProbeCollectorTest, EveryKey) {
@@ -69,7 +70,8 @@ TEST_F(ProbeCollectorTest, EveryKey) {
       "    key_file: " +
           key_ +
           "\n"
-          "    rate_limit: 500\n",
+          "    rate_limit: 500\n"
+          "    max_peers: 2\n",
       AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   CollectorConfig c = config->Collector("probe");
@@ -83,6 +85,7 @@ TEST_F(ProbeCollectorTest, EveryKey) {
   EXPECT_EQ(s.peers_file, "/etc/fabricmon/peers");
   EXPECT_EQ(s.key_file, key_);
   EXPECT_EQ(s.rate_limit, 500);
+  EXPECT_EQ(s.max_peers, 2);
 }
 
 TEST_F(ProbeCollectorTest, BadValuesNameKeyAndLine) {
@@ -101,6 +104,16 @@ TEST_F(ProbeCollectorTest, BadValuesNameKeyAndLine) {
   EXPECT_NE(error.find("[addr]:port"), std::string::npos) << error;
   EXPECT_TRUE(bad("    rate_limit: -1\n"));
   EXPECT_TRUE(bad("    probe_timeout: 1\n"));
+  EXPECT_TRUE(bad("    max_peers: 0\n"));
+  EXPECT_NE(error.find("collectors.probe.max_peers (line 3)"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(bad("    max_peers: 1.5\n"));
+  EXPECT_TRUE(bad("    max_peers: 100001\n"));
+  // More configured peers than the cap: an error, not a silent cut.
+  EXPECT_TRUE(bad("    max_peers: 1\n    peers: [\"a:1\", \"b:1\"]\n"));
+  EXPECT_NE(error.find("collectors.probe.peers (line 4)"), std::string::npos)
+      << error;
   // Enabled: the key file is required, and must be owner-only.
   EXPECT_TRUE(bad("    enabled: true\n"));
   EXPECT_NE(error.find("collectors.probe.key_file"), std::string::npos)

@@ -134,6 +134,8 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   c = rig.Collect();
   EXPECT_EQ(c.Value("fabric_sm_masters", {}), 1);
   EXPECT_EQ(c.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
+  // Two SMs answered, yet the unlabelled counter is one series, not two.
+  EXPECT_EQ(c.Find("fabric_sm_master_changes_total", {}).size(), 1u);
   rig.Advance(seconds(2));  // t=3 s: master dead, standby not yet master
   c = rig.Collect();
   EXPECT_EQ(c.Value("fabric_sm_masters", {}), 0);
@@ -142,6 +144,63 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
   c = rig.Collect();
   EXPECT_EQ(c.Value("fabric_sm_masters", {}), 1);
   EXPECT_TRUE(c.ok);
+  mad::ClearSmLids();
+}
+
+// The fabric collector on the simulator's MAD view (directed route from
+// host 0's mlx5_0, as `--simulate` wires it): discovery walks the model's
+// leaf/spine fabric and finds both SMs (IsSM on the switches' port 0), the
+// sweep sees the congestion-hotspot's oversubscribed leaf egress port wait,
+// and the sm collector then asks every SM: one master, one standby.
+TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
+  SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
+  const sim::Port* local = rig.cluster.FindPort(0, "mlx5_0");
+  const int index = static_cast<int>(local - rig.cluster.ports().data());
+  rig.env.mad = [&rig, index](const std::string&, int) {
+    return sim::MakeSimMadTransport(rig.cluster, {.local_port = index});
+  };
+  auto ports = [&rig, local](std::string*) {
+    mad::LocalPort p;
+    p.ca = "mlx5_0";
+    p.port = 1;
+    p.state = 4;
+    p.link_layer = "InfiniBand";
+    p.lid = local->lid;
+    p.sm_lid = rig.cluster.master_sm().lid;
+    return std::vector<mad::LocalPort>{p};
+  };
+  CollectorConfig config;
+  FabricSettings s;
+  s.mad.timeout = milliseconds(20);
+  s.mad.retries = 0;
+  config.settings = std::make_shared<SettingsOf<FabricSettings>>(s);
+  auto fabric = MakeFabricCollector(rig.env, config, ports);
+  rig.Advance(seconds(2));
+  MetricSink sink;
+  Collected before;
+  before.ok = fabric->Collect(sink);
+  before.families = sink.Take();
+  ASSERT_TRUE(before.ok);
+  // 2 hosts: ib-spine and the 8 rail leaves.
+  EXPECT_EQ(before.Find("fabric_switch_info", {}).size(), 9u);
+  EXPECT_EQ(before.Value("fabric_sweep_unreachable_nodes", {}), 0);
+  // ib-leaf0 port 2 faces host 1: the hotspot's oversubscribed egress.
+  const std::map<std::string, std::string> hot = {{"switch", "ib-leaf0"},
+                                                  {"port", "2"}};
+  const auto wait0 =
+      before.Value("fabric_switch_port_transmit_wait_total", hot);
+  ASSERT_TRUE(wait0);
+  rig.Advance(seconds(2));
+  Collected after;
+  after.ok = fabric->Collect(sink);
+  after.families = sink.Take();
+  EXPECT_GT(*after.Value("fabric_switch_port_transmit_wait_total", hot),
+            *wait0);
+  // Discovery published the SM LIDs: the sm collector sees both SMs.
+  const Collected sm = rig.Collect();
+  EXPECT_EQ(sm.Value("fabric_sm_masters", {}), 1);
+  EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
+  EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
   mad::ClearSmLids();
 }
 
@@ -329,6 +388,33 @@ TEST(SmCollector, MadKeysMeanTheSameUnderSmAndFabric) {
   EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    max_outstanding: 0\n",
                            AllCollectorKeys(), &error));
   EXPECT_NE(error.find("collectors.fabric.max_outstanding (line 3)"),
+            std::string::npos)
+      << error;
+}
+
+// A MAD timeout is kept in whole milliseconds: below 1 ms it would be 0, a
+// retry as fast as answers fail. discovery_interval has the interval floor.
+TEST(SmCollector, MadTimeoutAndDiscoveryIntervalHaveFloors) {
+  std::string error;
+  for (const std::string name : {"sm", "fabric"}) {
+    EXPECT_FALSE(
+        ParseConfig("collectors:\n  " + name + ":\n    mad_timeout: 999us\n",
+                    AllCollectorKeys(), &error));
+    EXPECT_NE(error.find("collectors." + name +
+                         ".mad_timeout (line 3): \"999us\" is below the "
+                         "minimum of 1ms"),
+              std::string::npos)
+        << error;
+    EXPECT_TRUE(
+        ParseConfig("collectors:\n  " + name + ":\n    mad_timeout: 1ms\n",
+                    AllCollectorKeys(), &error))
+        << error;
+  }
+  EXPECT_FALSE(
+      ParseConfig("collectors:\n  fabric:\n    discovery_interval: 1us\n",
+                  AllCollectorKeys(), &error));
+  EXPECT_NE(error.find("collectors.fabric.discovery_interval (line 3): "
+                       "\"1us\" is below the minimum of 10ms"),
             std::string::npos)
       << error;
 }

@@ -5,7 +5,7 @@
 // renamed in), and it must not hold on to descriptors without bound.
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -285,31 +285,61 @@ TEST_P(SysfsReaderTest, RootRemovedAndRecreated) {
 }
 
 TEST_P(SysfsReaderTest, KeepsDescriptorsWithinABudget) {
-  // A quarter of RLIMIT_NOFILE at most; with a soft limit of 128 the reader
-  // may keep 32, and reads beyond that still work.
-  rlimit saved{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  rlimit low = saved;
-  low.rlim_cur = 128;
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  // Directory handles and kept files alike come from the budget; beyond it
+  // files are read with open/read/close and directories by path, and every
+  // read still answers. Two readers share one budget; a budget of 0 keeps
+  // nothing at all.
   for (int i = 0; i < 100; ++i) {
     Write(kCounters + "/c" + std::to_string(i), std::to_string(i) + "\n");
   }
-  const std::size_t before = OpenFds();
-  {
-    auto r = Reader();
-    for (int round = 0; round < 3; ++round) {
-      r->Begin();
-      ASSERT_EQ(Names(*r, kCounters, true).size(), 100u);
-      for (int i = 0; i < 100; ++i) {
-        ASSERT_EQ(Text(*r, kCounters, "c" + std::to_string(i)),
-                  std::to_string(i) + "\n");
+  for (const std::size_t size : {std::size_t{32}, std::size_t{0}}) {
+    SCOPED_TRACE(size);
+    auto budget = std::make_shared<FdBudget>(size);
+    const std::size_t before = OpenFds();
+    {
+      auto a = MakeRealSysfsReader(root_.string(), GetParam(), budget);
+      auto b = MakeRealSysfsReader(root_.string(), GetParam(), budget);
+      for (int round = 0; round < 3; ++round) {
+        for (SysfsReader* r : {a.get(), b.get()}) {
+          r->Begin();
+          ASSERT_EQ(Names(*r, kCounters, true).size(), 100u);
+          for (int i = 0; i < 100; ++i) {
+            ASSERT_EQ(Text(*r, kCounters, "c" + std::to_string(i)),
+                      std::to_string(i) + "\n");
+          }
+          EXPECT_TRUE(r->IsDirectory(kCounters));
+          EXPECT_FALSE(r->IsDirectory(kCounters + "/c1"));
+        }
       }
+      EXPECT_LE(budget->used(), size);
+      // Kept ones plus each reader's inotify instance (in that mode).
+      EXPECT_LE(OpenFds(), before + size + 2);
     }
-    EXPECT_LE(OpenFds(), before + 32 + 16);  // kept files + dirs + inotify
+    EXPECT_EQ(budget->used(), 0u);
+    EXPECT_EQ(OpenFds(), before);  // all given back
   }
-  EXPECT_EQ(OpenFds(), before);  // all given back
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+}
+
+// A counter file replaced by a FIFO (or a device node) fails at once
+// instead of blocking the collection in open() or read(); once a regular
+// file is back it is read again.
+TEST_P(SysfsReaderTest, RefusesFilesThatAreNotRegular) {
+  Write(kCounters + "/port_rcv_data", "1\n");
+  auto r = Reader();
+  ASSERT_EQ(::mkfifo((root_ / kCounters / "port_xmit_data").c_str(), 0644), 0);
+  fs::create_symlink("/dev/zero", root_ / kCounters / "zero");
+  for (int round = 0; round < 2; ++round) {
+    r->Begin();
+    EXPECT_EQ(Text(*r, kCounters, "port_xmit_data"), "<Invalid argument>");
+    EXPECT_EQ(Text(*r, kCounters, "zero"), "<Invalid argument>");
+    EXPECT_EQ(Text(*r, kCounters, "port_rcv_data"), "1\n");
+  }
+  EXPECT_EQ(Show(MakeRealSysfs(root_.string())->Read(kCounters + "/zero")),
+            "<Invalid argument>");
+  fs::remove(root_ / kCounters / "port_xmit_data");
+  Write(kCounters + "/port_xmit_data", "3\n");
+  r->Begin();
+  EXPECT_EQ(Text(*r, kCounters, "port_xmit_data"), "3\n");
 }
 
 // ReadKept() (the congestion sample's reads) answers what Read() answers,

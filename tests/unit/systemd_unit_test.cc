@@ -4,8 +4,8 @@
 // it still grants what the daemon needs: the umad devices (device ACL, the
 // bind-mounted /dev/infiniband, the group the udev rule names), the
 // network families for scrapes, probes and netlink, the OpenSM socket's
-// runtime directory and the watchdog. Running the unit for real needs a
-// systemd PID 1, which the build machine does not have.
+// runtime directory and the watchdog. The unit running for real under a
+// systemd PID 1: tests/integration/systemd_nspawn_test.cc.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 

@@ -5,6 +5,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -153,6 +155,25 @@ TEST(WebConfigTest, LoadResolvesRelativePathsAgainstTheFile) {
   EXPECT_EQ(config->tls->key_file, "/abs/server.key");
   EXPECT_FALSE(LoadWebConfigFile(dir + "/absent.yml", &error));
   EXPECT_THAT(error, HasSubstr("cannot read " + dir + "/absent.yml"));
+  std::filesystem::remove_all(dir);
+}
+
+// Read as a bounded regular file: a FIFO, /dev/zero or a directory is
+// refused at once, never waited on or read without end.
+TEST(WebConfigTest, LoadRefusesNonRegularFiles) {
+  const std::string dir = ::testing::TempDir() + "/web_config_test_fifo." +
+                          std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/web.yml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string error;
+  EXPECT_FALSE(LoadWebConfigFile(fifo, &error));
+  EXPECT_THAT(error, HasSubstr("web config error: cannot read " + fifo +
+                               ": not a regular file"));
+  EXPECT_FALSE(LoadWebConfigFile("/dev/zero", &error));
+  EXPECT_THAT(error, HasSubstr("/dev/zero: not a regular file"));
+  EXPECT_FALSE(LoadWebConfigFile(dir, &error));
+  EXPECT_THAT(error, HasSubstr(dir + ": not a regular file"));
   std::filesystem::remove_all(dir);
 }
 

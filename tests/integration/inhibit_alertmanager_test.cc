@@ -1,0 +1,218 @@
+// The shipped inhibit rules (dashboards/alertmanager/inhibit_rules.yml) in a
+// real Alertmanager (Debian package prometheus-alertmanager): the alerts
+// one fault raises are posted with the real `amtool alert add`, and
+// Alertmanager's own API says which are suppressed. One fault, one
+// notification: a port that is down inhibits its link, error and
+// congestion alerts, a degraded link its transmit-wait hotspot, a link
+// flap its recoveries, no master SM the failover alert, a switch-port
+// flap that port's errors; the same alerts on another port, or a switch
+// port that only retrained, stay active. Everything on 127.0.0.1, in a
+// temp dir removed at the end; Alertmanager is stopped by pid.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/property_tree/json_parser.hpp>
+#include <boost/property_tree/ptree.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/ci.h"
+#include "tests/support/http.h"
+#include "tests/support/paths.h"
+
+namespace fabric {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pt = boost::property_tree;
+using namespace std::chrono_literals;
+
+constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
+
+int RunShell(const std::string& command, std::string* output) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), pipe) != nullptr) *output += buf;
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// One posted alert: name and labels; key() names it in failure messages.
+struct Posted {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::string key() const {
+    std::string k = name;
+    for (const auto& [l, v] : labels) k += " " + l + "=" + v;
+    return k;
+  }
+};
+
+class InhibitAlertmanagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(kAlertmanager, X_OK) != 0 ||
+        std::system("command -v amtool >/dev/null") != 0) {
+      MISSING_DEPENDENCY("prometheus-alertmanager/amtool not installed");
+    }
+    dir_ = fs::temp_directory_path() /
+           ("fabricmon_inhibit_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    std::ifstream rules(testing::SourceDir() +
+                        "/dashboards/alertmanager/inhibit_rules.yml");
+    std::stringstream text;
+    text << rules.rdbuf();
+    std::ofstream(dir_ / "alertmanager.yml")
+        << "route:\n  receiver: default\n  group_wait: 1h\n"
+        << "receivers:\n  - name: default\n"
+        << text.str();
+    port_ = testing::FreeLoopbackPort();
+    pid_ = fork();
+    if (pid_ == 0) {
+      const std::string log = (dir_ / "alertmanager.log").string();
+      freopen(log.c_str(), "w", stdout);
+      dup2(fileno(stdout), 2);
+      const std::string config =
+          "--config.file=" + (dir_ / "alertmanager.yml").string();
+      const std::string storage = "--storage.path=" + (dir_ / "data").string();
+      const std::string listen =
+          "--web.listen-address=127.0.0.1:" + std::to_string(port_);
+      execl(kAlertmanager, kAlertmanager, config.c_str(), storage.c_str(),
+            listen.c_str(), "--cluster.listen-address=", nullptr);
+      _exit(127);
+    }
+    for (int i = 0; i < 100 && !testing::HttpGetOk(port_, "/-/ready"); ++i) {
+      std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(testing::HttpGetOk(port_, "/-/ready"))
+        << "Alertmanager did not start; see " << (dir_ / "alertmanager.log");
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+
+  void Post(const Posted& a) {
+    std::string command =
+        "amtool alert add --alertmanager.url=http://127.0.0.1:" +
+        std::to_string(port_) + " alertname=" + a.name;
+    for (const auto& [l, v] : a.labels) command += " " + l + "=" + v;
+    std::string output;
+    ASSERT_EQ(RunShell(command, &output), 0) << command << "\n" << output;
+  }
+
+  // alert key -> state ("active" or "suppressed") as Alertmanager reports.
+  std::map<std::string, std::string> States() {
+    std::map<std::string, std::string> out;
+    auto body = testing::HttpGetOk(port_, "/api/v2/alerts");
+    if (!body) return out;
+    pt::ptree tree;
+    std::istringstream in(*body);
+    pt::read_json(in, tree);
+    for (const auto& [_, a] : tree) {
+      Posted p;
+      for (const auto& [k, v] : a.get_child("labels")) {
+        if (k == "alertname") {
+          p.name = v.data();
+        } else {
+          p.labels[k] = v.data();
+        }
+      }
+      out[p.key()] = a.get<std::string>("status.state");
+    }
+    return out;
+  }
+
+  fs::path dir_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+using Labels = std::map<std::string, std::string>;
+
+TEST_F(InhibitAlertmanagerTest, OneFaultOneNotification) {
+  const Labels down = {{"job", "fabricmon"},
+                       {"instance", "h1:10915"},
+                       {"device", "mlx5_1"},
+                       {"port", "1"}};
+  Labels other = down;
+  other["device"] = "mlx5_4";
+  Labels degraded = down;
+  degraded["device"] = "mlx5_5";
+  const Labels job = {{"job", "fabricmon"}};
+  const Labels flap = {{"job", "fabricmon"},
+                       {"switch_guid", "0x000000000000000a"},
+                       {"switch", "ib-leaf0"},
+                       {"port", "3"}};
+  Labels retrain = flap;
+  retrain["port"] = "4";
+  auto with = [](Labels l, const std::string& k, const std::string& v) {
+    l[k] = v;
+    return l;
+  };
+  // {alert, whether the shipped rules suppress it}
+  const std::vector<std::pair<Posted, bool>> cases = {
+      // Port down: one page.
+      {{"FabricPortDown", down}, false},
+      {{"FabricPortLinkDowned", down}, true},
+      {{"FabricPortLinkErrorRecovery", down}, true},
+      {{"FabricPortSymbolErrors", down}, true},
+      {{"FabricPortCongestionHotspot", down}, true},
+      {{"FabricPortTransmitDiscards", down}, true},
+      // The same symptoms on a port that is up: their own alerts; the
+      // flap explains its recoveries.
+      {{"FabricPortSymbolErrors", other}, false},
+      {{"FabricPortLinkDowned", other}, false},
+      {{"FabricPortLinkErrorRecovery", other}, true},
+      // A degraded link's transmit wait.
+      {{"FabricPortLinkDegraded", degraded}, false},
+      {{"FabricPortCongestionHotspot", degraded}, true},
+      // Subnet manager.
+      {{"FabricSmNoMaster", job}, false},
+      {{"FabricSmFailover", job}, true},
+      // A switch port that flapped, and one that only retrained.
+      {{"FabricSwitchPortLinkDowned", with(flap, "error", "link_downed")},
+       false},
+      {{"FabricSwitchPortSymbolErrors", flap}, true},
+      {{"FabricSwitchPortLinkDowned",
+        with(retrain, "error", "link_error_recovery")},
+       false},
+      {{"FabricSwitchPortSymbolErrors", retrain}, false},
+  };
+  for (const auto& [alert, _] : cases) Post(alert);
+
+  // The inhibitor sees the source alerts asynchronously: wait until every
+  // expected suppression shows (bounded), then compare everything.
+  std::map<std::string, std::string> states;
+  for (int i = 0; i < 100; ++i) {
+    states = States();
+    bool settled = states.size() == cases.size();
+    for (const auto& [alert, suppressed] : cases) {
+      if (suppressed) settled &= states[alert.key()] == "suppressed";
+    }
+    if (settled) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(states.size(), cases.size());
+  for (const auto& [alert, suppressed] : cases) {
+    EXPECT_EQ(states[alert.key()], suppressed ? "suppressed" : "active")
+        << alert.key();
+  }
+}
+
+}  // namespace
+}  // namespace fabric
