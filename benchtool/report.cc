@@ -209,7 +209,9 @@ std::string Svg(const Plot& p) {
     << ")\" text-anchor=\"middle\" font-size=\"12\">" << Escape(p.y_label)
     << (p.log_y ? " (log scale)" : "") << "</text>\n";
   // Line rates, labelled above their line at the right; a label that would
-  // touch the previous one moves up.
+  // touch the previous one moves up. A white outline keeps a label legible
+  // where a curve crosses it; labels come after the curves, so on top.
+  std::ostringstream labels;
   std::vector<RefLine> lines = p.lines;
   std::sort(lines.begin(), lines.end(),
             [](const RefLine& a, const RefLine& b) { return a.y < b.y; });
@@ -220,9 +222,11 @@ std::string Svg(const Plot& p) {
       << "\" y2=\"" << y << "\" stroke=\"" << l.color
       << "\" stroke-dasharray=\"6 3\" stroke-width=\"1.5\"/>\n";
     double ly = std::min(y - 4, label_floor - kTickFont - 3);
-    s << "<text x=\"" << W - R - 4 << "\" y=\"" << ly
-      << "\" text-anchor=\"end\" font-size=\"" << kTickFont << "\" fill=\""
-      << l.color << "\">" << Escape(l.label) << "</text>\n";
+    labels << "<text x=\"" << W - R - 4 << "\" y=\"" << ly
+           << "\" text-anchor=\"end\" font-size=\"" << kTickFont << "\" fill=\""
+           << l.color
+           << "\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">"
+           << Escape(l.label) << "</text>\n";
     label_floor = ly;
   }
   for (const auto& c : p.curves) {
@@ -238,7 +242,7 @@ std::string Svg(const Plot& p) {
         << "</title></circle>\n";
     }
   }
-  s << "</svg>\n";
+  s << labels.str() << "</svg>\n";
   return s.str();
 }
 

@@ -146,30 +146,24 @@ TEST(BenchResults, InterruptedRunKeepsItsSizesAndSaysSo) {
   EXPECT_TRUE(back->interrupted);
 }
 
-TEST(BenchResults, FilesFromBeforeTheMetadataStillRead){
-    // 20 iterations' nearest-rank p99 is their maximum: named so.
-    json old = {{"pattern", "alltoall"},
-                {"hosts", 2},
-                {"results",
-                 {{{"size_bytes", 8},
-                   {"time_seconds", 1e-4},
-                   {"algbw_bytes_per_second", 8e4},
-                   {"busbw_bytes_per_second", 4e4},
-                   {"p50_seconds", 1e-4},
-                   {"p99_seconds", 3e-4},
-                   {"iterations", json::array()}}}}}};
-for (int i = 0; i < 20; ++i) {
-  old["results"][0]["iterations"].push_back(
-      {{"seconds", 1e-4}, {"counters", json::object()}});
-}
-std::string err;
-auto r = FromJson(old.dump(), &err);
-ASSERT_TRUE(r) << err;
-EXPECT_EQ(r->results[0].tail_name, "max");
-EXPECT_DOUBLE_EQ(r->results[0].tail_seconds, 3e-4);
-EXPECT_FALSE(r->interrupted);
-EXPECT_TRUE(r->info.hosts.empty());
-EXPECT_TRUE(r->info.devices.empty());
+TEST(BenchResults, FilesFromBeforeTheMetadataStillRead) {
+  // 20 iterations' nearest-rank p99 is their maximum: named so.
+  json old = json::parse(R"({"pattern": "alltoall", "hosts": 2, "results": [
+      {"size_bytes": 8, "time_seconds": 1e-4,
+       "algbw_bytes_per_second": 8e4, "busbw_bytes_per_second": 4e4,
+       "p50_seconds": 1e-4, "p99_seconds": 3e-4, "iterations": []}]})");
+  for (int i = 0; i < 20; ++i) {
+    old["results"][0]["iterations"].push_back(
+        {{"seconds", 1e-4}, {"counters", json::object()}});
+  }
+  std::string err;
+  auto r = FromJson(old.dump(), &err);
+  ASSERT_TRUE(r) << err;
+  EXPECT_EQ(r->results[0].tail_name, "max");
+  EXPECT_DOUBLE_EQ(r->results[0].tail_seconds, 3e-4);
+  EXPECT_FALSE(r->interrupted);
+  EXPECT_TRUE(r->info.hosts.empty());
+  EXPECT_TRUE(r->info.devices.empty());
 }
 
 TEST(BenchRunInfo, DevicesReadFromSysfs) {
