@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   auto* sizes_opt = run->add_option(
       "--sizes", sizes,
       "FROM:TO:xF, FROM:TO:+S or a,b,c (--local: 8 B up to what the link "
-      "moves in about 20 s per size, so a first run takes about a minute)");
+      "moves in about 30 s per size, so a first run takes about a minute)");
   sizes_opt->capture_default_str();
   run->add_option("--iterations", iterations)
       ->check(CLI::Range(1, 1000))
@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
   }
   fb::RunInfo info = DescribeRun(o, cluster.get(), local_rate, line_rate);
   // A first --local run should take about a minute, not the ten that
-  // 8:1G:x2 takes at 1 Gbit/s: sizes up to what the link moves in ~20 s.
+  // 8:1G:x2 takes at 1 Gbit/s: sizes up to what the link moves in ~30 s.
   if (cluster && sizes_opt->count() == 0) {
     o.sizes = fb::LocalSizes(
         cluster->in_netns() ? fb::ParseTcRate(local_rate) : 0,

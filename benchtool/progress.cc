@@ -11,6 +11,9 @@ double EstimateRemaining(const std::vector<SizeTime>& done,
   if (done.size() < 2) return -1;
   const SizeTime& a = done[done.size() - 2];
   const SizeTime& b = done.back();
+  double fastest = b.seconds;
+  for (const auto& d : done) fastest = std::min(fastest, d.seconds);
+  if (b.seconds < 2 * fastest) return -1;
   double per_byte = 0;
   if (b.size_bytes != a.size_bytes) {
     per_byte = std::max(

@@ -9,8 +9,11 @@
 // the last two completed sizes gives both (its slope is the cost per byte,
 // at least 0), and a remaining size takes what the last one took plus its
 // extra bytes at that cost. Sizes mostly run smallest first, so the last
-// two are the best guide to the next; with fewer than two done there is no
-// estimate yet.
+// two are the best guide to the next. While the sizes are small their
+// times are all fixed cost and noise, and a slope through two of them says
+// nothing about the cost per byte (a run's first sizes gave "ETA 28h46m"
+// for a 27 s run), so there is no estimate until the last size took at
+// least twice the fastest one (its bytes show), nor with fewer than two.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -41,7 +44,8 @@ struct SizeTime {
 };
 
 // Seconds left for the `remaining` sizes after `done` (in run order); -1
-// with fewer than two done.
+// (unknown) with fewer than two done or while the last took less than
+// twice the fastest.
 double EstimateRemaining(const std::vector<SizeTime>& done,
                          const std::vector<std::uint64_t>& remaining);
 
@@ -57,7 +61,7 @@ std::string ProgressLine(const SizeProgress& p);
 // The largest size a first --local run measures take about this long; the
 // smaller sizes together take about as long again (each half the next), so
 // with setup and the latency-bound small sizes the run takes about a minute.
-inline constexpr double kLocalTopSizeSeconds = 20;
+inline constexpr double kLocalTopSizeSeconds = 30;
 
 // --local's default sizes: 8 B doubling up to the largest power of two
 // whose `rounds` (warm-up + measured iterations) take at most

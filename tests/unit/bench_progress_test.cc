@@ -54,10 +54,19 @@ TEST(BenchProgress, EstimateFollowsTheLastTwoSizes) {
   std::vector<SizeTime> done = {{1 << 20, 1.0}, {2 << 20, 2.0}};
   EXPECT_DOUBLE_EQ(EstimateRemaining(done, {4 << 20, 8 << 20}), 12.0);
   EXPECT_DOUBLE_EQ(EstimateRemaining(done, {}), 0.0);
-  // Latency-bound sizes (the larger one no slower): each remaining size
-  // takes what the last one took, never less.
-  done = {{8, 0.2}, {16, 0.1}};
-  EXPECT_DOUBLE_EQ(EstimateRemaining(done, {32, 64, 128}), 0.3);
+  // The larger one faster (noise): each remaining size takes what the last
+  // one took, never less.
+  done = {{1 << 20, 2.0}, {2 << 20, 1.9}, {4 << 20, 4.0}, {8 << 20, 3.9}};
+  EXPECT_DOUBLE_EQ(EstimateRemaining(done, {16 << 20, 32 << 20}), 7.8);
+  // Small sizes: fixed cost and noise (what a real run's first sizes took);
+  // their slope would predict hours for 32 MiB. No estimate until a size
+  // takes twice the fastest.
+  done = {{8, 0.021}, {16, 0.033}};
+  EXPECT_EQ(EstimateRemaining(done, {32, 64, 32 << 20}), -1);
+  done = {{64 << 10, 0.027}, {128 << 10, 0.050}};
+  EXPECT_EQ(EstimateRemaining(done, {32 << 20}), -1);
+  done = {{8, 0.021}, {64 << 10, 0.027}, {128 << 10, 0.050}};
+  EXPECT_GT(EstimateRemaining(done, {32 << 20}), 0);
 }
 
 TEST(BenchProgress, FirstLocalRunTakesAboutAMinute) {
