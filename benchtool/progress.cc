@@ -13,7 +13,7 @@ double EstimateRemaining(const std::vector<SizeTime>& done,
   const SizeTime& b = done.back();
   double fastest = b.seconds;
   for (const auto& d : done) fastest = std::min(fastest, d.seconds);
-  if (b.seconds < 2 * fastest) return -1;
+  if (a.seconds < 2 * fastest || b.seconds < 2 * fastest) return -1;
   double per_byte = 0;
   if (b.size_bytes != a.size_bytes) {
     per_byte = std::max(

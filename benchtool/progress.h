@@ -12,8 +12,9 @@
 // two are the best guide to the next. While the sizes are small their
 // times are all fixed cost and noise, and a slope through two of them says
 // nothing about the cost per byte (a run's first sizes gave "ETA 28h46m"
-// for a 27 s run), so there is no estimate until the last size took at
-// least twice the fastest one (its bytes show), nor with fewer than two.
+// for a 27 s run), so there is no estimate until the last two sizes each
+// took at least twice the fastest one (their bytes show; one such size can
+// be a scheduler delay), nor with fewer than two.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -44,8 +45,8 @@ struct SizeTime {
 };
 
 // Seconds left for the `remaining` sizes after `done` (in run order); -1
-// (unknown) with fewer than two done or while the last took less than
-// twice the fastest.
+// (unknown) with fewer than two done or while either of the last two took
+// less than twice the fastest.
 double EstimateRemaining(const std::vector<SizeTime>& done,
                          const std::vector<std::uint64_t>& remaining);
 

@@ -51,7 +51,7 @@ TEST(BenchProgress, EstimateFollowsTheLastTwoSizes) {
   EXPECT_EQ(EstimateRemaining({{1 << 20, 1.0}}, {2 << 20}), -1);
   // 1 MiB in 1 s, 2 MiB in 2 s: 1 s per MiB, so 4 MiB and 8 MiB take 4 and
   // 8 s.
-  std::vector<SizeTime> done = {{1 << 20, 1.0}, {2 << 20, 2.0}};
+  std::vector<SizeTime> done = {{8, 0.4}, {1 << 20, 1.0}, {2 << 20, 2.0}};
   EXPECT_DOUBLE_EQ(EstimateRemaining(done, {4 << 20, 8 << 20}), 12.0);
   EXPECT_DOUBLE_EQ(EstimateRemaining(done, {}), 0.0);
   // The larger one faster (noise): each remaining size takes what the last
@@ -65,7 +65,11 @@ TEST(BenchProgress, EstimateFollowsTheLastTwoSizes) {
   EXPECT_EQ(EstimateRemaining(done, {32, 64, 32 << 20}), -1);
   done = {{64 << 10, 0.027}, {128 << 10, 0.050}};
   EXPECT_EQ(EstimateRemaining(done, {32 << 20}), -1);
-  done = {{8, 0.021}, {64 << 10, 0.027}, {128 << 10, 0.050}};
+  // One slow small size (a scheduler delay) is not enough: this gave
+  // "ETA 19m49s" for a 48 s run.
+  done = {{8, 0.015}, {1 << 10, 0.022}, {2 << 10, 0.031}};
+  EXPECT_EQ(EstimateRemaining(done, {64 << 20}), -1);
+  done = {{8, 0.015}, {64 << 10, 0.035}, {128 << 10, 0.063}};
   EXPECT_GT(EstimateRemaining(done, {32 << 20}), 0);
 }
 
