@@ -75,8 +75,20 @@ class Run {
     phase = Clock::now() + o_.io_timeout + std::chrono::seconds(10);
     if (!Gather(MsgType::kOk, phase, &replies)) return Stopped();
 
-    for (std::uint64_t size : o_.sizes) {
-      if (o_.progress) o_.progress("size " + std::to_string(size));
+    const auto run_start = Clock::now();
+    auto seconds_since = [](Clock::time_point t) {
+      return std::chrono::duration<double>(Clock::now() - t).count();
+    };
+    std::vector<SizeTime> done;
+    for (std::size_t k = 0; k < o_.sizes.size(); ++k) {
+      const std::uint64_t size = o_.sizes[k];
+      SizeProgress progress;
+      progress.index = k;
+      progress.count = o_.sizes.size();
+      progress.size_bytes = size;
+      progress.elapsed_seconds = seconds_since(run_start);
+      if (o_.progress) o_.progress(progress);
+      const auto size_start = Clock::now();
       RunMsg run{size, static_cast<std::uint32_t>(o_.warmup),
                  static_cast<std::uint32_t>(o_.iterations)};
       Bytes b = EncodeRun(run);
@@ -104,6 +116,14 @@ class Run {
         }
       }
       out_.sizes.push_back(std::move(m));
+      progress.done = true;
+      progress.iterations_done = o_.iterations;
+      progress.size_seconds = seconds_since(size_start);
+      progress.elapsed_seconds = seconds_since(run_start);
+      done.push_back({size, progress.size_seconds});
+      progress.remaining_seconds =
+          EstimateRemaining(done, {o_.sizes.begin() + k + 1, o_.sizes.end()});
+      if (o_.progress) o_.progress(progress);
     }
     StopAll();
     out_.ok = true;
@@ -206,7 +226,10 @@ class Run {
   RunOutcome Stopped(std::optional<Failure> extra = std::nullopt) {
     if (extra) failures_.push_back(*extra);
     StopAll();
-    if (interrupted_) return Fail("interrupted");
+    if (interrupted_) {
+      out_.interrupted = true;
+      return Fail("interrupted");
+    }
     auto grace = Clock::now() + std::chrono::seconds(2);
     int n = static_cast<int>(clients_.size());
     std::vector<bool> done(n, false);

@@ -19,6 +19,7 @@
 
 #include "auth/key_file.h"
 #include "benchtool/patterns.h"
+#include "benchtool/progress.h"
 
 namespace fabric::bench {
 
@@ -35,9 +36,11 @@ struct RunOptions {
   std::chrono::milliseconds io_timeout{10000};
   // How long one size may take before its agents are considered stuck.
   std::chrono::milliseconds size_timeout{600000};
-  std::function<void(const std::string&)> progress;  // may be null
+  // Called as each size starts and as it completes; may be null.
+  std::function<void(const SizeProgress&)> progress;
   // When this descriptor becomes readable (a signal handler wrote to a
-  // pipe), the run stops its agents and ends with "interrupted"; -1: none.
+  // pipe), the run stops its agents and ends with "interrupted", keeping
+  // the sizes completed so far; -1: none.
   int interrupt_fd = -1;
 };
 
@@ -52,8 +55,9 @@ struct SizeMeasurement {
 
 struct RunOutcome {
   bool ok = false;
-  std::string error;        // names the failing host
-  std::string failed_host;  // host:port
+  std::string error;         // names the failing host
+  std::string failed_host;   // host:port
+  bool interrupted = false;  // by interrupt_fd; `sizes` holds those done
   std::vector<SizeMeasurement> sizes;
 };
 

@@ -16,9 +16,13 @@
 #include "benchtool/coordinator.h"
 #include "benchtool/host_counters.h"
 #include "benchtool/local.h"
+#include "benchtool/patterns.h"
+#include "benchtool/progress.h"
 #include "benchtool/push.h"
 #include "benchtool/report.h"
 #include "benchtool/results.h"
+#include "benchtool/run_info.h"
+#include "exporters/exposition.h"
 #include "probe/peers.h"
 #include "sources/ethtool_ioctl.h"
 #include "sources/sysfs.h"
@@ -28,11 +32,14 @@ namespace fb = fabric::bench;
 namespace {
 
 // SIGINT/SIGTERM during `run` write a byte here; the coordinator sees it,
-// stops the agents and returns, so --local's namespaces, agents and key
-// are removed as after any other failure.
+// stops the agents and returns the sizes completed, so --local's
+// namespaces, agents and key are removed as after any other failure and
+// what was measured is written. The exit status is 128 + the signal.
 int g_interrupt[2] = {-1, -1};
+volatile sig_atomic_t g_signal = 0;
 
-extern "C" void OnInterrupt(int) {
+extern "C" void OnInterrupt(int signo) {
+  g_signal = signo;
   char c = 1;
   (void)!write(g_interrupt[1], &c, 1);
 }
@@ -79,6 +86,33 @@ std::vector<std::string> ReadHosts(const std::string& path,
   return hosts;
 }
 
+// What results.json says about the run beyond its numbers (run_info.h).
+fb::RunInfo DescribeRun(const fb::RunOptions& o,
+                        const fb::LocalCluster* cluster,
+                        const std::string& local_rate,
+                        const std::string& line_rate) {
+  fb::RunInfo info;
+  info.hosts = o.hosts;
+  fabric::BuildInfo build = fabric::ThisBuild();
+  info.fabricmon_version = build.version;
+  info.fabricmon_revision = build.revision;
+  if (cluster) {
+    info.link = cluster->description();
+    info.devices_from = "this host (--local)";
+    info.devices = fb::ReadDevices(*fabric::MakeRealSysfs("/sys"));
+  } else {
+    info.devices_from = "none: agents (--hosts) do not report their devices";
+  }
+  if (!line_rate.empty()) {
+    info.line_rate_bytes_per_second = fb::ParseTcRate(line_rate);
+    info.line_rate_source = "--line-rate " + line_rate;
+  } else if (cluster && cluster->in_netns() && !local_rate.empty()) {
+    info.line_rate_bytes_per_second = fb::ParseTcRate(local_rate);
+    info.line_rate_source = "tbf " + local_rate;
+  }
+  return info;
+}
+
 int RunAgent(const std::string& listen, const std::string& key_path) {
   std::string error;
   auto key = fabric::LoadKeyFile(key_path, &error);
@@ -119,9 +153,9 @@ int main(int argc, char** argv) {
   // run
   auto* run = app.add_subcommand("run", "run a pattern and write results");
   std::string pattern, hosts_file, sizes = "8:1G:x2", transport = "tcp";
-  std::string key_file, out = "results.json", label;
+  std::string key_file, out = "results.json", label, run_report;
   int local = 0, iterations = 20, warmup = 5, tp = 2, io_timeout_ms = 10000;
-  std::string local_rate = "1gbit";
+  std::string local_rate = "1gbit", line_rate;
   bool no_netns = false;
   run->add_option("--pattern", pattern, "pattern")
       ->required()
@@ -131,8 +165,11 @@ int main(int argc, char** argv) {
   auto* local_opt = run->add_option(
       "--local", local, "start N local agents (namespaces when root)");
   hosts_opt->excludes(local_opt);
-  run->add_option("--sizes", sizes, "FROM:TO:xF, FROM:TO:+S or a,b,c")
-      ->capture_default_str();
+  auto* sizes_opt = run->add_option(
+      "--sizes", sizes,
+      "FROM:TO:xF, FROM:TO:+S or a,b,c (--local: 8 B up to what the link "
+      "moves in about 30 s per size, so a first run takes about a minute)");
+  sizes_opt->capture_default_str();
   run->add_option("--iterations", iterations)
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -144,6 +181,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--key", key_file, "shared key file (the probe key)");
   run->add_option("--out", out)->capture_default_str();
+  run->add_option("--report", run_report,
+                  "HTML report of this run (default: --out with .html)");
   run->add_option("--tp", tp, "tp-dp: hosts per tensor-parallel group")
       ->capture_default_str();
   run->add_option("--label", label, "name of this run in reports");
@@ -151,6 +190,9 @@ int main(int argc, char** argv) {
   run->add_option("--local-rate", local_rate,
                   "--local: tbf rate per veth direction ('' = unshaped)")
       ->capture_default_str();
+  run->add_option("--line-rate", line_rate,
+                  "link rate the report draws, as tc writes it (400gbit); "
+                  "default: --local's --local-rate in namespaces");
   run->add_flag("--local-loopback", no_netns,
                 "--local: loopback even when namespaces are possible");
 
@@ -168,10 +210,12 @@ int main(int argc, char** argv) {
       "report", "write a self-contained HTML report of one or more runs");
   std::vector<std::string> report_inputs;
   std::string report_out = "report.html";
+  bool log_y = false;
   report->add_option("results", report_inputs, "results.json [other.json...]")
       ->required()
       ->check(CLI::ExistingFile);
   report->add_option("--out", report_out)->capture_default_str();
+  report->add_flag("--log-y", log_y, "bus bandwidth on a log scale");
 
   // push
   auto* push =
@@ -219,7 +263,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     std::ofstream f(report_out);
-    f << fb::ReportHtml(runs, names);
+    fb::ReportOptions ro;
+    ro.log_y = log_y;
+    f << fb::ReportHtml(runs, names, ro);
     if (!f) {
       std::cerr << "fabricmon-bench: cannot write " << report_out << "\n";
       return 1;
@@ -241,7 +287,9 @@ int main(int argc, char** argv) {
     std::cerr << "fabricmon-bench: " << error << "\n";
     return 2;
   }
-  o.progress = [](const std::string& s) { std::cerr << "  " << s << "\n"; };
+  o.progress = [](const fb::SizeProgress& p) {
+    if (p.done) std::cerr << "  " << fb::ProgressLine(p) << std::endl;
+  };
   CatchInterrupts();
   o.interrupt_fd = g_interrupt[0];
   std::unique_ptr<fb::LocalCluster> cluster;
@@ -280,27 +328,63 @@ int main(int argc, char** argv) {
     }
     o.key = *key;
   }
+  fb::RunInfo info = DescribeRun(o, cluster.get(), local_rate, line_rate);
+  // A first --local run should take about a minute, not the ten that
+  // 8:1G:x2 takes at 1 Gbit/s: sizes up to what the link moves in ~30 s.
+  if (cluster && sizes_opt->count() == 0) {
+    o.sizes = fb::LocalSizes(
+        cluster->in_netns() ? fb::ParseTcRate(local_rate) : 0,
+        fb::BusBwFactor(o.pattern, static_cast<int>(o.hosts.size()), o.tp),
+        o.warmup + o.iterations);
+  }
+  std::cerr << "fabricmon-bench: " << o.sizes.size() << " sizes, "
+            << fb::SizeText(o.sizes.front()) << " to "
+            << fb::SizeText(o.sizes.back()) << ", " << o.warmup << " warm-up + "
+            << o.iterations << " iterations each; Ctrl-C keeps what is done"
+            << std::endl;
+  info.start_time = fb::IsoTime(std::chrono::system_clock::now());
   fb::RunOutcome outcome = fb::RunBenchmark(o);
+  info.end_time = fb::IsoTime(std::chrono::system_clock::now());
   cluster.reset();
-  if (!outcome.ok) {
+  if (!outcome.ok && !outcome.interrupted) {
     std::cerr << "fabricmon-bench: run failed: " << outcome.error << "\n";
     return 1;
   }
-  fb::Results r = fb::Summarize(o, outcome, label);
+  fb::Results r = fb::Summarize(o, outcome, label, std::move(info));
   std::ofstream f(out);
   f << fb::ToJson(r);
+  f.close();
   if (!f) {
     std::cerr << "fabricmon-bench: cannot write " << out << "\n";
     return 1;
   }
-  std::printf("%12s %12s %12s %12s %12s %12s\n", "size(B)", "time(us)",
-              "p99(us)", "algbw(GB/s)", "busbw(GB/s)", "");
+  if (run_report.empty()) {
+    run_report = out.size() > 5 && out.ends_with(".json")
+                     ? out.substr(0, out.size() - 5) + ".html"
+                     : out + ".html";
+  }
+  std::ofstream html(run_report);
+  html << fb::ReportHtml({r}, {out});
+  html.close();
+  if (!html) {
+    std::cerr << "fabricmon-bench: cannot write " << run_report << "\n";
+    return 1;
+  }
+  std::string tail = fb::TailName(o.iterations) + "(us)";
+  std::printf("%12s %12s %12s %12s %12s\n", "size(B)", "time(us)", tail.c_str(),
+              "algbw(GB/s)", "busbw(GB/s)");
   for (const auto& row : r.results) {
     std::printf("%12llu %12.1f %12.1f %12.4f %12.4f\n",
                 static_cast<unsigned long long>(row.size_bytes),
-                row.time_seconds * 1e6, row.p99_seconds * 1e6,
+                row.time_seconds * 1e6, row.tail_seconds * 1e6,
                 row.algbw_bytes_per_second / 1e9,
                 row.busbw_bytes_per_second / 1e9);
+  }
+  if (outcome.interrupted) {
+    std::cerr << "fabricmon-bench: interrupted after " << r.results.size()
+              << " of " << o.sizes.size() << " sizes; " << out << " and "
+              << run_report << " hold them (\"interrupted\": true)\n";
+    return 128 + (g_signal ? g_signal : SIGINT);
   }
   return 0;
 }

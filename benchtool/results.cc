@@ -8,6 +8,68 @@ namespace fabric::bench {
 
 using nlohmann::json;
 
+namespace {
+
+json InfoJson(const RunInfo& info) {
+  json j;
+  j["hosts"] = info.hosts;
+  j["link"] = info.link;
+  j["devices_from"] = info.devices_from;
+  j["devices"] = json::array();
+  for (const auto& d : info.devices) {
+    json jd = {{"name", d.name},
+               {"hca_model", d.hca_model},
+               {"board_id", d.board_id},
+               {"firmware", d.firmware},
+               {"ports", json::array()}};
+    for (const auto& p : d.ports) {
+      jd["ports"].push_back({{"port", p.port},
+                             {"link_layer", p.link_layer},
+                             {"rate", p.rate},
+                             {"mtu", p.mtu},
+                             {"state", p.state}});
+    }
+    j["devices"].push_back(jd);
+  }
+  j["line_rate_bytes_per_second"] = info.line_rate_bytes_per_second;
+  j["line_rate_source"] = info.line_rate_source;
+  j["start_time"] = info.start_time;
+  j["end_time"] = info.end_time;
+  j["fabricmon_version"] = info.fabricmon_version;
+  j["fabricmon_revision"] = info.fabricmon_revision;
+  return j;
+}
+
+RunInfo InfoFromJson(const json& j) {
+  RunInfo info;
+  info.hosts = j.value("hosts", std::vector<std::string>{});
+  info.link = j.value("link", "");
+  info.devices_from = j.value("devices_from", "");
+  for (const auto& jd : j.value("devices", json::array())) {
+    DeviceInfo d;
+    d.name = jd.value("name", "");
+    d.hca_model = jd.value("hca_model", "unknown");
+    d.board_id = jd.value("board_id", "unknown");
+    d.firmware = jd.value("firmware", "unknown");
+    for (const auto& jp : jd.value("ports", json::array())) {
+      d.ports.push_back(
+          {jp.value("port", ""), jp.value("link_layer", "unknown"),
+           jp.value("rate", "unknown"), jp.value("mtu", "unknown"),
+           jp.value("state", "unknown")});
+    }
+    info.devices.push_back(std::move(d));
+  }
+  info.line_rate_bytes_per_second = j.value("line_rate_bytes_per_second", 0.0);
+  info.line_rate_source = j.value("line_rate_source", "");
+  info.start_time = j.value("start_time", "");
+  info.end_time = j.value("end_time", "");
+  info.fabricmon_version = j.value("fabricmon_version", "");
+  info.fabricmon_revision = j.value("fabricmon_revision", "");
+  return info;
+}
+
+}  // namespace
+
 double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   // Nearest rank: the smallest value with at least p% of the sample at or
@@ -17,9 +79,24 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(rank, v.size()) - 1];
 }
 
+double TailPercentile(std::size_t n) {
+  if (n >= 200) return 99;
+  if (n >= 40) return 95;
+  if (n >= 20) return 90;
+  return 100;
+}
+
+std::string TailName(std::size_t n) {
+  double p = TailPercentile(n);
+  return p == 100 ? "max" : "p" + std::to_string(static_cast<int>(p));
+}
+
 Results Summarize(const RunOptions& o, const RunOutcome& outcome,
-                  const std::string& label) {
+                  const std::string& label, RunInfo info) {
   Results r;
+  r.iterations = o.iterations;
+  r.interrupted = outcome.interrupted;
+  r.info = std::move(info);
   r.pattern = std::string(PatternName(o.pattern));
   r.hosts = static_cast<int>(o.hosts.size());
   r.tp = o.pattern == Pattern::kTpDp ? o.tp : 0;
@@ -31,7 +108,8 @@ Results Summarize(const RunOptions& o, const RunOutcome& outcome,
     SizeRow row;
     row.size_bytes = m.size_bytes;
     row.p50_seconds = Percentile(m.seconds, 50);
-    row.p99_seconds = Percentile(m.seconds, 99);
+    row.tail_name = TailName(m.seconds.size());
+    row.tail_seconds = Percentile(m.seconds, TailPercentile(m.seconds.size()));
     // The median proper (mean of the two middle values for an even count).
     std::vector<double> s = m.seconds;
     std::sort(s.begin(), s.end());
@@ -56,13 +134,17 @@ std::string ToJson(const Results& r) {
   j["transport"] = r.transport;
   j["label"] = r.label;
   j["warmup"] = r.warmup;
+  j["iterations"] = r.iterations;
+  j["interrupted"] = r.interrupted;
+  j["metadata"] = InfoJson(r.info);
   j["results"] = json::array();
   for (const auto& row : r.results) {
     json jr;
     jr["size_bytes"] = row.size_bytes;
     jr["time_seconds"] = row.time_seconds;
     jr["p50_seconds"] = row.p50_seconds;
-    jr["p99_seconds"] = row.p99_seconds;
+    jr["tail_name"] = row.tail_name;
+    jr["tail_seconds"] = row.tail_seconds;
     jr["algbw_bytes_per_second"] = row.algbw_bytes_per_second;
     jr["busbw_bytes_per_second"] = row.busbw_bytes_per_second;
     jr["iterations"] = json::array();
@@ -88,6 +170,9 @@ std::optional<Results> FromJson(const std::string& text, std::string* error) {
     r.transport = j.value("transport", std::string("tcp"));
     r.label = j.value("label", std::string());
     r.warmup = j.value("warmup", 0);
+    r.iterations = j.value("iterations", 0);
+    r.interrupted = j.value("interrupted", false);
+    if (j.contains("metadata")) r.info = InfoFromJson(j["metadata"]);
     for (const auto& jr : j.at("results")) {
       SizeRow row;
       row.size_bytes = jr.at("size_bytes").get<std::uint64_t>();
@@ -97,7 +182,8 @@ std::optional<Results> FromJson(const std::string& text, std::string* error) {
       row.busbw_bytes_per_second =
           jr.at("busbw_bytes_per_second").get<double>();
       row.p50_seconds = jr.value("p50_seconds", row.time_seconds);
-      row.p99_seconds = jr.value("p99_seconds", row.time_seconds);
+      row.tail_seconds =
+          jr.value("tail_seconds", jr.value("p99_seconds", row.time_seconds));
       if (jr.contains("iterations")) {
         for (const auto& ji : jr["iterations"]) {
           IterationRow it;
@@ -110,6 +196,10 @@ std::optional<Results> FromJson(const std::string& text, std::string* error) {
           row.iterations.push_back(std::move(it));
         }
       }
+      // An old file's p99_seconds is a nearest-rank p99: the maximum below
+      // 100 iterations.
+      row.tail_name =
+          jr.value("tail_name", row.iterations.size() >= 100 ? "p99" : "max");
       r.results.push_back(std::move(row));
     }
     return r;

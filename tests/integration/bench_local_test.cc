@@ -1,8 +1,10 @@
 // fabricmon-bench end to end: the binary with --local agents (loopback, and
 // network namespaces with tbf-shaped veths when root), results.json as the
-// issue specifies it, a host killed mid-run (the error names it and the
-// others stop sending), a coordinator with the wrong key refused, the HTML
-// report in headless Chromium, and a push to a real Pushgateway.
+// issue specifies it (with the run's metadata), a progress line per size, a
+// host killed mid-run (the error names it and the others stop sending), a
+// coordinator with the wrong key refused, Ctrl-C and SIGTERM keeping the
+// sizes measured so far (results.json and report), the HTML report in
+// headless Chromium, and a push to a real Pushgateway.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -61,6 +63,17 @@ void CheckResults(const std::string& path, const std::string& pattern,
   auto j = nlohmann::json::parse(Slurp(path));
   EXPECT_EQ(j.at("pattern"), pattern);
   EXPECT_EQ(j.at("hosts"), hosts);
+  EXPECT_EQ(j.at("transport"), "tcp");
+  const auto& m = j.at("metadata");
+  EXPECT_EQ(m.at("hosts").size(), static_cast<std::size_t>(hosts));
+  EXPECT_FALSE(m.at("link").get<std::string>().empty());
+  EXPECT_EQ(m.at("devices_from"), "this host (--local)");
+  EXPECT_TRUE(m.at("devices").is_array());
+  EXPECT_EQ(m.at("start_time").get<std::string>().size(), 20u);
+  EXPECT_LE(m.at("start_time").get<std::string>(),
+            m.at("end_time").get<std::string>());
+  EXPECT_FALSE(m.at("fabricmon_version").get<std::string>().empty());
+  std::string tail = j.at("iterations").get<int>() >= 20 ? "p90" : "max";
   ASSERT_EQ(j.at("results").size(), rows);
   for (const auto& r : j.at("results")) {
     double size = r.at("size_bytes"), t = r.at("time_seconds");
@@ -70,7 +83,8 @@ void CheckResults(const std::string& path, const std::string& pattern,
     EXPECT_DOUBLE_EQ(algbw, size / t);
     EXPECT_DOUBLE_EQ(busbw, algbw * factor);
     EXPECT_LE(r.at("p50_seconds").get<double>(),
-              r.at("p99_seconds").get<double>());
+              r.at("tail_seconds").get<double>());
+    EXPECT_EQ(r.at("tail_name"), tail);
     EXPECT_FALSE(r.at("iterations").empty());
   }
 }
@@ -84,6 +98,15 @@ TEST(BenchLocal, LoopbackAllReduceWritesResults) {
       dir.path() + "/r.json 2>&1");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   CheckResults(dir.path() + "/r.json", "allreduce-ring", 3, 2.0 * 2 / 3, 4);
+  // A progress line per size; the last ends the run.
+  EXPECT_NE(run.out.find("[1/4] 1 KiB: 3 iterations in "), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find(", ETA "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("[4/4] 64 KiB: 3 iterations in "), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find(", done\n"), std::string::npos) << run.out;
+  // And the report beside results.json.
+  EXPECT_NE(Slurp(dir.path() + "/r.html").find("<svg"), std::string::npos);
 }
 
 // The reported failure: 4 hosts and sizes 4 hosts do not divide (8 and 12
@@ -119,6 +142,10 @@ TEST(BenchLocal, EveryPatternInNamespacesOverShapedVeth) {
     ASSERT_EQ(run.exit_code, 0) << p.name << "\n" << run.out;
     EXPECT_NE(run.out.find("network namespaces"), std::string::npos);
     CheckResults(out, p.name, 4, p.factor, 2);
+    // The tbf rate is the line rate the report draws.
+    auto j = nlohmann::json::parse(Slurp(out));
+    EXPECT_EQ(j["metadata"]["line_rate_bytes_per_second"], 125e6);
+    EXPECT_EQ(j["metadata"]["line_rate_source"], "tbf 1gbit");
   }
 }
 
@@ -159,7 +186,7 @@ TEST(BenchLocal, HostDyingMidRunIsNamedAndTheOthersStop) {
   o.warmup = 0;
   o.io_timeout = std::chrono::milliseconds(5000);
   std::atomic<bool> started{false};
-  o.progress = [&](const std::string&) { started = true; };
+  o.progress = [&](const SizeProgress&) { started = true; };
   RunOutcome out;
   std::thread runner([&] { out = RunBenchmark(o); });
   while (!started) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -219,17 +246,17 @@ TEST(BenchLocal, SigtermMidRunRemovesTheLocalCluster) {
     dup2(fd, 2);
     dup2(fd, 1);
     execl(kBench.c_str(), kBench.c_str(), "run", "--pattern", "allreduce-ring",
-          "--local", "2", "--local-rate", "40mbit", "--sizes", "8M",
+          "--local", "2", "--local-rate", "40mbit", "--sizes", "64K,8M",
           "--iterations", "50", "--out", (dir.path() + "/r.json").c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Interrupt once the measured size is under way (its progress line).
-  for (int i = 0; i < 300 && Slurp(log).find("size ") == std::string::npos;
-       ++i) {
+  // Interrupt once the first size is done and the 8 MiB one under way.
+  const std::string first = "[1/2] 64 KiB: 50 iterations in ";
+  for (int i = 0; i < 600 && Slurp(log).find(first) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_NE(Slurp(log).find("size "), std::string::npos) << Slurp(log);
+  ASSERT_NE(Slurp(log).find(first), std::string::npos) << Slurp(log);
   EXPECT_EQ(NamespacesOf(pid).size(), 3u);  // two agents and the bridge
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   kill(pid, SIGTERM);
@@ -243,10 +270,74 @@ TEST(BenchLocal, SigtermMidRunRemovesTheLocalCluster) {
     FAIL() << "fabricmon-bench did not exit within 10 s of SIGTERM";
   }
   ASSERT_TRUE(WIFEXITED(status)) << Slurp(log);
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(Slurp(log).find("interrupted"), std::string::npos) << Slurp(log);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGTERM);
+  EXPECT_NE(Slurp(log).find("interrupted after 1 of 2 sizes"),
+            std::string::npos)
+      << Slurp(log);
   EXPECT_TRUE(NamespacesOf(pid).empty());
-  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/r.json"));
+  // What was measured is kept: the 64 KiB size.
+  auto j = nlohmann::json::parse(Slurp(dir.path() + "/r.json"));
+  EXPECT_EQ(j["interrupted"], true);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["size_bytes"], 65536);
+  EXPECT_NE(Slurp(dir.path() + "/r.html").find("[interrupted]"),
+            std::string::npos);
+}
+
+// Ctrl-C during `run`: the sizes done so far are written (results.json and
+// the report, both saying "interrupted"), and the exit status says SIGINT.
+// Loopback, so no root is needed; 1000 iterations of 64 MiB take minutes.
+TEST(BenchLocal, CtrlCKeepsTheSizesMeasuredSoFar) {
+  TempDir dir;
+  std::string log = dir.path() + "/stderr";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    dup2(fd, 1);
+    execl(kBench.c_str(), kBench.c_str(), "run", "--pattern", "allreduce-ring",
+          "--local", "2", "--local-loopback", "--sizes", "1K,4K,64M",
+          "--iterations", "1000", "--warmup", "0", "--out",
+          (dir.path() + "/r.json").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string second = "[2/3] 4 KiB: 1000 iterations in ";
+  for (int i = 0; i < 600 && Slurp(log).find(second) == std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_NE(Slurp(log).find(second), std::string::npos) << Slurp(log);
+  EXPECT_NE(Slurp(log).find("[1/3] 1 KiB: 1000 iterations in "),
+            std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(pid, SIGINT);
+  int status = 0;
+  for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (waitpid(pid, &status, WNOHANG) == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "fabricmon-bench did not exit within 10 s of SIGINT";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << Slurp(log);
+  EXPECT_EQ(WEXITSTATUS(status), 128 + SIGINT) << Slurp(log);
+  EXPECT_NE(Slurp(log).find("interrupted after 2 of 3 sizes"),
+            std::string::npos)
+      << Slurp(log);
+  auto j = nlohmann::json::parse(Slurp(dir.path() + "/r.json"));
+  EXPECT_EQ(j["interrupted"], true);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["size_bytes"], 1024);
+  EXPECT_EQ(j["results"][1]["size_bytes"], 4096);
+  EXPECT_EQ(j["results"][1]["iterations"].size(), 1000u);
+  EXPECT_EQ(j["results"][1]["tail_name"], "p99");
+  EXPECT_EQ(j["metadata"]["hosts"].size(), 2u);
+  EXPECT_FALSE(j["metadata"]["end_time"].get<std::string>().empty());
+  std::string html = Slurp(dir.path() + "/r.html");
+  EXPECT_NE(html.find("was interrupted: it holds 2 completed size(s)"),
+            std::string::npos);
 }
 
 TEST(BenchReport, SelfContainedHtmlRendersInHeadlessChromium) {
@@ -274,7 +365,7 @@ TEST(BenchReport, SelfContainedHtmlRendersInHeadlessChromium) {
        p = html.find("<polyline", p + 1)) {
     ++lines;
   }
-  EXPECT_EQ(lines, 2u);
+  EXPECT_EQ(lines, 2u * 3);  // per run: busbw, median and tail time
   EXPECT_NE(html.find("before (tcp, 2 hosts)"), std::string::npos);
 
   if (access("/usr/bin/chromium", X_OK) != 0) {
