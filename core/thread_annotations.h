@@ -41,15 +41,20 @@ class CAPABILITY("mutex") Mutex {
   std::mutex mu_;
 };
 
-// Holds `mu` for its scope. native() is the std::unique_lock a
+// Holds `mu` for its scope; Unlock() and Lock() let go of it and take it
+// again within the scope. native() is the std::unique_lock a
 // std::condition_variable waits on (the wait releases and re-takes the same
-// mutex, so the analysis' view that it is held stays true).
+// mutex, so the analysis' view that it is held stays true). A wait's
+// predicate is a lambda, which the analysis checks on its own: mark it
+// REQUIRES(mu) (`[&]() REQUIRES(mu_) { return done_; }`).
 class SCOPED_CAPABILITY MutexLock {
  public:
   explicit MutexLock(Mutex& mu) ACQUIRE(mu) : lock_(mu.native()) {}
   ~MutexLock() RELEASE() {}
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
+  void Unlock() RELEASE() { lock_.unlock(); }
+  void Lock() ACQUIRE() { lock_.lock(); }
   std::unique_lock<std::mutex>& native() { return lock_; }
 
  private:
