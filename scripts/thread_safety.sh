@@ -62,5 +62,8 @@ if [ "$n" -eq 0 ]; then
   echo "thread_safety.sh: no sources in $BUILD_DIR/compile_commands.json" >&2
   exit 1
 fi
-xargs -0 -P "$(nproc)" -n 1 bash -c 'eval "$0"' <"$list"
+if ! xargs -0 -P "$(nproc)" -n 1 bash -c 'eval "$0"' <"$list"; then
+  echo "thread-safety: FAILED (clang's diagnostics above)" >&2
+  exit 1
+fi
 echo "thread-safety: clean ($n sources)"
