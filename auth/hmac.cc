@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "core/thread_annotations.h"
+
 namespace fabric {
 namespace {
 
@@ -61,7 +63,7 @@ Hmac::~Hmac() = default;
 Mac Hmac::Sign(std::span<const std::uint8_t> message) const {
   Mac mac{};
   std::size_t length = 0;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!ctx_ || EVP_MAC_init(ctx_.get(), nullptr, 0, nullptr) != 1 ||
       EVP_MAC_update(ctx_.get(), message.data(), message.size()) != 1 ||
       EVP_MAC_final(ctx_.get(), mac.data(), &length, mac.size()) != 1 ||

@@ -12,10 +12,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 
 #include "auth/key_file.h"
+#include "core/thread_annotations.h"
 
 // OpenSSL's context type, declared here so that users need not include it.
 typedef struct evp_mac_ctx_st EVP_MAC_CTX;
@@ -33,7 +33,7 @@ class Hmac {
   Hmac& operator=(const Hmac& other);
   // A moved-from Hmac may only be destroyed or assigned to.
   Hmac(Hmac&& other) noexcept;
-  Hmac& operator=(Hmac&& other) noexcept;
+  Hmac& operator=(Hmac&& other) noexcept NO_THREAD_SAFETY_ANALYSIS;
   ~Hmac();
 
   Mac Sign(std::span<const std::uint8_t> message) const;
@@ -50,8 +50,11 @@ class Hmac {
   Key key_;
   // Keyed once in the constructor; each Sign re-initialises it without a
   // key, which OpenSSL 3 documents as "reuse the key already set".
-  std::unique_ptr<EVP_MAC_CTX, CtxFree> ctx_;
-  mutable std::mutex mu_;  // guards the state inside ctx_
+  // Guards the state inside ctx_. The pointer itself changes only by
+  // construction and assignment, which nothing runs concurrently with a
+  // Sign (so the move assignment is exempt from the analysis).
+  mutable Mutex mu_;
+  std::unique_ptr<EVP_MAC_CTX, CtxFree> ctx_ GUARDED_BY(mu_);
 };
 
 }  // namespace fabric

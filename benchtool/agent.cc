@@ -9,7 +9,6 @@
 #include <cstring>
 #include <deque>
 #include <list>
-#include <mutex>
 #include <thread>
 
 #include "auth/hmac.h"
@@ -17,6 +16,7 @@
 #include "benchtool/rdma_rc.h"
 #include "benchtool/tcp_transport.h"
 #include "benchtool/wire.h"
+#include "core/thread_annotations.h"
 
 namespace fabric::bench {
 
@@ -44,15 +44,15 @@ struct BenchAgent::State : std::enable_shared_from_this<State> {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::atomic<std::uint16_t> port{0};
 
-  mutable std::mutex mu;
-  AgentStats stats;
-  bool session_active = false;  // one session per agent
-  int workers = 0;
+  mutable Mutex mu;
+  AgentStats stats GUARDED_BY(mu);
+  bool session_active GUARDED_BY(mu) = false;  // one session per agent
+  int workers GUARDED_BY(mu) = 0;
   std::condition_variable workers_done;
-  std::list<std::weak_ptr<Conn>> conns;
+  std::list<std::weak_ptr<Conn>> conns GUARDED_BY(mu);
 
   void Refuse(std::string_view reason) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     ++stats.refused[std::string(reason)];
   }
   void Accept();
@@ -212,7 +212,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
       return SendError(-1, *why);
     }
     {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       if (state->session_active) {
         ++state->stats.refused["busy"];
         return SendError(-1, "busy: another session is running here");
@@ -247,13 +247,13 @@ struct Conn : std::enable_shared_from_this<Conn> {
   void StartWorker(F work) {
     worker_running = true;
     {
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       ++state->workers;
     }
     std::thread([self = shared_from_this(), work = std::move(work)]() mutable {
       work(*self);
       auto st = self->state;
-      std::lock_guard lock(st->mu);
+      MutexLock lock(st->mu);
       --st->workers;
       st->workers_done.notify_all();
     }).detach();
@@ -310,7 +310,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
       if (auto e = Execute(*transport, steps)) return ReplyError(*e);
       auto t1 = std::chrono::steady_clock::now();
       {
-        std::lock_guard lock(state->mu);
+        MutexLock lock(state->mu);
         state->stats.transmit_bytes += tx;
         state->stats.receive_bytes += rx;
       }
@@ -346,7 +346,7 @@ struct Conn : std::enable_shared_from_this<Conn> {
     ending = false;
     if (owns_session) {
       owns_session = false;
-      std::lock_guard lock(state->mu);
+      MutexLock lock(state->mu);
       state->session_active = false;
     }
   }
@@ -368,7 +368,7 @@ void BenchAgent::State::Accept() {
     if (!ec) {
       auto c = std::make_shared<Conn>(self, std::move(sock));
       {
-        std::lock_guard lock(self->mu);
+        MutexLock lock(self->mu);
         self->conns.remove_if([](auto& w) { return w.expired(); });
         self->conns.push_back(c);
       }
@@ -420,7 +420,7 @@ bool BenchAgent::Start(std::string* error) {
   state_->port = acc->local_endpoint().port();
   state_->acceptor = std::move(acc);
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stats.listening = true;
   }
   state_->Accept();
@@ -434,7 +434,7 @@ void BenchAgent::Stop() {
   }
   std::list<std::weak_ptr<Conn>> conns;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stats.listening = false;
     conns.swap(state_->conns);
   }
@@ -445,15 +445,16 @@ void BenchAgent::Stop() {
     }
   }
   // Workers end promptly once aborted; bounded so a stop never hangs.
-  std::unique_lock lock(state_->mu);
-  state_->workers_done.wait_for(lock, std::chrono::seconds(5),
-                                [&] { return state_->workers == 0; });
+  MutexLock lock(state_->mu);
+  state_->workers_done.wait_for(
+      lock.native(), std::chrono::seconds(5),
+      [&]() REQUIRES(state_->mu) { return state_->workers == 0; });
 }
 
 std::uint16_t BenchAgent::port() const { return state_->port; }
 
 AgentStats BenchAgent::Stats() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->stats;
 }
 

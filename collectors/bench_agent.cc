@@ -3,12 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
-#include <mutex>
 
 #include "auth/key_file.h"
 #include "benchtool/agent.h"
 #include "benchtool/host_counters.h"
 #include "config/yaml_keys.h"
+#include "core/thread_annotations.h"
 
 namespace fabric {
 namespace {
@@ -19,15 +19,15 @@ constexpr const char* kReasons[] = {"bad_mac", "busy", "malformed", "replay",
 // What the io thread's retry and Collect() share; the retry holds it weakly
 // so a retired collector's pending retry does nothing.
 struct AgentHolder {
-  std::mutex mu;
-  std::unique_ptr<bench::BenchAgent> agent;
-  std::string error = "not started";
-  bool stopped = false;
+  Mutex mu;
+  std::unique_ptr<bench::BenchAgent> agent GUARDED_BY(mu);
+  std::string error GUARDED_BY(mu) = "not started";
+  bool stopped GUARDED_BY(mu) = false;
 
   // On the io thread: load the key and open the listener, unless open.
   void Open(boost::asio::io_context& io, const BenchAgentSettings& settings,
             const bench::CounterSource& counters) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (stopped || (agent && agent->Stats().listening)) return;
     std::string why;
     auto key = LoadKeyFile(settings.key_file, &why);
@@ -69,7 +69,7 @@ class BenchAgentCollector final : public Collector {
   }
 
   void Stop() override {
-    std::lock_guard lock(holder_->mu);
+    MutexLock lock(holder_->mu);
     if (holder_->agent) holder_->agent->Stop();
     holder_->agent.reset();
     holder_->stopped = true;
@@ -79,7 +79,7 @@ class BenchAgentCollector final : public Collector {
     bench::AgentStats s;
     std::string error;
     {
-      std::lock_guard lock(holder_->mu);
+      MutexLock lock(holder_->mu);
       if (holder_->agent) s = holder_->agent->Stats();
       error = holder_->error;
     }

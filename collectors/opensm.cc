@@ -7,10 +7,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/datagram_protocol.hpp>
 #include <boost/asio/post.hpp>
-#include <mutex>
 
 #include "collectors/opensm_parse.h"
 #include "config/yaml_keys.h"
+#include "core/thread_annotations.h"
 #include "osm/event_wire.h"
 
 namespace fabric {
@@ -52,7 +52,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
       return;
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       bound_ = true;
       error_.clear();
     }
@@ -67,14 +67,14 @@ class Listener : public std::enable_shared_from_this<Listener> {
       socket_.close(ignored);
       ::unlink(path_.c_str());
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     bound_ = false;
   }
 
   // Poll thread: emits the totals; false (with the reason) when unbound.
   bool Emit(MetricSink& sink, const NodeNameMap& names, bool switch_ports,
             std::string* error) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!bound_) {
       *error = error_;
       return false;
@@ -102,7 +102,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
  private:
   void SetError(std::string error) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     bound_ = false;
     error_ = std::move(error);
   }
@@ -125,7 +125,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
           const auto status = osm::DecodeEvent(
               std::span<const uint8_t>(self->buffer_.data(), n), &m);
           {
-            std::lock_guard lock(self->mu_);
+            MutexLock lock(self->mu_);
             if (status == osm::DecodeStatus::kOk) {
               self->totals_.Apply(m);
             } else {
@@ -142,10 +142,10 @@ class Listener : public std::enable_shared_from_this<Listener> {
   std::array<uint8_t, 2 * osm::kMaxMessageSize> buffer_{};
   bool stopped_ = false;  // io thread only
 
-  std::mutex mu_;
-  bool bound_ = false;
-  std::string error_ = "not started";
-  OpensmTotals totals_;
+  Mutex mu_;
+  bool bound_ GUARDED_BY(mu_) = false;
+  std::string error_ GUARDED_BY(mu_) = "not started";
+  OpensmTotals totals_ GUARDED_BY(mu_);
 };
 
 class OpensmCollector final : public Collector {

@@ -9,13 +9,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
 
 #include "auth/key_file.h"
 #include "config/yaml_keys.h"
+#include "core/thread_annotations.h"
 #include "probe/engine.h"
 #include "probe/peers.h"
 #include "probe/rdma_transport.h"
@@ -61,7 +61,7 @@ struct Core {
   // io thread: loads the key, binds, starts the engine. Errors are kept
   // for Collect() to report.
   void Open() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (engine || stopped) return;
     std::string error;
     auto key = LoadKeyFile(settings.key_file, &error);
@@ -105,7 +105,7 @@ struct Core {
 
   // io thread.
   void Close() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     stopped = true;
     if (engine) engine->Stop();
   }
@@ -113,10 +113,10 @@ struct Core {
   const ProbeSettings settings;
   const std::chrono::microseconds interval;
   boost::asio::io_context* io = nullptr;
-  std::mutex mu;  // guards the fields below (io thread vs poll thread)
-  std::shared_ptr<Engine> engine;
-  std::string open_error = "not started";
-  bool stopped = false;
+  Mutex mu;  // io thread vs poll thread
+  std::shared_ptr<Engine> engine GUARDED_BY(mu);
+  std::string open_error GUARDED_BY(mu) = "not started";
+  bool stopped GUARDED_BY(mu) = false;
 };
 
 class ProbeCollector final : public Collector {
@@ -156,7 +156,7 @@ class ProbeCollector final : public Collector {
     std::shared_ptr<Engine> engine;
     std::string error;
     {
-      std::lock_guard lock(core_->mu);
+      MutexLock lock(core_->mu);
       engine = core_->engine;
       error = core_->open_error;
     }

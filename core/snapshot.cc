@@ -5,7 +5,7 @@ namespace fabric {
 void SnapshotStore::Publish(std::shared_ptr<const Snapshot> snapshot) {
   Slot* slot;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& entry = slots_[snapshot->collector];
     if (!entry) entry = std::make_unique<Slot>();
     slot = entry.get();
@@ -15,14 +15,14 @@ void SnapshotStore::Publish(std::shared_ptr<const Snapshot> snapshot) {
 
 std::shared_ptr<const Snapshot> SnapshotStore::Latest(
     const std::string& collector) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = slots_.find(collector);
   if (it == slots_.end()) return nullptr;
   return it->second->load();
 }
 
 std::vector<std::shared_ptr<const Snapshot>> SnapshotStore::All() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::shared_ptr<const Snapshot>> out;
   out.reserve(slots_.size());
   for (const auto& [name, slot] : slots_) {
@@ -32,7 +32,7 @@ std::vector<std::shared_ptr<const Snapshot>> SnapshotStore::All() const {
 }
 
 void SnapshotStore::Remove(const std::string& collector) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   slots_.erase(collector);
 }
 

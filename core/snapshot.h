@@ -14,9 +14,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace fabric {
 
@@ -43,8 +44,9 @@ class SnapshotStore {
 
  private:
   using Slot = std::atomic<std::shared_ptr<const Snapshot>>;
-  mutable std::mutex mu_;  // guards the map's shape, not the slots
-  std::map<std::string, std::unique_ptr<Slot>> slots_;
+  // The map's shape, not the slots (atomic).
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Slot>> slots_ GUARDED_BY(mu_);
 };
 
 }  // namespace fabric

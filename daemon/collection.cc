@@ -6,10 +6,10 @@
 #include <chrono>
 #include <future>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "collectors/registry.h"
+#include "core/thread_annotations.h"
 #include "daemon/simulate.h"
 #include "sources/ethtool_file.h"
 #include "sources/ethtool_ioctl.h"
@@ -53,11 +53,10 @@ CollectorEnv MakeCollectorEnv(const Config& config,
   // One umad port per (ca, port) for the whole process, shared by the
   // collectors that send MADs (their runs take turns).
   struct Shared {
-    std::mutex mutex;
-    std::map<
-        std::pair<std::string, int>,
-        std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<std::mutex>>>
-        open;
+    Mutex mutex;
+    std::map<std::pair<std::string, int>,
+             std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<Mutex>>>
+        open GUARDED_BY(mutex);
   };
   // Under --simulate, MADs go to the simulated fabric.
   if (UseSimulatedMad(&env)) return env;
@@ -75,7 +74,7 @@ CollectorEnv MakeCollectorEnv(const Config& config,
   env.mad = [shared = std::make_shared<Shared>()](
                 const std::string& ca,
                 int port) -> std::unique_ptr<MadTransport> {
-    std::lock_guard<std::mutex> hold(shared->mutex);
+    MutexLock hold(shared->mutex);
     // Resolve "the first active port" so that every user of one port
     // shares one fd (umad2sim aborts the process on a second open).
     std::string error;
@@ -90,7 +89,7 @@ CollectorEnv MakeCollectorEnv(const Config& config,
         spdlog::debug("{}", error);
         return nullptr;
       }
-      slot.second = std::make_shared<std::mutex>();
+      slot.second = std::make_shared<Mutex>();
     }
     return ShareMadTransport(slot.first, slot.second);
   };

@@ -4,6 +4,8 @@
 #include <system_error>
 #include <thread>
 
+#include "core/thread_annotations.h"
+
 namespace fabric {
 
 OffLoop::OffLoop(boost::asio::io_context& io)
@@ -12,25 +14,25 @@ OffLoop::OffLoop(boost::asio::io_context& io)
 }
 
 OffLoop::~OffLoop() {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   shared_->io = nullptr;
 }
 
 bool OffLoop::Run(Job job) {
   {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     ++shared_->running;
   }
   try {
     std::thread([shared = shared_, job = std::move(job)] {
       std::function<void()> done = job();
-      std::lock_guard lock(shared->mu);
+      MutexLock lock(shared->mu);
       --shared->running;
       // Posted under the lock, so the owner cannot go away in between.
       if (shared->io != nullptr) boost::asio::post(*shared->io, done);
     }).detach();
   } catch (const std::system_error&) {
-    std::lock_guard lock(shared_->mu);
+    MutexLock lock(shared_->mu);
     --shared_->running;
     return false;
   }
@@ -38,7 +40,7 @@ bool OffLoop::Run(Job job) {
 }
 
 int OffLoop::running() const {
-  std::lock_guard lock(shared_->mu);
+  MutexLock lock(shared_->mu);
   return shared_->running;
 }
 

@@ -10,7 +10,8 @@
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
-#include <mutex>
+
+#include "core/thread_annotations.h"
 
 namespace fabric {
 
@@ -37,9 +38,10 @@ class OffLoop {
 
  private:
   struct Shared {
-    std::mutex mu;
-    boost::asio::io_context* io = nullptr;  // null once the owner is gone
-    int running = 0;
+    Mutex mu;
+    // Null once the owner is gone.
+    boost::asio::io_context* io GUARDED_BY(mu) = nullptr;
+    int running GUARDED_BY(mu) = 0;
   };
   std::shared_ptr<Shared> shared_;
 };

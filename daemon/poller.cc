@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "core/thread_annotations.h"
+
 namespace fabric {
 namespace {
 
@@ -26,21 +28,22 @@ std::size_t SampleCount(const Snapshot& s) {
 }  // namespace
 
 void InFlight::Add() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++count_;
 }
 
 void InFlight::Done() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     --count_;
   }
   cv_.notify_all();
 }
 
 bool InFlight::WaitIdle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return count_ == 0; });
+  MutexLock lock(mu_);
+  return cv_.wait_for(lock.native(), timeout,
+                      [this]() REQUIRES(mu_) { return count_ == 0; });
 }
 
 // Shared by the poller and its thread, so an abandoned thread keeps the
@@ -51,24 +54,24 @@ struct Poller::State {
   std::shared_ptr<InFlight> in_flight;
   std::function<void(const Snapshot&)> on_publish;
 
-  // Guards everything below; publishes happen under it, so snapshots of
-  // one collector reach the store in order.
-  mutable std::mutex mu;
+  // Publishes happen under mu, so snapshots of one collector reach the
+  // store in order.
+  mutable Mutex mu;
   std::condition_variable cv;
-  bool stop = false;
-  bool busy = false;       // a collection is running
-  bool timed_out = false;  // ... and was reported as overrun
-  bool failing = false;    // latest published snapshot was a failure
-  std::chrono::steady_clock::time_point busy_since;
-  double last_success = 0;
-  std::uint64_t completed = 0;
+  bool stop GUARDED_BY(mu) = false;
+  bool busy GUARDED_BY(mu) = false;       // a collection is running
+  bool timed_out GUARDED_BY(mu) = false;  // ... and was reported as overrun
+  bool failing GUARDED_BY(mu) = false;  // latest published snapshot failed
+  std::chrono::steady_clock::time_point busy_since GUARDED_BY(mu);
+  double last_success GUARDED_BY(mu) = 0;
+  std::uint64_t completed GUARDED_BY(mu) = 0;
 
   // A replaced snapshot much larger than its successor, held until this is
   // the last reference (a scrape may still be rendering it, the collection
   // may still recycle it), then freed and its pages trimmed.
-  std::shared_ptr<const Snapshot> retired;
+  std::shared_ptr<const Snapshot> retired GUARDED_BY(mu);
 
-  void Publish(std::shared_ptr<Snapshot> snapshot) {
+  void Publish(std::shared_ptr<Snapshot> snapshot) REQUIRES(mu) {
     std::shared_ptr<const Snapshot> published = std::move(snapshot);
     auto replaced = store->Latest(c.name);
     store->Publish(published);
@@ -84,8 +87,8 @@ struct Poller::State {
     if (on_publish) on_publish(*published);
   }
 
-  // The result of a finished collection; called with `mu` held.
-  void Finished(std::shared_ptr<Snapshot> snapshot) {
+  // The result of a finished collection.
+  void Finished(std::shared_ptr<Snapshot> snapshot) REQUIRES(mu) {
     const std::string& name = c.name;
     if (timed_out) {
       spdlog::warn("{}: late collection returned after {:.3f}s", name,
@@ -142,21 +145,22 @@ void Poller::Loop(std::shared_ptr<State> s) {
                                   s->c.config.interval, publish_every);
   auto next = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> published;
-  std::unique_lock lock(s->mu);
-  while (!s->cv.wait_until(lock, next, [&] { return s->stop; })) {
+  MutexLock lock(s->mu);
+  while (!s->cv.wait_until(lock.native(), next,
+                           [&]() REQUIRES(s->mu) { return s->stop; })) {
     s->busy = true;
     s->timed_out = false;
-    s->busy_since = std::chrono::steady_clock::now();
+    const auto started = std::chrono::steady_clock::now();
+    s->busy_since = started;
     const double last = s->last_success;
     s->in_flight->Add();
     // Publish at the first tick and once PublishInterval() has passed;
     // sample only in between (collector.h).
-    const bool publish =
-        !published || s->busy_since - *published >= publish_every;
-    lock.unlock();
+    const bool publish = !published || started - *published >= publish_every;
+    lock.Unlock();
     std::shared_ptr<Snapshot> snapshot;
     if (publish) {
-      published = s->busy_since;
+      published = started;
       snapshot = RunCollection(s->c, last);
     } else {
       try {
@@ -165,7 +169,7 @@ void Poller::Loop(std::shared_ptr<State> s) {
         // The next publish collects again and reports what fails.
       }
     }
-    lock.lock();
+    lock.Lock();
     s->busy = false;
     ++s->completed;
     if (!s->stop && snapshot) s->Finished(std::move(snapshot));
@@ -178,8 +182,8 @@ void Poller::Loop(std::shared_ptr<State> s) {
 }
 
 bool Poller::Supervise() {
-  std::lock_guard lock(state_->mu);
   State& s = *state_;
+  MutexLock lock(s.mu);
   if (s.stop || !s.busy) return false;
   const auto timeout = s.c.config.timeout;
   if (!s.timed_out &&
@@ -201,7 +205,7 @@ bool Poller::Stop() {
   state_->c.collector->Stop();
   bool abandoned;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->stop = true;
     abandoned = state_->busy;
   }
@@ -217,17 +221,17 @@ bool Poller::Stop() {
 }
 
 bool Poller::stuck() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->busy && state_->timed_out;
 }
 
 bool Poller::running() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->busy;
 }
 
 std::uint64_t Poller::completed() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->completed;
 }
 

@@ -33,11 +33,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "core/snapshot.h"
+#include "core/thread_annotations.h"
 #include "daemon/collection.h"
 
 namespace fabric {
@@ -52,9 +52,9 @@ class InFlight {
   bool WaitIdle(std::chrono::milliseconds timeout);
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  int count_ = 0;
+  int count_ GUARDED_BY(mu_) = 0;
 };
 
 class Poller {

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <mutex>
 
+#include "core/thread_annotations.h"
 #include "sources/fd_read.h"
 #include "simulator/mad.h"
 #include "simulator/runner.h"
@@ -28,8 +28,8 @@ constexpr std::size_t kMaxTimelineBytes = 1 << 20;
 namespace fs = std::filesystem;
 
 // The running simulation's runner, for UseSimulatedMad.
-std::mutex active_mutex;
-const sim::LiveRunner* active_runner = nullptr;
+Mutex active_mutex;
+const sim::LiveRunner* active_runner GUARDED_BY(active_mutex) = nullptr;
 
 #if FABRICMON_WITH_RDMA
 // Host 0's IB HCA ports as libibumad would list them, from the model now.
@@ -87,7 +87,7 @@ class LiveSimulation : public Simulation {
       : root_(std::move(root)), runner_(std::move(config), root_, true) {}
   ~LiveSimulation() override {
     {
-      std::lock_guard<std::mutex> hold(active_mutex);
+      MutexLock hold(active_mutex);
       if (active_runner == &runner_) active_runner = nullptr;
     }
     runner_.Stop();
@@ -101,7 +101,7 @@ class LiveSimulation : public Simulation {
     runner_.Warmup(std::chrono::seconds(60));
     if (!runner_.RenderNow(error)) return false;
     runner_.Start();
-    std::lock_guard<std::mutex> hold(active_mutex);
+    MutexLock hold(active_mutex);
     active_runner = &runner_;
     return true;
   }
@@ -167,7 +167,7 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
 
 bool UseSimulatedMad(CollectorEnv* env) {
 #if FABRICMON_WITH_RDMA
-  std::lock_guard<std::mutex> hold(active_mutex);
+  MutexLock hold(active_mutex);
   if (!active_runner) return false;
   const sim::LiveRunner* runner = active_runner;
   env->mad = [runner](const std::string& ca, int port) {

@@ -2,18 +2,19 @@
 
 #include <boost/asio/post.hpp>
 #include <exception>
-#include <mutex>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "http/gzip.h"
 
 namespace fabric::http {
 
 struct RenderWorker::Job {
-  std::mutex mu;  // Request (event loop) against Run (worker) on the fields
-  bool started = false;
-  bool gzip = false;
-  std::vector<Done> waiters;
+  Job(bool g, Done done) : gzip(g) { waiters.push_back(std::move(done)); }
+  Mutex mu;  // Request (event loop) against Run (worker)
+  bool started GUARDED_BY(mu) = false;
+  bool gzip GUARDED_BY(mu) = false;
+  std::vector<Done> waiters GUARDED_BY(mu);
 };
 
 RenderWorker::RenderWorker(boost::asio::any_io_executor loop,
@@ -27,16 +28,14 @@ RenderWorker::~RenderWorker() {
 
 void RenderWorker::Request(bool gzip, Done done) {
   if (queued_) {
-    std::lock_guard lock(queued_->mu);
+    MutexLock lock(queued_->mu);
     if (!queued_->started) {
       queued_->gzip = queued_->gzip || gzip;
       queued_->waiters.push_back(std::move(done));
       return;
     }
   }
-  auto job = std::make_shared<Job>();
-  job->gzip = gzip;
-  job->waiters.push_back(std::move(done));
+  auto job = std::make_shared<Job>(gzip, std::move(done));
   queued_ = job;
   boost::asio::post(pool_, [this, job] { Run(*job); });
 }
@@ -45,7 +44,7 @@ void RenderWorker::Run(Job& job) {
   bool gzip = false;
   std::vector<Done> waiters;
   {
-    std::lock_guard lock(job.mu);
+    MutexLock lock(job.mu);
     job.started = true;
     gzip = job.gzip;
     waiters = std::move(job.waiters);

@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <set>
 
+#include "core/thread_annotations.h"
+
 namespace fabric::probe {
 namespace {
 
@@ -134,7 +136,7 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
   }
   std::make_heap(schedule_.begin(), schedule_.end(), std::greater<>{});
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::set<const SeriesStats*> gone;
     for (auto it = stats_.begin(); it != stats_.end();) {
       if (names.count(it->first.first)) {
@@ -201,7 +203,7 @@ void Engine::Arm() {
 
 void Engine::OnTimer() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++wakeups_;
   }
   // Answers that arrived while receiving lazily, before any of them can be
@@ -213,7 +215,7 @@ void Engine::OnTimer() {
     Pending& first = pending_.front();
     if (first.series) {
       if (first.deadline > now) break;
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++first.series->lost;
     }
     pending_.pop_front();
@@ -269,7 +271,7 @@ void Engine::SendProbe(PeerState& p) {
   packet.t1_ns = RealtimeNs();
   Bytes bytes = Encode(packet, hmac_);
   auto tx = transports_[t]->Send(to, bytes, packet.seq);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (p.series.size() <= t) p.series.resize(t + 1);
   if (!p.series[t]) p.series[t] = &stats_[{p.resolved.peer.name, t}];
   SeriesStats& s = *p.series[t];
@@ -317,7 +319,7 @@ void Engine::OnSent(std::uint64_t seq, Timestamp tx) {
 }
 
 void Engine::Reject(const char* reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++rejected_[reason];
 }
 
@@ -378,7 +380,7 @@ void Engine::Answer(std::size_t t, const Received& r, const Packet& in) {
   }
   // Same size as what arrived: the wire format is fixed-size.
   if (transports_[t]->Reply(r.from, Encode(out, hmac_))) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++answered_;
   }
 }
@@ -398,7 +400,7 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
     std::int64_t rx = r.rx.software_ns ? r.rx.software_ns : RealtimeNs();
     rtt_ns = rx - p.tx.software_ns;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SeriesStats& s = *p.series;
   if (rtt_ns > std::chrono::nanoseconds(options_.probe_timeout).count()) {
     // Late, though read before the expiry: not within probe_timeout.
@@ -429,7 +431,7 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
   // them into recycled samples, so emitting 1,000 peers allocates nothing.
   Labels labels;
   prometheus::ClientMetric::Histogram histogram;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [key, s] : stats_) {
     labels = transport_labels_[key.second];
     labels.push_back({"peer", key.first});
@@ -472,7 +474,7 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
 }
 
 std::map<std::string, std::uint64_t> Engine::Totals() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, std::uint64_t> out;
   for (const auto& [key, s] : stats_) {
     out["sent"] += s.sent;

@@ -21,7 +21,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -29,6 +28,7 @@
 
 #include "auth/hmac.h"
 #include "core/metric_sink.h"
+#include "core/thread_annotations.h"
 #include "probe/guard.h"
 #include "probe/histogram.h"
 #include "probe/peers.h"
@@ -161,11 +161,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
   ReplayWindow replay_;
   RateLimiter limiter_;
 
-  mutable std::mutex mu_;  // guards the statistics below
-  std::map<SeriesKey, SeriesStats> stats_;
-  std::map<std::string, std::uint64_t> rejected_;
-  std::uint64_t answered_ = 0;  // probes this responder answered
-  std::uint64_t wakeups_ = 0;   // timer ticks
+  // The statistics (Emit and Totals read them from the collector's
+  // thread). SeriesStats pointers into stats_ (PeerState::series,
+  // Pending::series) are dereferenced only under mu_ too.
+  mutable Mutex mu_;
+  std::map<SeriesKey, SeriesStats> stats_ GUARDED_BY(mu_);
+  std::map<std::string, std::uint64_t> rejected_ GUARDED_BY(mu_);
+  // Probes this responder answered.
+  std::uint64_t answered_ GUARDED_BY(mu_) = 0;
+  std::uint64_t wakeups_ GUARDED_BY(mu_) = 0;  // timer ticks
 };
 
 }  // namespace fabric::probe

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "core/thread_annotations.h"
 #include "probe/rdma_ports.h"
 
 namespace fabric::probe {
@@ -148,22 +149,22 @@ bool RdmaTransport::SenderWorks() const {
 }
 
 void RdmaTransport::UpdateHealth() {
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   healthy_ = SenderWorks();
 }
 
 void RdmaTransport::SetError(std::string error) {
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   last_error_ = std::move(error);
 }
 
 bool RdmaTransport::Healthy() const {
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   return healthy_;
 }
 
 std::string RdmaTransport::LastError() const {
-  std::lock_guard lock(status_mu_);
+  MutexLock lock(status_mu_);
   return last_error_;
 }
 

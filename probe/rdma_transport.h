@@ -20,11 +20,11 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "probe/rdma_ud.h"
 #include "probe/transport.h"
 #include "probe/verbs_ops.h"
@@ -84,9 +84,9 @@ class RdmaTransport final : public Transport {
   std::vector<Port> ports_;
   std::size_t sender_ = 0;  // index into ports_
   // What Healthy() and LastError() read from the collector's thread.
-  mutable std::mutex status_mu_;
-  bool healthy_ = false;
-  std::string last_error_;
+  mutable Mutex status_mu_;
+  bool healthy_ GUARDED_BY(status_mu_) = false;
+  std::string last_error_ GUARDED_BY(status_mu_);
   // What a Reply needs: the last datagram from each source (GID or LID and
   // QPN), bounded like UdPort's reply cache.
   std::map<std::string, std::pair<std::size_t, rdma::UdEvent>> last_from_;

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/thread_annotations.h"
 #include "probe/engine.h"
 #include "probe/peers.h"
 
@@ -113,7 +114,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   State(boost::asio::io_context& io, Endpoint l) : socket(io), listen(l) {}
 
   void SetError(const std::string& e) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     error = e;
   }
 
@@ -170,7 +171,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) == 0;
     socket.non_blocking(true, ec);
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       open = true;
       error.clear();
     }
@@ -273,7 +274,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     socket.assign(protocol, fd, ec);
     if (ec) {
       // Nothing would wake the io thread for a request: say so.
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       open = false;
       error = "cannot watch the probe socket again: " + ec.message();
       return lazy;
@@ -321,9 +322,9 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   bool counts_drops = false;
   // The socket's drop count as the last datagram read reported it.
   std::atomic<std::uint32_t> drops{0};
-  mutable std::mutex mu;  // guards open, error
-  bool open = false;
-  std::string error;
+  mutable Mutex mu;
+  bool open GUARDED_BY(mu) = false;
+  std::string error GUARDED_BY(mu);
 };
 
 UdpTransport::UdpTransport(boost::asio::io_context& io, Endpoint listen)
@@ -345,17 +346,17 @@ bool UdpTransport::Start(Handlers handlers, std::string* error) {
 void UdpTransport::Stop() {
   state_->Close();
   state_->handlers = {};
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->open = false;
 }
 
 bool UdpTransport::Healthy() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->open;
 }
 
 std::string UdpTransport::LastError() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   return state_->error;
 }
 

@@ -18,13 +18,13 @@ LiveRunner::~LiveRunner() {
 }
 
 void LiveRunner::Warmup(Duration simulated) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Duration end = cluster_.now() + simulated;
   while (cluster_.now() + cluster_.tick() <= end) cluster_.Step();
 }
 
 bool LiveRunner::RenderNow(std::string* error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& r : renderers_) {
     if (!r.Render(cluster_, error)) return false;
   }
@@ -34,7 +34,7 @@ bool LiveRunner::RenderNow(std::string* error) {
 void LiveRunner::Start(Duration duration) {
   if (thread_.joinable()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
   }
   running_ = true;
@@ -43,7 +43,7 @@ void LiveRunner::Start(Duration duration) {
 
 void LiveRunner::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -54,23 +54,24 @@ void LiveRunner::Wait() {
 }
 
 std::string LiveRunner::error() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return error_;
 }
 
 void LiveRunner::RemoveTrees() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& r : renderers_) r.Remove();
 }
 
 void LiveRunner::WithCluster(
     const std::function<void(const Cluster&)>& fn) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fn(cluster_);
 }
 
 std::vector<std::filesystem::path> LiveRunner::host_roots() const {
   std::vector<std::filesystem::path> roots;
+  MutexLock lock(mu_);
   for (const auto& r : renderers_) roots.push_back(r.root());
   return roots;
 }
@@ -78,8 +79,8 @@ std::vector<std::filesystem::path> LiveRunner::host_roots() const {
 void LiveRunner::Loop(Duration duration) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
+  MutexLock lock(mu_);
   const Duration sim_start = cluster_.now();
-  std::unique_lock lock(mu_);
   std::int64_t rendered_slot = 0;  // RenderNow() drew the start
   while (!stop_) {
     // Step until the simulated clock has caught up with the wall clock.
@@ -104,7 +105,8 @@ void LiveRunner::Loop(Duration duration) {
     }
     if (duration.count() > 0 && cluster_.now() - sim_start >= duration) break;
     const auto next = start + (cluster_.now() - sim_start) + cluster_.tick();
-    cv_.wait_until(lock, next, [this] { return stop_; });
+    cv_.wait_until(lock.native(), next,
+                   [this]() REQUIRES(mu_) { return stop_; });
   }
   running_ = false;
 }

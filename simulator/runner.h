@@ -14,11 +14,11 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
 
@@ -65,13 +65,13 @@ class LiveRunner {
  private:
   void Loop(Duration duration);
 
-  mutable std::mutex mu_;
-  Cluster cluster_;
-  std::vector<SysfsRenderer> renderers_;
+  mutable Mutex mu_;
+  Cluster cluster_ GUARDED_BY(mu_);
+  std::vector<SysfsRenderer> renderers_ GUARDED_BY(mu_);
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<bool> running_{false};
-  std::string error_;
+  std::string error_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/thread_annotations.h"
+
 namespace fabric {
 namespace {
 
@@ -223,11 +225,11 @@ namespace {
 class SharedMadTransport : public MadTransport {
  public:
   SharedMadTransport(std::shared_ptr<MadTransport> target,
-                     std::shared_ptr<std::mutex> lock)
+                     std::shared_ptr<Mutex> lock)
       : target_(std::move(target)), lock_(std::move(lock)) {}
   MadStats Run(std::deque<MadRequest>& pending, const MadOptions& options,
                const Completion& done) override {
-    std::lock_guard<std::mutex> hold(*lock_);
+    MutexLock hold(*lock_);
     return target_->Run(pending, options, done);
   }
 
@@ -239,14 +241,17 @@ class SharedMadTransport : public MadTransport {
   void Poll(std::chrono::microseconds, std::vector<Answer>*) override {}
 
  private:
-  std::shared_ptr<MadTransport> target_;
-  std::shared_ptr<std::mutex> lock_;
+  // Shared with the other users of the target: used under *lock_ only.
+  // (GUARDED_BY, not PT_GUARDED_BY: clang 14 takes the latter on raw and
+  // unique pointers only.)
+  std::shared_ptr<MadTransport> target_ GUARDED_BY(*lock_);
+  std::shared_ptr<Mutex> lock_;
 };
 
 }  // namespace
 
 std::unique_ptr<MadTransport> ShareMadTransport(
-    std::shared_ptr<MadTransport> target, std::shared_ptr<std::mutex> lock) {
+    std::shared_ptr<MadTransport> target, std::shared_ptr<Mutex> lock) {
   return std::make_unique<SharedMadTransport>(std::move(target),
                                               std::move(lock));
 }

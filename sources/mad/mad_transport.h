@@ -34,11 +34,11 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <vector>
 
 #include "core/result.h"
+#include "core/thread_annotations.h"
 
 namespace fabric {
 
@@ -126,6 +126,6 @@ class MadTransport {
 // turns on the one umad fd and never steal each other's answers. One umad
 // port per process also suits umad2sim, which cannot open a second.
 std::unique_ptr<MadTransport> ShareMadTransport(
-    std::shared_ptr<MadTransport> target, std::shared_ptr<std::mutex> lock);
+    std::shared_ptr<MadTransport> target, std::shared_ptr<Mutex> lock);
 
 }  // namespace fabric

@@ -1,35 +1,39 @@
 #include "sources/mad/sm_directory.h"
 
-#include <mutex>
+#include "core/thread_annotations.h"
+
 
 namespace fabric::mad {
 namespace {
 
-std::mutex& Mutex() {
-  static std::mutex m;
-  return m;
-}
+struct Directory {
+  Mutex mu;
+  std::optional<std::vector<std::uint16_t>> lids GUARDED_BY(mu);
+};
 
-std::optional<std::vector<std::uint16_t>>& Lids() {
-  static std::optional<std::vector<std::uint16_t>> lids;
-  return lids;
+Directory& TheDirectory() {
+  static Directory d;
+  return d;
 }
 
 }  // namespace
 
 void PublishSmLids(std::vector<std::uint16_t> lids) {
-  std::lock_guard<std::mutex> hold(Mutex());
-  Lids() = std::move(lids);
+  Directory& d = TheDirectory();
+  MutexLock hold(d.mu);
+  d.lids = std::move(lids);
 }
 
 std::optional<std::vector<std::uint16_t>> DiscoveredSmLids() {
-  std::lock_guard<std::mutex> hold(Mutex());
-  return Lids();
+  Directory& d = TheDirectory();
+  MutexLock hold(d.mu);
+  return d.lids;
 }
 
 void ClearSmLids() {
-  std::lock_guard<std::mutex> hold(Mutex());
-  Lids().reset();
+  Directory& d = TheDirectory();
+  MutexLock hold(d.mu);
+  d.lids.reset();
 }
 
 }  // namespace fabric::mad

@@ -1,10 +1,14 @@
 // ReadTextFile (sources/text_file.h), the reader behind
 // CollectorEnv::read_text_file: the whole file, the errno of a missing one,
-// an error for a directory, and EFBIG (not a truncated text) past the cap.
+// a refusal for a directory or FIFO, and EFBIG (not a truncated text) past
+// the cap.
 #include "sources/text_file.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <fstream>
@@ -37,24 +41,30 @@ TEST_F(TextFileTest, ReadsTheWholeFile) {
   // Longer than one read() of the implementation's buffer.
   const std::string text = "0x0002c90300001a2c \"leaf-1\"\n" +
                            std::string(40'000, 'x') + "\nlast line\n";
-  auto r = ReadTextFile(Write("map", text));
-  ASSERT_TRUE(r.ok()) << r.error().message();
-  EXPECT_EQ(*r, text);
-  auto empty = ReadTextFile(Write("empty", ""));
+  FileRead r = ReadTextFile(Write("map", text), 1 << 20);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.text, text);
+  FileRead empty = ReadTextFile(Write("empty", ""), 1 << 20);
   ASSERT_TRUE(empty.ok());
-  EXPECT_EQ(*empty, "");
+  EXPECT_EQ(empty.text, "");
 }
 
-TEST_F(TextFileTest, MissingFileIsItsErrnoADirectoryAnError) {
-  EXPECT_EQ(ReadTextFile((dir_ / "absent").string()).error(),
-            std::errc::no_such_file_or_directory);
-  EXPECT_FALSE(ReadTextFile(dir_.string()).ok());
+TEST_F(TextFileTest, MissingFileDirectoryAndFifoAreErrorsThatSayWhy) {
+  EXPECT_EQ(ReadTextFile((dir_ / "absent").string(), 1 << 20).error_number,
+            ENOENT);
+  EXPECT_EQ(ReadTextFile(dir_.string(), 1 << 20).error, "not a regular file");
+  // A FIFO named as a node-name map must not block the collector.
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ReadTextFile(fifo, 1 << 20).error, "not a regular file");
 }
 
 TEST_F(TextFileTest, LongerThanTheCapIsAnErrorNotATruncatedText) {
   const std::string path = Write("big", std::string(100, 'a'));
   EXPECT_TRUE(ReadTextFile(path, 100).ok());
-  EXPECT_EQ(ReadTextFile(path, 99).error(), std::errc::file_too_large);
+  FileRead r = ReadTextFile(path, 99);
+  EXPECT_EQ(r.error_number, EFBIG);
+  EXPECT_EQ(r.text, "");
 }
 
 }  // namespace
