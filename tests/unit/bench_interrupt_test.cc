@@ -88,7 +88,8 @@ TEST_F(BenchInterruptTest, KeepsTheSizesCompletedBeforeIt) {
   EXPECT_EQ(seen[1].iterations_done, 3);
   EXPECT_GT(seen[1].size_seconds, 0);
   EXPECT_EQ(seen[1].remaining_seconds, -1);  // one size: no estimate yet
-  EXPECT_GE(seen[3].remaining_seconds, 0);
+  // Whether size 1 gives an estimate depends on how long these loopback
+  // sizes took (no ETA until sizes grow in time: bench_progress_test).
   EXPECT_GE(seen[3].elapsed_seconds, seen[1].elapsed_seconds);
 
   // What `run` writes on Ctrl-C: those two sizes, marked interrupted.
