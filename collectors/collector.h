@@ -109,8 +109,9 @@ struct CollectorEnv {
   // active IB port). Null in builds without rdma-core.
   std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port)>
       mad;
-  // The local IB ports the MAD collectors choose from (sources/mad/live_ports.h's
-  // LocalPortLister). Null = libibumad's list (mad::LocalIbPorts);
+  // The local IB ports the MAD collectors choose from
+  // (sources/mad/live_ports.h's LocalPortLister). Null = libibumad's list
+  // (mad::LocalIbPorts);
   // `--simulate` sets both this and `mad` to the simulated host's.
   std::function<std::vector<mad::LocalPort>(std::string* error)> local_ports;
   MonotonicClock clock = SteadySeconds;

@@ -166,8 +166,7 @@ class FabricCollector : public Collector {
     names_.clear();
     if (settings_.node_name_map.empty()) return;
     FileRead file =
-        env_.read_text_file(settings_.node_name_map,
-                                          kMaxNodeNameMapBytes);
+        env_.read_text_file(settings_.node_name_map, kMaxNodeNameMapBytes);
     if (!file.ok()) {
       sink.Skip("fabric: cannot read node_name_map " + settings_.node_name_map +
                 ": " + file.error);

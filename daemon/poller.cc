@@ -61,7 +61,7 @@ struct Poller::State {
   bool stop GUARDED_BY(mu) = false;
   bool busy GUARDED_BY(mu) = false;       // a collection is running
   bool timed_out GUARDED_BY(mu) = false;  // ... and was reported as overrun
-  bool failing GUARDED_BY(mu) = false;  // latest published snapshot failed
+  bool failing GUARDED_BY(mu) = false;    // latest published snapshot failed
   std::chrono::steady_clock::time_point busy_since GUARDED_BY(mu);
   double last_success GUARDED_BY(mu) = 0;
   std::uint64_t completed GUARDED_BY(mu) = 0;

@@ -11,10 +11,10 @@
 #include <filesystem>
 
 #include "core/thread_annotations.h"
-#include "sources/fd_read.h"
 #include "simulator/mad.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
+#include "sources/fd_read.h"
 #if FABRICMON_WITH_RDMA
 #include "sources/mad/umad_transport.h"
 #endif

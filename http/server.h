@@ -18,9 +18,9 @@
 //    source's connections are candidates, so a flood from one address
 //    only displaces itself. A connection whose request is being checked or
 //    rendered (with no earlier answer still unread) is never closed; if
-//    every candidate is such, the newcomer is closed unanswered. A real scrape sends its request right after
-//    connecting and reads its answer at once, so it is answered before it
-//    could become the oldest.
+//    every candidate is such, the newcomer is closed unanswered. A real scrape
+//    sends its request right after connecting and reads its answer at once, so
+//    it is answered before it could become the oldest.
 //  - a connection must complete its TLS handshake and each request's head
 //    within `request_timeout` (idle keep-alive time included), else it is
 //    closed; request heads larger than `max_header_bytes` get 431; a

@@ -2,7 +2,6 @@
 
 #include "core/thread_annotations.h"
 
-
 namespace fabric::mad {
 namespace {
 

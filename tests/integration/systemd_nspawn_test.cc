@@ -328,8 +328,9 @@ void SystemdNspawnTest::Watchdog() {
   // broken stack could leave it. The self-check stops WATCHDOG=1 and
   // systemd restarts it.
   before = Show();
-  const std::string kill = "ss -K -t state listening sport = :" +
-                           std::to_string(port_) + " >/dev/null 2>&1";
+  const std::string kill =
+      "ss -K -t state listening sport = :" + std::to_string(port_) +
+      " >/dev/null 2>&1";
   ASSERT_EQ(std::system(kill.c_str()), 0);
   ASSERT_TRUE(WaitFor([&] {
     auto now = Show();

@@ -536,8 +536,8 @@ TEST_F(CongestionCollectorTest, PfcPausePeakFromEthtool) {
   auto ethtool = std::make_unique<testing::FakeEthtool>();
   testing::FakeEthtool* eth = ethtool.get();
   eth->Set("bond0", {{"rx_prio3_pause_duration", 0},
-                         {"tx_prio3_pause_duration", 0},
-                         {"rx_prio3_pause", 0}});
+                     {"tx_prio3_pause_duration", 0},
+                     {"rx_prio3_pause", 0}});
   CollectorEnv env;
   env.sysfs = fs;
   options.window_seconds = 10;

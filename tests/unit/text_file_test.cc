@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
