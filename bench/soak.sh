@@ -31,6 +31,9 @@ out=${SOAK_OUT:-$BENCH_TMP}
 mkdir -p "$out"
 port=$(bench_free_port)
 probe_port=$(bench_free_port)
+# The probe key (64 hex digits, 0600: docs/probes.md).
+key="$BENCH_TMP/probe.key"
+(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$key")
 # Two configs that differ in the ib_port interval: each SIGHUP swaps them.
 soak_config() {
   cat <<YAML
@@ -49,6 +52,7 @@ collectors:
     interval: 100ms
     listen_address: "127.0.0.1:$probe_port"
     peers: ["127.0.0.1:$probe_port"]
+    key_file: "$key"
 YAML
 }
 soak_config 100ms >"$BENCH_TMP/soak.yaml"
