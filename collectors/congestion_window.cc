@@ -18,10 +18,6 @@ constexpr double kBytesPerWord = 4.0;
 
 double Clamp01(double v) { return std::clamp(v, 0.0, 1.0); }
 
-void MaxInto(std::optional<double>& peak, const std::optional<double>& v) {
-  if (v && (!peak || *v > *peak)) peak = v;
-}
-
 }  // namespace
 
 void PollClock::Tick(double time_seconds) {
@@ -118,7 +114,7 @@ void PortWindow::Add(const CongestionSample& sample) {
   const auto handled = cnp_handled_.Add(clock_, sample.cnp_handled);
   const auto sent = cnp_sent_.Add(clock_, sample.cnp_sent);
   if (baseline) return;
-  IntervalRatios& r = intervals_.emplace_back();
+  IntervalRatios r;
   r.end_seconds = sample.time_seconds;
   // The rate in force at the end of the interval; a link that retrained
   // mid-interval is rare and a one-interval error is acceptable.
@@ -147,9 +143,6 @@ void PortWindow::Add(const CongestionSample& sample) {
 
 void PortWindow::Expire(double now_seconds) {
   const double cutoff = now_seconds - window_seconds_;
-  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
-    intervals_.pop_front();
-  }
   for (SlidingMax* m : {&transmit_utilization_, &receive_utilization_,
                         &transmit_wait_, &cnp_handled_max_, &cnp_sent_max_}) {
     m->Expire(cutoff);
@@ -160,23 +153,11 @@ CongestionPeaks PortWindow::Peaks(double now_seconds) const {
   CongestionPeaks peaks;
   peaks.end_seconds = now_seconds;
   const double cutoff = now_seconds - window_seconds_;
-  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
-    // Every interval kept ended by `now`: the queues hold the answer.
-    peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
-    peaks.receive_utilization = receive_utilization_.Max(cutoff);
-    peaks.transmit_wait = transmit_wait_.Max(cutoff);
-    peaks.cnp_handled_per_second = cnp_handled_max_.Max(cutoff);
-    peaks.cnp_sent_per_second = cnp_sent_max_.Max(cutoff);
-    return peaks;
-  }
-  for (const auto& i : intervals_) {
-    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
-    MaxInto(peaks.transmit_utilization, i.transmit_utilization);
-    MaxInto(peaks.receive_utilization, i.receive_utilization);
-    MaxInto(peaks.transmit_wait, i.transmit_wait);
-    MaxInto(peaks.cnp_handled_per_second, i.cnp_handled_per_second);
-    MaxInto(peaks.cnp_sent_per_second, i.cnp_sent_per_second);
-  }
+  peaks.transmit_utilization = transmit_utilization_.Max(cutoff);
+  peaks.receive_utilization = receive_utilization_.Max(cutoff);
+  peaks.transmit_wait = transmit_wait_.Max(cutoff);
+  peaks.cnp_handled_per_second = cnp_handled_max_.Max(cutoff);
+  peaks.cnp_sent_per_second = cnp_sent_max_.Max(cutoff);
   return peaks;
 }
 
@@ -187,31 +168,17 @@ void CounterPeakWindow::Add(double time_seconds,
   clock_.Tick(time_seconds);
   if (const auto up = steps_.Add(clock_, value)) {
     const double ratio = Clamp01(up->delta * scale_ / up->seconds);
-    intervals_.push_back({time_seconds, ratio});
     peak_.Push(time_seconds, ratio);
   }
   Expire(time_seconds);
 }
 
 void CounterPeakWindow::Expire(double now_seconds) {
-  const double cutoff = now_seconds - window_seconds_;
-  while (!intervals_.empty() && intervals_.front().end_seconds <= cutoff) {
-    intervals_.pop_front();
-  }
-  peak_.Expire(cutoff);
+  peak_.Expire(now_seconds - window_seconds_);
 }
 
 std::optional<double> CounterPeakWindow::Peak(double now_seconds) const {
-  const double cutoff = now_seconds - window_seconds_;
-  if (intervals_.empty() || intervals_.back().end_seconds <= now_seconds) {
-    return peak_.Max(cutoff);
-  }
-  std::optional<double> peak;
-  for (const auto& i : intervals_) {
-    if (i.end_seconds <= cutoff || i.end_seconds > now_seconds) continue;
-    MaxInto(peak, i.ratio);
-  }
-  return peak;
+  return peak_.Max(now_seconds - window_seconds_);
 }
 
 }  // namespace fabric

@@ -138,12 +138,12 @@ class PortWindow {
   // Adds a poll. The first poll (and a poll whose time is not after the
   // previous one) only sets the baseline.
   void Add(const CongestionSample& sample);
-  // Peaks over intervals that ended in (now - window, now].
+  // Peaks over intervals that ended in (now - window, now]. `now` is no
+  // earlier than the last Add() (the collector asks at its monotonic now,
+  // after the poll): only the per-field maxima are kept, not the intervals.
   CongestionPeaks Peaks(double now_seconds) const;
   // Drops intervals that ended at or before now - window.
   void Expire(double now_seconds);
-  // The intervals kept (ended in the window), oldest first.
-  const std::deque<IntervalRatios>& intervals() const { return intervals_; }
 
  private:
   double window_seconds_;
@@ -152,10 +152,6 @@ class PortWindow {
   std::optional<double> rate_;  // the last rate read
   PollClock clock_;
   CounterSteps xmit_data_, rcv_data_, xmit_wait_, cnp_handled_, cnp_sent_;
-  // The intervals in the window. Peaks() at a time no earlier than the
-  // latest interval's end (what the collector asks, once per poll) reads the
-  // per-field queues; an earlier time scans these.
-  std::deque<IntervalRatios> intervals_;
   SlidingMax transmit_utilization_, receive_utilization_, transmit_wait_,
       cnp_handled_max_, cnp_sent_max_;
 };
@@ -173,16 +169,11 @@ class CounterPeakWindow {
   void Expire(double now_seconds);
 
  private:
-  struct Interval {
-    double end_seconds;
-    double ratio;
-  };
   double window_seconds_;
   double scale_;
   std::optional<double> last_time_;
   PollClock clock_;
   CounterSteps steps_;
-  std::deque<Interval> intervals_;  // as in PortWindow
   SlidingMax peak_;
 };
 
