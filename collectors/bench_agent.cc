@@ -30,14 +30,13 @@ struct AgentHolder {
     MutexLock lock(mu);
     if (stopped || (agent && agent->Stats().listening)) return;
     std::string why;
-    auto key = LoadKeyFile(settings.key_file, &why);
-    if (!key) {
-      error = "key_file: " + why;
+    if (settings.key.empty()) {
+      error = "key_file: not loaded (it is read at config load)";
       return;
     }
     bench::AgentOptions o;
     o.listen_address = settings.listen_address;
-    o.key = std::move(*key);
+    o.key = settings.key;
     o.counters = counters;
     agent = std::make_unique<bench::BenchAgent>(io, std::move(o));
     if (!agent->Start(&why)) {
@@ -162,7 +161,9 @@ CollectorSpec BenchAgentCollectorSpec() {
       // As for probes: --check-config and a reload catch a missing, short or
       // group-readable key before the agent runs on it.
       std::string error;
-      if (!LoadKeyFile(settings.key_file, &error)) {
+      if (auto key = LoadKeyFile(settings.key_file, &error)) {
+        settings.key = std::move(*key);
+      } else {
         Fail(Join(path, "key_file"), mark, error);
       }
     }

@@ -1,9 +1,9 @@
 // The `bench_agent` collector: lets `fabricmon-bench run --hosts` use this
 // daemon as an agent (benchtool/agent.h). Off by default: a benchmark loads
 // the fabric, so a host takes part only when its operator enabled it. When
-// enabled, the config parser checks `key_file` (the probe key: same rules,
-// 0600) and Start(io) loads it and opens the TCP listener `listen_address`
-// on the daemon's io_context;
+// enabled, the config parser loads and checks `key_file` (the probe key:
+// same rules, 0600) and Start(io) opens the TCP listener `listen_address`
+// on the daemon's io_context with that key;
 // disabled means no listener at all. Collect() exports
 //   fabric_bench_agent_listening (gauge 0/1),
 //   fabric_bench_agent_sessions_total,
@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "auth/key_file.h"
 #include "collectors/collector.h"
 
 namespace fabric {
@@ -31,6 +32,8 @@ struct BenchAgentSettings {
   std::string listen_address = ":10916";
   // Required when enabled: the shared key (auth/key_file.h).
   std::string key_file;
+  // Its key, read and checked once, when the config is parsed.
+  Key key;
   bool operator==(const BenchAgentSettings&) const = default;
 };
 

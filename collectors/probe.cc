@@ -64,9 +64,9 @@ struct Core {
     MutexLock lock(mu);
     if (engine || stopped) return;
     std::string error;
-    auto key = LoadKeyFile(settings.key_file, &error);
-    if (!key) {
-      open_error = error;
+    if (settings.key.empty()) {
+      open_error =
+          "no key (collectors.probe.key_file is loaded at config load)";
       return;
     }
     auto listen = probe::ParseListenAddress(settings.listen_address, &error);
@@ -93,7 +93,7 @@ struct Core {
         return;
       }
     }
-    auto e = std::make_shared<Engine>(*io, Hmac(std::move(*key)), options,
+    auto e = std::make_shared<Engine>(*io, Hmac(settings.key), options,
                                       std::move(transports));
     if (!e->Start(&error)) {
       open_error = error;
@@ -388,7 +388,9 @@ CollectorSpec ProbeCollectorSpec() {
       // --check-config and a reload catch a missing or group-readable key
       // before the daemon runs on it.
       std::string error;
-      if (!LoadKeyFile(s.key_file, &error)) {
+      if (auto key = LoadKeyFile(s.key_file, &error)) {
+        s.key = std::move(*key);
+      } else {
         Fail(Join(path, "key_file"), mark, error);
       }
       if (generic.interval.count() <= 0) {

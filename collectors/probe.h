@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/key_file.h"
 #include "collectors/collector.h"
 
 namespace fabric {
@@ -51,6 +52,9 @@ struct ProbeSettings {
   std::string peers_file;
   // `key_file`: the shared key (auth/key_file.h); required when enabled.
   std::string key_file;
+  // Its key, read and checked once, when the config is parsed (so a
+  // rotated key file and a SIGHUP restart the responder with the new key).
+  Key key;
   // `rate_limit`: answers per second per source address.
   double rate_limit = 2000;
   // `max_peers`: peers probed at most (those of `peers` first, then the

@@ -128,6 +128,7 @@ class BenchAgentCollectorTest : public ::testing::Test {
       ports_.push_back(FreePort());
       s.listen_address = "127.0.0.1:" + std::to_string(ports_.back());
       s.key_file = key_path_;
+      s.key = key_;
       config.settings = std::make_shared<SettingsOf<BenchAgentSettings>>(s);
       collectors_.push_back(MakeBenchAgentCollector(CollectorEnv{}, config));
       collectors_.back()->Start(io_);

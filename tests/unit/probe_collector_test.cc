@@ -84,8 +84,24 @@ TEST_F(ProbeCollectorTest, EveryKey) {
   EXPECT_EQ(s.peers, (std::vector<std::string>{"a:1", "[::1]:2"}));
   EXPECT_EQ(s.peers_file, "/etc/fabricmon/peers");
   EXPECT_EQ(s.key_file, key_);
+  EXPECT_EQ(s.key, Key(32, 0xaa));  // read once, here
   EXPECT_EQ(s.rate_limit, 500);
   EXPECT_EQ(s.max_peers, 2);
+
+  // A rotated key under the same path is a changed setting: a reload
+  // restarts the responder with it.
+  const std::string yaml =
+      "collectors:\n  probe:\n    enabled: true\n"
+      "    key_file: " +
+      key_ + "\n";
+  auto before = ParseConfig(yaml, AllCollectorKeys(), &error);
+  ASSERT_TRUE(before) << error;
+  std::ofstream(key_) << std::string(64, 'b') << "\n";
+  auto after = ParseConfig(yaml, AllCollectorKeys(), &error);
+  ASSERT_TRUE(after) << error;
+  EXPECT_EQ(SettingsAs<ProbeSettings>(after->Collector("probe")).key,
+            Key(32, 0xbb));
+  EXPECT_FALSE(before->Collector("probe") == after->Collector("probe"));
 }
 
 TEST_F(ProbeCollectorTest, BadValuesNameKeyAndLine) {
@@ -137,6 +153,7 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
     s.peers = std::move(peers);
     s.peers_file = std::move(peers_file);
     s.key_file = key_;
+    s.key = Key(32, 0xaa);  // key_'s 64 'a's
     CollectorConfig c;
     c.interval = 1ms;
     c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
@@ -233,6 +250,7 @@ TEST_F(ProbeCollectorTest, RdmaWithoutRdmaPortsSaysWhy) {
     s.transport = transport;
     s.listen_address = "127.0.0.1:" + std::to_string(port);
     s.key_file = key_;
+    s.key = Key(32, 0xaa);
     CollectorConfig c;
     c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
     return MakeCollector("probe", CollectorEnv{}, c);
