@@ -214,6 +214,19 @@ TEST_F(SeriesCapTest, OpensmPortFloodStaysWithinTheCapAndALowerCapFrees) {
                        }),
             "")
       << daemon.Stderr();
+  // At least half of what the larger cap took is given back to the system
+  // once the poller has retired the snapshot that held the old series (at
+  // a publish after the last scrape of it let go; later on a loaded
+  // machine).
+  long freed_kb = daemon.RssKb();
+  for (int i = 0; i < 100 && freed_kb - base_kb >= (peak_kb - base_kb) / 2;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    freed_kb = daemon.RssKb();
+  }
+  EXPECT_LT(freed_kb - base_kb, (peak_kb - base_kb) / 2)
+      << "RSS " << base_kb << " kB at start, " << peak_kb << " kB at 4,000 "
+      << "ports, " << freed_kb << " kB after the cap went down to 400";
   ASSERT_EQ(testing::FloodSwitchPorts(socket, kFloodPorts), "");
   text = ScrapeWhen(port, [&](const Samples& s) {
     return Value(s, events + "port_data_counters\"}") == kFloodPorts;
@@ -224,11 +237,9 @@ TEST_F(SeriesCapTest, OpensmPortFloodStaysWithinTheCapAndALowerCapFrees) {
   EXPECT_EQ(Value(s, "fabric_opensm_port_events_over_cap_total"),
             2.0 * (kFloodPorts - 400));
   EXPECT_EQ(CountSeries(text, "fabric_switch_port_errors_total"), 4'800);
-  // At least half of what the larger cap took is given back to the system.
-  const long after_kb = daemon.RssKb();
-  EXPECT_LT(after_kb - base_kb, (peak_kb - base_kb) / 2)
-      << "RSS " << base_kb << " kB at start, " << peak_kb << " kB at 4,000 "
-      << "ports, " << after_kb << " kB at 400";
+  // The second flood, kept to 400 ports, does not grow it back to the peak
+  // (its transient garbage stays with the allocator until the next trim).
+  EXPECT_LT(daemon.RssKb(), peak_kb);
   EXPECT_TRUE(daemon.Running()) << daemon.Stderr();
 }
 
