@@ -32,6 +32,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 extern char** environ;
 
@@ -58,12 +59,8 @@ void WriteFile(const std::string& path, const std::string& text) {
 
 // Polls `done` until it holds or kPatience passes.
 bool WaitFor(const std::function<bool()>& done) {
-  auto end = std::chrono::steady_clock::now() + kPatience;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
+  return fabric::testing::WaitFor(done, kPatience,
+                                  std::chrono::milliseconds(50));
 }
 
 // A child process with stdout/stderr captured in files under a temp dir;

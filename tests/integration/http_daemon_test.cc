@@ -17,6 +17,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 namespace fabric::testing {
 namespace {
@@ -24,23 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool WaitFor(const std::function<bool()>& done,
-             std::chrono::seconds limit = 30s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
 
 // The last "listening on HOST:PORT" port in `log`, 0 if none yet.
 int LoggedPort(const fs::path& log) {

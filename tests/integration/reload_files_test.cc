@@ -23,6 +23,7 @@
 #include "tests/support/http.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 namespace fabric::testing {
 namespace {
@@ -35,23 +36,6 @@ namespace fs = std::filesystem;
 // Far above the ~20 MB the daemon uses, far below what /dev/zero read at
 // ~1 GB/s reaches.
 constexpr long kMaxRssKb = 200 * 1024;
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool WaitFor(const std::function<bool()>& done,
-             std::chrono::seconds limit = 30s) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
 
 int Count(const std::string& text, const std::string& what) {
   int n = 0;

@@ -29,6 +29,7 @@
 #include "tests/support/http.h"
 #include "tests/support/osm_flood.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 namespace fabric {
 namespace {
@@ -53,13 +54,10 @@ void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
 }
 
+// Polls `done` until it holds or kPatience passes.
 bool WaitFor(const std::function<bool()>& done) {
-  const auto end = std::chrono::steady_clock::now() + kPatience;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return done();
+  return fabric::testing::WaitFor(done, kPatience,
+                                  std::chrono::milliseconds(200));
 }
 
 // `fabricmon --config <config>` on an empty sysfs tree, serving on a free

@@ -36,6 +36,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 namespace fabric {
 namespace {
@@ -51,13 +52,10 @@ constexpr auto kPatience = std::chrono::seconds(90);
 constexpr const char* kConfig = "/etc/fabricmon/fabricmon.yaml";
 constexpr const char* kDropIns = "/etc/systemd/system/fabricmon.service.d";
 
+// Polls `done` until it holds or kPatience passes.
 bool WaitFor(const std::function<bool()>& done) {
-  const auto end = std::chrono::steady_clock::now() + kPatience;
-  while (std::chrono::steady_clock::now() < end) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return done();
+  return fabric::testing::WaitFor(done, kPatience,
+                                  std::chrono::milliseconds(250));
 }
 
 class SystemdNspawnTest : public ::testing::Test {
