@@ -239,4 +239,139 @@ std::string GuidString(std::uint64_t guid) {
   return text;
 }
 
+
+// --- PortExtendedSpeedsCounters -------------------------------------------
+
+Mad PmaClassPortInfoGet() {
+  return Encode(IB_PERFORMANCE_CLASS, kAttrClassPortInfo, 0, nullptr, nullptr,
+                IB_PC_DATA_OFFS, 0);
+}
+
+Mad PescGet(std::uint8_t port) {
+  std::uint8_t data[IB_PC_DATA_SZ] = {};
+  mad_set_field(data, 0, IB_PESC_PORT_SELECT_F, port);
+  return Encode(IB_PERFORMANCE_CLASS, kAttrPortExtendedSpeedsCounters, 0,
+                nullptr, data, IB_PC_DATA_OFFS, IB_PC_DATA_SZ);
+}
+
+std::optional<std::uint16_t> DecodePortInfoCapabilityMask2(
+    Bytes mad, std::string* error) {
+  if (!Check(mad, true, kAttrPortInfo, error)) return std::nullopt;
+  return static_cast<std::uint16_t>(
+      mad_get_field(Raw(mad) + IB_SMP_DATA_OFFS, 0, IB_PORT_CAPMASK2_F));
+}
+
+bool PescNeedsPortInfoExtended(std::uint32_t port_capability_mask,
+                               std::uint16_t port_capability_mask2,
+                               const PmaClassPortInfo& pma) {
+  return (port_capability_mask & kCapabilityHasExtendedSpeeds) &&
+         pma.RsFecCountersSupported() &&
+         (port_capability_mask & kCapabilityHasCapabilityMask2) &&
+         (port_capability_mask2 & kCapability2PortInfoExtended);
+}
+
+PescLayout ChoosePescLayout(std::uint32_t port_capability_mask,
+                            const PmaClassPortInfo& pma,
+                            const std::optional<PortInfoExtended>& ext) {
+  if (!(port_capability_mask & kCapabilityHasExtendedSpeeds)) {
+    return PescLayout::kNone;
+  }
+  // perfquery's is_rsfec_mode_active(): RS-FEC (2) or its low-latency
+  // variant (3), and only when the port says it reports FEC modes at all.
+  if (pma.RsFecCountersSupported() && ext && (ext->capability_mask & 1) &&
+      (ext->fec_mode_active == 2 || ext->fec_mode_active == 3)) {
+    return PescLayout::kRsFec;
+  }
+  return PescLayout::kErrorDetection;
+}
+
+std::optional<PmaClassPortInfo> DecodePmaClassPortInfo(Bytes mad,
+                                                       std::string* error) {
+  if (!Check(mad, false, kAttrClassPortInfo, error)) return std::nullopt;
+  std::uint8_t* d = Raw(mad) + IB_PC_DATA_OFFS;
+  PmaClassPortInfo c;
+  c.capability_mask =
+      static_cast<std::uint16_t>(mad_get_field(d, 0, IB_CPI_CAPMASK_F));
+  c.capability_mask2 = mad_get_field(d, 0, IB_CPI_CAPMASK2_F);
+  return c;
+}
+
+std::optional<PortInfoExtended> DecodePortInfoExtended(Bytes mad,
+                                                       std::string* error) {
+  if (!Check(mad, true, kAttrPortInfoExtended, error)) return std::nullopt;
+  std::uint8_t* d = Raw(mad) + IB_SMP_DATA_OFFS;
+  PortInfoExtended e;
+  e.capability_mask = mad_get_field(d, 0, IB_PORT_EXT_CAPMASK_F);
+  e.fec_mode_active = static_cast<std::uint16_t>(
+      mad_get_field(d, 0, IB_PORT_EXT_FEC_MODE_ACTIVE_F));
+  return e;
+}
+
+namespace {
+
+// Lane fields are consecutive enumerators in libibmad's MAD_FIELDS.
+MAD_FIELDS Lane(MAD_FIELDS lane0, int lane) {
+  return static_cast<MAD_FIELDS>(static_cast<int>(lane0) + lane);
+}
+static_assert(IB_PESC_ERR_DET_CTR_LANE0_F + 11 == IB_PESC_ERR_DET_CTR_LANE11_F);
+static_assert(IB_PESC_FEC_CORR_BLOCK_CTR_LANE0_F + 11 ==
+              IB_PESC_FEC_CORR_BLOCK_CTR_LANE11_F);
+static_assert(IB_PESC_FEC_UNCORR_BLOCK_CTR_LANE0_F + 11 ==
+              IB_PESC_FEC_UNCORR_BLOCK_CTR_LANE11_F);
+static_assert(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F + 11 ==
+              IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE11_F);
+
+}  // namespace
+
+std::optional<PortExtendedSpeedsCounters> DecodePortExtendedSpeedsCounters(
+    Bytes mad, PescLayout layout, std::string* error) {
+  if (layout == PescLayout::kNone) {
+    *error = "port has no PortExtendedSpeedsCounters";
+    return std::nullopt;
+  }
+  if (!Check(mad, false, kAttrPortExtendedSpeedsCounters, error)) {
+    return std::nullopt;
+  }
+  std::uint8_t* d = Raw(mad) + IB_PC_DATA_OFFS;
+  PortExtendedSpeedsCounters c;
+  c.layout = layout;
+  // Reads a counter of `bits` width and notes it when saturated.
+  auto read = [&](MAD_FIELDS f, unsigned bits) {
+    const std::uint32_t v = mad_get_field(d, 0, f);
+    if (v == (std::uint64_t{1} << bits) - 1) {
+      c.saturated.emplace_back(mad_field_name(f));
+    }
+    return v;
+  };
+  if (layout == PescLayout::kRsFec) {
+    c.port_select = static_cast<std::uint8_t>(
+        mad_get_field(d, 0, IB_PESC_RSFEC_PORT_SELECT_F));
+    c.counter_select = mad_get_field64(d, 0, IB_PESC_RSFEC_COUNTER_SELECT_F);
+    c.sync_header_errors = read(IB_PESC_RSFEC_SYNC_HDR_ERR_CTR_F, 16);
+    c.unknown_blocks = read(IB_PESC_RSFEC_UNK_BLOCK_CTR_F, 16);
+    for (int l = 0; l < kPescLanes; ++l) {
+      c.fec_corrected_symbols[l] =
+          read(Lane(IB_PESC_RSFEC_FEC_CORR_SYMBOL_CTR_LANE0_F, l), 32);
+    }
+    c.port_fec_correctable_blocks = read(IB_PESC_PORT_FEC_CORR_BLOCK_CTR_F, 32);
+    c.port_fec_uncorrectable_blocks =
+        read(IB_PESC_PORT_FEC_UNCORR_BLOCK_CTR_F, 32);
+    c.port_fec_corrected_symbols = read(IB_PESC_PORT_FEC_CORR_SYMBOL_CTR_F, 32);
+    return c;
+  }
+  c.port_select =
+      static_cast<std::uint8_t>(mad_get_field(d, 0, IB_PESC_PORT_SELECT_F));
+  c.counter_select = mad_get_field64(d, 0, IB_PESC_COUNTER_SELECT_F);
+  c.sync_header_errors = read(IB_PESC_SYNC_HDR_ERR_CTR_F, 16);
+  c.unknown_blocks = read(IB_PESC_UNK_BLOCK_CTR_F, 16);
+  for (int l = 0; l < kPescLanes; ++l) {
+    c.error_detection[l] = read(Lane(IB_PESC_ERR_DET_CTR_LANE0_F, l), 16);
+    c.fec_correctable_blocks[l] =
+        read(Lane(IB_PESC_FEC_CORR_BLOCK_CTR_LANE0_F, l), 32);
+    c.fec_uncorrectable_blocks[l] =
+        read(Lane(IB_PESC_FEC_UNCORR_BLOCK_CTR_LANE0_F, l), 32);
+  }
+  return c;
+}
+
 }  // namespace fabric::mad

@@ -12,6 +12,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -103,5 +104,110 @@ std::optional<PortCountersExtended> DecodePortCountersExtended(
 
 // "0x" + 16 lowercase hex digits, as node_guid is exported.
 std::string GuidString(std::uint64_t guid);
+
+
+// --- PortExtendedSpeedsCounters (PMA attribute 0x1F), and what says whether
+// a port has it and in which layout (issue 28). The sweep does not send these
+// yet; the decoders stand alone so they can be tested against libibmad.
+//
+// IBA 1.3 16.1.4.x: a PMA implements PortExtendedSpeedsCounters only when the
+// port's PortInfo:CapabilityMask.IsExtendedSpeedsSupported (bit 14) is set;
+// it has two layouts sharing the attribute ID:
+//   - the original one (libibmad IB_PESC_*): SyncHeaderErrorCounter,
+//     UnknownBlockCounter, and per lane (12) ErrorDetectionCounter and
+//     FECCorrectable/UncorrectableBlockCounter;
+//   - the RS-FEC one (IB_PESC_RSFEC_*), used while RS-FEC is the port's
+//     active FEC mode: per lane FECCorrectableSymbolCounter, and per port
+//     FEC correctable / uncorrectable blocks and corrected symbols.
+// `perfquery -T` (infiniband-diags) picks the RS-FEC layout when the PMA's
+// ClassPortInfo:CapabilityMask has IsPMRSFECCountersSupported (bit 14) and
+// the port's PortInfoExtended (SMP 0x33, asked only when PortInfo:
+// CapabilityMask2 has IsPortInfoExtendedSupported) says FEC modes are
+// supported and the active mode is RS-FEC (2) or low-latency RS-FEC (3);
+// otherwise the original layout. ChoosePescLayout does the same.
+
+inline constexpr std::uint16_t kAttrClassPortInfo = 0x01;
+inline constexpr std::uint16_t kAttrPortInfoExtended = 0x33;
+inline constexpr std::uint16_t kAttrPortExtendedSpeedsCounters = 0x1f;
+inline constexpr int kPescLanes = 12;
+
+// A PerfMgt Get of ClassPortInfo (no port: it describes the PMA).
+Mad PmaClassPortInfoGet();
+// A PerfMgt Get of PortExtendedSpeedsCounters of `port` (PortSelect).
+Mad PescGet(std::uint8_t port);
+
+struct PmaClassPortInfo {
+  std::uint16_t capability_mask = 0;   // host order, bit 8 AllPortSelect ...
+  std::uint32_t capability_mask2 = 0;  // 27 bits
+  // Bit 14: IsPMRSFECCountersSupported.
+  bool RsFecCountersSupported() const {
+    return (capability_mask & (1u << 14)) != 0;
+  }
+};
+
+struct PortInfoExtended {
+  std::uint32_t capability_mask = 0;  // bit 0: IsFECModeSupported
+  std::uint16_t fec_mode_active = 0;  // 0 none, 1 FireCode, 2 RS, 3 LL RS
+};
+
+enum class PescLayout {
+  kNone,            // the port has no PESC (not IsExtendedSpeedsSupported)
+  kErrorDetection,  // the original layout (IB_PESC_*)
+  kRsFec,           // the RS-FEC layout (IB_PESC_RSFEC_*)
+};
+
+// PortInfo:CapabilityMask bit 14 (IsExtendedSpeedsSupported) and bit 15
+// (CapabilityMask2 valid), CapabilityMask2 bit 1
+// (IsPortInfoExtendedSupported).
+inline constexpr std::uint32_t kCapabilityHasExtendedSpeeds = 0x00004000;
+inline constexpr std::uint32_t kCapabilityHasCapabilityMask2 = 0x00008000;
+inline constexpr std::uint16_t kCapability2PortInfoExtended = 0x0002;
+
+// PortInfo:CapabilityMask2 (libibmad IB_PORT_CAPMASK2_F) of a PortInfo
+// GetResp: whether PortInfoExtended may be asked.
+std::optional<std::uint16_t> DecodePortInfoCapabilityMask2(Bytes mad,
+                                                           std::string* error);
+// True when PortInfoExtended is worth asking for the layout decision: the
+// PMA says it has RS-FEC counters and the port says it has PortInfoExtended.
+bool PescNeedsPortInfoExtended(std::uint32_t port_capability_mask,
+                               std::uint16_t port_capability_mask2,
+                               const PmaClassPortInfo& pma);
+// The layout to decode the port's PESC with; `ext` is the port's
+// PortInfoExtended when it was asked and answered.
+PescLayout ChoosePescLayout(std::uint32_t port_capability_mask,
+                            const PmaClassPortInfo& pma,
+                            const std::optional<PortInfoExtended>& ext);
+
+std::optional<PmaClassPortInfo> DecodePmaClassPortInfo(Bytes mad,
+                                                       std::string* error);
+std::optional<PortInfoExtended> DecodePortInfoExtended(Bytes mad,
+                                                       std::string* error);
+
+struct PortExtendedSpeedsCounters {
+  PescLayout layout = PescLayout::kErrorDetection;
+  std::uint8_t port_select = 0;
+  std::uint64_t counter_select = 0;
+  std::uint32_t sync_header_errors = 0;  // 16-bit
+  std::uint32_t unknown_blocks = 0;      // 16-bit
+  // kErrorDetection only. All 12 lanes as the MAD carries them; lanes
+  // beyond the link's active width read 0.
+  std::array<std::uint32_t, kPescLanes> error_detection{};          // 16-bit
+  std::array<std::uint32_t, kPescLanes> fec_correctable_blocks{};   // 32-bit
+  std::array<std::uint32_t, kPescLanes> fec_uncorrectable_blocks{};  // 32
+  // kRsFec only.
+  std::array<std::uint32_t, kPescLanes> fec_corrected_symbols{};  // 32-bit
+  std::uint32_t port_fec_correctable_blocks = 0;                  // 32-bit
+  std::uint32_t port_fec_uncorrectable_blocks = 0;                // 32-bit
+  std::uint32_t port_fec_corrected_symbols = 0;                   // 32-bit
+  // libibmad's names of the fields read at their maximum: PMA counters
+  // saturate there instead of wrapping (IBA 16.1.3.5), so they no longer
+  // count.
+  std::vector<std::string> saturated;
+};
+
+// Decodes a PESC GetResp in `layout` (kNone gives nullopt). The MAD itself
+// does not say its layout: the caller decides with ChoosePescLayout.
+std::optional<PortExtendedSpeedsCounters> DecodePortExtendedSpeedsCounters(
+    Bytes mad, PescLayout layout, std::string* error);
 
 }  // namespace fabric::mad
