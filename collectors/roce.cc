@@ -122,12 +122,14 @@ class RoceCollector final : public Collector {
   RoceCollector(CollectorEnv env, RoceOptions options,
                 std::unique_ptr<EthtoolSource> ethtool,
                 std::unique_ptr<DcbSource> dcb,
-                std::unique_ptr<RdmaStatSource> rdma)
+                std::unique_ptr<RdmaStatSource> rdma,
+                std::unique_ptr<FecSource> fec)
       : env_(std::move(env)),
         options_(std::move(options)),
         ethtool_(std::move(ethtool)),
         dcb_(std::move(dcb)),
-        rdma_(std::move(rdma)) {}
+        rdma_(std::move(rdma)),
+        fec_(std::move(fec)) {}
 
   std::string_view Name() const override { return "roce"; }
 
@@ -197,6 +199,7 @@ class RoceCollector final : public Collector {
         }
       }
       CollectEcn(t, sink);
+      if (fec_ && !foreign) CollectFec(t, sink);
       if (dcb_ && !foreign) {
         DcbResult d = dcb_->Ieee(t.netdev);
         if (d.ok()) {
@@ -220,6 +223,25 @@ class RoceCollector final : public Collector {
     if (hw_address.empty()) return false;
     auto r = reader_->Read("class/net/" + netdev, "address");
     return r.ok() && TrimValue(*r) != hw_address;
+  }
+
+  void CollectFec(const RoceNetdev& t, MetricSink& sink) {
+    EthtoolFecResult r = fec_->Fec(t.netdev);
+    if (r.ok()) {
+      EmitFecMetrics(*r, t, sink);
+      return;
+    }
+    // No FEC op (veth, most virtual NICs), no such netdev (a race), no
+    // ethtool netlink family (old kernel or none in this netns), or a kernel
+    // that rejects ETHTOOL_FLAG_STATS: absent, not a failure.
+    const std::error_code e = r.error();
+    if (e != std::errc::operation_not_supported &&
+        e != std::errc::no_such_device &&
+        e != std::errc::no_such_file_or_directory &&
+        e != std::errc::invalid_argument &&
+        e != std::errc::protocol_not_supported) {
+      sink.Skip("ethtool netlink FEC " + t.netdev + ": " + e.message());
+    }
   }
 
   void CollectEcn(const RoceNetdev& t, MetricSink& sink) {
@@ -327,6 +349,7 @@ class RoceCollector final : public Collector {
   std::unique_ptr<EthtoolSource> ethtool_;
   std::unique_ptr<DcbSource> dcb_;
   std::unique_ptr<RdmaStatSource> rdma_;
+  std::unique_ptr<FecSource> fec_;
   // Created on the first Collect(); every sysfs read of a collection goes
   // through it (sources/sysfs.h).
   std::unique_ptr<SysfsReader> reader_;
@@ -443,6 +466,80 @@ void EmitEthtoolMetrics(const RoceEthtoolStats& s, const RoceNetdev& w,
         "queues (not RDMA traffic). ethtool rx_ecn_mark, else the sum of "
         "rx<N>_ecn_mark.",
         base, s.rx_ecn_mark);
+  EmitPhyMetrics(s, base, sink);
+}
+
+void EmitPhyMetrics(const RoceEthtoolStats& s, const Labels& base,
+                    MetricSink& sink) {
+  Count(sink, "fabric_roce_phy_corrected_bit_errors_total",
+        "Bits the active FEC (RS or FC) corrected on the port; a steady rise "
+        "means a degrading cable or transceiver. ethtool "
+        "rx_corrected_bits_phy.",
+        base, s.phy_corrected_bits);
+  Count(sink, "fabric_roce_phy_pcs_symbol_errors_total",
+        "Symbol errors at the PCS that FEC did not correct (or FEC is off). "
+        "ethtool rx_pcs_symbol_err_phy.",
+        base, s.phy_pcs_symbol_errors);
+  Count(sink, "fabric_roce_phy_symbol_errors_total",
+        "Received packets with physical coding (symbol) errors (IEEE 802.3 "
+        "aSymbolErrorDuringCarrier). ethtool rx_symbol_err_phy, early mlx5 "
+        "symbol_err.",
+        base, s.phy_symbol_errors);
+  Count(sink, "fabric_roce_phy_crc_errors_total",
+        "Received frames dropped for a bad FCS at the physical port. ethtool "
+        "rx_crc_errors_phy, early mlx5 check_seq_err.",
+        base, s.phy_crc_errors);
+  Count(sink, "fabric_roce_phy_link_down_events_total",
+        "Times the port's operational state went down; a rising count is a "
+        "flapping link. ethtool link_down_events_phy.",
+        base, s.phy_link_down_events);
+  for (int l = 0; l < RoceEthtoolStats::kMaxLanes; ++l) {
+    Count(sink, "fabric_roce_phy_lane_errors_total",
+          "Raw physical errors per lane before FEC correction. ethtool "
+          "rx_err_lane_<lane>_phy.",
+          With(base, {{"lane", std::to_string(l)}}), s.phy_lane_errors[l]);
+  }
+}
+
+void EmitFecMetrics(const EthtoolFec& fec, const RoceNetdev& w,
+                    MetricSink& sink) {
+  const Labels base = Base(w);
+  if (fec.active_mode) {
+    sink.Gauge("fabric_roce_fec_mode_info",
+               "Active FEC mode of the link (ethtool netlink "
+               "ETHTOOL_A_FEC_ACTIVE): none, rs, baser, llrs.",
+               With(base, {{"mode", *fec.active_mode}}), 1);
+  }
+  struct Stat {
+    const std::optional<FecCounter>& counter;
+    const char* port_name;
+    const char* lane_name;
+    const char* help;
+  };
+  const Stat stats[] = {
+      {fec.corrected_blocks, "fabric_roce_fec_corrected_blocks_total",
+       "fabric_roce_fec_lane_corrected_blocks_total",
+       "FEC codewords (blocks) with errors FEC corrected. ethtool netlink "
+       "FEC statistics ETHTOOL_A_FEC_STAT_CORRECTED"},
+      {fec.uncorrectable_blocks, "fabric_roce_fec_uncorrectable_blocks_total",
+       "fabric_roce_fec_lane_uncorrectable_blocks_total",
+       "FEC codewords (blocks) FEC could not correct: frames lost. ethtool "
+       "netlink FEC statistics ETHTOOL_A_FEC_STAT_UNCORR"},
+      {fec.corrected_bits, "fabric_roce_fec_corrected_bit_errors_total",
+       "fabric_roce_fec_lane_corrected_bit_errors_total",
+       "Bits FEC corrected. ethtool netlink FEC statistics "
+       "ETHTOOL_A_FEC_STAT_CORR_BITS"},
+  };
+  for (const Stat& s : stats) {
+    if (!s.counter) continue;
+    sink.Counter(s.port_name, std::string(s.help) + " (port total).", base,
+                 static_cast<double>(s.counter->total));
+    for (std::size_t l = 0; l < s.counter->lanes.size(); ++l) {
+      sink.Counter(s.lane_name, std::string(s.help) + ", per lane.",
+                   With(base, {{"lane", std::to_string(l)}}),
+                   static_cast<double>(s.counter->lanes[l]));
+    }
+  }
 }
 
 void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& w, MetricSink& sink) {
@@ -492,10 +589,10 @@ void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& w, MetricSink& sink) {
 std::unique_ptr<Collector> MakeRoceCollector(
     const CollectorEnv& env, RoceOptions options,
     std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb,
-    std::unique_ptr<RdmaStatSource> rdma) {
+    std::unique_ptr<RdmaStatSource> rdma, std::unique_ptr<FecSource> fec) {
   return std::make_unique<RoceCollector>(env, std::move(options),
                                          std::move(ethtool), std::move(dcb),
-                                         std::move(rdma));
+                                         std::move(rdma), std::move(fec));
 }
 
 std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
@@ -515,8 +612,12 @@ std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
   } else if (env.ethtool_is_kernel) {
     dcb = MakeRealDcbSource();
   }
+  // FEC, like DCB, asks the kernel about a netdev by name: only when the
+  // statistics come from the same kernel.
+  auto fec = env.ethtool_is_kernel ? MakeRealFecSource() : nullptr;
   return MakeRoceCollector(env, std::move(options), std::move(ethtool),
-                           std::move(dcb), MakeRealRdmaStatSource());
+                           std::move(dcb), MakeRealRdmaStatSource(),
+                           std::move(fec));
 }
 
 CollectorSpec RoceCollectorSpec() {

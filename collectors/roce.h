@@ -10,7 +10,12 @@
 //     dumps of sources/dcb_file.h with setting dcb_dir);
 //   - RoCE GID types per port (ports/<n>/gid_attrs/types/*);
 //   - mlx5 optional counters (cc_*) via RDMA netlink, read only, when an
-//     administrator enabled them (sources/roce_rdma_netlink.h).
+//     administrator enabled them (sources/roce_rdma_netlink.h);
+//   - cable and link health: mlx5's physical-layer error counters from the
+//     same ethtool statistics (corrected bits, per-lane raw errors, symbol
+//     and CRC errors, link-down events), and the active FEC mode with the
+//     FEC corrected/uncorrectable block statistics over ethtool netlink
+//     (sources/ethtool_netlink.h) where the kernel and driver have them.
 // Absent sources give absent metrics (never zeros). See docs/roce.md and the
 // "## roce" section of docs/metrics.md.
 //
@@ -37,6 +42,7 @@
 
 #include "collectors/collector.h"
 #include "sources/dcb_netlink.h"
+#include "sources/ethtool_netlink.h"
 #include "sources/ethtool_parse.h"
 #include "sources/ethtool_source.h"
 #include "sources/roce_rdma_netlink.h"
@@ -79,6 +85,15 @@ std::vector<RoceNetdev> DiscoverRoceNetdevs(const Sysfs& sysfs,
 void EmitEthtoolMetrics(const RoceEthtoolStats& stats, const RoceNetdev& where,
                         MetricSink& sink);
 
+// The physical-layer (cable and link health) part of EmitEthtoolMetrics:
+// `base` = the netdev's device/port/netdev labels.
+void EmitPhyMetrics(const RoceEthtoolStats& stats, const Labels& base,
+                    MetricSink& sink);
+
+// Writes the ethtool-netlink FEC samples of one netdev.
+void EmitFecMetrics(const EthtoolFec& fec, const RoceNetdev& where,
+                    MetricSink& sink);
+
 // Writes the DCB-derived samples of one netdev.
 void EmitDcbMetrics(const DcbIeee& dcb, const RoceNetdev& where,
                     MetricSink& sink);
@@ -91,7 +106,8 @@ std::string GidTypeLabel(std::string_view sysfs_text);
 std::unique_ptr<Collector> MakeRoceCollector(
     const CollectorEnv& env, RoceOptions options,
     std::unique_ptr<EthtoolSource> ethtool, std::unique_ptr<DcbSource> dcb,
-    std::unique_ptr<RdmaStatSource> rdma = nullptr);
+    std::unique_ptr<RdmaStatSource> rdma = nullptr,
+    std::unique_ptr<FecSource> fec = nullptr);
 
 // `collectors.roce` keys of its own.
 struct RoceSettings {
@@ -107,7 +123,9 @@ struct RoceSettings {
 };
 
 // The registry's factory: env's ethtool source, DCB and RDMA netlink
-// sources, the settings' netdevs as extra netdevs. DCB: the file-backed
+// sources, the settings' netdevs as extra netdevs; FEC over ethtool
+// netlink only when env's ethtool source is the kernel's (as DCB). DCB: the
+// file-backed
 // source on the settings' dcb_dir when set; else netlink, except when env's
 // ethtool source reads dumps (config `ethtool_dir`): DCB netlink asks the
 // kernel, and without the ioctl's address nothing tells whether the

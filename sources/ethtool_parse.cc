@@ -70,7 +70,26 @@ OptU64* PortField(RoceEthtoolStats& out, std::string_view name) {
     return &out.rx_buffer_passed_thres_phy;
   }
   if (name == "rx_ecn_mark") return &out.rx_ecn_mark;
+  if (name == "rx_corrected_bits_phy") return &out.phy_corrected_bits;
+  if (name == "rx_pcs_symbol_err_phy") return &out.phy_pcs_symbol_errors;
+  if (name == "rx_symbol_err_phy") return &out.phy_symbol_errors;
+  if (name == "rx_crc_errors_phy") return &out.phy_crc_errors;
+  if (name == "link_down_events_phy") return &out.phy_link_down_events;
+  // Early mlx5 drivers' names for the same IEEE 802.3 PPCNT fields
+  // (aSymbolErrorDuringCarrier, aFrameCheckSequenceErrors).
+  if (name == "symbol_err") return &out.phy_symbol_errors;
+  if (name == "check_seq_err") return &out.phy_crc_errors;
   return nullptr;
+}
+
+// "rx_err_lane_<l>_phy" with l a single decimal digit below kMaxLanes.
+OptU64* LaneField(RoceEthtoolStats& out, std::string_view name) {
+  if (!Consume(name, "rx_err_lane_") || name.size() != 5 ||
+      !name.ends_with("_phy") || name[0] < '0' ||
+      name[0] >= '0' + RoceEthtoolStats::kMaxLanes) {
+    return nullptr;
+  }
+  return &out.phy_lane_errors[name[0] - '0'];
 }
 
 // "rx{N}_ecn_mark" with N decimal.
@@ -98,6 +117,8 @@ RoceEthtoolStats ParseEthtoolStats(const std::vector<std::string>& names,
       SetOnce(*f, values[i], out.recognized);
     } else if (OptU64* g = PortField(out, name)) {
       SetOnce(*g, values[i], out.recognized);
+    } else if (OptU64* l = LaneField(out, name)) {
+      SetOnce(*l, values[i], out.recognized);
     } else if (IsQueueEcnMark(name)) {
       // Unsigned wrap of the sum matches the counters' own modulo-2^64 wrap.
       queue_ecn_sum = queue_ecn_sum.value_or(0) + values[i];

@@ -62,6 +62,20 @@ struct RoceEthtoolStats {
   // rx_ecn_mark when the driver has the aggregate, else the sum of the
   // per-queue rx{N}_ecn_mark (per-queue series would explode cardinality).
   OptU64 rx_ecn_mark;
+  // Physical-layer (PPCNT) error counters, the cable and link health view
+  // (mlx5 counters.rst, "Physical Port Counters"). Which of them a NIC has
+  // depends on the device and firmware: ConnectX-4 Lx reports none per lane.
+  OptU64 phy_corrected_bits;     // rx_corrected_bits_phy: bits FEC corrected
+  OptU64 phy_pcs_symbol_errors;  // rx_pcs_symbol_err_phy: symbol errors FEC
+                                 // did not correct (or FEC off)
+  OptU64 phy_symbol_errors;      // rx_symbol_err_phy, legacy symbol_err:
+                                 // packets received with coding errors
+  OptU64 phy_crc_errors;         // rx_crc_errors_phy, legacy check_seq_err
+  OptU64 phy_link_down_events;   // link_down_events_phy
+  // rx_err_lane_<l>_phy: raw (pre-FEC) bit errors per physical lane;
+  // index = lane, absent lanes nullopt. mlx5 has up to 8 lanes.
+  static constexpr int kMaxLanes = 8;
+  std::array<OptU64, kMaxLanes> phy_lane_errors;
   std::size_t recognized = 0;  // names that mapped to a field
 };
 

@@ -92,6 +92,14 @@ TEST(EthtoolRealDumpTest, Cx4LxEthq) {
   EXPECT_EQ(s.rx_out_of_buffer, 0u);
   EXPECT_FALSE(s.pause_storm_warning);
   EXPECT_FALSE(s.rx_ecn_mark);  // this driver has no ECN mark counters
+  // Physical-layer error counters: port-wide ones present (and zero), no
+  // per-lane raw error counters on this ConnectX-4 Lx driver: absent.
+  EXPECT_EQ(s.phy_corrected_bits, 0u);
+  EXPECT_EQ(s.phy_pcs_symbol_errors, 0u);
+  EXPECT_EQ(s.phy_symbol_errors, 0u);
+  EXPECT_EQ(s.phy_crc_errors, 0u);
+  EXPECT_EQ(s.phy_link_down_events, 0u);
+  for (const OptU64& lane : s.phy_lane_errors) EXPECT_FALSE(lane);
 }
 
 TEST(EthtoolRealDumpTest, LegacyEthqUsesOldPauseNames) {
@@ -103,7 +111,14 @@ TEST(EthtoolRealDumpTest, LegacyEthqUsesOldPauseNames) {
   EXPECT_EQ(s.pause_ctrl_phy[kRx], 0u);
   EXPECT_EQ(s.pause_ctrl_phy[kTx], 0u);
   EXPECT_FALSE(s.prio[0].bytes[kRx]);  // no per-priority group in this driver
-  EXPECT_EQ(s.recognized, 2u);
+  // The same PPCNT fields under their early names; the driver has no FEC
+  // counters (rx_corrected_bits_phy), and no link-down count.
+  EXPECT_EQ(s.phy_symbol_errors, 0u);
+  EXPECT_EQ(s.phy_crc_errors, 0u);
+  EXPECT_FALSE(s.phy_corrected_bits);
+  EXPECT_FALSE(s.phy_pcs_symbol_errors);
+  EXPECT_FALSE(s.phy_link_down_events);
+  EXPECT_EQ(s.recognized, 4u);
 }
 
 TEST(EthtoolRealDumpTest, XdpKernel515) {
@@ -180,6 +195,35 @@ TEST(EthtoolStatsTest, UnknownNamesIgnoredAndEdgeCases) {
   EXPECT_EQ(s.rx_ecn_mark, 5u);
   EXPECT_FALSE(s.prio[5].discards);
   EXPECT_EQ(s.recognized, 2u);
+}
+
+TEST(EthtoolStatsTest, PhyCountersPerLaneAndBadLaneNames) {
+  // As a ConnectX-6 Dx / ConnectX-7 with RS-FEC reports them (names from the
+  // kernel's mlx5 counters.rst; values made up).
+  std::vector<std::string> names = {
+      "rx_corrected_bits_phy", "rx_err_lane_0_phy", "rx_err_lane_1_phy",
+      "rx_err_lane_3_phy",     "rx_err_lane_8_phy",  // no lane 8
+      "rx_err_lane_10_phy",                          // two digits
+      "rx_err_lane_2phy",                            // missing separator
+      "rx_err_lane__phy",      "rx_pcs_symbol_err_phy",
+      "rx_symbol_err_phy",     "rx_crc_errors_phy",
+      "link_down_events_phy",  "rx_err_lane_0_phy"};  // duplicate: first wins
+  std::vector<std::uint64_t> values = {123456789, 11, 12, 14, 99, 99,
+                                       99,        99, 3,  4,  5,  6, 1000};
+  RoceEthtoolStats s = ParseEthtoolStats(names, values);
+  EXPECT_EQ(s.phy_corrected_bits, 123456789u);
+  EXPECT_EQ(s.phy_lane_errors[0], 11u);
+  EXPECT_EQ(s.phy_lane_errors[1], 12u);
+  EXPECT_FALSE(s.phy_lane_errors[2]);
+  EXPECT_EQ(s.phy_lane_errors[3], 14u);
+  for (int l = 4; l < RoceEthtoolStats::kMaxLanes; ++l) {
+    EXPECT_FALSE(s.phy_lane_errors[l]) << l;
+  }
+  EXPECT_EQ(s.phy_pcs_symbol_errors, 3u);
+  EXPECT_EQ(s.phy_symbol_errors, 4u);
+  EXPECT_EQ(s.phy_crc_errors, 5u);
+  EXPECT_EQ(s.phy_link_down_events, 6u);
+  EXPECT_EQ(s.recognized, 8u);
 }
 
 TEST(EthtoolStatsTest, EmptyDriverIsEmptyView) {
