@@ -8,6 +8,7 @@
 #include "collectors/opensm.h"
 #include "collectors/probe.h"
 #include "collectors/roce.h"
+#include "collectors/transceiver.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
 #include "collectors/sm.h"
@@ -21,6 +22,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     HwCountersCollectorSpec(),
     CongestionCollectorSpec(),
     RoceCollectorSpec(),
+    TransceiverCollectorSpec(),
     NicIdentityCollectorSpec(),
     OpensmCollectorSpec(),
     ProbeCollectorSpec(),
