@@ -17,6 +17,7 @@
 #include "collectors/roce.h"
 #include "tests/support/ci.h"
 #include "tests/support/fake_dcb.h"
+#include "tests/support/families.h"
 #include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
@@ -33,27 +34,9 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// The value of the sample of `name` whose labels include all of `want`, or
-// nullopt. Fails the test if more than one sample matches.
 std::optional<double> Value(const Families& fams, const std::string& name,
                             const Labels& want) {
-  std::optional<double> found;
-  for (const auto& f : fams) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      bool all = true;
-      for (const auto& [k, v] : want) {
-        bool hit = false;
-        for (const auto& l : m.label) hit |= l.name == k && l.value == v;
-        all &= hit;
-      }
-      if (!all) continue;
-      EXPECT_FALSE(found) << name << " matched twice";
-      found = f.type == prometheus::MetricType::Counter ? m.counter.value
-                                                        : m.gauge.value;
-    }
-  }
-  return found;
+  return testing::SampleValue(fams, name, want);
 }
 
 std::size_t Count(const Families& fams, const std::string& name) {
