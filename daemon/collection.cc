@@ -58,7 +58,7 @@ CollectorEnv MakeCollectorEnv(const Config& config,
              std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<Mutex>>>
         open GUARDED_BY(mutex);
   };
-  // Under --simulate, MADs go to the simulated fabric.
+  // Under --simulate or --sim.mad-socket, MADs go to the simulated fabric.
   if (UseSimulatedMad(&env)) return env;
   // MADs go to the live fabric: not when reading a recorded or simulated
   // tree (`sysfs_root` elsewhere than /sys), where they would query
