@@ -160,7 +160,7 @@ CollectorEnv MakeCollectorEnv(const Config& config,
     env.ethtool_is_kernel = false;
   }
 #if FABRICMON_WITH_RDMA
-  // Under --simulate, MADs go to the simulated fabric.
+  // Under --simulate or --sim.mad-socket, MADs go to the simulated fabric.
   if (UseSimulatedMad(&env)) return env;
   // MADs go to the live fabric: not when reading a recorded or simulated
   // tree (`sysfs_root` elsewhere than /sys), where they would query
