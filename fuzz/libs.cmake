@@ -6,7 +6,7 @@
 set(FABRICMON_FUZZ_LIBS "")
 foreach(lib fabric_core fabric_sources fabric_auth fabric_probe fabric_http
             fabric_benchtool fabric_osm_wire fabric_mad fabric_collectors
-            fabric_config)
+            fabric_config fabric_mad_broker)
   if(TARGET ${lib})
     list(APPEND FABRICMON_FUZZ_LIBS ${lib})
   endif()

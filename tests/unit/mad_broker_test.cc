@@ -1,0 +1,323 @@
+// The MAD broker's protocol (sources/mad/broker_protocol.h) and server
+// (broker.h) without a fabric: every allow-listed Get survives the trip
+// daemon MAD -> typed request -> bytes -> broker-built MAD unchanged, and
+// everything else is refused, counted by reason, and never reaches the
+// wire (a FakeMadTransport that records what was posted).
+#include <gtest/gtest.h>
+#include <infiniband/mad.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "sources/mad/broker.h"
+#include "sources/mad/broker_client.h"
+#include "sources/mad/codec.h"
+#include "tests/support/fake_mad_transport.h"
+
+namespace fabric::mad::broker {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Every Get the collectors build, one per allow-list row and routing.
+std::vector<std::pair<std::uint16_t, Mad>> CodecGets() {
+  std::vector<std::pair<std::uint16_t, Mad>> out;
+  for (const AllowedAttribute& a : AllowedAttributes()) {
+    const std::uint32_t mod = a.max_modifier;
+    if (a.perf) {
+      out.emplace_back(7, PerfGet(a.attribute, a.port_select ? 0xff : 0));
+    } else {
+      out.emplace_back(9, SmpGet(a.attribute, mod));
+      out.emplace_back(kPermissiveLid, DrSmpGet(a.attribute, mod, {1, 3, 36}));
+      out.emplace_back(kPermissiveLid, DrSmpGet(a.attribute, 0, {}));
+    }
+  }
+  out.emplace_back(7, PmaClassPortInfoGet());
+  out.emplace_back(7, PescGet(12));
+  return out;
+}
+
+void SetTid(Mad& mad, std::uint32_t tid) {
+  mad_set_field64(mad.data(), 0, IB_MAD_TRID_F, tid);
+}
+
+TEST(BrokerProtocol, EveryAllowedGetIsRebuiltByteForByte) {
+  std::uint32_t tid = 0x10000;
+  for (auto [dlid, mad] : CodecGets()) {
+    SetTid(mad, ++tid);
+    const MadCall call = CallFromMad(dlid, mad, milliseconds(500));
+    EXPECT_EQ(Check(call), Refusal::kNone) << "attribute " << call.attribute;
+    // Through the wire format, as the broker receives it.
+    Request r = MakeRequest(Kind::kMad, tid);
+    r.mad = call;
+    Refusal refusal;
+    std::uint32_t got_tid;
+    const auto decoded = DecodeRequest(EncodeRequest(r), &refusal, &got_tid);
+    ASSERT_TRUE(decoded) << RefusalName(refusal);
+    EXPECT_EQ(got_tid, tid);
+    EXPECT_EQ(BuildMad(decoded->mad), mad) << "attribute " << call.attribute;
+  }
+}
+
+TEST(BrokerProtocol, RefusesWhatIsNotAnAllowedGet) {
+  auto call_of = [](Mad mad, std::uint16_t dlid = 5) {
+    return CallFromMad(dlid, mad, milliseconds(500));
+  };
+  // SubnSet(PortInfo): the method byte says Set.
+  Mad set = SmpGet(kAttrPortInfo, 1);
+  mad_set_field(set.data(), 0, IB_MAD_METHOD_F, IB_MAD_METHOD_SET);
+  EXPECT_EQ(Check(call_of(set)), Refusal::kMethod);
+  // A GetResp (response bit set) and a Trap are not Gets either.
+  Mad resp = SmpGet(kAttrNodeInfo, 0);
+  mad_set_field(resp.data(), 0, IB_MAD_RESPONSE_F, 1);
+  EXPECT_EQ(Check(call_of(resp)), Refusal::kMethod);
+  Mad trap = SmpGet(kAttrNodeInfo, 0);
+  mad_set_field(trap.data(), 0, IB_MAD_METHOD_F, IB_MAD_METHOD_TRAP);
+  EXPECT_EQ(Check(call_of(trap)), Refusal::kMethod);
+  // Attributes off the list: P_KeyTable, VLArbitration, a vendor one.
+  for (std::uint16_t attr : {0x16, 0x18, 0xff90}) {
+    EXPECT_EQ(Check(call_of(SmpGet(attr, 0))), Refusal::kAttribute) << attr;
+  }
+  // PerfMgt PortSamplesControl is a PMA attribute, but not on the list.
+  EXPECT_EQ(Check(call_of(PerfGet(0x10, 1))), Refusal::kAttribute);
+  // SA (class 0x03) is no class the broker serves.
+  MadCall sa = call_of(SmpGet(kAttrNodeInfo, 0));
+  sa.mgmt_class = 0x03;
+  EXPECT_EQ(Check(sa), Refusal::kClass);
+  // Modifiers: NodeInfo takes none, an LFT block past 48K LIDs, a port
+  // select on a PMA attribute that has none.
+  EXPECT_EQ(Check(call_of(SmpGet(kAttrNodeInfo, 1))), Refusal::kModifier);
+  EXPECT_EQ(Check(call_of(SmpGet(0x19, 768))), Refusal::kModifier);
+  MadCall cpi = call_of(PmaClassPortInfoGet());
+  cpi.port_select = 3;
+  EXPECT_EQ(Check(cpi), Refusal::kModifier);
+  // Destinations: LID 0, a multicast LID, the permissive LID LID-routed; a
+  // directed route through port 0 or 255.
+  EXPECT_EQ(Check(call_of(SmpGet(kAttrNodeInfo, 0), 0)), Refusal::kDestination);
+  EXPECT_EQ(Check(call_of(SmpGet(kAttrNodeInfo, 0), 0xc001)),
+            Refusal::kDestination);
+  EXPECT_EQ(Check(call_of(SmpGet(kAttrNodeInfo, 0), kPermissiveLid)),
+            Refusal::kDestination);
+  EXPECT_EQ(Check(call_of(DrSmpGet(kAttrNodeInfo, 0, {1, 0}))),
+            Refusal::kDestination);
+  EXPECT_EQ(Check(call_of(DrSmpGet(kAttrNodeInfo, 0, {255}))),
+            Refusal::kDestination);
+  MadCall slow = call_of(SmpGet(kAttrNodeInfo, 0));
+  slow.timeout_ms = kMaxTimeoutMs + 1;
+  EXPECT_EQ(Check(slow), Refusal::kTimeout);
+}
+
+TEST(BrokerProtocol, MalformedBytesAreRefusedNotMisread) {
+  Request r = MakeRequest(Kind::kMad, 42);
+  r.mad = CallFromMad(5, SmpGet(kAttrNodeInfo, 0), milliseconds(500));
+  const std::vector<std::uint8_t> good = EncodeRequest(r);
+  Refusal refusal;
+  std::uint32_t tid;
+  ASSERT_TRUE(DecodeRequest(good, &refusal, &tid));
+  // Every truncation, one extra byte, a raw 256-byte MAD, another version,
+  // an unknown kind, a non-zero padding byte after the route.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(DecodeRequest({good.data(), n}, &refusal, &tid)) << n;
+    EXPECT_EQ(refusal, Refusal::kMalformed);
+  }
+  std::vector<std::uint8_t> longer = good;
+  longer.push_back(0);
+  EXPECT_FALSE(DecodeRequest(longer, &refusal, &tid));
+  const Mad raw = SmpGet(kAttrPortInfo, 1);
+  EXPECT_FALSE(DecodeRequest(raw, &refusal, &tid));
+  for (std::size_t at : {std::size_t{0}, std::size_t{1}, good.size() - 1}) {
+    std::vector<std::uint8_t> bad = good;
+    bad[at] = 0x77;
+    EXPECT_FALSE(DecodeRequest(bad, &refusal, &tid)) << at;
+  }
+  EXPECT_EQ(tid, 42u);  // readable header: the refusal can name it
+}
+
+TEST(BrokerProtocol, RepliesRoundTrip) {
+  Reply ports = MakeReply(Kind::kPorts, 3);
+  LocalPort p;
+  p.ca = "mlx5_0";
+  p.port = 1;
+  p.node_guid = 0x1122334455667788;
+  p.lid = 17;
+  p.state = 4;
+  p.link_layer = "InfiniBand";
+  ports.ports = {p, p};
+  const auto got = DecodeReply(EncodeReply(ports));
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->ports.size(), 2u);
+  EXPECT_EQ(got->ports[1].ca, "mlx5_0");
+  EXPECT_EQ(got->ports[1].node_guid, p.node_guid);
+  EXPECT_TRUE(got->ports[1].usable());
+  Reply refused = MakeReply(Kind::kMad, 9, Status::kRefused, "method");
+  refused.refusal = Refusal::kMethod;
+  const auto r = DecodeReply(EncodeReply(refused));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->refusal, Refusal::kMethod);
+  EXPECT_EQ(r->tid, 9u);
+}
+
+// A broker session on one end of a socket pair, over a fake wire that
+// answers every LID-routed Get and records what was posted.
+class BrokerSession : public ::testing::Test {
+ protected:
+  // Starts the session with limits_ and answer_ as the test set them.
+  void Start() {
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair), 0);
+    client_ = pair[0];
+    const int server = pair[1];
+    deps_.list_ports = [](std::string*) {
+      LocalPort p;
+      p.ca = "mlx5_0";
+      p.port = 1;
+      p.state = 4;
+      p.link_layer = "InfiniBand";
+      return std::vector<LocalPort>{p};
+    };
+    deps_.open = [this](const std::string&, int, std::string*) {
+      return std::make_unique<testing::FakeMadTransport>(
+          std::make_shared<testing::FakePortState>(),
+          [this](std::uint16_t, const Mad& mad) -> MadResult {
+            posted_.push_back(mad);
+            if (!answer_) return std::errc::timed_out;  // stays in flight
+            Mad r = mad;
+            mad_set_field(r.data(), 0, IB_MAD_RESPONSE_F, 1);
+            return r;
+          });
+    };
+    server_ = std::thread([this, server] {
+      rc_ = Serve(server, deps_, limits_, &counts_);
+      ::close(server);
+    });
+  }
+  void TearDown() override {
+    if (client_ >= 0) ::close(client_);
+    if (server_.joinable()) server_.join();
+  }
+  void Write(const std::vector<std::uint8_t>& bytes) {
+    ASSERT_EQ(::send(client_, bytes.data(), bytes.size(), 0),
+              static_cast<ssize_t>(bytes.size()));
+  }
+  std::optional<Reply> Read() {
+    std::vector<std::uint8_t> buf(kMaxMessage);
+    timeval tv{10, 0};
+    ::setsockopt(client_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    const ssize_t n = ::recv(client_, buf.data(), buf.size(), 0);
+    if (n <= 0) return std::nullopt;
+    return DecodeReply({buf.data(), static_cast<std::size_t>(n)});
+  }
+  Reply Call(const Request& r) {
+    Write(EncodeRequest(r));
+    auto reply = Read();
+    EXPECT_TRUE(reply);
+    return reply.value_or(Reply{});
+  }
+  Request MadRequest(const Mad& mad, std::uint32_t tid, std::uint16_t dlid = 5) {
+    Mad m = mad;
+    SetTid(m, tid);
+    Request r = MakeRequest(Kind::kMad, tid);
+    r.mad = CallFromMad(dlid, m, milliseconds(500));
+    return r;
+  }
+  void Open() {
+    Request open = MakeRequest(Kind::kOpen, 1);
+    EXPECT_EQ(Call(open).status, Status::kOk);
+  }
+  void Hangup() {
+    ::close(client_);
+    client_ = -1;
+    server_.join();
+  }
+
+  int client_ = -1;
+  bool answer_ = true;
+  Deps deps_;
+  Limits limits_;
+  std::thread server_;
+  std::vector<Mad> posted_;  // the server thread's, read after Hangup()
+  RefusalCounts counts_{};
+  int rc_ = -1;
+};
+
+TEST_F(BrokerSession, AnswersAllowedGetsAndSendsExactlyThem) {
+  Start();
+  Open();
+  const Reply r = Call(MadRequest(SmpGet(kAttrNodeInfo, 0), 0x10001));
+  EXPECT_EQ(r.status, Status::kOk);
+  EXPECT_EQ(r.tid, 0x10001u);
+  EXPECT_EQ(r.mad[2 + 1] & 0x80, 0x80);  // the response
+  Hangup();
+  EXPECT_EQ(rc_, 0);  // the client hung up: a clean exit
+  ASSERT_EQ(posted_.size(), 1u);
+  Mad expected = SmpGet(kAttrNodeInfo, 0);
+  SetTid(expected, 0x10001);
+  EXPECT_EQ(posted_[0], expected);
+}
+
+TEST_F(BrokerSession, ForgedRequestsAreRefusedCountedAndNeverSent) {
+  Start();
+  // Before OPEN: no port to send on.
+  EXPECT_EQ(Call(MadRequest(SmpGet(kAttrNodeInfo, 0), 1)).refusal,
+            Refusal::kState);
+  Open();
+  Mad set = SmpGet(kAttrPortInfo, 1);
+  mad_set_field(set.data(), 0, IB_MAD_METHOD_F, IB_MAD_METHOD_SET);
+  EXPECT_EQ(Call(MadRequest(set, 2)).refusal, Refusal::kMethod);
+  EXPECT_EQ(Call(MadRequest(SmpGet(0x16, 0), 3)).refusal, Refusal::kAttribute);
+  // Raw MAD bytes (a SubnSet), an oversized and a truncated message.
+  Write(std::vector<std::uint8_t>(set.begin(), set.end()));
+  EXPECT_EQ(Read()->refusal, Refusal::kMalformed);
+  Write(std::vector<std::uint8_t>(kMaxMessage + 100, 0x01));
+  EXPECT_EQ(Read()->refusal, Refusal::kMalformed);
+  Write({1, 3, 0});
+  EXPECT_EQ(Read()->refusal, Refusal::kMalformed);
+  // A second OPEN.
+  EXPECT_EQ(Call(MakeRequest(Kind::kOpen, 4)).refusal, Refusal::kState);
+  const Reply stats = Call(MakeRequest(Kind::kStats, 5));
+  ASSERT_EQ(stats.refused.size(), static_cast<std::size_t>(Refusal::kCount));
+  EXPECT_EQ(stats.refused[static_cast<int>(Refusal::kState)], 2u);
+  EXPECT_EQ(stats.refused[static_cast<int>(Refusal::kMethod)], 1u);
+  EXPECT_EQ(stats.refused[static_cast<int>(Refusal::kAttribute)], 1u);
+  EXPECT_EQ(stats.refused[static_cast<int>(Refusal::kMalformed)], 3u);
+  Hangup();
+  EXPECT_TRUE(posted_.empty());
+  EXPECT_EQ(counts_[static_cast<int>(Refusal::kMalformed)], 3u);
+}
+
+TEST_F(BrokerSession, InFlightLimitsHold) {
+  limits_.max_per_destination = 2;
+  answer_ = false;
+  Start();
+  Open();
+  for (std::uint32_t tid = 10; tid < 12; ++tid) {
+    Write(EncodeRequest(MadRequest(SmpGet(kAttrNodeInfo, 0), tid)));
+  }
+  // A third to the same LID, and a tid already in flight, are refused; another
+  // LID still goes.
+  EXPECT_EQ(Call(MadRequest(SmpGet(kAttrNodeInfo, 0), 12)).refusal,
+            Refusal::kInFlight);
+  EXPECT_EQ(Call(MadRequest(SmpGet(kAttrNodeInfo, 0), 10, 6)).refusal,
+            Refusal::kInFlight);
+  Write(EncodeRequest(MadRequest(SmpGet(kAttrNodeInfo, 0), 13, 6)));
+  const Reply stats = Call(MakeRequest(Kind::kStats, 5));
+  EXPECT_EQ(stats.refused[static_cast<int>(Refusal::kInFlight)], 2u);
+  Hangup();
+  EXPECT_EQ(posted_.size(), 3u);
+}
+
+TEST(BrokerTransport, ABrokerThatIsGoneFailsFastAndSaysSo) {
+  Endpoint nowhere;
+  nowhere.socket_path = "/nonexistent/fabricmon-mad-broker.sock";
+  std::string error;
+  EXPECT_EQ(Transport::Open(nowhere, "", 0, &error), nullptr);
+  EXPECT_NE(error.find("/nonexistent"), std::string::npos) << error;
+  PortLister lister(nowhere);
+  error.clear();
+  EXPECT_TRUE(lister.List(&error).empty());
+  EXPECT_FALSE(error.empty());
+}
+
+}  // namespace
+}  // namespace fabric::mad::broker
