@@ -1,7 +1,10 @@
 // Side by side on one ibsim fabric (default a 2-level fat tree of 32
 // switches and 384 HCAs, a real OpenSM as master): the whole-process wall
 // time and CPU (user+sys, wait4) of
-//   fabricmon --once with only the sm and fabric collectors enabled
+//   fabricmon --once with only the sm and fabric collectors enabled, its
+//   MADs through the MAD broker (the default, `mad_broker: spawn`; the
+//   broker's CPU is in the figure: the daemon waits for it) and in process
+//   (`mad_broker: in_process`), for the broker's cost
 // against the peer reading the same two attribute sets,
 //   ibqueryerrors --switch            (PortCounters of every switch port)
 //   + ibqueryerrors --switch --counters
@@ -110,6 +113,9 @@ int main(int argc, char** argv) {
          "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
          "  sm: {enabled: true}\n"
          "  fabric: {enabled: true, timeout: 120s}\n";
+  const std::string in_process = fabric.dir() + "/in_process.yaml";
+  std::ofstream(in_process) << "mad_broker: in_process\n"
+                            << std::ifstream(config).rdbuf();
   // The same process with no collector: its start-up and exit alone.
   const std::string idle = fabric.dir() + "/idle.yaml";
   std::ofstream(idle)
@@ -118,6 +124,7 @@ int main(int argc, char** argv) {
          "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
          "  sm: {enabled: false}\n  fabric: {enabled: false}\n";
   std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
+  std::vector<double> inproc_wall, inproc_cpu;
   for (int i = 0; i < runs; ++i) {
     const Cost f = Measure(fabric, {fabricmon, "--once", "--config", config},
                            "hca1", fabric.dir() + "/fabricmon.out");
@@ -130,6 +137,10 @@ int main(int argc, char** argv) {
         "ibqueryerrors x2 wall %.3f s cpu %.3f s (exit %d,%d)\n",
         i + 1, f.wall, f.cpu, f.exit_code, a.wall + b.wall, a.cpu + b.cpu,
         a.exit_code, b.exit_code);
+    const Cost p = Measure(fabric, {fabricmon, "--once", "--config", in_process},
+                           "hca1");
+    inproc_wall.push_back(p.wall);
+    inproc_cpu.push_back(p.cpu);
     idle_cpu.push_back(
         Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
     fm_wall.push_back(f.wall);
@@ -161,6 +172,10 @@ int main(int argc, char** argv) {
   std::printf("fabric %d switches %d HCAs, median of %d runs\n", switches, hcas,
               runs);
   std::printf("fabricmon --once (sm+fabric): wall %.3f s cpu %.3f s\n", fw, fc);
+  const double iw = Median(inproc_wall), ic = Median(inproc_cpu);
+  std::printf("fabricmon --once, mad_broker: in_process: wall %.3f s cpu %.3f s\n",
+              iw, ic);
+  std::printf("ratio broker/in_process: wall %.2f cpu %.2f\n", fw / iw, fc / ic);
   std::printf("fabricmon --once with no collector (start-up): cpu %.3f s\n",
               Median(idle_cpu));
   std::printf(

@@ -129,8 +129,7 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
       config.ethtool_dir = dir;
     } else if (name == "mad_broker") {
       std::string broker = Scalar(value, name);
-      if (broker != "spawn" && broker != "in_process" &&
-          (broker.empty() || broker[0] != '/')) {
+      if (!ValidMadBroker(broker)) {
         Fail(name, value.Mark(),
              Quote(broker) +
                  " is not \"spawn\", \"in_process\" or an absolute socket "
@@ -256,6 +255,11 @@ bool ValidListenAddress(std::string_view address) {
       std::from_chars(port.data(), port.data() + port.size(), value);
   return ec == std::errc() && end == port.data() + port.size() &&
          !port.empty() && value <= 65535;
+}
+
+bool ValidMadBroker(std::string_view value) {
+  return value == "spawn" || value == "in_process" ||
+         (!value.empty() && value[0] == '/');
 }
 
 bool ValidEthtoolDir(std::string_view dir) {

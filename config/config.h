@@ -82,6 +82,9 @@ std::optional<Config> LoadConfigFile(const std::string& path,
 // Checks a listen address of the form HOST:PORT, ":PORT" or "[v6]:PORT".
 bool ValidListenAddress(std::string_view address);
 
+// Checks a `mad_broker` value: "spawn", "in_process" or an absolute path.
+bool ValidMadBroker(std::string_view value);
+
 // Checks an `ethtool_dir` value: empty (the kernel) or an absolute path.
 bool ValidEthtoolDir(std::string_view dir);
 

@@ -96,8 +96,12 @@ PortOpener InProcessMad() {
           return nullptr;
         }
         auto t = mad::UmadTransport::Open(local.ca, local.port, &error);
-        if (!t) spdlog::debug("{}", error);
-        return t;
+        if (!t) {
+          spdlog::debug("{}", error);
+          return nullptr;
+        }
+        // The broker's allow-list still applies, in process.
+        return mad::broker::AllowListed(std::move(t));
       },
       [](const MadTransport&) { return true; });
 }

@@ -32,6 +32,11 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   auto* sysfs_opt = app.add_option("--sysfs.root", sysfs,
                                    "Root of the sysfs tree to read "
                                    "(default from config, \"/sys\")");
+  std::string mad_broker;
+  auto* broker_opt = app.add_option(
+      "--mad.broker", mad_broker,
+      "How the sm/fabric collectors reach umad: spawn, in_process or the "
+      "broker's socket path (default from config, \"spawn\")");
   auto* level_opt = app.add_option(
       "--log.level", level,
       "trace, debug, info, warn, error, critical or off (default info)");
@@ -72,6 +77,7 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   o.config_given = config_opt->count() > 0;
   if (listen_opt->count()) o.listen_address = listen;
   if (sysfs_opt->count()) o.sysfs_root = sysfs;
+  if (broker_opt->count()) o.mad_broker = mad_broker;
   if (web_config_opt->count()) o.web_config_file = web_config;
   if (level_opt->count()) o.log_level = level;
   if (simulate_opt->count()) o.simulate = simulate;
@@ -103,6 +109,14 @@ bool ApplyOptions(const Options& options, Config& config, std::string* error) {
       return false;
     }
     config.sysfs_root = *options.sysfs_root;
+  }
+  if (options.mad_broker) {
+    if (!ValidMadBroker(*options.mad_broker)) {
+      *error = "config error: --mad.broker: \"" + *options.mad_broker +
+               "\" is not spawn, in_process or an absolute socket path";
+      return false;
+    }
+    config.mad_broker = *options.mad_broker;
   }
   // The simulated fabric's switches are there to be swept: --simulate turns
   // the fabric collector on (it answers through the simulator's MAD view,

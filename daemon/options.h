@@ -17,6 +17,8 @@ struct Options {
   bool config_given = false;                  // --config on the command line
   std::optional<std::string> listen_address;  // --web.listen-address
   std::optional<std::string> sysfs_root;      // --sysfs.root
+  // --mad.broker: `mad_broker` (the unit points it at the broker socket).
+  std::optional<std::string> mad_broker;
   std::optional<std::string> log_level;       // --log.level
   // --web.config.file: exporter-toolkit TLS/basic-auth file
   // (http/web_config.h); re-read on SIGHUP.

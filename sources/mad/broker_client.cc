@@ -228,6 +228,39 @@ void Transport::Poll(std::chrono::microseconds wait,
   }
 }
 
+namespace {
+
+class AllowListTransport : public MadTransport {
+ public:
+  explicit AllowListTransport(std::unique_ptr<MadTransport> inner)
+      : inner_(std::move(inner)) {}
+  bool Post(std::uint16_t dlid, const Mad& mad,
+            std::chrono::milliseconds timeout) override {
+    const MadCall call = CallFromMad(dlid, mad, timeout);
+    const Refusal why = Check(call);
+    if (why != Refusal::kNone) {
+      ++ProcessCounters().refused[static_cast<std::size_t>(why)];
+      spdlog::warn("refused {} MAD (attribute {:#x}): not an allowed Get",
+                   RefusalName(why), call.attribute);
+      return false;
+    }
+    return inner_->Post(dlid, BuildMad(call), timeout);
+  }
+  void Poll(std::chrono::microseconds wait,
+            std::vector<Answer>* answers) override {
+    inner_->Poll(wait, answers);
+  }
+
+ private:
+  std::unique_ptr<MadTransport> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<MadTransport> AllowListed(std::unique_ptr<MadTransport> inner) {
+  return std::make_unique<AllowListTransport>(std::move(inner));
+}
+
 std::vector<LocalPort> PortLister::List(std::string* error) {
   MutexLock hold(mutex_);
   // Once more on a new connection when the kept one went away.

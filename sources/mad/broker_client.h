@@ -93,6 +93,13 @@ class Transport : public MadTransport {
   std::unique_ptr<Connection> connection_;
 };
 
+// `inner` behind the broker's allow-list, in process: every MAD is turned
+// into its typed request, checked (Check) and rebuilt (BuildMad) before
+// `inner` sends it; a refused one fails to post (io_error) and is counted
+// in ProcessCounters. For fabricmon-mad (run by an operator, never exposed
+// to the network) and the daemon's `mad_broker: in_process`.
+std::unique_ptr<MadTransport> AllowListed(std::unique_ptr<MadTransport> inner);
+
 // The local IB ports (kPorts) over a connection it keeps, and opens again
 // when the broker went away.
 class PortLister {

@@ -9,6 +9,7 @@
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
 #include "sources/mad/sweep.h"
+#include "sources/mad/broker_client.h"
 #include "sources/mad/umad_transport.h"
 
 using namespace fabric;
@@ -59,7 +60,11 @@ int main(int argc, char** argv) {
     }
     return 1;
   }
-  auto transport = UmadTransport::Open(local.ca, local.port, &error);
+  // In process, behind the broker's allow-list: this is an operator's tool,
+  // not exposed to the network, so the broker's process boundary buys
+  // nothing here, but it sends exactly what the broker would allow.
+  auto umad = UmadTransport::Open(local.ca, local.port, &error);
+  auto transport = umad ? broker::AllowListed(std::move(umad)) : nullptr;
   if (!transport) {
     std::cerr << error << "\n";
     return 1;

@@ -9,9 +9,11 @@
 // purge. One scenario in one test: each step needs the state the one
 // before it left, and a boot plus an install costs tens of seconds.
 //
-// Not covered: the MAD broker's unit (there is no broker yet) and a
-// restart when /metrics dies while the event loop lives (the daemon does
-// not detect that yet).
+// The MAD broker's units too: the socket, one broker instance per
+// connection in its own sandbox (its syscall filter made fatal as the
+// daemon's is), and the daemon's unit without the umad devices.
+// Not covered here: MADs to a fabric (the container has none; the broker
+// against ibsim is mad_broker_ibsim_test).
 //
 // Needs root, debootstrap, systemd-nspawn, nsenter, cpack and the mirror:
 // skips without them, fails under CI=true. The first run debootstraps the
@@ -51,6 +53,8 @@ using testing::ShellResult;
 constexpr auto kPatience = std::chrono::seconds(90);
 constexpr const char* kConfig = "/etc/fabricmon/fabricmon.yaml";
 constexpr const char* kDropIns = "/etc/systemd/system/fabricmon.service.d";
+constexpr const char* kBrokerDropIns =
+    "/etc/systemd/system/fabricmon-mad-broker@.service.d";
 
 // Polls `done` until it holds or kPatience passes.
 bool WaitFor(const std::function<bool()>& done) {
@@ -149,6 +153,7 @@ class SystemdNspawnTest : public ::testing::Test {
   void Credentials();
   void Watchdog();
   void Sandbox();
+  void Broker();
   void Stop();
   void RemoveAndPurge();
 
@@ -172,6 +177,21 @@ void SystemdNspawnTest::Install() {
   ASSERT_EQ(In("mkdir -p " + std::string(kDropIns) +
                " && printf '[Service]\\nSystemCallErrorNumber=kill\\n' > " +
                kDropIns + "/sandbox.conf")
+                .rc,
+            0);
+  // The same for the broker; and a umad node in the container's /dev, which
+  // the daemon's unit must not even see (Broker() reads what it saw).
+  ASSERT_EQ(In("mkdir -p " + std::string(kBrokerDropIns) +
+               " && printf '[Service]\\nSystemCallErrorNumber=kill\\n' > " +
+               kBrokerDropIns + "/sandbox.conf && "
+               // A plain file does for what is checked: whether the
+               // unit's /dev has the node at all (the container's device
+               // policy would refuse opening a real one to everyone).
+               "mkdir -p /dev/infiniband && touch /dev/infiniband/umad0 && "
+               "printf '[Service]\\nExecStartPre=/bin/sh -c \"if test -e "
+               "/dev/infiniband/umad0; then echo umad-visible; else echo "
+               "umad-absent; fi\"\\n' > " +
+               kDropIns + "/umad-check.conf")
                 .rc,
             0);
   const ShellResult r =
@@ -356,6 +376,37 @@ void SystemdNspawnTest::Sandbox() {
             << r.output;
 }
 
+// The broker's socket listens; the daemon's collections connected, which
+// started fabricmon-mad-broker@ instances in their own sandbox; the sm
+// collector succeeds through them (no IB ports here: a quiet success)
+// and none of them died of a refused syscall. The daemon's unit could not
+// see the umad node the container has (PrivateDevices, no DeviceAllow).
+void SystemdNspawnTest::Broker() {
+  EXPECT_EQ(In("systemctl is-active fabricmon-mad-broker.socket").output,
+            "active\n");
+  ASSERT_TRUE(WaitFor([&] {
+    return In("systemctl list-units --no-legend --state=running "
+              "'fabricmon-mad-broker@*'")
+               .output.find("fabricmon-mad-broker@") != std::string::npos;
+  })) << In("systemctl status 'fabricmon-mad-broker@*' --no-pager").output;
+  const std::string metrics = Scrape();
+  EXPECT_THAT(metrics, HasSubstr("fabric_collector_success{collector=\"sm\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("fabric_mad_broker_connect_failures_total 0"));
+  EXPECT_THAT(metrics,
+              HasSubstr("fabric_mad_broker_refused_total{reason=\"method\"} 0"));
+  const std::string broker_journal =
+      In("journalctl -u 'fabricmon-mad-broker@*' -o cat --no-pager").output;
+  EXPECT_THAT(broker_journal, Not(HasSubstr("SIGSYS")));
+  EXPECT_THAT(broker_journal, Not(HasSubstr("status=31")));
+  const std::string journal = Journal();
+  EXPECT_THAT(journal, HasSubstr("umad-absent"));
+  EXPECT_THAT(journal, Not(HasSubstr("umad-visible")));
+  const ShellResult r = In(
+      "systemd-analyze security 'fabricmon-mad-broker@1.service' --no-pager "
+      "| tail -1");
+  std::cout << "systemd-analyze security, broker: " << r.output;
+}
+
 // SIGTERM ends it within TimeoutStopSec (Result=timeout otherwise) with
 // status 0, and no process of it is left.
 void SystemdNspawnTest::Stop() {
@@ -365,10 +416,12 @@ void SystemdNspawnTest::Stop() {
   EXPECT_EQ(props["ActiveState"], "inactive");
   EXPECT_EQ(props["Result"], "success");
   EXPECT_EQ(props["ExecMainStatus"], "0");
-  EXPECT_EQ(In("for p in /proc/[0-9]*; do readlink $p/exe; done | "
-               "grep fabricmon")
-                .output,
-            "");
+  // The brokers exit when the daemon's connections close: soon after.
+  EXPECT_TRUE(WaitFor([&] {
+    return In("for p in /proc/[0-9]*; do readlink $p/exe; done | "
+              "grep fabricmon")
+               .output.empty();
+  }));
   EXPECT_NE(In("test -e /run/fabricmon").rc, 0);
 }
 
@@ -403,6 +456,7 @@ TEST_F(SystemdNspawnTest, DebInstallsAndTheUnitRunsUnderSystemd) {
   ASSERT_NO_FATAL_FAILURE(Credentials());
   ASSERT_NO_FATAL_FAILURE(Watchdog());
   ASSERT_NO_FATAL_FAILURE(Sandbox());
+  ASSERT_NO_FATAL_FAILURE(Broker());
   ASSERT_NO_FATAL_FAILURE(Stop());
   ASSERT_NO_FATAL_FAILURE(RemoveAndPurge());
 }

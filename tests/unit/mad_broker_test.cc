@@ -8,12 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <thread>
 
 #include "sources/mad/broker.h"
 #include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
 #include "tests/support/fake_mad_transport.h"
+#include "tests/support/paths.h"
 
 namespace fabric::mad::broker {
 namespace {
@@ -317,6 +319,39 @@ TEST(BrokerTransport, ABrokerThatIsGoneFailsFastAndSaysSo) {
   error.clear();
   EXPECT_TRUE(lister.List(&error).empty());
   EXPECT_FALSE(error.empty());
+}
+
+TEST(BrokerProtocol, TheDocsNameEveryAllowListRow) {
+  std::ifstream in(::fabric::testing::SourceDir() + "/docs/mad-broker.md");
+  const std::string doc{std::istreambuf_iterator<char>(in), {}};
+  for (const AllowedAttribute& a : AllowedAttributes()) {
+    EXPECT_NE(doc.find("| " + std::string(a.name) + " |"), std::string::npos)
+        << a.name << " is allowed but not in docs/mad-broker.md";
+  }
+}
+
+TEST(AllowListed, InProcessMadsOffTheListAreNotPosted) {
+  std::vector<Mad> posted;
+  auto fake = std::make_unique<testing::FakeMadTransport>(
+      std::make_shared<testing::FakePortState>(),
+      [&](std::uint16_t, const Mad& mad) -> MadResult {
+        posted.push_back(mad);
+        Mad r = mad;
+        mad_set_field(r.data(), 0, IB_MAD_RESPONSE_F, 1);
+        return r;
+      });
+  auto t = AllowListed(std::move(fake));
+  MadOptions fast;
+  fast.timeout = milliseconds(20);
+  fast.retries = 0;
+  const std::uint64_t before =
+      ProcessCounters().refused[static_cast<int>(Refusal::kAttribute)];
+  EXPECT_FALSE(t->Send({.dlid = 5, .mad = SmpGet(0x16, 0)}, fast).ok());
+  EXPECT_EQ(ProcessCounters().refused[static_cast<int>(Refusal::kAttribute)],
+            before + 1);
+  EXPECT_TRUE(posted.empty());
+  EXPECT_TRUE(t->Send({.dlid = 5, .mad = SmpGet(kAttrNodeInfo, 0)}, fast).ok());
+  EXPECT_EQ(posted.size(), 1u);
 }
 
 }  // namespace
