@@ -172,7 +172,36 @@ std::optional<PortInfo> DecodePortInfo(Bytes mad, std::string* error) {
   p.state = static_cast<int>(mad_get_field(d, 0, IB_PORT_STATE_F));
   p.phys_state = static_cast<int>(mad_get_field(d, 0, IB_PORT_PHYS_STATE_F));
   p.local_port = static_cast<int>(mad_get_field(d, 0, IB_PORT_LOCAL_PORT_F));
+  p.lmc = static_cast<int>(mad_get_field(d, 0, IB_PORT_LMC_F));
   return p;
+}
+
+std::optional<SwitchInfo> DecodeSwitchInfo(Bytes mad, std::string* error) {
+  if (!Check(mad, true, kAttrSwitchInfo, error)) return std::nullopt;
+  std::uint8_t* d = Raw(mad) + IB_SMP_DATA_OFFS;
+  SwitchInfo s;
+  s.linear_fdb_cap = mad_get_field(d, 0, IB_SW_LINEAR_FDB_CAP_F);
+  s.linear_fdb_top = mad_get_field(d, 0, IB_SW_LINEAR_FDB_TOP_F);
+  s.mcast_fdb_cap = mad_get_field(d, 0, IB_SW_MCAST_FDB_CAP_F);
+  s.default_port = static_cast<int>(mad_get_field(d, 0, IB_SW_DEF_PORT_F));
+  s.enhanced_port0 = mad_get_field(d, 0, IB_SW_ENHANCED_PORT0_F) != 0;
+  return s;
+}
+
+std::optional<LftBlock> DecodeLftBlock(Bytes mad, std::string* error) {
+  if (!Check(mad, true, kAttrLinearForwardingTable, error)) {
+    return std::nullopt;
+  }
+  LftBlock b;
+  b.block = mad_get_field(Raw(mad), 0, IB_MAD_ATTRMOD_F);
+  if (b.block > kLftMaxBlock) {
+    *error = "LFT block " + std::to_string(b.block) + " out of range";
+    return std::nullopt;
+  }
+  // IB_LINEAR_FORW_TBL_F is the whole 64-byte block; libibmad copies it.
+  mad_decode_field(Raw(mad) + IB_SMP_DATA_OFFS, IB_LINEAR_FORW_TBL_F,
+                   b.ports.data());
+  return b;
 }
 
 std::optional<PortCounters> DecodePortCounters(Bytes mad, std::string* error) {

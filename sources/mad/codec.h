@@ -1,5 +1,6 @@
 // Building and decoding the MADs fabricmon sends: SMInfo, NodeInfo,
-// NodeDescription and PortInfo (SMPs, LID-routed or directed-route) and
+// NodeDescription, PortInfo, SwitchInfo and LinearForwardingTable (SMPs,
+// LID-routed or directed-route) and
 // PortCounters / PortCountersExtended (PerfMgt). Every field goes through
 // libibmad's accessors (mad_encode, mad_get_field, mad_get_field64), so no
 // offset or bit layout is hand-written here.
@@ -27,6 +28,8 @@ namespace fabric::mad {
 inline constexpr std::uint16_t kAttrNodeDescription = 0x10;
 inline constexpr std::uint16_t kAttrNodeInfo = 0x11;
 inline constexpr std::uint16_t kAttrPortInfo = 0x15;
+inline constexpr std::uint16_t kAttrSwitchInfo = 0x12;  // SMP (not PerfMgt)
+inline constexpr std::uint16_t kAttrLinearForwardingTable = 0x19;
 inline constexpr std::uint16_t kAttrSmInfo = 0x20;
 inline constexpr std::uint16_t kAttrPortCounters = 0x12;
 inline constexpr std::uint16_t kAttrPortCountersExtended = 0x1d;
@@ -66,6 +69,26 @@ struct PortInfo {
   int state = 0;       // 1 down, 2 init, 3 armed, 4 active
   int phys_state = 0;  // 5 LinkUp, 2 polling, 3 disabled, ...
   int local_port = 0;
+  int lmc = 0;  // the port answers 2^lmc LIDs from `lid` on
+};
+
+// SwitchInfo (IBA 14.2.5.4): what the routes need of it.
+struct SwitchInfo {
+  std::uint32_t linear_fdb_cap = 0;  // LFT entries the switch has
+  std::uint32_t linear_fdb_top = 0;  // highest LID the SM filled in
+  std::uint32_t mcast_fdb_cap = 0;
+  int default_port = 0;
+  bool enhanced_port0 = false;  // port 0 has its own PortState
+};
+
+// One LinearForwardingTable block (IBA 14.2.5.10): the out port of 64
+// consecutive LIDs, block * 64 first. 255 (kLftNoRoute) is "not routed".
+inline constexpr int kLftBlockLids = 64;
+inline constexpr int kLftMaxBlock = 767;  // LIDs 0..49151 (unicast)
+inline constexpr std::uint8_t kLftNoRoute = 0xff;
+struct LftBlock {
+  std::uint32_t block = 0;  // the response's attribute modifier
+  std::array<std::uint8_t, kLftBlockLids> ports{};
 };
 
 struct PortCounters {
@@ -98,6 +121,9 @@ std::optional<SmInfo> DecodeSmInfo(Bytes mad, std::string* error);
 std::optional<NodeInfo> DecodeNodeInfo(Bytes mad, std::string* error);
 std::optional<std::string> DecodeNodeDescription(Bytes mad, std::string* error);
 std::optional<PortInfo> DecodePortInfo(Bytes mad, std::string* error);
+std::optional<SwitchInfo> DecodeSwitchInfo(Bytes mad, std::string* error);
+// Also refuses a block number beyond kLftMaxBlock.
+std::optional<LftBlock> DecodeLftBlock(Bytes mad, std::string* error);
 std::optional<PortCounters> DecodePortCounters(Bytes mad, std::string* error);
 std::optional<PortCountersExtended> DecodePortCountersExtended(
     Bytes mad, std::string* error);

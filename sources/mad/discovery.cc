@@ -128,6 +128,7 @@ class Walk {
     port.state = pi.state;
     port.phys_state = pi.phys_state;
     port.lid = pi.lid;
+    port.lmc = pi.lmc;
     port.capability_mask = pi.capability_mask;
     if (node.type == 2 ? ctx.port == 0 : ctx.port == node.reached_port) {
       node.lid = pi.lid;

@@ -24,6 +24,7 @@ struct FabricPort {
   int state = 0;       // PortInfo PortState (1 down .. 4 active)
   int phys_state = 0;  // PortInfo PortPhysicalState
   std::uint16_t lid = 0;
+  int lmc = 0;  // LIDs lid .. lid + 2^lmc - 1
   std::uint32_t capability_mask = 0;
   // The remote end, when the link was followed (remote_guid != 0).
   std::uint64_t remote_guid = 0;  // remote NODE GUID

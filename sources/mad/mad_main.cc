@@ -1,13 +1,17 @@
 // fabricmon-mad: the mad/ library from the command line, for
 // troubleshooting, the ibsim integration tests and the bench. Discovers
 // the fabric from the local port, sweeps the switches of a shard and
-// prints one line per fact (switch, port, sm, stats). Get MADs only.
+// prints one line per fact (switch, port, sm, stats); `route SRC DST`
+// prints the path between two LIDs as ibtracert does. Get MADs only.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
+#include "sources/mad/routes.h"
 #include "sources/mad/sweep.h"
 #include "sources/mad/broker_client.h"
 #include "sources/mad/umad_transport.h"
@@ -27,6 +31,77 @@ void PrintStats(const char* what, const MadStats& s, int unreachable) {
       static_cast<unsigned long long>(s.retries), unreachable);
 }
 
+// "SRC DST" lines ('#' comments); false with *error on a bad line.
+bool ReadPairs(const std::string& path, std::vector<RoutePair>* pairs,
+               std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream f(line);
+    long src = 0, dst = 0;
+    std::string rest;
+    if (!(f >> src)) continue;  // blank
+    if (!(f >> dst) || (f >> rest) || src <= 0 || src >= 0xc000 ||
+        dst <= 0 || dst >= 0xc000) {
+      *error = path + ":" + std::to_string(n) + ": want two unicast LIDs";
+      return false;
+    }
+    pairs->push_back({static_cast<std::uint16_t>(src),
+                      static_cast<std::uint16_t>(dst)});
+  }
+  return true;
+}
+
+// `route`: the path of each pair, ibtracert's format; one pair alone
+// prints exactly what ibtracert would, several get a "route SRC DST"
+// header each. Exit 1 when any route could not be traced.
+int TraceRoutes(MadTransport& transport, const MadOptions& options,
+          const std::vector<RoutePair>& pairs, bool lid_routed) {
+  const Topology topo = Discover(transport, options);
+  for (const auto& e : topo.errors) std::fprintf(stderr, "error %s\n", e.c_str());
+  RouteTracer tracer(transport, options,
+                     lid_routed ? LftAccess::kLidRouted
+                                : LftAccess::kDirectedRoute);
+  tracer.SetTopology(&topo);
+  const std::vector<TraceResult> results = tracer.TraceAll(pairs);
+  int status = 0;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    if (pairs.size() > 1) {
+      std::printf("route %u %u\n", static_cast<unsigned>(pairs[i].src_lid),
+                  static_cast<unsigned>(pairs[i].dst_lid));
+    }
+    if (results[i].ok()) {
+      std::fputs(FormatIbtracert(results[i].route).c_str(), stdout);
+    } else {
+      status = 1;
+      if (pairs.size() > 1) std::printf("error %s\n", results[i].error.c_str());
+      std::fprintf(stderr, "route %u -> %u: %s\n",
+                   static_cast<unsigned>(pairs[i].src_lid),
+                   static_cast<unsigned>(pairs[i].dst_lid),
+                   results[i].error.c_str());
+    }
+  }
+  // The cost, on stderr so that stdout stays ibtracert's.
+  const RouteStats& s = tracer.stats();
+  std::fprintf(stderr,
+               "stats route pairs %zu discovery_mads %llu switch_info %llu "
+               "lft_blocks %llu failed %llu timeouts %llu\n",
+               pairs.size(),
+               static_cast<unsigned long long>(topo.stats.ok +
+                                               topo.stats.timeouts +
+                                               topo.stats.errors),
+               static_cast<unsigned long long>(s.switch_info_reads),
+               static_cast<unsigned long long>(s.lft_block_reads),
+               static_cast<unsigned long long>(s.failed_reads),
+               static_cast<unsigned long long>(s.mads.timeouts));
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -42,7 +117,39 @@ int main(int argc, char** argv) {
   app.add_option("--max-outstanding", max_out);
   app.add_option("--max-per-destination", per_dest);
   app.add_flag("--sm", sm_only, "only SMInfo of the local port's master SM");
+  std::vector<unsigned> route_lids;
+  std::string pairs_file;
+  bool lid_routed = false;
+  CLI::App* route = app.add_subcommand(
+      "route", "the path from SRC to DST (LIDs), as ibtracert prints it");
+  route->fallthrough();
+  route->add_option("lids", route_lids, "SRC DST")
+      ->expected(0, 2)
+      ->check(CLI::Range(1u, 0xbfffu));
+  route->add_option("--pairs-file", pairs_file,
+                    "trace every \"SRC DST\" line of FILE (one discovery)");
+  route->add_flag("--lid-routed", lid_routed,
+                  "read the tables LID-routed (default: directed route)");
   CLI11_PARSE(app, argc, argv);
+  std::vector<RoutePair> pairs;
+  if (*route) {
+    if (route_lids.size() == 2) {
+      pairs.push_back({static_cast<std::uint16_t>(route_lids[0]),
+                       static_cast<std::uint16_t>(route_lids[1])});
+    } else if (!route_lids.empty()) {
+      std::cerr << "route wants SRC and DST\n";
+      return 2;
+    }
+    std::string perror;
+    if (!pairs_file.empty() && !ReadPairs(pairs_file, &pairs, &perror)) {
+      std::cerr << perror << "\n";
+      return 2;
+    }
+    if (pairs.empty()) {
+      std::cerr << "route wants SRC DST or --pairs-file\n";
+      return 2;
+    }
+  }
   const auto shard = ParseShard(shard_text);
   if (!shard) {
     std::cerr << "bad --shard " << shard_text << "\n";
@@ -74,6 +181,7 @@ int main(int argc, char** argv) {
   options.retries = retries;
   options.max_outstanding = max_out;
   options.max_per_destination = per_dest;
+  if (*route) return TraceRoutes(*transport, options, pairs, lid_routed);
   std::printf("local %s %d lid %u sm_lid %u\n", local.ca.c_str(), local.port,
               local.lid, local.sm_lid);
 
