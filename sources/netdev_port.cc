@@ -1,0 +1,139 @@
+#include "sources/netdev_port.h"
+
+#include <cstdio>
+
+#include "sources/sysfs_parse.h"
+
+namespace fabric {
+namespace {
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// `groups` groups of `digits` hex digits separated by ':' into bytes.
+template <std::size_t N>
+std::optional<std::array<std::uint8_t, N>> HexGroups(std::string_view text,
+                                                     std::size_t digits) {
+  text = TrimValue(text);
+  const std::size_t groups = N * 2 / digits;
+  if (text.size() != groups * digits + groups - 1) return std::nullopt;
+  std::array<std::uint8_t, N> out{};
+  std::size_t nibble = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((i + 1) % (digits + 1) == 0) {
+      if (text[i] != ':') return std::nullopt;
+      continue;
+    }
+    const int d = HexDigit(text[i]);
+    if (d < 0) return std::nullopt;
+    out[nibble / 2] = static_cast<std::uint8_t>(out[nibble / 2] << 4 | d);
+    ++nibble;
+  }
+  return out;
+}
+
+std::uint64_t InterfaceId(const Gid& gid) {
+  std::uint64_t v = 0;
+  for (int i = 8; i < 16; ++i) v = v << 8 | gid[i];
+  return v;
+}
+
+std::string Trimmed(const ReadResult& r) {
+  return r.ok() ? std::string(TrimValue(*r)) : std::string();
+}
+
+}  // namespace
+
+std::optional<Gid> ParseGidText(std::string_view text) {
+  return HexGroups<16>(text, 4);
+}
+
+std::string FormatGid(const Gid& gid) {
+  std::string out;
+  char group[8];
+  for (int i = 0; i < 16; i += 2) {
+    std::snprintf(group, sizeof(group), "%s%02x%02x", i ? ":" : "", gid[i],
+                  gid[i + 1]);
+    out += group;
+  }
+  return out;
+}
+
+std::optional<Gid> IpoibAddressGid(std::string_view address) {
+  auto bytes = HexGroups<20>(address, 2);
+  if (!bytes) return std::nullopt;
+  Gid gid;
+  std::copy(bytes->begin() + 4, bytes->end(), gid.begin());
+  return gid;
+}
+
+std::optional<NetdevPort> FabricPortOfNetdev(const Sysfs& sysfs,
+                                             const std::string& ifname,
+                                             std::string* error) {
+  error->clear();
+  if (ifname.empty() || ifname.find('/') != std::string::npos ||
+      ifname == "." || ifname == "..") {
+    *error = "bad netdev name";
+    return std::nullopt;
+  }
+  const std::string net = "class/net/" + ifname + "/";
+  std::optional<Gid> ipoib_gid;
+  if (Trimmed(sysfs.Read(net + "type")) == "32") {
+    ipoib_gid = IpoibAddressGid(Trimmed(sysfs.Read(net + "address")));
+    if (!ipoib_gid) {
+      *error = ifname + ": IPoIB netdev without a readable address";
+      return std::nullopt;
+    }
+  }
+  std::error_code ec;
+  const auto devices = sysfs.List("class/infiniband", &ec);
+  if (!devices) return std::nullopt;  // no RDMA devices: no fabric port
+  for (const std::string& dev : *devices) {
+    const std::string base = "class/infiniband/" + dev + "/";
+    const auto ports = sysfs.List(base + "ports");
+    if (!ports) continue;
+    for (const std::string& p : *ports) {
+      const std::string port = base + "ports/" + p + "/";
+      std::optional<Gid> gid;
+      if (ipoib_gid) {
+        auto g0 = ParseGidText(Trimmed(sysfs.Read(port + "gids/0")));
+        if (g0 && *g0 == *ipoib_gid) gid = g0;
+      } else if (auto ndevs = sysfs.List(port + "gid_attrs/ndevs")) {
+        // The lowest GID index that names the netdev (its link-local one).
+        for (const std::string& index : *ndevs) {
+          if (Trimmed(sysfs.Read(port + "gid_attrs/ndevs/" + index)) !=
+              ifname) {
+            continue;
+          }
+          gid = ParseGidText(Trimmed(sysfs.Read(port + "gids/" + index)));
+          if (gid) break;
+        }
+      }
+      if (!gid) continue;
+      NetdevPort out;
+      out.device = dev;
+      const auto num = ParseU64(p);
+      out.port = num.ok() && num.value < 256 ? static_cast<int>(num.value) : 0;
+      out.link_layer = Trimmed(sysfs.Read(port + "link_layer"));
+      out.gid = *gid;
+      // IB: gids/0's interface id is the port GUID. A RoCE GID's is made
+      // from the MAC or IP address, not a GUID: the GID names the port.
+      if (ipoib_gid) out.port_guid = InterfaceId(*gid);
+      const auto node = ParseGuid(Trimmed(sysfs.Read(base + "node_guid")));
+      if (node.ok()) out.node_guid = node.value;
+      const auto lid = ParseHex(Trimmed(sysfs.Read(port + "lid")));
+      if (lid.ok() && lid.value < 0x10000) {
+        out.lid = static_cast<std::uint16_t>(lid.value);
+      }
+      return out;
+    }
+  }
+  if (ipoib_gid) *error = ifname + ": no RDMA port has its GID";
+  return std::nullopt;
+}
+
+}  // namespace fabric
