@@ -1,5 +1,6 @@
 #include "collectors/probe.h"
 
+#include <net/if.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string_view>
 #include <unordered_set>
@@ -20,6 +23,7 @@
 #include "probe/peers.h"
 #include "probe/rdma_transport.h"
 #include "probe/udp_transport.h"
+#include "sources/netdev_port.h"
 
 namespace fabric {
 namespace {
@@ -39,6 +43,45 @@ probe::TransportMode Mode(const std::string& s) {
   return probe::TransportMode::kAuto;
 }
 
+// How long a netdev's fabric port is trusted before sysfs is read again: a
+// port exchange comes at most once a second per peer, and a netdev is
+// re-plugged to another port only by hand.
+constexpr auto kPortOfTtl = std::chrono::seconds(10);
+
+// EngineOptions::port_of over `sysfs`: the interface's name, then the RDMA
+// port behind it (sources/netdev_port.h), cached per ifindex. Runs on the
+// io thread only.
+std::function<probe::PortIdentity(int)> PortOf(
+    std::shared_ptr<const Sysfs> sysfs) {
+  if (!sysfs) return nullptr;
+  struct Entry {
+    probe::PortIdentity id;
+    std::chrono::steady_clock::time_point until;
+  };
+  auto cache = std::make_shared<std::map<int, Entry>>();
+  return [sysfs, cache](int ifindex) -> probe::PortIdentity {
+    if (ifindex <= 0) return {};
+    const auto now = std::chrono::steady_clock::now();
+    auto it = cache->find(ifindex);
+    if (it != cache->end() && it->second.until > now) return it->second.id;
+    probe::PortIdentity id;
+    char name[IF_NAMESIZE] = {};
+    std::string error;
+    if (::if_indextoname(static_cast<unsigned>(ifindex), name)) {
+      if (auto p = FabricPortOfNetdev(*sysfs, name, &error)) {
+        id.node_guid = p->node_guid;
+        id.port_guid = p->port_guid;
+        id.gid = p->gid;
+        id.lid = p->lid;
+        id.port = static_cast<std::uint8_t>(p->port);
+      }
+    }
+    if (cache->size() > 256) cache->clear();
+    (*cache)[ifindex] = {id, now + kPortOfTtl};
+    return id;
+  };
+}
+
 // What identifies a version of the peers file.
 struct FileStamp {
   dev_t dev = 0;
@@ -55,8 +98,9 @@ struct FileStamp {
 // on the io_context hold: it outlives a collector destroyed while one is
 // queued.
 struct Core {
-  Core(ProbeSettings s, std::chrono::microseconds i)
-      : settings(std::move(s)), interval(i) {}
+  Core(ProbeSettings s, std::chrono::microseconds i,
+       std::shared_ptr<const Sysfs> fs)
+      : settings(std::move(s)), interval(i), sysfs(std::move(fs)) {}
 
   // io thread: loads the key, binds, starts the engine. Errors are kept
   // for Collect() to report.
@@ -79,6 +123,7 @@ struct Core {
     options.interval = interval;
     options.probe_timeout = settings.probe_timeout;
     options.rate_limit = settings.rate_limit;
+    options.port_of = PortOf(sysfs);
     std::vector<std::unique_ptr<probe::Transport>> transports;
     transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
     if (settings.transport != "udp") {
@@ -112,6 +157,7 @@ struct Core {
 
   const ProbeSettings settings;
   const std::chrono::microseconds interval;
+  const std::shared_ptr<const Sysfs> sysfs;  // names the ports probes use
   boost::asio::io_context* io = nullptr;
   Mutex mu;  // io thread vs poll thread
   std::shared_ptr<Engine> engine GUARDED_BY(mu);
@@ -122,11 +168,13 @@ struct Core {
 class ProbeCollector final : public Collector {
  public:
   ProbeCollector(ProbeSettings settings, std::chrono::microseconds interval,
-                 TextFileReader read_text_file)
+                 TextFileReader read_text_file,
+                 std::shared_ptr<const Sysfs> sysfs)
       : settings_(settings),
         interval_(interval),
         read_text_file_(std::move(read_text_file)),
-        core_(std::make_shared<Core>(std::move(settings), interval)) {}
+        core_(std::make_shared<Core>(std::move(settings), interval,
+                                     std::move(sysfs))) {}
 
   std::string_view Name() const override { return "probe"; }
   std::chrono::microseconds PublishInterval() const override {
@@ -316,7 +364,8 @@ class ProbeCollector final : public Collector {
 std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config) {
   return std::make_unique<ProbeCollector>(SettingsAs<ProbeSettings>(config),
-                                          config.interval, env.read_text_file);
+                                          config.interval, env.read_text_file,
+                                          env.sysfs);
 }
 
 CollectorSpec ProbeCollectorSpec() {

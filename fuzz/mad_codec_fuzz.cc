@@ -21,5 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   (void)fabric::mad::DecodePortInfo(mad, &error);
   (void)fabric::mad::DecodePortCounters(mad, &error);
   (void)fabric::mad::DecodePortCountersExtended(mad, &error);
+  (void)fabric::mad::DecodeSwitchInfo(mad, &error);
+  (void)fabric::mad::DecodeLftBlock(mad, &error);
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <cstdio>
 #include <set>
 
 #include "core/thread_annotations.h"
@@ -23,6 +24,43 @@ double SteadySecondsNow() {
 // One address request a second per unreachable peer is plenty: addresses
 // change only when a daemon restarts.
 constexpr auto kAddressRequestEvery = std::chrono::seconds(1);
+// Port requests: once a second until the first answer, then once a minute
+// (a path moves to another rail only when cabling or routing changes), and
+// once a minute as well after a few unanswered ones (a peer that predates
+// the port exchange counts each one `malformed`).
+constexpr auto kPortRequestFirst = std::chrono::seconds(1);
+constexpr auto kPortRequestEvery = std::chrono::seconds(60);
+constexpr int kPortRequestTries = 5;
+
+std::string Hex64(std::uint64_t v) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "0x%016llx",
+                static_cast<unsigned long long>(v));
+  return text;
+}
+
+std::string GidText(const std::array<std::uint8_t, 16>& gid) {
+  std::string out;
+  char group[8];
+  for (int i = 0; i < 16; i += 2) {
+    std::snprintf(group, sizeof(group), "%s%02x%02x", i ? ":" : "", gid[i],
+                  gid[i + 1]);
+    out += group;
+  }
+  return out;
+}
+
+// The pair-info labels of one side ("local_" or "remote_"): empty values
+// for a side that is not a fabric port.
+void AddPortLabels(Labels& labels, const char* side, const PortIdentity& p) {
+  const std::string s = side;
+  const bool known = p.known();
+  labels.push_back({s + "node_guid", known ? Hex64(p.node_guid) : ""});
+  labels.push_back(
+      {s + "port_guid", known && p.port_guid ? Hex64(p.port_guid) : ""});
+  labels.push_back({s + "lid", known && p.lid ? std::to_string(p.lid) : ""});
+  labels.push_back({s + "gid", known ? GidText(p.gid) : ""});
+}
 
 // Lazy receive (Transport::SetLazyReceive) only while probes fall due at
 // least this often, and then the timer wakes the engine at least this often:
@@ -137,6 +175,10 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
   std::make_heap(schedule_.begin(), schedule_.end(), std::greater<>{});
   {
     MutexLock lock(mu_);
+    // Outstanding port requests name peers by index: forgotten.
+    port_requests_.clear();
+    std::erase_if(pairs_,
+                  [&](const auto& kv) { return !names.count(kv.first); });
     std::set<const SeriesStats*> gone;
     for (auto it = stats_.begin(); it != stats_.end();) {
       if (names.count(it->first.first)) {
@@ -251,6 +293,7 @@ Transport* Engine::Rdma() const {
 }
 
 void Engine::SendProbe(PeerState& p) {
+  if (options_.port_of) SendPortRequest(p);
   const Endpoint& to = p.resolved.endpoint;
   std::size_t t = 0;
   Transport* rdma = Rdma();
@@ -311,6 +354,36 @@ void Engine::SendAddressRequest(PeerState& p) {
   transports_[0]->Send(p.resolved.endpoint, Encode(packet, hmac_), 0);
 }
 
+void Engine::SendPortRequest(PeerState& p) {
+  const auto now = Clock::now();
+  if (now < p.next_port_request) return;
+  const bool rare = p.port_requests_unanswered >= kPortRequestTries ||
+                    p.port_requests_unanswered < 0;  // answered once
+  p.next_port_request = now + (rare ? kPortRequestEvery : kPortRequestFirst);
+  if (p.port_requests_unanswered >= 0) ++p.port_requests_unanswered;
+  Packet packet;
+  packet.type = MessageType::kPortRequest;
+  packet.session = session_;
+  packet.seq = next_seq_++;
+  // Bounded: an unanswered request is forgotten once this many follow it.
+  if (port_requests_.size() > 4 * peers_.size() + 16) port_requests_.clear();
+  port_requests_[packet.seq] = static_cast<std::size_t>(&p - peers_.data());
+  transports_[0]->Send(p.resolved.endpoint, Encode(packet, hmac_), 0);
+}
+
+void Engine::OnPortAnswer(const Received& r, const Packet& in) {
+  if (in.session != session_) return;
+  auto it = port_requests_.find(in.seq);
+  if (it == port_requests_.end() || it->second >= peers_.size()) return;
+  PeerState& p = peers_[it->second];
+  port_requests_.erase(it);
+  p.port_requests_unanswered = -1;
+  const PortIdentity local =
+      options_.port_of ? options_.port_of(r.ifindex) : PortIdentity{};
+  MutexLock lock(mu_);
+  pairs_[p.resolved.peer.name] = {local, in.port_id};
+}
+
 void Engine::OnSent(std::uint64_t seq, Timestamp tx) {
   Pending* p = FindPending(seq);
   if (!p) return;
@@ -333,6 +406,7 @@ void Engine::OnReceive(std::size_t t, const Received& r) {
   switch (packet->type) {
     case MessageType::kProbe:
     case MessageType::kAddressRequest:
+    case MessageType::kPortRequest:
       // Requests from a peer are answered on arrival: lazy receive would
       // add up to an interval to its RTT. Arm() turns it off.
       eager_until_ = Clock::now() + kEagerAfterRequest;
@@ -343,6 +417,9 @@ void Engine::OnReceive(std::size_t t, const Received& r) {
       break;
     case MessageType::kAddressAnswer:
       OnAddressAnswer(r, *packet);
+      break;
+    case MessageType::kPortAnswer:
+      OnPortAnswer(r, *packet);
       break;
   }
 }
@@ -364,6 +441,11 @@ void Engine::Answer(std::size_t t, const Received& r, const Packet& in) {
     out.flags = 0;
     out.t2_ns = r.rx.software_ns ? r.rx.software_ns : RealtimeNs();
     out.t3_ns = RealtimeNs();
+  } else if (in.type == MessageType::kPortRequest) {
+    out.type = MessageType::kPortAnswer;
+    out.flags = 0;
+    out.port_id =
+        options_.port_of ? options_.port_of(r.ifindex) : PortIdentity{};
   } else {
     Transport* rdma = Rdma();
     if (rdma && !(in.flags & kFlagNoRdma)) {
@@ -455,6 +537,19 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
                  "Probe packets received and refused, by reason.",
                  {{"reason", reason}},
                  it == rejected_.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  // Once per pair, not as labels on the histograms: a port change replaces
+  // one series instead of ~100.
+  for (const auto& [peer, ports] : pairs_) {
+    if (!ports.first.known() && !ports.second.known()) continue;
+    labels.clear();
+    labels.push_back({"peer", peer});
+    AddPortLabels(labels, "local_", ports.first);
+    AddPortLabels(labels, "remote_", ports.second);
+    sink.Gauge("fabric_probe_pair_info",
+               "The fabric ports a peer's probes leave and reach by "
+               "(learned in the port exchange), always 1.",
+               labels, 1.0);
   }
   sink.Counter("fabric_probe_answered_total",
                "Probes from peers this daemon answered.", {},

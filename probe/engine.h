@@ -5,8 +5,12 @@
 // matches answers to probes, counts a probe with no valid answer within
 // `probe_timeout` as lost, and answers authenticated probes from others
 // (replay window per source and session, rate limit per source address).
-// It also runs the RDMA address exchange over UDP. Statistics accumulate
-// here; Emit() writes them as the fabric_probe_* metrics.
+// It also runs the RDMA address exchange over UDP, and the port exchange
+// (issue 29): each peer is asked which fabric port our request reached it
+// on (its answer names its port, from the netdev the request arrived by),
+// and the netdev the answer arrives by names ours; Emit() exports each pair
+// once as fabric_probe_pair_info. Statistics accumulate here; Emit()
+// writes them as the fabric_probe_* metrics.
 //
 // Thread-safety: Start/Stop and every handler run on the io_context thread;
 // SetPeers() and Emit() may be called from any thread (they post to io, or
@@ -44,6 +48,10 @@ struct EngineOptions {
   std::chrono::microseconds probe_timeout = std::chrono::seconds(1);
   // Answers per second per source address.
   double rate_limit = 2000;
+  // The fabric port behind a local interface (by ifindex; all zero when it
+  // has none). Null: this end names no ports (it still answers port
+  // requests, with zeros).
+  std::function<PortIdentity(int ifindex)> port_of;
 };
 
 // A configured peer with the endpoint its name resolved to.
@@ -98,6 +106,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     ResolvedPeer resolved;
     std::chrono::steady_clock::time_point next;
     std::chrono::steady_clock::time_point next_address_request{};
+    std::chrono::steady_clock::time_point next_port_request{};
+    int port_requests_unanswered = 0;
     // Its series in stats_ by transport, found once (map nodes stay put
     // until ApplyPeers erases them): a probe and its answer then cost no
     // lookup by name.
@@ -125,6 +135,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void OnTimer();
   void SendProbe(PeerState& p);
   void SendAddressRequest(PeerState& p);
+  void SendPortRequest(PeerState& p);
+  void OnPortAnswer(const Received& r, const Packet& in);
   void OnReceive(std::size_t transport, const Received& r);
   void OnSent(std::uint64_t seq, Timestamp tx);
   void Answer(std::size_t transport, const Received& r, const Packet& in);
@@ -158,6 +170,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::vector<Due> schedule_;
   std::vector<Due> sent_;  // OnTimer's scratch (its capacity kept)
   std::deque<Pending> pending_;
+  // Port requests awaiting an answer: sequence number -> index in peers_
+  // (cleared when the peer list changes).
+  std::map<std::uint64_t, std::size_t> port_requests_;
   ReplayWindow replay_;
   RateLimiter limiter_;
 
@@ -167,6 +182,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   mutable Mutex mu_;
   std::map<SeriesKey, SeriesStats> stats_ GUARDED_BY(mu_);
   std::map<std::string, std::uint64_t> rejected_ GUARDED_BY(mu_);
+  // Per peer: (our port, its port), as the last port answer said.
+  std::map<std::string, std::pair<PortIdentity, PortIdentity>> pairs_
+      GUARDED_BY(mu_);
   // Probes this responder answered.
   std::uint64_t answered_ GUARDED_BY(mu_) = 0;
   std::uint64_t wakeups_ GUARDED_BY(mu_) = 0;  // timer ticks

@@ -58,6 +58,8 @@ struct Received {
   Source from;
   // When the datagram arrived (kernel RX stamp; completion stamp).
   Timestamp rx;
+  // The local interface it arrived by (UDP: IP_PKTINFO); 0 = not known.
+  int ifindex = 0;
 };
 
 class Transport {

@@ -93,6 +93,25 @@ std::optional<std::uint32_t> ParseDropCount(const msghdr& msg) {
   return std::nullopt;
 }
 
+int ParseIfindex(const msghdr& msg) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+      in_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      return info.ipi_ifindex;
+    }
+    if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+      in6_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      return static_cast<int>(info.ipi6_ifindex);
+    }
+  }
+  return 0;
+}
+
 Timestamp ParseTimestamps(const msghdr& msg) {
   Timestamp ts;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
@@ -169,6 +188,13 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     int one = 1;
     counts_drops =
         ::setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one)) == 0;
+    // The interface each datagram arrived by (IP_PKTINFO; on a dual-stack
+    // socket IPv4 peers' too): the netdev names the fabric port a probe
+    // used (Received::ifindex). Best effort: without it, ports are unknown.
+    ::setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+    if (bound.address().is_v6()) {
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one));
+    }
     socket.non_blocking(true, ec);
     {
       MutexLock lock(mu);
@@ -253,6 +279,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         r.from.key = SourceKey(r.from.udp.address());
         r.rx = kernel_stamps ? ParseTimestamps(msg) : Timestamp{};
         if (auto d = ParseDropCount(msg)) drops.store(*d);
+        r.ifindex = ParseIfindex(msg);
         if (!r.rx.software_ns) r.rx.software_ns = RealtimeNs();
         if (handlers.on_receive) handlers.on_receive(r);
       }

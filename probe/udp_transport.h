@@ -35,6 +35,10 @@ constexpr int kReceiveBufferBytes = 1 << 20;
 // The SO_RXQ_OVFL drop count in the control messages of `msg`, if any.
 std::optional<std::uint32_t> ParseDropCount(const msghdr& msg);
 
+// The arrival interface in the IP_PKTINFO / IPV6_PKTINFO control message of
+// `msg`; 0 without one.
+int ParseIfindex(const msghdr& msg);
+
 // The SCM_TIMESTAMPING stamps in the control messages of `msg`.
 Timestamp ParseTimestamps(const msghdr& msg);
 

@@ -25,6 +25,10 @@ bool IsAddress(MessageType t) {
   return t == MessageType::kAddressRequest || t == MessageType::kAddressAnswer;
 }
 
+bool IsPort(MessageType t) {
+  return t == MessageType::kPortRequest || t == MessageType::kPortAnswer;
+}
+
 bool AllZero(const std::uint8_t* at, std::size_t n) {
   return std::all_of(at, at + n, [](std::uint8_t b) { return b == 0; });
 }
@@ -44,7 +48,13 @@ Bytes Encode(const Packet& p, const Hmac& hmac) {
   Put(&b[8], p.session, 8);
   Put(&b[16], p.seq, 8);
   std::uint8_t* body = &b[kBody];
-  if (IsAddress(p.type)) {
+  if (IsPort(p.type)) {
+    Put(body, p.port_id.node_guid, 8);
+    Put(body + 8, p.port_id.port_guid, 8);
+    std::copy(p.port_id.gid.begin(), p.port_id.gid.end(), body + 16);
+    Put(body + 32, p.port_id.lid, 2);
+    body[34] = p.port_id.port;
+  } else if (IsAddress(p.type)) {
     std::copy(p.address.gid.begin(), p.address.gid.end(), body);
     Put(body + 16, p.address.qpn, 4);
     Put(body + 20, p.address.qkey, 4);
@@ -78,7 +88,7 @@ std::optional<Packet> Decode(std::span<const std::uint8_t> b, const Hmac& hmac,
   }
   Packet p;
   std::uint8_t type = b[5];
-  if (type < 1 || type > 4 || (b[6] & ~kKnownFlags) != 0 || b[7] != 0) {
+  if (type < 1 || type > 6 || (b[6] & ~kKnownFlags) != 0 || b[7] != 0) {
     return fail(DecodeError::kMalformed);
   }
   p.type = static_cast<MessageType>(type);
@@ -86,7 +96,14 @@ std::optional<Packet> Decode(std::span<const std::uint8_t> b, const Hmac& hmac,
   p.session = Get(&b[8], 8);
   p.seq = Get(&b[16], 8);
   const std::uint8_t* body = &b[kBody];
-  if (IsAddress(p.type)) {
+  if (IsPort(p.type)) {
+    if (!AllZero(body + 35, 5)) return fail(DecodeError::kMalformed);
+    p.port_id.node_guid = Get(body, 8);
+    p.port_id.port_guid = Get(body + 8, 8);
+    std::copy(body + 16, body + 32, p.port_id.gid.begin());
+    p.port_id.lid = static_cast<std::uint16_t>(Get(body + 32, 2));
+    p.port_id.port = body[34];
+  } else if (IsAddress(p.type)) {
     if (!AllZero(body + 27, 13)) return fail(DecodeError::kMalformed);
     std::copy(body, body + 16, p.address.gid.begin());
     p.address.qpn = static_cast<std::uint32_t>(Get(body + 16, 4));

@@ -19,6 +19,8 @@
 //             kFlagHardwareClock says which), then 16 zero bytes
 //           address request/answer: GID (16), QPN (4), Q_Key (4), LID (2),
 //             port (1), then 13 zero bytes (RdmaAddress)
+//           port request/answer: node GUID (8), port GUID (8), GID (16),
+//             LID (2), port number (1), then 5 zero bytes (PortIdentity)
 //   64  32  HMAC-SHA256 over bytes 0..63 with the shared key
 // An answer is the request with type, flags and t2/t3 (or the address)
 // replaced and the MAC recomputed: never larger than what was received.
@@ -47,6 +49,12 @@ enum class MessageType : std::uint8_t {
   kAnswer = 2,          // responder -> initiator
   kAddressRequest = 3,  // "tell me your RDMA address" (carries the asker's)
   kAddressAnswer = 4,   // the responder's RDMA address
+  // Added in version 1 without a version change (issue 29): a daemon that
+  // predates them refuses them as `malformed` and never answers, and every
+  // other message is unchanged, so old and new daemons still probe each
+  // other; the asker then asks rarely (engine.h).
+  kPortRequest = 5,  // "which fabric port did this reach you on"
+  kPortAnswer = 6,   // the responder's fabric port, as the request reached it
 };
 
 // t2/t3 were taken from a hardware (NIC) clock.
@@ -65,6 +73,19 @@ struct RdmaAddress {
   bool operator==(const RdmaAddress&) const = default;
 };
 
+// A fabric port as the probes name it: node GUID, port GUID and LID (IB),
+// GID (IB and RoCE), the port number on its node. All zero: not a fabric
+// port (loopback, a plain NIC).
+struct PortIdentity {
+  std::uint64_t node_guid = 0;
+  std::uint64_t port_guid = 0;
+  std::array<std::uint8_t, 16> gid{};
+  std::uint16_t lid = 0;
+  std::uint8_t port = 0;
+  bool known() const { return *this != PortIdentity{}; }
+  bool operator==(const PortIdentity&) const = default;
+};
+
 struct Packet {
   MessageType type = MessageType::kProbe;
   std::uint8_t flags = 0;
@@ -74,6 +95,8 @@ struct Packet {
   std::int64_t t1_ns = 0, t2_ns = 0, t3_ns = 0;
   // Address request/answer body.
   RdmaAddress address;
+  // Port answer body (a request carries zeros).
+  PortIdentity port_id;
   bool operator==(const Packet&) const = default;
 };
 

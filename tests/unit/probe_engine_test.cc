@@ -5,6 +5,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
+#include <net/if.h>
+
 #include <functional>
 #include <thread>
 
@@ -87,6 +89,88 @@ TEST(ProbeEngineTest, PeersProbeEachOtherAndMeasureRtt) {
             std::string::npos);
   a.engine->Stop();
   b.engine->Stop();
+}
+
+// The port exchange (issue 29): each end names the fabric port behind the
+// interface a packet arrived by (here loopback's, through an injected
+// port_of); the prober exports the pair once as fabric_probe_pair_info,
+// its port from the interface the answer came in by, the peer's from the
+// answer. A peer that names no ports answers with zeros: empty labels.
+TEST(ProbeEngineTest, PairInfoNamesThePortsOfTheInterfacesUsed) {
+  boost::asio::io_context io;
+  std::vector<int> asked;
+  auto port_of = [&asked](std::uint64_t node) {
+    return [&asked, node](int ifindex) {
+      asked.push_back(ifindex);
+      PortIdentity id;
+      id.node_guid = node;
+      id.port_guid = node + 1;
+      id.lid = static_cast<std::uint16_t>(ifindex);
+      id.port = 1;
+      id.gid[0] = 0xfe;
+      id.gid[1] = 0x80;
+      return id;
+    };
+  };
+  EngineOptions oa = Fast(), ob = Fast();
+  oa.port_of = port_of(0xa0);
+  ob.port_of = port_of(0xb0);
+  Node a(io, 1, oa), b(io, 1, ob), c(io, 1, Fast());  // c names no ports
+  a.engine->SetPeers({b.AsPeer("b"), c.AsPeer("c")});
+  auto emitted = [&] {
+    MetricSink sink;
+    std::string error;
+    a.engine->Emit(sink, &error);
+    return ToText(sink.Take());
+  };
+  // The exposition sorts labels by name.
+  auto pair_line = [](const std::string& text, const std::string& peer) {
+    const std::string key = ",peer=\"" + peer + "\",";
+    for (std::size_t at = text.find("fabric_probe_pair_info{");
+         at != std::string::npos;
+         at = text.find("fabric_probe_pair_info{", at + 1)) {
+      const std::string line = text.substr(at, text.find('\n', at) - at);
+      if (line.find(key) != std::string::npos) return line;
+    }
+    return std::string();
+  };
+  RunUntil(io, [&] {
+    const std::string t = emitted();
+    return !pair_line(t, "b").empty() && !pair_line(t, "c").empty();
+  });
+  const std::string text = emitted();
+  const std::string lo = std::to_string(::if_nametoindex("lo"));
+  const std::string gid = "fe80:0000:0000:0000:0000:0000:0000:0000";
+  EXPECT_EQ(pair_line(text, "b"),
+            "fabric_probe_pair_info{local_gid=\"" + gid + "\",local_lid=\"" +
+                lo +
+                "\",local_node_guid=\"0x00000000000000a0\","
+                "local_port_guid=\"0x00000000000000a1\",peer=\"b\","
+                "remote_gid=\"" + gid + "\",remote_lid=\"" + lo +
+                "\",remote_node_guid=\"0x00000000000000b0\","
+                "remote_port_guid=\"0x00000000000000b1\"} 1")
+      << text;
+  EXPECT_EQ(pair_line(text, "c"),
+            "fabric_probe_pair_info{local_gid=\"" + gid + "\",local_lid=\"" +
+                lo +
+                "\",local_node_guid=\"0x00000000000000a0\","
+                "local_port_guid=\"0x00000000000000a1\",peer=\"c\","
+                "remote_gid=\"\",remote_lid=\"\",remote_node_guid=\"\","
+                "remote_port_guid=\"\"} 1")
+      << text;
+  // Every port named came from the interface the packets used.
+  ASSERT_FALSE(asked.empty());
+  for (int i : asked) EXPECT_EQ(std::to_string(i), lo);
+  // Once per pair, not per probe: the exchange is rare.
+  EXPECT_LE(asked.size(), 8u);
+  // A dropped peer's pair goes with it.
+  a.engine->SetPeers({b.AsPeer("b")});
+  RunUntil(io, [&] { return pair_line(emitted(), "c").empty(); });
+  EXPECT_EQ(pair_line(emitted(), "c"), "");
+  EXPECT_NE(pair_line(emitted(), "b"), "");
+  a.engine->Stop();
+  b.engine->Stop();
+  c.engine->Stop();
 }
 
 // A prober that no peer probes receives lazily (its answers wait in the

@@ -58,6 +58,37 @@ TEST(ProbeWireTest, AddressRoundTrips) {
   EXPECT_EQ(*got, p);
 }
 
+TEST(ProbeWireTest, PortIdentityRoundTripsAtItsOffsets) {
+  Hmac h = TestHmac();
+  Packet p;
+  p.type = MessageType::kPortAnswer;
+  p.session = 7;
+  p.seq = 3;
+  p.port_id.node_guid = 0x0002c90300a1b2c0ULL;
+  p.port_id.port_guid = 0x0002c90300a1b2c3ULL;
+  for (int i = 0; i < 16; ++i) p.port_id.gid[i] = static_cast<uint8_t>(0xa0 + i);
+  p.port_id.lid = 0x1234;
+  p.port_id.port = 2;
+  Bytes b = Encode(p, h);
+  EXPECT_EQ(b[5], 6);
+  EXPECT_EQ(b[24], 0x00);  // node GUID, MSB first
+  EXPECT_EQ(b[31], 0xc0);
+  EXPECT_EQ(b[39], 0xc3);  // port GUID LSB
+  EXPECT_EQ(b[40], 0xa0);  // GID
+  EXPECT_EQ(b[56], 0x12);  // LID
+  EXPECT_EQ(b[58], 2);     // port
+  auto got = Decode(b, h, nullptr);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, p);
+  EXPECT_TRUE(got->port_id.known());
+  // A request carries zeros: "unknown".
+  p.type = MessageType::kPortRequest;
+  p.port_id = {};
+  got = Decode(Encode(p, h), h, nullptr);
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(got->port_id.known());
+}
+
 TEST(ProbeWireTest, WrongKeyIsBadMac) {
   Bytes b = Encode(SampleProbe(), TestHmac(0x11));
   DecodeError e = DecodeError::kMalformed;
@@ -111,6 +142,14 @@ TEST(ProbeWireTest, SignedButInvalidFieldsAreMalformed) {
     EXPECT_FALSE(Decode(resign(b), h, &e)) << field;
     EXPECT_EQ(e, DecodeError::kMalformed) << field;
   }
+  // The port messages' padding too.
+  Packet port;
+  port.type = MessageType::kPortAnswer;
+  Bytes b = Encode(port, h);
+  b[24 + 39] = 1;
+  DecodeError e = DecodeError::kBadMac;
+  EXPECT_FALSE(Decode(resign(b), h, &e));
+  EXPECT_EQ(e, DecodeError::kMalformed);
 }
 
 }  // namespace
