@@ -7,7 +7,8 @@
 // its zero-delay baseline; measured loss
 // equals the drop rate (0, 1/100, 1/10) within 0.5 percentage points; a
 // prober with the wrong key gets no answers and the responder counts
-// bad_mac; a dead peer is loss; a replayed probe is rejected.
+// bad_mac; a dead peer is loss; a replayed probe is rejected; the pair
+// info names the RDMA ports behind both ends' netdevs.
 //
 // Topology (addresses link-local, inside namespaces this test creates):
 //   ns A: fabricmon A, pa 169.254.91.1/30
@@ -37,6 +38,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
@@ -202,6 +204,25 @@ class ProbeNetnsTest : public ::testing::Test {
       if (!ab->Start(&error) || !ba->Start(&error)) {
         ADD_FAILURE() << "relay: " << error;
         return false;
+      }
+      // The daemons' sysfs tree: an RDMA port behind each end's netdev, as
+      // a RoCE device lists its netdev in its GID table, so the port
+      // exchange names both ends' ports.
+      for (const auto& [dev, ndev, guid] :
+           {std::tuple{"rxe_a", "pa", "0000:0000:0000:0a0a"},
+            std::tuple{"rxe_b", "pb", "0000:0000:0000:0b0b"}}) {
+        const fs::path port =
+            dir / "sysfs/class/infiniband" / dev / "ports/1";
+        fs::create_directories(port / "gids");
+        fs::create_directories(port / "gid_attrs/ndevs");
+        std::ofstream(dir / "sysfs/class/infiniband" / dev / "node_guid")
+            << guid << "\n";
+        std::ofstream(port / "link_layer") << "Ethernet\n";
+        std::ofstream(port / "lid") << "0x0\n";
+        std::ofstream(port / "gids/0")
+            << "fe80:0000:0000:0000:0000:0000:0000:" << (ndev[1] == 'a' ? "0a01" : "0b01")
+            << "\n";
+        std::ofstream(port / "gid_attrs/ndevs/0") << ndev << "\n";
       }
       WriteKey("key", kKey);
       WriteKey("wrong.key", kWrongKey);
@@ -451,6 +472,40 @@ TEST_F(ProbeNetnsTest, DeadPeerIsLoss) {
   // All lost but those still within probe_timeout (50 ms) at the scrape.
   EXPECT_NEAR(l / n, 1.0, 0.1) << l << " lost of " << n;
   EXPECT_EQ(after.Get("fabric_probe_rtt_seconds_count{" + dead + "}"), 0);
+}
+
+// Probes that know their ports (issue 29): A's pair with B names A's port
+// (behind pa, the netdev B's answers arrive by) and B's (behind pb, the
+// netdev A's request reached B by), once, as fabric_probe_pair_info; the
+// dead peer, which never answers, has none.
+TEST_F(ProbeNetnsTest, PairInfoNamesThePortsBothEndsUse) {
+  auto pair_info = [](const Scrape& s, const std::string& peer) {
+    for (const auto& [series, value] : s.samples) {
+      if (series.rfind("fabric_probe_pair_info{", 0) == 0 &&
+          series.find("peer=\"" + peer + "\"") != std::string::npos) {
+        return series;
+      }
+    }
+    return std::string();
+  };
+  Scrape a;
+  for (int i = 0; i < 50; ++i) {
+    a = ScrapePublishedAfter(UnixSeconds() + 0.1);
+    if (!pair_info(a, "169.254.91.2:20000").empty()) break;
+  }
+  const std::string info = pair_info(a, "169.254.91.2:20000");
+  ASSERT_FALSE(info.empty()) << "no pair info for B";
+  for (const char* label :
+       {"local_node_guid=\"0x0000000000000a0a\"",
+        "local_gid=\"fe80:0000:0000:0000:0000:0000:0000:0a01\"",
+        "local_port_guid=\"\"", "local_lid=\"\"",
+        "remote_node_guid=\"0x0000000000000b0b\"",
+        "remote_gid=\"fe80:0000:0000:0000:0000:0000:0000:0b01\"",
+        "remote_port_guid=\"\"", "remote_lid=\"\""}) {
+    EXPECT_NE(info.find(label), std::string::npos) << label << " in " << info;
+  }
+  EXPECT_EQ(a.Get(info), 1);
+  EXPECT_EQ(pair_info(a, "169.254.91.2:20099"), "");
 }
 
 TEST_F(ProbeNetnsTest, ReplayedProbeIsRejected) {
