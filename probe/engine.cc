@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
-#include <cstdio>
 #include <set>
 
 #include "core/thread_annotations.h"
+#include "sources/netdev_port.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric::probe {
 namespace {
@@ -32,34 +33,16 @@ constexpr auto kPortRequestFirst = std::chrono::seconds(1);
 constexpr auto kPortRequestEvery = std::chrono::seconds(60);
 constexpr int kPortRequestTries = 5;
 
-std::string Hex64(std::uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return text;
-}
-
-std::string GidText(const std::array<std::uint8_t, 16>& gid) {
-  std::string out;
-  char group[8];
-  for (int i = 0; i < 16; i += 2) {
-    std::snprintf(group, sizeof(group), "%s%02x%02x", i ? ":" : "", gid[i],
-                  gid[i + 1]);
-    out += group;
-  }
-  return out;
-}
-
 // The pair-info labels of one side ("local_" or "remote_"): empty values
 // for a side that is not a fabric port.
 void AddPortLabels(Labels& labels, const char* side, const PortIdentity& p) {
   const std::string s = side;
   const bool known = p.known();
-  labels.push_back({s + "node_guid", known ? Hex64(p.node_guid) : ""});
+  labels.push_back({s + "node_guid", known ? FormatGuid(p.node_guid) : ""});
   labels.push_back(
-      {s + "port_guid", known && p.port_guid ? Hex64(p.port_guid) : ""});
+      {s + "port_guid", known && p.port_guid ? FormatGuid(p.port_guid) : ""});
   labels.push_back({s + "lid", known && p.lid ? std::to_string(p.lid) : ""});
-  labels.push_back({s + "gid", known ? GidText(p.gid) : ""});
+  labels.push_back({s + "gid", known ? FormatGid(p.gid) : ""});
 }
 
 // Lazy receive (Transport::SetLazyReceive) only while probes fall due at
