@@ -127,6 +127,16 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
                  "\"/dev/shm/sim/host0/ethtool\"; empty = the kernel)");
       }
       config.ethtool_dir = dir;
+    } else if (name == "mad_broker") {
+      std::string broker = Scalar(value, name);
+      if (broker != "spawn" && broker != "in_process" &&
+          (broker.empty() || broker[0] != '/')) {
+        Fail(name, value.Mark(),
+             Quote(broker) +
+                 " is not \"spawn\", \"in_process\" or an absolute socket "
+                 "path (e.g. \"/run/fabricmon-mad/broker.sock\")");
+      }
+      config.mad_broker = broker;
     } else if (name == "log_level") {
       std::string level = Scalar(value, name);
       if (!ValidLogLevel(level)) {
@@ -158,7 +168,7 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
     } else {
       Fail(name, kv.first.Mark(),
            "unknown key (expected listen_address, sysfs_root, ethtool_dir, "
-           "log_level, devices, collectors)");
+           "mad_broker, log_level, devices, collectors)");
     }
   }
   for (const auto& spec : specs) {

@@ -40,6 +40,14 @@ struct Config {
   // <host>/ethtool; `--simulate` sets it). Empty = the kernel.
   std::string ethtool_dir;
   std::string log_level = "info";
+  // `mad_broker`: how the MAD collectors (sm, fabric) reach umad, which the
+  // daemon itself never opens (sources/mad/broker_client.h): "spawn" (start
+  // fabricmon-mad-broker from the daemon's own directory, one per
+  // connection), an absolute socket path (systemd's
+  // fabricmon-mad-broker.socket), or "in_process" (open umad in the daemon:
+  // the network-facing process could then send any MAD; for comparison and
+  // for hosts without the broker binary only).
+  std::string mad_broker = "spawn";
   DeviceFilter devices;  // global `devices.{include,exclude}`
   // The effective settings of every collector the parser was given, by
   // name (defaults for those the file does not mention).

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "sources/ethtool_file.h"
 #include "sources/ethtool_ioctl.h"
 #if FABRICMON_WITH_RDMA
+#include "sources/mad/broker_client.h"
 #include "sources/mad/umad_transport.h"
 #endif
 
@@ -37,6 +39,114 @@ std::vector<NamedCollector> BuildCollectors(
   return out;
 }
 
+#if FABRICMON_WITH_RDMA
+namespace {
+
+using PortOpener =
+    std::function<std::unique_ptr<MadTransport>(const std::string&, int)>;
+
+// One transport per (ca, port) for the whole env, shared by the collectors
+// that send MADs (their runs take turns: ShareMadTransport). `open` makes a
+// new one; `usable` says whether a kept one still works (a broker
+// connection that broke is replaced: that is how a dead broker restarts).
+PortOpener SharedOpener(
+    std::function<std::shared_ptr<MadTransport>(const std::string&, int)> open,
+    std::function<bool(const MadTransport&)> usable) {
+  struct Shared {
+    Mutex mutex;
+    std::map<std::pair<std::string, int>,
+             std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<Mutex>>>
+        open GUARDED_BY(mutex);
+  };
+  return [shared = std::make_shared<Shared>(), open = std::move(open),
+          usable = std::move(usable)](
+             const std::string& ca,
+             int port) -> std::unique_ptr<MadTransport> {
+    MutexLock hold(shared->mutex);
+    auto& slot = shared->open[{ca, port}];
+    if (!slot.first || !usable(*slot.first)) {
+      slot.first = open(ca, port);
+      if (!slot.first) return nullptr;
+      slot.second = std::make_shared<Mutex>();
+    }
+    return ShareMadTransport(slot.first, slot.second);
+  };
+}
+
+// umad opened by the daemon itself (`mad_broker: in_process`).
+PortOpener InProcessMad() {
+  // Touch libibumad once here, on one thread: ibsim's umad2sim sets itself
+  // up lazily on the first call and aborts the process when two collector
+  // threads make that first call at once.
+  {
+    std::string ignored;
+    mad::LocalIbPorts(&ignored);
+  }
+  spdlog::warn(
+      "mad_broker: in_process: this process opens umad itself, so the one "
+      "that serves HTTP could send any MAD; use the broker where you can");
+  return SharedOpener(
+      [](const std::string& ca, int port) -> std::shared_ptr<MadTransport> {
+        // Resolve "the first active port" so that every user of one port
+        // shares one fd (umad2sim aborts the process on a second open).
+        std::string error;
+        mad::LocalPort local;
+        if (!mad::PickLocalPort(mad::LocalIbPorts(&error), ca, port,
+                                &local)) {
+          return nullptr;
+        }
+        auto t = mad::UmadTransport::Open(local.ca, local.port, &error);
+        if (!t) spdlog::debug("{}", error);
+        return t;
+      },
+      [](const MadTransport&) { return true; });
+}
+
+mad::broker::Endpoint BrokerEndpoint(const std::string& setting) {
+  mad::broker::Endpoint endpoint;
+  if (setting != "spawn") {
+    endpoint.socket_path = setting;
+    return endpoint;
+  }
+  // Next to this executable: the build directory, or the bindir it was
+  // installed to.
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  endpoint.program = (self.parent_path() / "fabricmon-mad-broker").string();
+  return endpoint;
+}
+
+// MADs and the local port list through the broker; the daemon never opens
+// umad. A failure is logged when it starts and when it ends, not per try.
+void BrokerMad(mad::broker::Endpoint endpoint, CollectorEnv* env) {
+  mad::broker::ProcessCounters().used = true;
+  auto lister = std::make_shared<mad::broker::PortLister>(endpoint);
+  auto failing = std::make_shared<std::atomic<bool>>(false);
+  env->local_ports = [lister, failing](std::string* error) {
+    auto ports = lister->List(error);
+    if (!error->empty() && !failing->exchange(true)) {
+      spdlog::warn("MAD broker: {}", *error);
+    } else if (error->empty() && failing->exchange(false)) {
+      spdlog::info("MAD broker answering again");
+    }
+    return ports;
+  };
+  env->mad = SharedOpener(
+      [endpoint](const std::string& ca,
+                 int port) -> std::shared_ptr<MadTransport> {
+        std::string error;
+        auto t = mad::broker::Transport::Open(endpoint, ca, port, &error);
+        if (!t) spdlog::warn("{} port {}: {}", ca, port, error);
+        return t;
+      },
+      [](const MadTransport& t) {
+        return !static_cast<const mad::broker::Transport&>(t).broken();
+      });
+}
+
+}  // namespace
+#endif
+
 CollectorEnv MakeCollectorEnv(const Config& config,
                               std::shared_ptr<const Sysfs> sysfs) {
   CollectorEnv env;
@@ -50,49 +160,17 @@ CollectorEnv MakeCollectorEnv(const Config& config,
     env.ethtool_is_kernel = false;
   }
 #if FABRICMON_WITH_RDMA
-  // One umad port per (ca, port) for the whole process, shared by the
-  // collectors that send MADs (their runs take turns).
-  struct Shared {
-    Mutex mutex;
-    std::map<std::pair<std::string, int>,
-             std::pair<std::shared_ptr<MadTransport>, std::shared_ptr<Mutex>>>
-        open GUARDED_BY(mutex);
-  };
-  // Under --simulate, MADs go to the simulated fabric.
+  // Under --simulate or --sim.mad-socket, MADs go to the simulated fabric.
   if (UseSimulatedMad(&env)) return env;
   // MADs go to the live fabric: not when reading a recorded or simulated
   // tree (`sysfs_root` elsewhere than /sys), where they would query
   // whatever fabric this host happens to be on.
   if (config.sysfs_root != "/sys" && config.sysfs_root != "/sys/") return env;
-  // Touch libibumad once here, on one thread: ibsim's umad2sim sets itself
-  // up lazily on the first call and aborts the process when two collector
-  // threads make that first call at once.
-  {
-    std::string ignored;
-    mad::LocalIbPorts(&ignored);
+  if (config.mad_broker == "in_process") {
+    env.mad = InProcessMad();
+  } else {
+    BrokerMad(BrokerEndpoint(config.mad_broker), &env);
   }
-  env.mad = [shared = std::make_shared<Shared>()](
-                const std::string& ca,
-                int port) -> std::unique_ptr<MadTransport> {
-    MutexLock hold(shared->mutex);
-    // Resolve "the first active port" so that every user of one port
-    // shares one fd (umad2sim aborts the process on a second open).
-    std::string error;
-    mad::LocalPort local;
-    if (!mad::PickLocalPort(mad::LocalIbPorts(&error), ca, port, &local)) {
-      return nullptr;
-    }
-    auto& slot = shared->open[{local.ca, local.port}];
-    if (!slot.first) {
-      slot.first = mad::UmadTransport::Open(local.ca, local.port, &error);
-      if (!slot.first) {
-        spdlog::debug("{}", error);
-        return nullptr;
-      }
-      slot.second = std::make_shared<Mutex>();
-    }
-    return ShareMadTransport(slot.first, slot.second);
-  };
 #endif
   return env;
 }
@@ -101,7 +179,7 @@ bool SameCollectorSettings(const Config& a, const Config& b,
                            const std::string& name) {
   CollectorConfig ca = a.Collector(name), cb = b.Collector(name);
   return ca.enabled && ca == cb && a.sysfs_root == b.sysfs_root &&
-         a.ethtool_dir == b.ethtool_dir;
+         a.ethtool_dir == b.ethtool_dir && a.mad_broker == b.mad_broker;
 }
 
 std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,

@@ -12,6 +12,7 @@
 
 #include "collectors/registry.h"
 #include "daemon/collection.h"
+#include "daemon/broker_metrics.h"
 #include "daemon/fd_limit.h"
 #include "daemon/off_loop.h"
 #include "daemon/poller.h"
@@ -87,7 +88,8 @@ class Daemon {
         budget_(ProcessFdBudget()),
         collectable_(std::make_shared<FdMetrics>(
             RealFdOs(), budget_,
-            std::make_shared<SnapshotCollectable>(store_, ThisBuild()))),
+            std::make_shared<BrokerMetrics>(
+                std::make_shared<SnapshotCollectable>(store_, ThisBuild())))),
         http_metrics_(std::make_shared<http::ServerMetrics>()),
         in_flight_(std::make_shared<InFlight>()),
         reload_loader_(io_) {}

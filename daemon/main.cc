@@ -126,6 +126,11 @@ int Main(int argc, char** argv) {
                  config->sysfs_root);
   }
 
+  if (options.sim_mad_socket) {
+    AttachSimulatedMad(*options.sim_mad_socket);
+    spdlog::info("MADs: fabricmon-sim at {}", *options.sim_mad_socket);
+  }
+
   if (options.once) return RunOnce(*config);
   return RunDaemon(options, *config);
 }

@@ -52,6 +52,13 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
                      "Run against the built-in fabric simulator "
                      "(--simulate or --simulate=SCENARIO)")
           ->expected(0, 1);
+  std::string sim_mad_socket;
+  auto* sim_mad_opt =
+      app.add_option("--sim.mad-socket", sim_mad_socket,
+                     "With --sysfs.root on a fabricmon-sim host tree: send "
+                     "the sm/fabric collectors' MADs to that fabricmon-sim "
+                     "(its --mad-socket PATH) instead of libibumad")
+          ->excludes(simulate_opt);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
@@ -68,6 +75,7 @@ ParsedOptions ParseOptions(const std::vector<std::string>& args) {
   if (web_config_opt->count()) o.web_config_file = web_config;
   if (level_opt->count()) o.log_level = level;
   if (simulate_opt->count()) o.simulate = simulate;
+  if (sim_mad_opt->count()) o.sim_mad_socket = sim_mad_socket;
   if (reload_opt->count()) o.signal_reload_pid = reload_pid;
   return parsed;
 }

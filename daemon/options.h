@@ -24,6 +24,9 @@ struct Options {
   bool once = false;
   bool check_config = false;
   std::optional<std::string> simulate;  // --simulate[=SCENARIO]
+  // --sim.mad-socket PATH: the MAD collectors ask the fabricmon-sim that
+  // answers on PATH (daemon/simulate.h AttachSimulatedMad).
+  std::optional<std::string> sim_mad_socket;
   // --signal-reload PID: send SIGHUP to a running fabricmon and exit. The
   // unit's ExecReload uses it, so a reload needs no /bin/kill (procps).
   std::optional<int> signal_reload_pid;

@@ -5,6 +5,7 @@
 // timeline (*.yaml / *.yml).
 #include "daemon/simulate.h"
 
+#include <spdlog/spdlog.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -12,9 +13,11 @@
 
 #include "core/thread_annotations.h"
 #include "simulator/mad.h"
+#include "simulator/mad_socket.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
 #include "sources/fd_read.h"
+#include "sources/sysfs_parse.h"
 #if FABRICMON_WITH_RDMA
 #include "sources/mad/umad_transport.h"
 #endif
@@ -30,6 +33,8 @@ namespace fs = std::filesystem;
 // The running simulation's runner, for UseSimulatedMad.
 Mutex active_mutex;
 const sim::LiveRunner* active_runner GUARDED_BY(active_mutex) = nullptr;
+// fabricmon-sim's MAD socket (--sim.mad-socket), empty when not attached.
+std::string attached_socket GUARDED_BY(active_mutex);
 
 #if FABRICMON_WITH_RDMA
 // Host 0's IB HCA ports as libibumad would list them, from the model now.
@@ -55,6 +60,46 @@ std::vector<mad::LocalPort> SimulatedPorts(const sim::LiveRunner& runner) {
       out.push_back(l);
     }
   });
+  return out;
+}
+
+// The IB ports of a fabricmon-sim host tree, as libibumad would list them
+// from /sys on a real host (it cannot be pointed at another root).
+std::vector<mad::LocalPort> TreePorts(const Sysfs& sysfs, std::string* error) {
+  std::vector<mad::LocalPort> out;
+  const std::string cls = "class/infiniband";
+  std::error_code ec;
+  const auto devices = sysfs.List(cls, &ec);
+  if (!devices) {
+    if (ec != std::errc::no_such_file_or_directory) *error = ec.message();
+    return out;
+  }
+  auto read = [&](const std::string& path) {
+    const ReadResult r = sysfs.Read(path);
+    return r.ok() ? std::string(TrimValue(*r)) : std::string();
+  };
+  for (const std::string& ca : *devices) {
+    const std::string dir = cls + "/" + ca;
+    const auto ports = sysfs.List(dir + "/ports");
+    if (!ports) continue;  // removed meanwhile
+    for (const std::string& n : *ports) {
+      const std::string pd = dir + "/ports/" + n + "/";
+      mad::LocalPort l;
+      l.ca = ca;
+      l.port = std::atoi(n.c_str());
+      l.node_type = 1;
+      l.link_layer = read(pd + "link_layer");
+      l.node_guid = ParseGuid(read(dir + "/node_guid")).value;
+      l.port_guid = ParseGidInterfaceId(read(pd + "gids/0")).value;
+      l.lid = static_cast<std::uint16_t>(ParseHex(read(pd + "lid")).value);
+      l.sm_lid =
+          static_cast<std::uint16_t>(ParseHex(read(pd + "sm_lid")).value);
+      l.state = static_cast<int>(ParseState(read(pd + "state")).value.id);
+      l.phys_state =
+          static_cast<int>(ParseState(read(pd + "phys_state")).value.id);
+      if (l.port > 0 && l.link_layer == "InfiniBand") out.push_back(l);
+    }
+  }
   return out;
 }
 
@@ -165,9 +210,33 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
   return simulation;
 }
 
+void AttachSimulatedMad(const std::string& socket_path) {
+  MutexLock hold(active_mutex);
+  attached_socket = socket_path;
+}
+
 bool UseSimulatedMad(CollectorEnv* env) {
 #if FABRICMON_WITH_RDMA
   MutexLock hold(active_mutex);
+  if (!active_runner && !attached_socket.empty() && env->sysfs) {
+    std::shared_ptr<const Sysfs> tree = env->sysfs;
+    env->mad = [tree, path = attached_socket](
+                   const std::string& ca,
+                   int port) -> std::unique_ptr<MadTransport> {
+      std::string error;
+      mad::LocalPort local;
+      if (!mad::PickLocalPort(TreePorts(*tree, &error), ca, port, &local)) {
+        return nullptr;
+      }
+      auto transport = sim::ConnectMadSocket(path, local.port_guid, &error);
+      if (!transport) spdlog::debug("{}", error);
+      return transport;
+    };
+    env->local_ports = [tree](std::string* error) {
+      return TreePorts(*tree, error);
+    };
+    return true;
+  }
   if (!active_runner) return false;
   const sim::LiveRunner* runner = active_runner;
   env->mad = [runner](const std::string& ca, int port) {

@@ -8,6 +8,12 @@
 // answered by the model (simulator/mad.h), so the SM and switch-port
 // scenarios show in their metrics.
 //
+// `fabricmon --sim.mad-socket PATH` is the same seam for a daemon reading
+// a tree that a separate fabricmon-sim renders (scripts/demo.sh): the model
+// lives in that process, so the MADs go to the socket it answers on
+// (simulator/mad_socket.h) and the local ports are those of the daemon's
+// own tree (AttachSimulatedMad).
+//
 // Thread-safety: a Simulation runs its own thread; the handle itself is used
 // by one thread (the daemon's main). UseSimulatedMad may be called from any
 // thread; the transports it hands out lock the simulation per MAD.
@@ -43,5 +49,13 @@ std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
 // A transport must not outlive the Simulation (the daemon's collectors end
 // before main destroys it).
 bool UseSimulatedMad(CollectorEnv* env);
+
+// From now on, while no Simulation runs, UseSimulatedMad hands out the MAD
+// view fabricmon-sim serves at `socket_path`: env->mad sends to it, leaving
+// by the chosen port of env->sysfs's tree (which must be one of that
+// fabricmon-sim's host trees), and env->local_ports lists that tree's IB
+// ports (lid, sm_lid, state, GUIDs as the simulator renders them). Set once
+// at start (main), process-wide like a Simulation.
+void AttachSimulatedMad(const std::string& socket_path);
 
 }  // namespace fabric

@@ -12,7 +12,9 @@
 # scenarios/demo-tour.yaml (every fault in turn, ~10 min) unless --scenario
 # or --timeline says otherwise; one fabricmon daemon per host on
 # 127.0.0.1:<port-base + i> (default 10915+i) reading that host's tree, its
-# ethtool and DCB dumps, probing the other hosts; the Debian Prometheus on
+# ethtool and DCB dumps, asking the simulated fabric's SMs (and, on host0,
+# sweeping its switches) through fabricmon-sim's MAD socket, probing the
+# other hosts through fabricmon-sim's probe relay; the Debian Prometheus on
 # 127.0.0.1:9090 (or the next free port) with dashboards/prometheus/*.yml;
 # the Debian Alertmanager on 127.0.0.1:9093 (or the next free port) with
 # dashboards/alertmanager/inhibit_rules.yml; and scripts/demo_alerts.py,
@@ -38,7 +40,7 @@ scrape_interval=2s
 build="${BUILD_DIR:-$here/build}"
 sim_args=()
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -104,8 +106,11 @@ elif port_busy "$am_port"; then
   echo "demo.sh: port $am_port is in use" >&2
   exit 1
 fi
-# Probes: each daemon answers UDP probes on probe_base+i and probes the
-# others (UDP ports; a TCP listener on the same number does not matter).
+# Probes: each daemon answers UDP probes on probe_base+i (UDP ports; a TCP
+# listener on the same number does not matter) and probes the others
+# through fabricmon-sim, which carries them as the simulated fabric would
+# (the timeline's probe-loss drops some): its relay ports are in each
+# host's probe-peers file.
 probe_base=$((port_base + hosts))
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fabricmon-demo.XXXXXX")"
@@ -134,7 +139,11 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-sim_cmd=("$build/fabricmon-sim" --out "$sim" --hosts "$hosts")
+# The daemons reach the simulated fabric's SMs and switches through the
+# simulator's MAD socket: the model runs in fabricmon-sim, so the MADs go
+# there (simulator/mad_socket.h), as they would go to the fabric.
+sim_cmd=("$build/fabricmon-sim" --out "$sim" --hosts "$hosts"
+  --mad-socket "$sim/mad.sock" --probe-relay "127.0.0.1:$probe_base")
 if [[ -n "$timeline" ]]; then
   sim_cmd+=(--timeline "$timeline")
 else
@@ -143,20 +152,38 @@ fi
 "${sim_cmd[@]}" "${sim_args[@]}" 2>"$work/sim.log" &
 pids+=($!)
 for _ in $(seq 100); do
-  [[ -d "$sim/host$((hosts - 1))/class/infiniband" ]] && break
+  [[ -S "$sim/mad.sock" && -f "$sim/host$((hosts - 1))/probe-peers" ]] && break
   kill -0 "${pids[0]}" 2>/dev/null || { cat "$work/sim.log" >&2; exit 1; }
   sleep 0.1
 done
 
 # The probe key every daemon shares (docs/probes.md), owner-only.
 (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$work/probe.key")
+# The sm and fabric collectors exist only in builds with rdma-core.
+printf 'collectors:\n  sm:\n    enabled: true\n' >"$work/mad-check.yaml"
+mad_collectors=""
+if "$build/fabricmon" --check-config --config "$work/mad-check.yaml" \
+    >/dev/null 2>&1; then
+  mad_collectors=1
+fi
 targets=""
 for ((i = 0; i < hosts; i++)); do
   port=$((port_base + i))
-  peers=""
-  for ((j = 0; j < hosts; j++)); do
-    ((j == i)) || peers+="${peers:+, }\"127.0.0.1:$((probe_base + j))\""
-  done
+  # The sm collector every 5 s with a 15 s stall_after (shipped: 60 s and
+  # 60 s), so that the tour's one-minute sm-hung and sm-failover show;
+  # host0 is the sweep node (fabric collector: switch ports, every SM),
+  # every 10 s.
+  mad_yaml=""
+  if [[ -n "$mad_collectors" ]]; then
+    mad_yaml="  sm:
+    interval: 5s
+    timeout: 4s
+    stall_after: 15s
+  fabric:
+    enabled: $( ((i == 0)) && echo true || echo false)
+    interval: 10s
+    timeout: 8s"
+  fi
   # PFC/ethtool statistics and the DCB configuration: the simulator's
   # `ethtool -S` and `dcb` dumps of the host.
   root="$(realpath "$sim")/host$i"
@@ -165,14 +192,15 @@ ethtool_dir: "$root/ethtool"
 collectors:
   roce:
     dcb_dir: "$root/dcb"
+$mad_yaml
   probe:
-    enabled: $([[ -n "$peers" ]] && echo true || echo false)
+    enabled: $( ((hosts > 1)) && echo true || echo false)
     listen_address: "127.0.0.1:$((probe_base + i))"
     key_file: "$work/probe.key"
-    peers: [$peers]
+    peers_file: "$root/probe-peers"
 YAML
   "$build/fabricmon" --config "$work/fabricmon-$i.yaml" \
-    --sysfs.root "$sim/host$i" \
+    --sysfs.root "$sim/host$i" --sim.mad-socket "$sim/mad.sock" \
     --web.listen-address "127.0.0.1:$port" --log.level warn \
     >"$work/fabricmon-$i.log" 2>&1 &
   pids+=($!)

@@ -289,6 +289,19 @@ bool Cluster::DefaultTarget(const Event& event, int* host,
   return true;
 }
 
+double Cluster::ProbeLoss(int from, int to) const {
+  const int hosts = static_cast<int>(hosts_.size());
+  for (const Event& e : config_.timeline.events) {
+    if (e.scenario != Scenario::kProbeLoss || !e.ActiveAt(now_)) continue;
+    // The pair is the event's host and the next one on the ring.
+    const int src = e.host >= 0 ? e.host : kTargetHost;
+    if (hosts > 1 && from == src && to == (src + 1) % hosts) {
+      return kProbeLossFraction;
+    }
+  }
+  return 0;
+}
+
 Port* Cluster::TargetPort(const Event& event) {
   int host = 0;
   std::string device;

@@ -39,6 +39,10 @@ inline constexpr std::uint64_t kBytesPerWriteRequest = 65536;
 inline constexpr double kPauseFrameSeconds = 100e-6;
 // RoCE priority carrying the RDMA traffic (PFC and ECN enabled on it).
 inline constexpr int kRocePriority = 3;
+// probe-loss: the share of the pair's probes dropped (1 in 5: well past
+// the 1 % FabricProbeLoss threshold, and most probes still answered, as on
+// a path that drops rather than one that is cut).
+inline constexpr double kProbeLossFraction = 0.2;
 
 struct SimConfig {
   int hosts = 4;
@@ -144,6 +148,12 @@ class Cluster {
   // Port by LID (switch ports: any port of the switch with that LID and
   // number `port_num`), or nullptr.
   const Port* FindPortByLid(std::uint16_t lid, int port_num) const;
+
+  // The fraction of host `from`'s probe packets to host `to` that the
+  // fabric drops now: kProbeLossFraction while a probe-loss event on that
+  // pair is on, else 0. The model carries no packets; fabricmon-sim's probe
+  // relay (simulator/probe_relay.h) asks this for each probe it forwards.
+  double ProbeLoss(int from, int to) const;
 
   // Long-run average bytes/s each host port offers in `steady`.
   double AverageOfferedBytesPerSecond(const Port& port) const;

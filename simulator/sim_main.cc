@@ -1,13 +1,19 @@
 // fabricmon-sim: writes live simulated sysfs trees for N hosts.
 //
 //   fabricmon-sim --out DIR [--scenario S | --timeline FILE] [--hosts N]
-//                 [--tick 100ms] [--duration 60s] [--warmup 0s] ...
+//                 [--tick 100ms] [--duration 60s] [--warmup 0s]
+//                 [--mad-socket PATH] [--probe-relay IP:PORT] ...
 //
 // Each host's tree is DIR/host<i>/ (use it as --sysfs.root or as
 // node_exporter's --path.sysfs); DIR/host<i>/ethtool/<netdev> holds the
 // RoCE netdev's `ethtool -S` text (the daemon's config key ethtool_dir) and
 // DIR/host<i>/dcb/<netdev> its DCB configuration as iproute2's `dcb` prints
 // it (config key dcb_dir).
+// --mad-socket answers the fabric's MADs from the running model on a Unix
+// socket (simulator/mad_socket.h; `fabricmon --sim.mad-socket PATH`);
+// --probe-relay carries the daemons' probes between the hosts, host i's
+// responder being IP:PORT+i, and writes DIR/host<i>/probe-peers
+// (simulator/probe_relay.h). Both only while live (not with --duration 0).
 // Runs until SIGINT/SIGTERM (then removes the trees, unless --keep) or until
 // --duration of simulated-and-real time has passed (then leaves them).
 // --duration 0 renders once and exits: a frozen tree, e.g. after --warmup of
@@ -23,6 +29,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "simulator/mad_socket.h"
+#include "simulator/probe_relay.h"
 #include "simulator/runner.h"
 #include "simulator/timeline.h"
 
@@ -40,6 +48,23 @@ bool ToDuration(const std::string& text, Duration* out, const char* flag) {
     return false;
   }
   *out = *d;
+  return true;
+}
+
+// "IP:PORT" for --probe-relay.
+bool ToAddress(const std::string& text, std::string* ip, int* port) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  try {
+    std::size_t used = 0;
+    *port = std::stoi(text.substr(colon + 1), &used);
+    if (used != text.size() - colon - 1 || *port < 1 || *port > 65535) {
+      return false;
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  *ip = text.substr(0, colon);
   return true;
 }
 
@@ -78,6 +103,13 @@ int main(int argc, char** argv) {
                  "scenario on only this long ...");
   app.add_option("--burst-period", burst_period, "... every this period");
   app.add_flag("--keep", keep, "leave the trees when stopped by a signal");
+  std::string mad_socket, probe_relay;
+  app.add_option("--mad-socket", mad_socket,
+                 "answer the fabric's MADs on this Unix socket "
+                 "(fabricmon --sim.mad-socket)");
+  app.add_option("--probe-relay", probe_relay,
+                 "IP:PORT: relay the daemons' probes, host i's responder "
+                 "at IP:PORT+i; writes DIR/host<i>/probe-peers");
   CLI11_PARSE(app, argc, argv);
 
   fabric::sim::SimConfig config;
@@ -144,6 +176,15 @@ int main(int argc, char** argv) {
   if (!forever && !ToDuration(duration, &run, "--duration")) return 2;
   Duration warm{0};
   if (!ToDuration(warmup, &warm, "--warmup")) return 2;
+  std::string relay_ip;
+  int relay_port = 0;
+  if (!probe_relay.empty() &&
+      (!ToAddress(probe_relay, &relay_ip, &relay_port) ||
+       relay_port + hosts - 1 > 65535)) {
+    std::fprintf(stderr, "fabricmon-sim: bad --probe-relay '%s' (IP:PORT)\n",
+                 probe_relay.c_str());
+    return 2;
+  }
 
   // Block the stop signals before the runner thread exists so only
   // sigtimedwait below sees them.
@@ -176,6 +217,21 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "fabricmon-sim: %d host(s) under %s\n", hosts,
                out.c_str());
   if (!forever && run.count() == 0) return 0;  // frozen tree
+
+  fabric::sim::MadSocketServer mad_server(runner);
+  if (!mad_socket.empty() && !mad_server.Start(mad_socket, &error)) {
+    std::fprintf(stderr, "fabricmon-sim: %s\n", error.c_str());
+    return 1;
+  }
+  std::vector<int> responders;
+  for (int i = 0; i < hosts; ++i) responders.push_back(relay_port + i);
+  fabric::sim::ProbeRelay relay(runner, relay_ip, responders);
+  if (!probe_relay.empty() &&
+      (!relay.Start(&error) ||
+       !relay.WritePeersFiles(runner.host_roots(), &error))) {
+    std::fprintf(stderr, "fabricmon-sim: %s\n", error.c_str());
+    return 1;
+  }
 
   runner.Start(run);
   int signal_seen = 0;

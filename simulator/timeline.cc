@@ -21,6 +21,7 @@ constexpr std::string_view kNames[] = {
     "device-removed",
     "sm-failover",
     "sm-hung",
+    "probe-loss",
 };
 
 std::string Where(const YAML::Node& node) {

@@ -30,6 +30,7 @@ enum class Scenario {
   kDeviceRemoved,
   kSmFailover,
   kSmHung,
+  kProbeLoss,
 };
 
 // All scenario names, in the order of the enum.

@@ -159,6 +159,13 @@ MadStats MadTransport::Run(std::deque<MadRequest>& pending,
     for (Answer& a : answers) {
       auto it = in_flight.find(a.tid);
       if (it == in_flight.end()) continue;  // late answer to an old try
+      if (a.error != std::errc{}) {
+        InFlight f = std::move(it->second);
+        in_flight.erase(it);
+        release(f.key);
+        fail(f.request, a.error);
+        continue;
+      }
       if (!a.timed_out &&
           (a.mad[kMethodOffset] != kMadMethodGetResp ||
            a.mad[kAttrIdOffset] != it->second.request.mad[kAttrIdOffset] ||

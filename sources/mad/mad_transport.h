@@ -19,7 +19,8 @@
 // Results: error std::errc::timed_out when no answer came after every retry,
 // operation_canceled when the run's deadline passed first,
 // operation_not_permitted for a non-Get request, invalid_argument for a
-// request of another class, io_error when the transport could not send. A
+// request of another class, io_error when the transport could not send,
+// permission_denied when the MAD broker refused it (sources/mad/broker.h). A
 // MAD answered with a non-zero MAD status is NOT an error here: the status
 // is in the response header (sources/mad/codec.h MadStatus).
 //
@@ -99,11 +100,14 @@ class MadTransport {
   // One request, waited for (a convenience over Run()).
   MadResult Send(const MadRequest& request, const MadOptions& options);
 
- protected:
+  // The wire, for the engine and for the MAD broker (which forwards single
+  // MADs and keeps its own limits): most callers use Run().
   struct Answer {
     std::uint32_t tid = 0;  // low 32 bits of the transaction id
     Mad mad{};
     bool timed_out = false;  // the transport itself reported a timeout
+    // Not sent after all (the broker refused it): completes with this.
+    std::errc error{};
     // An answer carrying `mad`, its tid read from the MAD's header.
     static Answer Of(const Mad& mad) {
       Answer a;

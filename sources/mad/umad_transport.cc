@@ -89,7 +89,8 @@ std::unique_ptr<UmadTransport> UmadTransport::Open(const std::string& ca,
     *error = "umad_register failed on " + ca + " port " + std::to_string(port);
     return nullptr;
   }
-  t->buf_.assign(umad_size() + kMadSize, 0);
+  t->send_buf_.assign(umad_size() + kMadSize, 0);
+  t->recv_buf_.assign(umad_size() + kMadSize, 0);
   return t;
 }
 
@@ -103,18 +104,18 @@ UmadTransport::~UmadTransport() {
 
 bool UmadTransport::Post(std::uint16_t dlid, const Mad& mad,
                          std::chrono::milliseconds timeout) {
-  std::fill(buf_.begin(), buf_.end(), 0);
+  std::fill(send_buf_.begin(), send_buf_.end(), 0);
   int agent = agent_perf_;
   if (mad[1] == kMadClassPerf) {
-    umad_set_addr(buf_.data(), dlid, 1, 0, kQp1Qkey);
+    umad_set_addr(send_buf_.data(), dlid, 1, 0, kQp1Qkey);
   } else {
     agent = mad[1] == kMadClassSmiDirected ? agent_dr_ : agent_smi_;
-    umad_set_addr(buf_.data(), dlid, 0, 0, 0);
+    umad_set_addr(send_buf_.data(), dlid, 0, 0, 0);
   }
-  std::memcpy(umad_get_mad(buf_.data()), mad.data(), kMadSize);
+  std::memcpy(umad_get_mad(send_buf_.data()), mad.data(), kMadSize);
   // The kernel times the try out too (reported back as ETIMEDOUT); retries
   // are the engine's, each with a new transaction id.
-  return umad_send(fd_, agent, buf_.data(), kMadSize,
+  return umad_send(fd_, agent, send_buf_.data(), kMadSize,
                    static_cast<int>(timeout.count()), 0) == 0;
 }
 
@@ -125,12 +126,12 @@ void UmadTransport::Poll(std::chrono::microseconds wait,
   if (::poll(&p, 1, ms) <= 0) return;
   while (true) {
     int len = static_cast<int>(kMadSize);
-    if (umad_recv(fd_, buf_.data(), &len, 0) < 0) break;
+    if (umad_recv(fd_, recv_buf_.data(), &len, 0) < 0) break;
     const auto* mad =
-        static_cast<const std::uint8_t*>(umad_get_mad(buf_.data()));
+        static_cast<const std::uint8_t*>(umad_get_mad(recv_buf_.data()));
     Answer a;
     a.tid = LowTid(mad);
-    a.timed_out = umad_status(buf_.data()) == ETIMEDOUT;
+    a.timed_out = umad_status(recv_buf_.data()) == ETIMEDOUT;
     if (!a.timed_out && len < static_cast<int>(kMadSize)) continue;
     std::memcpy(a.mad.data(), mad, kMadSize);
     answers->push_back(a);

@@ -6,7 +6,9 @@
 // directory reads of /sys) and on real hosts.
 //
 // Thread-safety: LocalIbPorts() is safe anywhere; one Run() at a time per
-// UmadTransport (see sources/mad/mad_transport.h).
+// UmadTransport (see sources/mad/mad_transport.h); outside Run(), one
+// thread may Post while another Polls (the MAD broker does: umad2sim's
+// poll() cannot wait on a umad fd and a socket at once).
 #pragma once
 
 #include <cstdint>
@@ -55,7 +57,7 @@ class UmadTransport : public MadTransport {
   UmadTransport(const UmadTransport&) = delete;
   UmadTransport& operator=(const UmadTransport&) = delete;
 
- protected:
+  // Public: the MAD broker forwards single MADs on this wire.
   bool Post(std::uint16_t dlid, const Mad& mad,
             std::chrono::milliseconds timeout) override;
   void Poll(std::chrono::microseconds wait,
@@ -67,7 +69,9 @@ class UmadTransport : public MadTransport {
   int agent_smi_ = -1;
   int agent_dr_ = -1;
   int agent_perf_ = -1;
-  std::vector<std::uint8_t> buf_;  // one umad + MAD
+  // One umad + MAD each: Post and Poll may run on two threads at once.
+  std::vector<std::uint8_t> send_buf_;
+  std::vector<std::uint8_t> recv_buf_;
 };
 
 }  // namespace fabric::mad

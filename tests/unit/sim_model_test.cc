@@ -240,6 +240,24 @@ TEST(SimModel, SmHungFreezesActivityCount) {
   EXPECT_EQ(c.master_sm().state, 3);
 }
 
+// probe-loss drops only the target pair's probes (host 0 -> host 1 by
+// default; `host:` moves it), only while the event is on.
+TEST(SimModel, ProbeLossOnOnePairWhileOn) {
+  Timeline t = With(Scenario::kProbeLoss, seconds(1), seconds(2));
+  Event moved = t.events[0];
+  moved.host = 3;  // 3 -> 0: the ring wraps
+  t.events.push_back(moved);
+  Cluster c(Config(t));
+  EXPECT_EQ(c.ProbeLoss(0, 1), 0);
+  Advance(c, seconds(2));
+  EXPECT_EQ(c.ProbeLoss(0, 1), kProbeLossFraction);
+  EXPECT_EQ(c.ProbeLoss(3, 0), kProbeLossFraction);
+  EXPECT_EQ(c.ProbeLoss(1, 0), 0);
+  EXPECT_EQ(c.ProbeLoss(0, 2), 0);
+  Advance(c, seconds(2));  // t = 4 s: over
+  EXPECT_EQ(c.ProbeLoss(0, 1), 0);
+}
+
 TEST(SimModel, PfcStormPausesTheSenderAndMarksEcn) {
   Cluster c(Config(With(Scenario::kPfcStorm)));
   Advance(c, seconds(3));

@@ -1,0 +1,281 @@
+#include "sources/mad/broker.h"
+
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <thread>
+#include <unordered_map>
+
+#include "core/thread_annotations.h"
+
+namespace fabric::mad::broker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The kernel reports a umad send's timeout itself; this is the broker's own
+// bound on a slot it never heard back about.
+constexpr auto kGrace = std::chrono::seconds(2);
+// How long the answer thread waits for answers before it checks for expired
+// slots and for the end of the session.
+constexpr auto kAnswerWait = std::chrono::milliseconds(100);
+
+std::string DestinationKey(const MadCall& c) {
+  if (c.mgmt_class != kMadClassSmiDirected) return "L" + std::to_string(c.dlid);
+  return "D" + std::string(c.path.begin(), c.path.end());
+}
+
+// Two threads: this one reads requests from the client and posts them;
+// the answer thread (from OPEN on) waits for umad answers and timeouts and
+// sends them back. (One poll() on both descriptors would do, but ibsim's
+// umad2sim cannot wait on a umad fd and a socket at once.)
+class Session {
+ public:
+  Session(int fd, const Deps& deps, const Limits& limits)
+      : fd_(fd), deps_(deps), limits_(limits) {}
+
+  ~Session() {
+    stop_ = true;
+    if (answers_.joinable()) answers_.join();
+  }
+
+  int Run() {
+    std::vector<std::uint8_t> buf(kMaxMessage + 1);
+    while (!broken_) {
+      pollfd p{fd_, POLLIN, 0};
+      // A second now and then: the answer thread may have found the
+      // client gone.
+      const int ready = ::poll(&p, 1, 1000);
+      if (ready == 0) continue;
+      if (ready < 0) {
+        if (errno == EINTR) continue;
+        return 1;
+      }
+      const ssize_t n =
+          ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
+      if (n == 0) return 0;  // the client hung up
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) continue;
+        return 1;
+      }
+      const std::size_t size = static_cast<std::size_t>(n);
+      Handle({buf.data(), std::min(size, buf.size())}, size > kMaxMessage);
+    }
+    return 1;
+  }
+
+  RefusalCounts refused() EXCLUDES(mutex_) {
+    MutexLock hold(mutex_);
+    return refused_;
+  }
+
+ private:
+  struct Slot {
+    std::string key;
+    Clock::time_point expires;
+  };
+
+  // The answer thread.
+  void Answers() EXCLUDES(mutex_) {
+    std::vector<MadTransport::Answer> answers;
+    while (!stop_ && !broken_) {
+      answers.clear();
+      wire_->Poll(kAnswerWait, &answers);
+      MutexLock hold(mutex_);
+      for (const auto& a : answers) Answer(a);
+      Expire();
+    }
+  }
+
+  void Handle(std::span<const std::uint8_t> bytes, bool oversized) {
+    Refusal refusal = Refusal::kNone;
+    std::uint32_t tid = 0;
+    std::optional<Request> r = DecodeRequest(bytes, &refusal, &tid);
+    if (oversized || !r) {
+      // Reply as a MAD refusal: the client may be waiting for `tid`.
+      MutexLock hold(mutex_);
+      Refuse(Kind::kMad, tid, Refusal::kMalformed,
+             oversized ? "oversized message" : "malformed request");
+      return;
+    }
+    switch (r->kind) {
+      case Kind::kPorts:
+        return Ports(r->tid);
+      case Kind::kStats:
+        return Stats(r->tid);
+      case Kind::kOpen:
+        return Open(*r);
+      case Kind::kMad:
+        return Mad(r->mad);
+    }
+  }
+
+  void Ports(std::uint32_t tid) {
+    Reply reply = MakeReply(Kind::kPorts, tid);
+    std::string error;
+    reply.ports = deps_.list_ports(&error);
+    if (!error.empty()) {
+      reply.status = Status::kFailed;
+      spdlog::warn("listing local ports: {}", error);
+    }
+    Send(reply);
+  }
+
+  void Stats(std::uint32_t tid) EXCLUDES(mutex_) {
+    Reply reply = MakeReply(Kind::kStats, tid);
+    MutexLock hold(mutex_);
+    reply.refused.assign(refused_.begin(), refused_.end());
+    Send(reply);
+  }
+
+  void Open(const Request& r) EXCLUDES(mutex_) {
+    if (wire_) {
+      MutexLock hold(mutex_);
+      return Refuse(Kind::kOpen, r.tid, Refusal::kState, "already open");
+    }
+    Reply reply = MakeReply(Kind::kOpen, r.tid);
+    std::string error;
+    LocalPort local;
+    if (!PickLocalPort(deps_.list_ports(&error), r.ca, r.port, &local)) {
+      reply.error = "no IB port " + (r.ca.empty() ? "(any)" : r.ca) + " " +
+                    std::to_string(r.port) + (error.empty() ? "" : ": " + error);
+    } else if (!(wire_ = deps_.open(local.ca, local.port, &reply.error))) {
+      if (reply.error.empty()) reply.error = "cannot open " + local.ca;
+    } else {
+      spdlog::info("serving {} port {}", local.ca, local.port);
+      answers_ = std::thread([this] { Answers(); });
+    }
+    if (!wire_) {
+      reply.status = Status::kFailed;
+      spdlog::warn("OPEN {} {}: {}", r.ca, r.port, reply.error);
+    }
+    Send(reply);
+  }
+
+  void Mad(const MadCall& call) EXCLUDES(mutex_) {
+    MutexLock hold(mutex_);
+    Refusal refusal = Check(call);
+    std::string key;
+    if (refusal == Refusal::kNone && !wire_) refusal = Refusal::kState;
+    if (refusal == Refusal::kNone) {
+      key = DestinationKey(call);
+      auto dest = per_dest_.find(key);
+      if (in_flight_.count(call.tid) ||
+          static_cast<int>(in_flight_.size()) >= limits_.max_in_flight ||
+          (dest != per_dest_.end() &&
+           dest->second >= limits_.max_per_destination)) {
+        refusal = Refusal::kInFlight;
+      }
+    }
+    if (refusal != Refusal::kNone) {
+      return Refuse(Kind::kMad, call.tid, refusal, "refused");
+    }
+    const std::uint16_t dlid =
+        call.mgmt_class == kMadClassSmiDirected ? kPermissiveLid : call.dlid;
+    const auto timeout = std::chrono::milliseconds(call.timeout_ms);
+    if (!wire_->Post(dlid, BuildMad(call), timeout)) {
+      Send(MakeReply(Kind::kMad, call.tid, Status::kFailed, "umad send failed"));
+      return;
+    }
+    ++per_dest_[key];
+    in_flight_[call.tid] = {key, Clock::now() + timeout + kGrace};
+    spdlog::debug("sent tid {:#x} class {:#x} attribute {:#x} to {}", call.tid,
+                  call.mgmt_class, call.attribute, key);
+  }
+
+  void Answer(const MadTransport::Answer& a) REQUIRES(mutex_) {
+    auto it = in_flight_.find(a.tid);
+    spdlog::debug("answer tid {:#x}{}{}", a.tid, a.timed_out ? " (timed out)" : "",
+                  it == in_flight_.end() ? " (not in flight)" : "");
+    if (it == in_flight_.end()) return;  // not ours, or already expired
+    Release(it);
+    Reply reply = MakeReply(Kind::kMad, a.tid);
+    reply.mad = a.mad;
+    if (a.timed_out) {
+      reply.status = Status::kTimedOut;
+      reply.error = "timed out";
+    }
+    Send(reply);
+  }
+
+  void Expire() REQUIRES(mutex_) {
+    const auto now = Clock::now();
+    for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+      if (it->second.expires > now) {
+        ++it;
+        continue;
+      }
+      const std::uint32_t tid = it->first;
+      it = Release(it);
+      Send(MakeReply(Kind::kMad, tid, Status::kTimedOut, "timed out"));
+    }
+  }
+
+  std::unordered_map<std::uint32_t, Slot>::iterator Release(
+      std::unordered_map<std::uint32_t, Slot>::iterator it) REQUIRES(mutex_) {
+    auto dest = per_dest_.find(it->second.key);
+    if (dest != per_dest_.end() && --dest->second <= 0) per_dest_.erase(dest);
+    return in_flight_.erase(it);
+  }
+
+  void Refuse(Kind kind, std::uint32_t tid, Refusal why, const char* what)
+      REQUIRES(mutex_) {
+    std::uint64_t& n = refused_[static_cast<std::size_t>(why)];
+    ++n;
+    // Every refusal is a bug or an attack: log it, but a flood only at
+    // 1, 2, 4, 8, ... of each reason.
+    if ((n & (n - 1)) == 0) {
+      spdlog::warn("refused {} request (tid {:#x}): {} ({} so far)",
+                   RefusalName(why), tid, what, n);
+    }
+    Reply reply =
+        MakeReply(kind, tid, Status::kRefused, std::string(RefusalName(why)));
+    reply.refusal = why;
+    Send(reply);
+  }
+
+  void Send(const Reply& reply) {
+    const std::vector<std::uint8_t> bytes = EncodeReply(reply);
+    if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0 &&
+        errno != EINTR) {
+      broken_ = true;
+    }
+  }
+
+  const int fd_;
+  const Deps& deps_;
+  const Limits limits_;
+  // Set once by OPEN, before the answer thread starts; Post (this thread)
+  // and Poll (the answer thread) may overlap (umad_transport.h).
+  std::unique_ptr<MadTransport> wire_;
+  std::thread answers_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> broken_{false};  // a send to the client failed
+  Mutex mutex_;
+  std::unordered_map<std::uint32_t, Slot> in_flight_ GUARDED_BY(mutex_);
+  std::map<std::string, int> per_dest_ GUARDED_BY(mutex_);
+  RefusalCounts refused_ GUARDED_BY(mutex_){};
+};
+
+}  // namespace
+
+int Serve(int fd, const Deps& deps, const Limits& limits,
+          RefusalCounts* refused) {
+  // A client that stops reading must not wedge the broker: a send that
+  // waits this long fails, and the session ends.
+  const timeval send_timeout{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
+               sizeof(send_timeout));
+  Session session(fd, deps, limits);
+  const int rc = session.Run();
+  if (refused) *refused = session.refused();
+  return rc;
+}
+
+}  // namespace fabric::mad::broker
