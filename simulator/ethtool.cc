@@ -87,6 +87,15 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   }
   add("tx_pause_storm_warning_events", stat("tx_pause_storm_warning_events"));
   add("tx_pause_storm_error_events", stat("tx_pause_storm_error_events"));
+  // mlx5 physical-layer counters (issue 28): the bits the FEC corrected,
+  // per lane and in total, PCS symbol errors and link-down events.
+  add("rx_pcs_symbol_err_phy", port->counters.Get(Ctr::kSymbolError));
+  add("rx_corrected_bits_phy", port->fec_corrected_bits);
+  for (int l = 0; l < port->nominal_lanes && l < kMaxLanes; ++l) {
+    add("rx_err_lane_" + std::to_string(l) + "_phy",
+        port->lane_corrected_bits[l]);
+  }
+  add("link_down_events_phy", port->counters.Get(Ctr::kLinkDowned));
   return s;
 }
 
