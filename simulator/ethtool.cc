@@ -29,15 +29,7 @@ class SimEthtoolSource : public EthtoolSource {
 
 EthtoolResult SimEthtoolStats(const Cluster& c, int host,
                               const std::string& netdev) {
-  const Port* port = nullptr;
-  if (host >= 0 && host < static_cast<int>(c.hosts().size())) {
-    for (int d : c.hosts()[host].devices) {
-      const Device& dev = c.devices()[d];
-      if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
-        port = &c.ports()[dev.ports.at(0)];
-      }
-    }
-  }
+  const Port* port = c.FindNetdevPort(host, netdev);
   if (!port) return std::errc::no_such_device;
   EthtoolStats s;
   s.driver = "mlx5_core";

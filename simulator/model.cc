@@ -249,6 +249,18 @@ const Port* Cluster::FindPort(int host, std::string_view device,
   return nullptr;
 }
 
+const Port* Cluster::FindNetdevPort(int host, const std::string& netdev) const {
+  if (host < 0 || host >= static_cast<int>(hosts_.size())) return nullptr;
+  const Port* port = nullptr;
+  for (int d : hosts_[host].devices) {
+    const Device& dev = devices_[d];
+    if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
+      port = &ports_[dev.ports.at(0)];
+    }
+  }
+  return port;
+}
+
 const Port* Cluster::FindPortByLid(std::uint16_t lid, int port_num) const {
   if (lid == 0) return nullptr;
   for (const auto& p : ports_) {

@@ -172,6 +172,9 @@ class Cluster {
   // Port `port_num` of HCA `device` on host `host`, or nullptr.
   const Port* FindPort(int host, std::string_view device,
                        int port_num = 1) const;
+  // The port of the present device whose netdev is `netdev` on `host`, or
+  // nullptr (no such host or netdev, or its device removed).
+  const Port* FindNetdevPort(int host, const std::string& netdev) const;
   // Port by LID (switch ports: any port of the switch with that LID and
   // number `port_num`), or nullptr.
   const Port* FindPortByLid(std::uint16_t lid, int port_num) const;
