@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
+#include <map>
+
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
@@ -33,10 +36,57 @@ constexpr char kSaturatedHelp[] =
     "port_xmit_wait) sits at its maximum 2^width-1 and no longer counts; "
     "absent otherwise. fabricmon never resets counters.";
 constexpr char kMadsHelp[] =
-    "MADs of the fabric sweep and discovery by result (ok, timeout, error); "
+    "MADs of the fabric sweep and discovery by result (ok, timeout, error, "
+    "unsupported: PortExtendedSpeedsCounters probes a PMA left unanswered); "
     "retries are counted as timeouts of the try.";
 constexpr char kUnreachableHelp[] =
     "Nodes that answered nothing in the last discovery or sweep.";
+constexpr char kPescUnsupportedHelp[] =
+    "Switches of the last sweep whose PMA has no PortExtendedSpeedsCounters "
+    "(0x1F): no FEC/PHY counters are exported for their ports.";
+constexpr char kSwitchFailuresHelp[] =
+    "MADs to this switch that got no answer after every retry, since the "
+    "daemon started.";
+constexpr char kUnansweredHelp[] =
+    "Sweeps in a row in which this switch answered no MAD at all (0 while it "
+    "answers).";
+constexpr char kLanesHelp[] =
+    "Switch port PortInfo LinkWidthActive in lanes (link up only).";
+constexpr char kCapableLanesHelp[] =
+    "Widest link width the switch port supports and has enabled "
+    "(PortInfo LinkWidthSupported & LinkWidthEnabled), in lanes.";
+constexpr char kSpeedHelp[] =
+    "Switch port active lane speed (PortInfo LinkSpeedExtActive, else "
+    "LinkSpeedActive) in bytes/s, as the kernel's rate counts it: NDR "
+    "100 Gb/s, HDR 50, EDR 25, FDR 14, QDR 10 (link up only).";
+constexpr char kCapableSpeedHelp[] =
+    "Fastest lane speed the switch port supports and has enabled (PortInfo "
+    "LinkSpeed[Ext]Supported & Enabled), bytes per second per lane.";
+constexpr char kRateHelp[] =
+    "Switch port data rate: active lanes x lane speed / 8 (as hosts' "
+    "fabric_port_rate_bytes_per_second).";
+constexpr char kSyncHelp[] =
+    "PortExtendedSpeedsCounters SyncHeaderErrorCounter (16-bit, saturates).";
+constexpr char kUnknownBlocksHelp[] =
+    "PortExtendedSpeedsCounters UnknownBlockCounter (16-bit, saturates).";
+constexpr char kCorrSymbolsHelp[] =
+    "RS-FEC corrected symbols of the port (PESC RS-FEC layout "
+    "PortFECCorrectedSymbolCounter): the pre-FEC errors a BER is computed "
+    "from.";
+constexpr char kCorrBlocksHelp[] =
+    "FEC blocks (codewords) with errors the FEC corrected (PESC; original "
+    "layout: the sum of the lanes).";
+constexpr char kUncorrBlocksHelp[] =
+    "FEC blocks (codewords) the FEC could not correct: lost packets (PESC; "
+    "original layout: the sum of the lanes).";
+constexpr char kLaneCorrSymbolsHelp[] =
+    "RS-FEC corrected symbols per lane (PESC RS-FEC layout).";
+constexpr char kLaneErrorsHelp[] =
+    "Per-lane error detection counter (PESC original layout, 16-bit).";
+constexpr char kLaneCorrBlocksHelp[] =
+    "Per-lane FEC correctable blocks (PESC original layout).";
+constexpr char kLaneUncorrBlocksHelp[] =
+    "Per-lane FEC uncorrectable blocks (PESC original layout).";
 
 class FabricCollector : public Collector {
  public:
@@ -72,13 +122,15 @@ class FabricCollector : public Collector {
       discovery_unreachable_ = topo.unreachable;
       if (topo.nodes.empty()) return false;  // not even the local node
       topology_ = std::make_unique<mad::Topology>(std::move(topo));
+      pesc_.clear();  // ClassPortInfo and layouts: once per topology
       mad::PublishSmLids(topology_->SmLids());
       discovered_at_ = now;
       LoadNames(sink);
     }
     const mad::SweepResult sweep =
-        mad::Sweep(*transport_, *topology_, settings_.shard, options);
+        mad::Sweep(*transport_, *topology_, settings_.shard, options, &pesc_);
     Count(sweep.stats);
+    unsupported_ += sweep.pesc_unanswered;
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
     Emit(sink, sweep);
     return true;
@@ -205,6 +257,13 @@ class FabricCollector : public Collector {
                      p.info->state);
           sink.Gauge("fabric_switch_port_physical_state", kPhysHelp, labels(),
                      p.info->phys_state);
+          EmitLinkSpeed(sink, labels(), *p.info);
+        }
+        if (p.pesc) {
+          const int lanes = p.info && p.info->phys_state == 5
+                                ? mad::WidthLanes(p.info->link_width_active)
+                                : 0;
+          EmitPesc(sink, labels(), *p.pesc, lanes);
         }
         if (node && (!p.info || p.info->state >= 2)) {
           auto it = node->ports.find(p.num);
@@ -260,15 +319,117 @@ class FabricCollector : public Collector {
         }
       }
     }
+    EmitSwitchHealth(sink, sweep);
     for (const auto& [result, n] :
          {std::pair<const char*, std::uint64_t>{"error", error_},
           {"ok", ok_},
-          {"timeout", timeout_}}) {
+          {"timeout", timeout_},
+          {"unsupported", unsupported_}}) {
       sink.Counter("fabric_sweep_mads_total", kMadsHelp, {{"result", result}},
                    static_cast<double>(n));
     }
     sink.Gauge("fabric_sweep_unreachable_nodes", kUnreachableHelp, {},
                discovery_unreachable_ + sweep.unreachable);
+    sink.Gauge("fabric_sweep_pesc_unsupported_switches", kPescUnsupportedHelp,
+               {}, sweep.pesc_unsupported);
+  }
+
+  // Per switch: MADs that got no answer (cumulative) and how many sweeps in
+  // a row it answered nothing at all; a switch gone from the topology is
+  // forgotten.
+  void EmitSwitchHealth(MetricSink& sink, const mad::SweepResult& sweep) {
+    std::map<std::uint64_t, SwitchHealth> kept;
+    for (const mad::SwitchSample& s : sweep.switches) {
+      SwitchHealth h = health_[s.guid];
+      h.failed += static_cast<std::uint64_t>(s.failed_mads);
+      h.unanswered = s.reachable ? 0 : h.unanswered + 1;
+      const Labels labels = {{"switch", NameOf(s.guid, s.description)},
+                             {"switch_guid", mad::GuidString(s.guid)}};
+      sink.Counter("fabric_switch_mad_failures_total", kSwitchFailuresHelp,
+                   labels, static_cast<double>(h.failed));
+      sink.Gauge("fabric_switch_unanswered_sweeps", kUnansweredHelp, labels,
+                 h.unanswered);
+      kept[s.guid] = h;
+    }
+    health_ = std::move(kept);
+  }
+
+  // Width and speed of a switch port whose link is up (PortInfo's active
+  // fields mean nothing otherwise); what it could run at, always.
+  static void EmitLinkSpeed(MetricSink& sink, const Labels& labels,
+                            const mad::PortInfo& info) {
+    if (const int lanes = mad::CapableLanes(info); lanes > 0) {
+      sink.Gauge("fabric_switch_port_link_width_capable_lanes",
+                 kCapableLanesHelp, labels, lanes);
+    }
+    if (const double gbps = mad::CapableLaneGbps(info); gbps > 0) {
+      sink.Gauge("fabric_switch_port_lane_rate_capable_bytes_per_second",
+                 kCapableSpeedHelp, labels, gbps * 1e9 / 8);
+    }
+    if (info.phys_state != 5) return;
+    const int lanes = mad::WidthLanes(info.link_width_active);
+    const double gbps =
+        mad::LaneGbps(info.link_speed_active, info.link_speed_ext_active);
+    if (lanes > 0) {
+      sink.Gauge("fabric_switch_port_link_width_lanes", kLanesHelp, labels,
+                 lanes);
+    }
+    if (gbps > 0) {
+      sink.Gauge("fabric_switch_port_lane_rate_bytes_per_second", kSpeedHelp,
+                 labels, gbps * 1e9 / 8);
+    }
+    if (lanes > 0 && gbps > 0) {
+      sink.Gauge("fabric_switch_port_rate_bytes_per_second", kRateHelp, labels,
+                 lanes * gbps * 1e9 / 8);
+    }
+  }
+
+  // PortExtendedSpeedsCounters: port totals, and per lane the lanes the
+  // link uses (`lanes`, 0 = unknown: every lane with a non-zero count).
+  static void EmitPesc(MetricSink& sink, const Labels& labels,
+                       const mad::PortExtendedSpeedsCounters& c, int lanes) {
+    auto counter = [&](const char* name, const char* help, double v) {
+      sink.Counter(name, help, labels, v);
+    };
+    auto per_lane = [&](const char* name, const char* help,
+                        const std::array<std::uint32_t, mad::kPescLanes>& v) {
+      for (int l = 0; l < mad::kPescLanes; ++l) {
+        if (lanes > 0 ? l >= lanes : v[l] == 0) continue;
+        Labels lane = labels;
+        lane.insert(lane.begin(), {"lane", std::to_string(l)});
+        sink.Counter(name, help, std::move(lane), static_cast<double>(v[l]));
+      }
+    };
+    counter("fabric_switch_port_sync_header_errors_total", kSyncHelp,
+            c.sync_header_errors);
+    counter("fabric_switch_port_unknown_blocks_total", kUnknownBlocksHelp,
+            c.unknown_blocks);
+    if (c.layout == mad::PescLayout::kRsFec) {
+      counter("fabric_switch_port_fec_corrected_symbols_total",
+              kCorrSymbolsHelp, c.port_fec_corrected_symbols);
+      counter("fabric_switch_port_fec_corrected_blocks_total", kCorrBlocksHelp,
+              c.port_fec_correctable_blocks);
+      counter("fabric_switch_port_fec_uncorrectable_blocks_total",
+              kUncorrBlocksHelp, c.port_fec_uncorrectable_blocks);
+      per_lane("fabric_switch_port_fec_lane_corrected_symbols_total",
+               kLaneCorrSymbolsHelp, c.fec_corrected_symbols);
+      return;
+    }
+    double corrected = 0, uncorrectable = 0;
+    for (int l = 0; l < mad::kPescLanes; ++l) {
+      corrected += c.fec_correctable_blocks[l];
+      uncorrectable += c.fec_uncorrectable_blocks[l];
+    }
+    counter("fabric_switch_port_fec_corrected_blocks_total", kCorrBlocksHelp,
+            corrected);
+    counter("fabric_switch_port_fec_uncorrectable_blocks_total",
+            kUncorrBlocksHelp, uncorrectable);
+    per_lane("fabric_switch_port_phy_lane_errors_total", kLaneErrorsHelp,
+             c.error_detection);
+    per_lane("fabric_switch_port_fec_lane_corrected_blocks_total",
+             kLaneCorrBlocksHelp, c.fec_correctable_blocks);
+    per_lane("fabric_switch_port_fec_lane_uncorrectable_blocks_total",
+             kLaneUncorrBlocksHelp, c.fec_uncorrectable_blocks);
   }
 
   CollectorEnv env_;
@@ -281,7 +442,13 @@ class FabricCollector : public Collector {
   double discovered_at_ = 0;
   int discovery_unreachable_ = 0;
   std::map<std::uint64_t, std::string> names_;
-  std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0;
+  std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0, unsupported_ = 0;
+  mad::PescCache pesc_;  // this topology's PESC support per switch
+  struct SwitchHealth {
+    std::uint64_t failed = 0;
+    int unanswered = 0;
+  };
+  std::map<std::uint64_t, SwitchHealth> health_;
   bool open_failed_ = false;
   bool open_ok_ = true;  // HoldActivePort's verdict when it found no port
 };

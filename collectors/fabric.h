@@ -1,15 +1,27 @@
 // fabric collector (off by default; on a few designated nodes): discovers
 // the fabric by directed-route SMPs every `discovery_interval` and, every
 // `interval`, sweeps the switches of its shard (sources/mad/sweep.h): PortInfo
-// state of every switch port, PortCounters + PortCountersExtended of every
-// port but 0. Get MADs only; counters are never cleared. Exports
-// fabric_switch_info, fabric_switch_port_{state,physical_state},
+// of every switch port, PortCounters + PortCountersExtended of every port
+// but 0, and PortExtendedSpeedsCounters (PESC, FEC/PHY errors) where the
+// switch PMA has them (decided once per switch and topology: ClassPortInfo,
+// PortInfoExtended, one probe). Get MADs only; counters are never cleared.
+// Exports fabric_switch_info, fabric_switch_port_{state,physical_state},
 // fabric_switch_port_link_info, fabric_switch_port_{transmit,receive}_
 // {bytes,packets}_total (PortCountersExtended, data x4),
 // fabric_switch_port_transmit_wait_total and fabric_switch_port_errors_total
 // (PortCounters; fabric_switch_port_counters_saturated for a field stuck at
-// its maximum), and the sweep's health: fabric_sweep_mads_total{result}
-// and fabric_sweep_unreachable_nodes.
+// its maximum); from PortInfo the width and lane rate a port runs at and
+// could run at (fabric_switch_port_link_width{,_capable}_lanes,
+// fabric_switch_port_lane_rate{,_capable}_bytes_per_second,
+// fabric_switch_port_rate_bytes_per_second); from PESC the FEC and PHY
+// counters (fabric_switch_port_fec_*_total, _sync_header_errors_total,
+// _unknown_blocks_total, per lane where the layout has them); per switch
+// fabric_switch_mad_failures_total and fabric_switch_unanswered_sweeps
+// (sweeps in a row it answered nothing: FabricSwitchUnresponsive); and the
+// sweep's health: fabric_sweep_mads_total{result},
+// fabric_sweep_unreachable_nodes and fabric_sweep_pesc_unsupported_switches
+// (a PMA without PESC is counted there once per sweep, never logged per
+// port).
 //
 // Names: the switch's NodeDescription, or `node_name_map`'s name for its
 // GUID (infiniband-diags format). A sweep that loses MADs shows it in

@@ -66,8 +66,8 @@ class SmCollector : public Collector {
     if (!live.unopenable.empty()) {
       if (!open_failed_) {
         spdlog::warn(
-            "sm: cannot open MAD port {} (/dev/infiniband/umad* "
-            "permission?)",
+            "sm: cannot open MAD port {} (the MAD broker's error is logged "
+            "when it starts; in_process: umad permission?)",
             Join(live.unopenable));
       }
       open_failed_ = true;

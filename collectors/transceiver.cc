@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "config/yaml_keys.h"
 #include "sources/ib_walk.h"
 #include "sources/sysfs_parse.h"
 
@@ -284,16 +285,45 @@ CollectorSpec TransceiverCollectorSpec() {
   // minutes, and the flags latch in between.
   spec.interval = std::chrono::minutes(1);
   spec.timeout = std::chrono::seconds(30);
+  spec.keys = {"eeprom_dir"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig&) {
+    TransceiverSettings settings;
+    config_keys::ForEachKey(
+        node, path,
+        [&](const std::string& key, const YAML::Node& value,
+            const std::string& key_path, const YAML::Mark&) {
+          if (key != "eeprom_dir") return;
+          settings.eeprom_dir =
+              value.IsNull() ? "" : config_keys::Scalar(value, key_path);
+          if (!settings.eeprom_dir.empty() && settings.eeprom_dir[0] != '/') {
+            config_keys::Fail(
+                key_path, value.Mark(),
+                config_keys::Quote(settings.eeprom_dir) +
+                    " is not an absolute directory path (e.g. "
+                    "\"/dev/shm/sim/host0/eeprom\"; empty = the kernel)");
+          }
+        });
+    return std::make_shared<SettingsOf<TransceiverSettings>>(
+        std::move(settings));
+  };
   spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
     TransceiverOptions options;
     options.devices = config.devices;
     // Stop starting modules with a quarter of the deadline left.
     options.budget = config.timeout * 3 / 4;
-    // Module EEPROM asks the kernel about a netdev by name: only when the
-    // statistics come from the same kernel (as DCB and FEC in roce).
-    return MakeTransceiverCollector(
-        env, std::move(options),
-        env.ethtool_is_kernel ? MakeRealModuleEepromSource() : nullptr);
+    // Module images from files when configured; else module EEPROM asks
+    // the kernel about a netdev by name: only when the statistics come from
+    // the same kernel (as DCB and FEC in roce).
+    const std::string& dir =
+        SettingsAs<TransceiverSettings>(config).eeprom_dir;
+    std::unique_ptr<ModuleEepromSource> source;
+    if (!dir.empty()) {
+      source = MakeFileModuleEepromSource(dir);
+    } else if (env.ethtool_is_kernel) {
+      source = MakeRealModuleEepromSource();
+    }
+    return MakeTransceiverCollector(env, std::move(options), std::move(source));
   };
   return spec;
 }

@@ -10,8 +10,9 @@
 // port's index (mlx5 answers module EEPROM requests there on kernels that
 // route them; others answer EOPNOTSUPP: absent). Only netdevs in the tree's
 // class/net whose kernel address (ModuleEepromSource::HwAddress) is the
-// tree's class/net/<if>/address; a collector whose ethtool is not the kernel's (config
-// `ethtool_dir`, --simulate) reads nothing, as DCB and FEC.
+// tree's class/net/<if>/address; a collector whose ethtool is not the
+// kernel's (config `ethtool_dir`, --simulate) reads nothing, as DCB and FEC,
+// unless `eeprom_dir` names module images to read instead.
 //
 // Module EEPROM reads are slow I2C behind firmware (tens of ms a page, up to
 // five pages a module): default interval 60 s, and the collection stops
@@ -32,6 +33,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -65,7 +67,17 @@ std::unique_ptr<Collector> MakeTransceiverCollector(
     const CollectorEnv& env, TransceiverOptions options,
     std::unique_ptr<ModuleEepromSource> source);
 
-// The registry row: interval 60 s, timeout 30 s, no keys of its own.
+struct TransceiverSettings {
+  // `eeprom_dir`: absolute directory of module images, one file per netdev
+  // (MakeFileModuleEepromSource), read instead of the kernel's module
+  // EEPROM: for simulated or recorded trees, whose netdevs are not this
+  // kernel's. fabricmon-sim writes them to `<host>/eeprom/`. Empty = the
+  // kernel (only when the statistics come from it too).
+  std::string eeprom_dir;
+  bool operator==(const TransceiverSettings&) const = default;
+};
+
+// The registry row: interval 60 s, timeout 30 s; key eeprom_dir.
 CollectorSpec TransceiverCollectorSpec();
 
 }  // namespace fabric

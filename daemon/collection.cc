@@ -121,12 +121,52 @@ mad::broker::Endpoint BrokerEndpoint(const std::string& setting) {
 }
 
 // MADs and the local port list through the broker; the daemon never opens
-// umad. A failure is logged when it starts and when it ends, not per try.
-void BrokerMad(mad::broker::Endpoint endpoint, CollectorEnv* env) {
+// umad. One set of connections per endpoint for the whole process, kept
+// across reloads (a reload that rebuilds some collectors must not leave
+// two brokers per port). A failure is logged when it starts and when it
+// ends, not per try.
+void BrokerMad(const mad::broker::Endpoint& endpoint, CollectorEnv* env) {
+  struct Service {
+    std::shared_ptr<mad::broker::PortLister> lister;
+    std::shared_ptr<std::atomic<bool>> failing;
+    PortOpener open;
+  };
+  struct Services {
+    Mutex mutex;
+    std::map<std::string, Service> by_endpoint GUARDED_BY(mutex);
+  };
+  static Services services;
   mad::broker::ProcessCounters().used = true;
-  auto lister = std::make_shared<mad::broker::PortLister>(endpoint);
-  auto failing = std::make_shared<std::atomic<bool>>(false);
-  env->local_ports = [lister, failing](std::string* error) {
+  Service service;
+  {
+    MutexLock hold(services.mutex);
+    Service& s =
+        services.by_endpoint[endpoint.socket_path + "\n" + endpoint.program];
+    if (!s.lister) {
+      s.lister = std::make_shared<mad::broker::PortLister>(endpoint);
+      s.failing = std::make_shared<std::atomic<bool>>(false);
+      auto open_failing = std::make_shared<std::atomic<bool>>(false);
+      s.open = SharedOpener(
+          [endpoint, open_failing](
+              const std::string& ca,
+              int port) -> std::shared_ptr<MadTransport> {
+            std::string error;
+            auto t = mad::broker::Transport::Open(endpoint, ca, port, &error);
+            if (!t && !open_failing->exchange(true)) {
+              spdlog::warn("{} port {}: {}", ca, port, error);
+            } else if (t && open_failing->exchange(false)) {
+              spdlog::info("{} port {}: MAD broker serving again", ca, port);
+            }
+            return t;
+          },
+          [](const MadTransport& t) {
+            return !static_cast<const mad::broker::Transport&>(t).broken();
+          });
+    }
+    service = s;
+  }
+  env->local_ports = [lister = service.lister,
+                      failing = service.failing](std::string* error) {
     auto ports = lister->List(error);
     if (!error->empty() && !failing->exchange(true)) {
       spdlog::warn("MAD broker: {}", *error);
@@ -135,17 +175,7 @@ void BrokerMad(mad::broker::Endpoint endpoint, CollectorEnv* env) {
     }
     return ports;
   };
-  env->mad = SharedOpener(
-      [endpoint](const std::string& ca,
-                 int port) -> std::shared_ptr<MadTransport> {
-        std::string error;
-        auto t = mad::broker::Transport::Open(endpoint, ca, port, &error);
-        if (!t) spdlog::warn("{} port {}: {}", ca, port, error);
-        return t;
-      },
-      [](const MadTransport& t) {
-        return !static_cast<const mad::broker::Transport&>(t).broken();
-      });
+  env->mad = service.open;
 }
 
 }  // namespace

@@ -17,16 +17,7 @@ std::string PerPriority(const char* key, F value) {
 
 std::optional<std::string> SimDcbText(const Cluster& c, int host,
                                       const std::string& netdev) {
-  if (host < 0 || host >= static_cast<int>(c.hosts().size())) {
-    return std::nullopt;
-  }
-  const Port* port = nullptr;
-  for (int d : c.hosts()[host].devices) {
-    const Device& dev = c.devices()[d];
-    if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
-      port = &c.ports()[dev.ports.at(0)];
-    }
-  }
+  const Port* port = c.FindNetdevPort(host, netdev);
   if (!port) return std::nullopt;
   auto stat = [&](const std::string& name) {
     auto it = port->ethtool.find(name);

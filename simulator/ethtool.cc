@@ -29,15 +29,7 @@ class SimEthtoolSource : public EthtoolSource {
 
 EthtoolResult SimEthtoolStats(const Cluster& c, int host,
                               const std::string& netdev) {
-  const Port* port = nullptr;
-  if (host >= 0 && host < static_cast<int>(c.hosts().size())) {
-    for (int d : c.hosts()[host].devices) {
-      const Device& dev = c.devices()[d];
-      if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
-        port = &c.ports()[dev.ports.at(0)];
-      }
-    }
-  }
+  const Port* port = c.FindNetdevPort(host, netdev);
   if (!port) return std::errc::no_such_device;
   EthtoolStats s;
   s.driver = "mlx5_core";
@@ -87,6 +79,15 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   }
   add("tx_pause_storm_warning_events", stat("tx_pause_storm_warning_events"));
   add("tx_pause_storm_error_events", stat("tx_pause_storm_error_events"));
+  // mlx5 physical-layer counters (issue 28): the bits the FEC corrected,
+  // per lane and in total, PCS symbol errors and link-down events.
+  add("rx_pcs_symbol_err_phy", port->counters.Get(Ctr::kSymbolError));
+  add("rx_corrected_bits_phy", port->fec_corrected_bits);
+  for (int l = 0; l < port->nominal_lanes && l < kMaxLanes; ++l) {
+    add("rx_err_lane_" + std::to_string(l) + "_phy",
+        port->lane_corrected_bits[l]);
+  }
+  add("link_down_events_phy", port->counters.Get(Ctr::kLinkDowned));
   return s;
 }
 

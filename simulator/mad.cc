@@ -13,6 +13,11 @@
 namespace fabric::sim {
 namespace {
 
+// Attributes opensm's ib_types.h has no name for (network order): PMA
+// PortExtendedSpeedsCounters and SMP PortInfoExtended.
+constexpr std::uint16_t kAttrPortExtendedSpeedsCounters = CL_HTON16(0x001f);
+constexpr std::uint16_t kAttrPortInfoExtended = CL_HTON16(0x0033);
+
 // PortInfo LinkWidthActive encoding (IBA 14.2.5.6): 1x=1, 4x=2, 8x=4,
 // 12x=8, 2x=16.
 std::uint8_t WidthCode(int lanes) {
@@ -29,6 +34,22 @@ std::uint8_t WidthCode(int lanes) {
       return 2;
   }
 }
+
+// LinkSpeedExtActive code (IBA 14.2.5.6, extended speeds: FDR 1, EDR 2,
+// HDR 4, NDR 8) of a lane rate in Gb/s as the model has it.
+std::uint8_t SpeedExtCode(double lane_gbps) {
+  if (lane_gbps >= 100) return 8;
+  if (lane_gbps >= 50) return 4;
+  if (lane_gbps >= 25) return 2;
+  return 1;
+}
+
+// Switch ports advertise PESC (PortInfo:CapabilityMask
+// IsExtendedSpeedsSupported, bit 14) and a valid CapabilityMask2 (bit 15)
+// naming PortInfoExtended (CapabilityMask2 bit 1), as Quantum switches do:
+// the sweep reads PortExtendedSpeedsCounters in the RS-FEC layout there.
+constexpr std::uint32_t kSwitchCapabilityMask = 0x00004000 | 0x00008000;
+constexpr std::uint16_t kCapabilityMask2PortInfoExtended = 0x0002;
 
 std::uint32_t Cap32(std::uint64_t v) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(v, 0xffffffffu));
@@ -86,17 +107,31 @@ void FillPortInfo(const Cluster& c, const Port& p, std::uint8_t* data) {
   ib_port_info_t pi{};
   pi.base_lid = cl_hton16(p.lid);
   pi.master_sm_base_lid = cl_hton16(c.master_sm().lid);
-  pi.capability_mask = cl_hton32(p.host >= 0 ? 0xa751e848u : 0x0);
+  pi.capability_mask =
+      cl_hton32(p.host >= 0 ? 0xa751e848u : kSwitchCapabilityMask);
+  if (p.host < 0) {
+    pi.capability_mask2 = cl_hton16(kCapabilityMask2PortInfoExtended);
+  }
   pi.local_port_num = static_cast<std::uint8_t>(p.port_num);
-  pi.link_width_enabled = pi.link_width_supported = WidthCode(p.nominal_lanes);
+  // Width: 1x always, up to the port's nominal width (Supported = Enabled);
+  // Active: what the link trained to.
+  pi.link_width_enabled = pi.link_width_supported =
+      static_cast<std::uint8_t>(WidthCode(p.nominal_lanes) | 1u);
   pi.link_width_active = WidthCode(p.lanes);
-  // LinkSpeedSupported (high nibble) | PortState (low nibble).
+  // LinkSpeedSupported (high nibble: SDR|DDR|QDR) | PortState (low nibble).
   const std::uint8_t state = p.up ? IB_LINK_ACTIVE : IB_LINK_DOWN;
-  pi.state_info1 = static_cast<std::uint8_t>((1u << 4) | state);
+  pi.state_info1 = static_cast<std::uint8_t>((7u << 4) | state);
   // PortPhysicalState (high nibble, 5 LinkUp / 2 Polling) | LinkDownDefault.
   pi.state_info2 = static_cast<std::uint8_t>(((p.up ? 5u : 2u) << 4) | 2u);
-  // LinkSpeedExtActive (high nibble) 8 = NDR | LinkSpeedExtSupported.
-  pi.link_speed_ext = 0x88;
+  // LinkSpeedActive (high nibble; QDR, overridden by the extended speed)
+  // | LinkSpeedEnabled (SDR|DDR|QDR).
+  pi.link_speed = static_cast<std::uint8_t>((4u << 4) | 7u);
+  // LinkSpeedExtActive (high nibble) | LinkSpeedExtSupported (low: every
+  // extended speed up to the port's own).
+  const std::uint8_t ext = SpeedExtCode(p.lane_gbps);
+  const auto ext_supported = static_cast<std::uint8_t>((ext << 1) - 1);
+  pi.link_speed_ext = static_cast<std::uint8_t>((ext << 4) | ext_supported);
+  pi.link_speed_ext_enabled = ext_supported;
   pi.mtu_smsl = static_cast<std::uint8_t>(IB_MTU_LEN_4096 << 4);
   pi.mtu_cap = IB_MTU_LEN_4096;
   std::memcpy(data, &pi, sizeof(pi));
@@ -108,7 +143,8 @@ void FillSwitchPort0(const Cluster& c, const Port& any, std::uint8_t* data) {
   ib_port_info_t pi{};
   pi.base_lid = cl_hton16(any.lid);
   pi.master_sm_base_lid = cl_hton16(c.master_sm().lid);
-  std::uint32_t caps = 0;
+  std::uint32_t caps = kSwitchCapabilityMask;
+  pi.capability_mask2 = cl_hton16(kCapabilityMask2PortInfoExtended);
   for (const auto& sm : c.sms()) {
     if (sm.node == any.node && sm.alive) caps |= 0x2;  // IsSM
   }
@@ -117,6 +153,15 @@ void FillSwitchPort0(const Cluster& c, const Port& any, std::uint8_t* data) {
   pi.state_info2 = static_cast<std::uint8_t>((5u << 4) | 2u);
   pi.mtu_cap = IB_MTU_LEN_4096;
   std::memcpy(data, &pi, sizeof(pi));
+}
+
+// PortInfoExtended (IBA 14.2.5.19): FEC modes supported (CapabilityMask
+// bit 0), RS-FEC active, as an NDR port runs.
+void FillPortInfoExtended(std::uint8_t* data) {
+  ib_port_info_ext_t e{};
+  e.cap_mask = cl_hton32(1);
+  e.fec_mode_active = IB_PORT_EXT_RS_FEC_MODE_ACTIVE;
+  std::memcpy(data, &e, sizeof(e));
 }
 
 // The ports of the IB node `p` belongs to: the HCA's own port, or every
@@ -190,6 +235,12 @@ MadResult AnswerDirected(const Cluster& c, const Mad& request, int local_port) {
       FillPortInfo(c, *p, r->data);
       return response;
     }
+    case kAttrPortInfoExtended: {
+      const Port* p = at->host >= 0 ? at : SelectPort(ports, num);
+      if (!p) return status(IB_MAD_STATUS_INVALID_FIELD);
+      FillPortInfoExtended(r->data);
+      return response;
+    }
     default:
       return status(IB_MAD_STATUS_UNSUP_METHOD_ATTR);
   }
@@ -247,6 +298,51 @@ void FillPortCountersExt(const Port& p, std::uint8_t port_select,
   e.multicast_rcv_pkts = cl_hton64(k.Get(Ctr::kMulticastRcvPackets));
   e.xmit_wait = cl_hton64(k.Get(Ctr::kPortXmitWait));
   std::memcpy(data, &e, sizeof(e));
+}
+
+void Put16(std::uint8_t* at, std::uint64_t v) {
+  const auto x = static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 0xffff));
+  at[0] = static_cast<std::uint8_t>(x >> 8);
+  at[1] = static_cast<std::uint8_t>(x);
+}
+void Put32(std::uint8_t* at, std::uint64_t v) {
+  const std::uint32_t x = Cap32(v);
+  for (int i = 0; i < 4; ++i) {
+    at[i] = static_cast<std::uint8_t>(x >> (24 - 8 * i));
+  }
+}
+
+// PerfMgt ClassPortInfo: BaseVersion, ClassVersion, and CapabilityMask
+// bit 9 (IsExtendedWidthSupported: PortCountersExtended) and bit 14
+// (IsPMRSFECCountersSupported: the RS-FEC PESC layout exists).
+void FillPmaClassPortInfo(std::uint8_t* data) {
+  ib_class_port_info_t cpi{};
+  cpi.base_ver = 1;
+  cpi.class_ver = 1;
+  cpi.cap_mask = cl_hton16((1u << 9) | (1u << 14));
+  std::memcpy(data, &cpi, sizeof(cpi));
+}
+
+// PortExtendedSpeedsCounters (PMA 0x1F) in the RS-FEC layout. opensm's
+// ib_types.h has no struct for it, so the fields go at the offsets of
+// libibmad's IB_PESC_RSFEC_* (byte offsets in the PerfMgt data):
+// PortSelect 1, CounterSelect 4-11, SyncHeaderErrorCounter 16-17,
+// UnknownBlockCounter 18-19, FECCorrectedSymbolCounterLane[l] 44+4l,
+// PortFECCorrectableBlockCounter 140, PortFECUncorrectableBlockCounter 144,
+// PortFECCorrectedSymbolCounter 148; 32-bit counters saturate.
+// sim_mad_test checks them against fabricmon's libibmad-based decoder.
+void FillPesc(const Port& p, std::uint8_t port_select, std::uint8_t* data) {
+  data[1] = port_select;
+  for (int i = 4; i < 12; ++i) data[i] = 0xff;  // every counter selected
+  Put16(data + 16, 0);
+  Put16(data + 18, 0);
+  for (int l = 0; l < kMaxLanes; ++l) {
+    Put32(data + 44 + 4 * l, p.lane_corrected_bits[l]);
+  }
+  // A corrected codeword per 10 corrected symbols (errors come in bursts).
+  Put32(data + 140, p.fec_corrected_bits / 10);
+  Put32(data + 144, 0);
+  Put32(data + 148, p.fec_corrected_bits);
 }
 
 // The wire of every simulated responder: `answer` computes the response and
@@ -372,11 +468,27 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request,
       FillPortInfo(c, *p, smp->data);
       return response;
     }
+    if (hdr->attr_id == kAttrPortInfoExtended) {
+      FillPortInfoExtended(smp->data);
+      return response;
+    }
   } else if (hdr->mgmt_class == IB_MCLASS_PERF) {
     auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(response.data());
     const std::uint8_t port_select = pm->data[1];
     std::memset(pm->data, 0, sizeof(pm->data));
     const Port* p = SelectPort(ports, port_select);
+    if (hdr->attr_id == IB_MAD_ATTR_CLASS_PORT_INFO) {
+      FillPmaClassPortInfo(pm->data);
+      return response;
+    }
+    if (hdr->attr_id == kAttrPortExtendedSpeedsCounters) {
+      if (!p) {
+        SetStatus(response, IB_MAD_STATUS_INVALID_FIELD);
+        return response;
+      }
+      FillPesc(*p, port_select, pm->data);
+      return response;
+    }
     if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS ||
         hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
       if (!p) {

@@ -40,6 +40,22 @@ constexpr double kHotspotExternalLoad = 1.0;
 // symbol-errors: per second on the target port.
 constexpr std::int64_t kSymbolErrorsPerSecond = 200;
 constexpr std::int64_t kRcvErrorsPerSecond = 10;
+// dying-cable (simulated time compressed: one second of the scenario stands
+// for about a minute of a real cable's decline). The pre-FEC BER grows ten
+// times every kDyingBerDecadeSeconds from the healthy ratio, to at most
+// kDyingBerMax (past what RS-FEC corrects); the module warms by
+// kDyingTempPerSecond from its healthy temperature (past its 70 °C warning
+// at 50 s); from kDyingFlapStartSeconds the link flaps (down for the first
+// kFlapDownSeconds of every kFlapCycleSeconds), and from
+// kDyingDownStartSeconds it stays down. The errors ride one lane (lane 1):
+// a bad fibre or connector, as the per-lane view shows.
+constexpr double kDyingBerDecadeSeconds = 10;
+constexpr double kDyingBerMax = 1e-4;
+constexpr double kDyingTempPerSecond = 0.5;
+constexpr double kDyingTempMaxCelsius = 80;
+constexpr double kDyingFlapStartSeconds = 60;
+constexpr double kDyingDownStartSeconds = 90;
+constexpr int kDyingErrorLane = 1;
 // Minimum spacing of CNPs (ecn/roce_np/min_time_between_cnps, µs).
 constexpr double kMinTimeBetweenCnpsSeconds = 4e-6;
 
@@ -233,6 +249,18 @@ const Port* Cluster::FindPort(int host, std::string_view device,
   return nullptr;
 }
 
+const Port* Cluster::FindNetdevPort(int host, const std::string& netdev) const {
+  if (host < 0 || host >= static_cast<int>(hosts_.size())) return nullptr;
+  const Port* port = nullptr;
+  for (int d : hosts_[host].devices) {
+    const Device& dev = devices_[d];
+    if (!dev.netdev.empty() && dev.netdev == netdev && dev.present) {
+      port = &ports_[dev.ports.at(0)];
+    }
+  }
+  return port;
+}
+
 const Port* Cluster::FindPortByLid(std::uint16_t lid, int port_num) const {
   if (lid == 0) return nullptr;
   for (const auto& p : ports_) {
@@ -315,13 +343,54 @@ void Cluster::Step() {
   ApplyScenarios();
   RunTraffic(dt);
   InjectErrors(dt);
+  UpdatePhy(dt);
   UpdateSubnetManagers(dt);
+}
+
+void Cluster::UpdatePhy(double dt) {
+  for (auto& p : ports_) {
+    if (!p.up || p.lanes <= 0) continue;
+    p.fec_accumulator += p.pre_fec_ber * p.lanes * p.lane_gbps * 1e9 * dt;
+    const double whole = std::floor(p.fec_accumulator);
+    p.fec_accumulator -= whole;
+    const auto bits = static_cast<std::uint64_t>(whole);
+    p.fec_corrected_bits += bits;
+    const int lanes = std::min(p.lanes, kMaxLanes);
+    if (p.error_lane >= 0 && p.error_lane < lanes) {
+      p.lane_corrected_bits[p.error_lane] += bits;
+      continue;
+    }
+    // Spread evenly; the remainder on the first lanes.
+    for (int l = 0; l < lanes; ++l) {
+      p.lane_corrected_bits[l] +=
+          bits / lanes + (static_cast<std::uint64_t>(l) < bits % lanes ? 1 : 0);
+    }
+  }
+}
+
+std::vector<Port*> Cluster::DyingCablePorts(const Event& event) {
+  // The RoCE link of the event's host (default host0's mlx5_bond_0) and the
+  // IB switch-to-switch link ib-leaf0 port N+1 -- ib-spine port 1.
+  std::vector<Port*> out;
+  const int host = event.host >= 0 ? event.host : kTargetHost;
+  const std::string device =
+      event.device.empty() ? std::string(kRoceDevice) : event.device;
+  if (const Port* p = FindPort(host, device)) {
+    out.push_back(const_cast<Port*>(p));
+  }
+  if (!leaf_first_port_.empty()) {
+    out.push_back(&ports_[leaf_first_port_[0] + config_.hosts]);
+  }
+  return out;
 }
 
 void Cluster::ApplyScenarios() {
   for (auto& p : ports_) {
     p.lanes = p.nominal_lanes;
     p.up = true;
+    p.pre_fec_ber = kHealthyPreFecBer;
+    p.error_lane = -1;
+    p.module_temperature_celsius = kModuleTemperatureCelsius;
   }
   for (auto& d : devices_) d.present = true;
   for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
@@ -329,6 +398,28 @@ void Cluster::ApplyScenarios() {
     Duration local{0};
     if (!e.ActiveAt(now_, &local)) continue;
     const double t = std::chrono::duration<double>(local).count();
+    if (e.scenario == Scenario::kDyingCable) {
+      const double ber =
+          std::min(kDyingBerMax, kHealthyPreFecBer *
+                                     std::pow(10.0, t / kDyingBerDecadeSeconds));
+      const double temp =
+          std::min(kDyingTempMaxCelsius,
+                   kModuleTemperatureCelsius + kDyingTempPerSecond * t);
+      const bool down =
+          t >= kDyingDownStartSeconds ||
+          (t >= kDyingFlapStartSeconds &&
+           std::fmod(t - kDyingFlapStartSeconds, kFlapCycleSeconds) <
+               kFlapDownSeconds);
+      for (Port* end : DyingCablePorts(e)) {
+        for (Port* p : {end, &ports_[end->peer]}) {
+          p->pre_fec_ber = ber;
+          p->error_lane = kDyingErrorLane;
+          p->module_temperature_celsius = temp;
+          if (down) p->up = false;
+        }
+      }
+      continue;
+    }
     Port* target = TargetPort(e);
     if (!target) continue;
     switch (e.scenario) {
@@ -358,6 +449,8 @@ void Cluster::ApplyScenarios() {
       for (int pi : devices_[d].ports) {
         Port& p = ports_[pi];
         p.counters.Clear();
+        p.fec_corrected_bits = 0;
+        p.lane_corrected_bits.fill(0);
         for (auto& [name, v] : p.hw_counters) v = 0;
         for (auto& [name, v] : p.ethtool) v = 0;
         p.tx_bytes = p.rx_bytes = 0;

@@ -18,6 +18,7 @@
 // access with its own mutex).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -43,6 +44,18 @@ inline constexpr int kRocePriority = 3;
 // the 1 % FabricProbeLoss threshold, and most probes still answered, as on
 // a path that drops rather than one that is cut).
 inline constexpr double kProbeLossFraction = 0.2;
+// Physical layer (issue 28). A healthy link's pre-FEC bit error ratio: the
+// FEC corrects a few bits a second, far below fabricmon's 1e-6 high_ber
+// threshold (fabric:threshold:pre_fec_ber), so counters move on healthy
+// links too, as on real PAM4 links.
+inline constexpr double kHealthyPreFecBer = 1e-9;
+// A RoCE port's transceiver: its temperature when healthy, and the high
+// warning / alarm thresholds its EEPROM carries (simulator/transceiver.h).
+inline constexpr double kModuleTemperatureCelsius = 45;
+inline constexpr double kModuleTempHighWarningCelsius = 70;
+inline constexpr double kModuleTempHighAlarmCelsius = 75;
+// PESC carries up to 12 lanes.
+inline constexpr int kMaxLanes = 12;
 
 struct SimConfig {
   int hosts = 4;
@@ -68,6 +81,20 @@ struct Port {
   int lanes = 4;
   double lane_gbps = 100;  // NDR
   bool up = true;
+
+  // Physical layer, recomputed every tick from the scenarios: the pre-FEC
+  // bit error ratio and the lane that carries the errors (-1: every lane
+  // alike). The FEC's corrected bits accumulate at that ratio of the bits
+  // the link carries at its line rate (idle symbols are bits too), exact
+  // totals: RoCE rx_corrected_bits_phy and, one bit per symbol, IB PESC
+  // corrected symbols.
+  double pre_fec_ber = kHealthyPreFecBer;
+  int error_lane = -1;
+  std::uint64_t fec_corrected_bits = 0;
+  std::array<std::uint64_t, kMaxLanes> lane_corrected_bits{};
+  double fec_accumulator = 0;  // fractional bits
+  // The transceiver's temperature (rendered for RoCE host ports).
+  double module_temperature_celsius = kModuleTemperatureCelsius;
 
   PortCounters counters;
   std::map<std::string, std::uint64_t> hw_counters;  // hw_counters/ files
@@ -145,6 +172,9 @@ class Cluster {
   // Port `port_num` of HCA `device` on host `host`, or nullptr.
   const Port* FindPort(int host, std::string_view device,
                        int port_num = 1) const;
+  // The port of the present device whose netdev is `netdev` on `host`, or
+  // nullptr (no such host or netdev, or its device removed).
+  const Port* FindNetdevPort(int host, const std::string& netdev) const;
   // Port by LID (switch ports: any port of the switch with that LID and
   // number `port_num`), or nullptr.
   const Port* FindPortByLid(std::uint16_t lid, int port_num) const;
@@ -168,6 +198,9 @@ class Cluster {
   void ApplyScenarios();
   void RunTraffic(double dt);
   void InjectErrors(double dt);
+  void UpdatePhy(double dt);
+  // dying-cable: the two links it degrades (the ports at one end).
+  std::vector<Port*> DyingCablePorts(const Event& event);
   void UpdateSubnetManagers(double dt);
   bool DefaultTarget(const Event& event, int* host, std::string* device) const;
   Port* TargetPort(const Event& event);

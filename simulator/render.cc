@@ -11,6 +11,7 @@
 
 #include "simulator/dcb.h"
 #include "simulator/ethtool.h"
+#include "simulator/transceiver.h"
 
 namespace fabric::sim {
 namespace {
@@ -264,17 +265,20 @@ bool SysfsRenderer::RenderDumps(const Cluster& cluster, const Device& device,
                                 std::string* error) {
   // A removed HCA's netdev is gone: no dumps, so readers see ENODEV (ethtool)
   // or "no DCB" (the device is gone from class/ anyway).
-  std::optional<std::string> ethtool, dcb;
+  std::optional<std::string> ethtool, dcb, eeprom;
   if (device.present) {
     const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
     if (!stats.ok()) return true;  // not this host's netdev
     ethtool = EthtoolText(*stats);
     dcb = SimDcbText(cluster, host_, device.netdev);
+    eeprom = SimModuleEepromText(cluster, host_, device.netdev);
   }
   return RenderDump(kEthtoolDir, device.netdev, ethtool ? &*ethtool : nullptr,
                     &ethtool_written_, error) &&
          RenderDump(kDcbDir, device.netdev, dcb ? &*dcb : nullptr,
-                    &dcb_written_, error);
+                    &dcb_written_, error) &&
+         RenderDump(kEepromDir, device.netdev, eeprom ? &*eeprom : nullptr,
+                    &eeprom_written_, error);
 }
 
 bool SysfsRenderer::RenderDump(const char* dir, const std::string& netdev,
@@ -312,6 +316,7 @@ void SysfsRenderer::Remove() {
   written_.clear();
   ethtool_written_.clear();
   dcb_written_.clear();
+  eeprom_written_.clear();
 }
 
 }  // namespace fabric::sim

@@ -8,6 +8,10 @@
 //   <root>/dcb/bond0       (the netdev's DCB configuration as `dcb` prints
 //                           it, read by the daemon's file-backed DcbSource;
 //                           simulator/dcb.h)
+//   <root>/eeprom/bond0    (the netdev's transceiver EEPROM image, read by
+//                           the daemon's file-backed ModuleEepromSource,
+//                           config collectors.transceiver.eeprom_dir;
+//                           simulator/transceiver.h)
 // with the layout of the recorded H100 tree (tests/fixtures/real/
 // sysfs-gpud-h100) plus the attributes real kernels also have there (lid,
 // sm_lid, node_guid, ...; docs/simulator.md lists them).
@@ -49,6 +53,8 @@ class SysfsRenderer {
   static constexpr const char* kEthtoolDir = "ethtool";
   // Directory of the DCB dumps below the root: <root>/dcb/<netdev>.
   static constexpr const char* kDcbDir = "dcb";
+  // Directory of the module EEPROM images: <root>/eeprom/<netdev>.
+  static constexpr const char* kEepromDir = "eeprom";
 
  private:
   using Files = std::map<std::string, std::string>;  // relative path -> data
@@ -60,8 +66,8 @@ class SysfsRenderer {
   bool InstallDir(const std::string& relative, const Files& files,
                   std::string* error);
   bool RemoveDir(const std::string& relative, std::string* error);
-  // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev> and
-  // <root>/dcb/<netdev>.
+  // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev>,
+  // <root>/dcb/<netdev> and <root>/eeprom/<netdev>.
   bool RenderDumps(const Cluster& cluster, const Device& device,
                    std::string* error);
   // Writes `text` to <root>/<dir>/<netdev> when it changed, or unlinks the
@@ -78,6 +84,7 @@ class SysfsRenderer {
   std::map<std::string, Files> written_;  // top dir (device/netdev) -> files
   std::map<std::string, std::string> ethtool_written_;  // netdev -> dump
   std::map<std::string, std::string> dcb_written_;      // netdev -> dump
+  std::map<std::string, std::string> eeprom_written_;   // netdev -> image
 };
 
 }  // namespace fabric::sim

@@ -22,6 +22,7 @@ constexpr std::string_view kNames[] = {
     "sm-failover",
     "sm-hung",
     "probe-loss",
+    "dying-cable",
 };
 
 std::string Where(const YAML::Node& node) {

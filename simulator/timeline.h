@@ -31,6 +31,7 @@ enum class Scenario {
   kSmFailover,
   kSmHung,
   kProbeLoss,
+  kDyingCable,
 };
 
 // All scenario names, in the order of the enum.

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace fabric {
@@ -116,6 +118,85 @@ class RealModuleEepromSource final : public ModuleEepromSource {
 
 std::unique_ptr<ModuleEepromSource> MakeRealModuleEepromSource() {
   return std::make_unique<RealModuleEepromSource>();
+}
+
+namespace {
+
+class FileModuleEepromSource final : public ModuleEepromSource {
+ public:
+  explicit FileModuleEepromSource(std::string dir) : dir_(std::move(dir)) {}
+
+  EepromBytesResult Read(const std::string& netdev,
+                         const EepromRequest& request) override {
+    if (netdev.empty() || netdev.find('/') != std::string::npos ||
+        netdev == "." || netdev == ".." || request.length == 0 ||
+        request.length > 128 || request.offset > 255) {
+      return ErrnoError(EINVAL);
+    }
+    if (request.bank != 0 || request.i2c_address != 0x50) {
+      return ErrnoError(EINVAL);
+    }
+    std::ifstream in(dir_ + "/" + netdev);
+    if (!in) return ErrnoError(EOPNOTSUPP);
+    const bool lower = request.offset < 128;
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      std::istringstream words(line);
+      std::string kind, page, hex;
+      words >> kind;
+      if (kind == "page") {
+        words >> page;
+      } else if (kind != "lower") {
+        return ErrnoError(EIO);
+      }
+      words >> hex;
+      if (lower != (kind == "lower")) continue;
+      if (!lower) {
+        unsigned number = 0;
+        if (page.size() != 2 ||
+            std::sscanf(page.c_str(), "%2x", &number) != 1) {
+          return ErrnoError(EIO);
+        }
+        if (number != request.page) continue;
+      }
+      std::vector<std::uint8_t> half;
+      if (!Unhex(hex, &half)) return ErrnoError(EIO);
+      const std::size_t from = request.offset % 128;
+      const std::size_t end =
+          std::min<std::size_t>(half.size(), from + request.length);
+      if (from >= end) return std::vector<std::uint8_t>{};
+      return std::vector<std::uint8_t>(half.begin() + from, half.begin() + end);
+    }
+    return ErrnoError(EINVAL);
+  }
+
+ private:
+  // At most 128 bytes of hex digits; false on anything else.
+  static bool Unhex(const std::string& hex, std::vector<std::uint8_t>* out) {
+    if (hex.size() % 2 != 0 || hex.size() > 256) return false;
+    auto digit = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    for (std::size_t i = 0; i < hex.size(); i += 2) {
+      const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+      if (hi < 0 || lo < 0) return false;
+      out->push_back(static_cast<std::uint8_t>(hi << 4 | lo));
+    }
+    return true;
+  }
+
+  std::string dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModuleEepromSource> MakeFileModuleEepromSource(
+    std::string dir) {
+  return std::make_unique<FileModuleEepromSource>(std::move(dir));
 }
 
 }  // namespace fabric

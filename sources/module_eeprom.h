@@ -36,6 +36,18 @@ class ModuleEepromSource {
   virtual std::string HwAddress(const std::string& /*netdev*/) { return ""; }
 };
 
+// Module images from files, for trees that are not this kernel's
+// (fabricmon-sim writes them; config collectors.transceiver.eeprom_dir):
+// <dir>/<netdev> holds one module's memory as text, one line per 128-byte
+// half page, "lower <256 hex digits>" and "page <NN hex> <256 hex digits>"
+// (bank 0, I2C address 0x50; '#' lines are comments). No file: EOPNOTSUPP
+// (no module EEPROM on that netdev); a page the file lacks, another bank
+// or address: EINVAL; a line that does not parse: EIO (the module's answer
+// is garbage), never a crash. The file is read again at every request, so a
+// rewrite between requests can mix two images (fabricmon-sim renames whole
+// files, and the collector reads one module within milliseconds).
+std::unique_ptr<ModuleEepromSource> MakeFileModuleEepromSource(std::string dir);
+
 // Netlink first, the ioctl when netlink is not there. Sockets are created
 // in the constructing thread's network namespace.
 std::unique_ptr<ModuleEepromSource> MakeRealModuleEepromSource();

@@ -2,6 +2,7 @@
 
 #include <infiniband/mad.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -173,7 +174,102 @@ std::optional<PortInfo> DecodePortInfo(Bytes mad, std::string* error) {
   p.phys_state = static_cast<int>(mad_get_field(d, 0, IB_PORT_PHYS_STATE_F));
   p.local_port = static_cast<int>(mad_get_field(d, 0, IB_PORT_LOCAL_PORT_F));
   p.lmc = static_cast<int>(mad_get_field(d, 0, IB_PORT_LMC_F));
+  auto get = [&](MAD_FIELDS f) { return static_cast<int>(mad_get_field(d, 0, f)); };
+  p.link_width_supported = get(IB_PORT_LINK_WIDTH_SUPPORTED_F);
+  p.link_width_enabled = get(IB_PORT_LINK_WIDTH_ENABLED_F);
+  p.link_width_active = get(IB_PORT_LINK_WIDTH_ACTIVE_F);
+  p.link_speed_supported = get(IB_PORT_LINK_SPEED_SUPPORTED_F);
+  p.link_speed_enabled = get(IB_PORT_LINK_SPEED_ENABLED_F);
+  p.link_speed_active = get(IB_PORT_LINK_SPEED_ACTIVE_F);
+  p.link_speed_ext_supported = get(IB_PORT_LINK_SPEED_EXT_SUPPORTED_F);
+  p.link_speed_ext_enabled = get(IB_PORT_LINK_SPEED_EXT_ENABLED_F);
+  p.link_speed_ext_active = get(IB_PORT_LINK_SPEED_EXT_ACTIVE_F);
   return p;
+}
+
+int WidthLanes(int width_code) {
+  switch (width_code) {
+    case 1:
+      return 1;
+    case 2:
+      return 4;
+    case 4:
+      return 8;
+    case 8:
+      return 12;
+    case 16:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+namespace {
+
+double BaseGbps(int code) {
+  switch (code) {
+    case 1:
+      return 2.5;
+    case 2:
+      return 5;
+    case 4:
+      return 10;
+    default:
+      return 0;
+  }
+}
+
+double ExtGbps(int code) {
+  switch (code) {
+    case 1:
+      return 14;
+    case 2:
+      return 25;
+    case 4:
+      return 50;
+    case 8:
+      return 100;
+    default:
+      return 0;
+  }
+}
+
+// Supported & Enabled, where an Enabled that names nothing Supported (0,
+// or a PMA that does not fill it) means "as supported".
+int Usable(int supported, int enabled) {
+  const int both = supported & enabled;
+  return both != 0 ? both : supported;
+}
+
+}  // namespace
+
+double LaneGbps(int speed_code, int speed_ext_code) {
+  if (speed_ext_code != 0) return ExtGbps(speed_ext_code);
+  return BaseGbps(speed_code);
+}
+
+int CapableLanes(const PortInfo& p) {
+  const int mask = Usable(p.link_width_supported, p.link_width_enabled);
+  int best = 0;
+  for (int bit = 0; bit < 5; ++bit) {
+    if (mask & (1 << bit)) best = std::max(best, WidthLanes(1 << bit));
+  }
+  return best;
+}
+
+double CapableLaneGbps(const PortInfo& p) {
+  double best = 0;
+  // Extended speeds count only where the port names them supported: a PMA
+  // without them leaves the fields 0.
+  const int ext = p.link_speed_ext_supported & p.link_speed_ext_enabled;
+  for (int bit = 0; bit < 4; ++bit) {
+    if (ext & (1 << bit)) best = std::max(best, ExtGbps(1 << bit));
+  }
+  const int base = Usable(p.link_speed_supported, p.link_speed_enabled);
+  for (int bit = 0; bit < 3; ++bit) {
+    if (base & (1 << bit)) best = std::max(best, BaseGbps(1 << bit));
+  }
+  return best;
 }
 
 std::optional<SwitchInfo> DecodeSwitchInfo(Bytes mad, std::string* error) {

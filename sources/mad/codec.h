@@ -70,6 +70,18 @@ struct PortInfo {
   int phys_state = 0;  // 5 LinkUp, 2 polling, 3 disabled, ...
   int local_port = 0;
   int lmc = 0;  // the port answers 2^lmc LIDs from `lid` on
+  // Link width and speed (IBA 14.2.5.6), the masks as the MAD carries them:
+  // width bits 1x=1, 4x=2, 8x=4, 12x=8, 2x=16; speed bits SDR=1, DDR=2,
+  // QDR=4; extended speed bits FDR=1, EDR=2, HDR=4, NDR=8 (0 = none).
+  int link_width_supported = 0;
+  int link_width_enabled = 0;
+  int link_width_active = 0;
+  int link_speed_supported = 0;
+  int link_speed_enabled = 0;
+  int link_speed_active = 0;
+  int link_speed_ext_supported = 0;
+  int link_speed_ext_enabled = 0;
+  int link_speed_ext_active = 0;
 };
 
 // SwitchInfo (IBA 14.2.5.4): what the routes need of it.
@@ -90,6 +102,21 @@ struct LftBlock {
   std::uint32_t block = 0;  // the response's attribute modifier
   std::array<std::uint8_t, kLftBlockLids> ports{};
 };
+
+// Lanes of a LinkWidthActive code (1, 2, 4, 8 or 12); 0 for an unknown or
+// multi-bit code.
+int WidthLanes(int width_code);
+// Per-lane signalling rate in Gb/s as the kernel's sysfs `rate` counts it
+// (SDR 2.5, DDR 5, QDR 10, FDR 14, EDR 25, HDR 50, NDR 100) of one active
+// speed: the extended speed when one is active, else the base one; 0 when
+// neither names one speed.
+double LaneGbps(int speed_code, int speed_ext_code);
+// What the port can run at: the widest width in Supported & Enabled (an
+// Enabled of 0, or with no bit in common with Supported, counts as
+// Supported: some PMAs leave it 0), and the fastest lane speed in the same
+// way, extended speeds included. 0 when nothing is known.
+int CapableLanes(const PortInfo& p);
+double CapableLaneGbps(const PortInfo& p);
 
 struct PortCounters {
   // `error` label value (as the host side's sysfs names) -> value.

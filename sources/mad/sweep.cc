@@ -1,5 +1,6 @@
 #include "sources/mad/sweep.h"
 
+#include <algorithm>
 #include <deque>
 
 namespace fabric::mad {
@@ -15,7 +16,15 @@ std::uint64_t Mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-enum class Ask : std::uint8_t { kPortInfo, kCounters, kExtended };
+enum class Ask : std::uint8_t {
+  kPortInfo,
+  kCounters,
+  kExtended,
+  kClassPortInfo,
+  kPortInfoExtended,
+  kPesc,
+  kPescProbe,
+};
 
 }  // namespace
 
@@ -41,52 +50,178 @@ std::optional<Shard> ParseShard(const std::string& text) {
   }
 }
 
+namespace {
+
+using Support = PescSwitchState::Support;
+
+// A port worth reading PESC of: its link is up as discovery saw it (a port
+// without a cable has no PHY counters worth a MAD each sweep).
+bool Linked(const FabricPort& p) { return p.phys_state == 5 || p.state >= 2; }
+
+// IBA defines a switch's CapabilityMask on port 0 only (external ports may
+// leave it 0), so a switch port's own mask is ORed with port 0's.
+std::uint32_t CapabilityOf(const FabricNode& n, int port) {
+  std::uint32_t cap = 0;
+  for (int p : {0, port}) {
+    auto it = n.ports.find(p);
+    if (it != n.ports.end()) cap |= it->second.capability_mask;
+  }
+  return cap;
+}
+
+}  // namespace
+
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
-                  const Shard& shard, const MadOptions& options) {
+                  const Shard& shard, const MadOptions& options,
+                  PescCache* pesc) {
   SweepResult out;
   std::deque<MadRequest> pending;
-  // cookie = switch index << 16 | port << 2 | ask
+  std::vector<const FabricNode*> nodes;  // by switch index
+  auto cookie = [](std::uint64_t index, int port, Ask ask) {
+    return index << 16 | static_cast<std::uint64_t>(port) << 3 |
+           static_cast<std::uint64_t>(ask);
+  };
+  auto pesc_get = [&](std::uint64_t index, int port, Ask ask) {
+    pending.push_back({.dlid = nodes[index]->lid,
+                       .mad = PescGet(static_cast<std::uint8_t>(port)),
+                       .cookie = cookie(index, port, ask)});
+  };
+  auto pie_get = [&](std::uint64_t index, int port) {
+    pending.push_back({.dlid = 0,
+                       .mad = DrSmpGet(kAttrPortInfoExtended,
+                                       static_cast<std::uint32_t>(port),
+                                       nodes[index]->path),
+                       .cookie = cookie(index, port, Ask::kPortInfoExtended)});
+  };
   for (const FabricNode& n : topology.nodes) {
     if (n.type != 2 || !shard.Contains(n.guid)) continue;
     const std::uint64_t index = out.switches.size();
+    nodes.push_back(&n);
     SwitchSample s;
     s.guid = n.guid;
     s.lid = n.lid;
     s.description = n.description;
+    PescSwitchState* st = pesc && n.lid != 0 ? &(*pesc)[n.guid] : nullptr;
     for (int p = 1; p <= n.num_ports; ++p) {
       SwitchPortSample sample;
       sample.num = p;
       s.ports.push_back(sample);
-      const std::uint64_t base = index << 16 | static_cast<std::uint64_t>(p)
-                                                   << 2;
       pending.push_back({.dlid = 0,
                          .mad = DrSmpGet(kAttrPortInfo,
                                          static_cast<std::uint32_t>(p), n.path),
-                         .cookie = base | static_cast<int>(Ask::kPortInfo)});
+                         .cookie = cookie(index, p, Ask::kPortInfo)});
       if (n.lid == 0) continue;  // no LID yet: PerfMgt cannot reach it
       const auto port = static_cast<std::uint8_t>(p);
       pending.push_back({.dlid = n.lid,
                          .mad = PerfGet(kAttrPortCounters, port),
-                         .cookie = base | static_cast<int>(Ask::kCounters)});
+                         .cookie = cookie(index, p, Ask::kCounters)});
       pending.push_back({.dlid = n.lid,
                          .mad = PerfGet(kAttrPortCountersExtended, port),
-                         .cookie = base | static_cast<int>(Ask::kExtended)});
+                         .cookie = cookie(index, p, Ask::kExtended)});
+      if (st && st->support == Support::kSupported) {
+        auto it = st->layouts.find(p);
+        if (it != st->layouts.end() && it->second != PescLayout::kNone) {
+          pesc_get(index, p, Ask::kPesc);
+        }
+      }
+    }
+    if (st && st->support == Support::kUnknown) {
+      pending.push_back({.dlid = n.lid,
+                         .mad = PmaClassPortInfoGet(),
+                         .cookie = cookie(index, 0, Ask::kClassPortInfo)});
     }
     out.switches.push_back(std::move(s));
   }
   auto note = [&](const std::string& e) {
     if (out.errors.size() < 8) out.errors.push_back(e);
   };
+  // Starts PESC for `port` of a switch whose ClassPortInfo is known: through
+  // PortInfoExtended when the layout depends on the FEC mode, else directly.
+  // False when the port has no PESC.
+  auto start_port = [&](std::uint64_t index, int port, Ask ask) {
+    PescSwitchState& st = (*pesc)[nodes[index]->guid];
+    const std::uint32_t cap = CapabilityOf(*nodes[index], port);
+    if (!(cap & kCapabilityHasExtendedSpeeds)) {
+      st.layouts[port] = PescLayout::kNone;
+      return false;
+    }
+    if (st.class_port_info->RsFecCountersSupported()) {
+      pie_get(index, port);  // its answer sends the PESC
+      return true;
+    }
+    st.layouts[port] =
+        ChoosePescLayout(cap, *st.class_port_info, std::nullopt);
+    pesc_get(index, port, ask);
+    return true;
+  };
+  // The probe answered: every other linked port's PESC.
+  auto start_rest = [&](std::uint64_t index, int probe) {
+    const FabricNode& n = *nodes[index];
+    for (int p = 1; p <= n.num_ports; ++p) {
+      auto it = n.ports.find(p);
+      if (p == probe || it == n.ports.end() || !Linked(it->second)) continue;
+      start_port(index, p, Ask::kPesc);
+    }
+  };
+  auto unsupported = [&](std::uint64_t index) {
+    (*pesc)[nodes[index]->guid].support = Support::kUnsupported;
+  };
+  // Port -> probe of a switch in flight: whether the PortInfoExtended that
+  // is answering belongs to the probe.
+  std::map<std::uint64_t, int> probe_port;
+  std::uint64_t probe_timeouts = 0;
   out.stats = transport.Run(
       pending, options, [&](const MadRequest& q, const MadResult& r) {
-        SwitchSample& s = out.switches[q.cookie >> 16];
-        const int port = static_cast<int>((q.cookie >> 2) & 0x3fff);
+        const std::uint64_t index = q.cookie >> 16;
+        SwitchSample& s = out.switches[index];
+        const int port = static_cast<int>((q.cookie >> 3) & 0x1fff);
+        const auto ask = static_cast<Ask>(q.cookie & 7);
+        if (ask == Ask::kClassPortInfo) {
+          std::string error;
+          std::optional<PmaClassPortInfo> cpi;
+          if (r.ok()) {
+            s.reachable = true;
+            cpi = DecodePmaClassPortInfo(*r, &error);
+          } else {
+            ++s.failed_mads;
+          }
+          if (!cpi) return unsupported(index);
+          (*pesc)[s.guid].class_port_info = cpi;
+          // The probe: the first port with a link.
+          const FabricNode& n = *nodes[index];
+          for (int p = 1; p <= n.num_ports; ++p) {
+            auto it = n.ports.find(p);
+            if (it == n.ports.end() || !Linked(it->second)) continue;
+            probe_port[index] = p;
+            if (!start_port(index, p, Ask::kPescProbe)) unsupported(index);
+            return;
+          }
+          return;  // no linked port: ClassPortInfo again next sweep
+        }
         if (port < 1 || port > static_cast<int>(s.ports.size())) return;
         SwitchPortSample& sp = s.ports[port - 1];
-        if (!r.ok()) return;
+        const bool probe = ask == Ask::kPescProbe ||
+                           (ask == Ask::kPortInfoExtended &&
+                            (*pesc)[s.guid].support == Support::kUnknown &&
+                            probe_port[index] == port);
+        if (!r.ok()) {
+          if (ask == Ask::kPescProbe) {
+            // The PMA's way of saying "no 0x1F": not lost MADs.
+            if (r.error() == std::errc::timed_out) ++probe_timeouts;
+            return unsupported(index);
+          }
+          ++s.failed_mads;
+          if (ask == Ask::kPortInfoExtended) {
+            // No FEC mode to go by: the original layout, as perfquery.
+            PescSwitchState& st = (*pesc)[s.guid];
+            st.layouts[port] = PescLayout::kErrorDetection;
+            pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
+          }
+          return;
+        }
         s.reachable = true;
         std::string error;
-        switch (static_cast<Ask>(q.cookie & 3)) {
+        switch (ask) {
           case Ask::kPortInfo:
             sp.info = DecodePortInfo(*r, &error);
             break;
@@ -96,14 +231,54 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           case Ask::kExtended:
             sp.extended = DecodePortCountersExtended(*r, &error);
             break;
+          case Ask::kPortInfoExtended: {
+            PescSwitchState& st = (*pesc)[s.guid];
+            std::string ignored;  // unsupported: the original layout
+            const auto ext = DecodePortInfoExtended(*r, &ignored);
+            st.layouts[port] =
+                ChoosePescLayout(CapabilityOf(*nodes[index], port),
+                                 *st.class_port_info, ext);
+            pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
+            break;
+          }
+          case Ask::kPesc:
+          case Ask::kPescProbe: {
+            PescSwitchState& st = (*pesc)[s.guid];
+            auto it = st.layouts.find(port);
+            const PescLayout layout =
+                it == st.layouts.end() ? PescLayout::kNone : it->second;
+            std::string why;
+            sp.pesc = DecodePortExtendedSpeedsCounters(*r, layout, &why);
+            if (ask == Ask::kPescProbe) {
+              // A status (unsupported attribute) or garbage: no PESC here,
+              // said once by the self-metric rather than per port.
+              if (!sp.pesc) return unsupported(index);
+              st.support = Support::kSupported;
+              start_rest(index, port);
+            }
+            break;
+          }
+          case Ask::kClassPortInfo:
+            break;
         }
         if (!error.empty()) {
           note(GuidString(s.guid) + " port " + std::to_string(port) + ": " +
                error);
         }
       });
-  for (const SwitchSample& s : out.switches) {
+  // An unanswered probe counted one timeout and `retries` retries.
+  const auto retries = static_cast<std::uint64_t>(std::max(options.retries, 0));
+  out.pesc_unanswered = probe_timeouts * (retries + 1);
+  out.stats.timeouts -= std::min(out.stats.timeouts, probe_timeouts);
+  out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
+  for (SwitchSample& s : out.switches) {
     if (!s.reachable) ++out.unreachable;
+    if (pesc) {
+      auto it = pesc->find(s.guid);
+      s.pesc_unsupported =
+          it == pesc->end() || it->second.support != Support::kSupported;
+      if (s.pesc_unsupported) ++out.pesc_unsupported;
+    }
   }
   return out;
 }

@@ -4,6 +4,19 @@
 // at the switch's LID), all in flight together through the MadTransport
 // engine. Only Get MADs: counters are never cleared.
 //
+// PortExtendedSpeedsCounters (PESC, PMA 0x1F: FEC and PHY error counters)
+// ride along, decided once per switch and topology generation (PescCache,
+// the caller's, cleared on rediscovery): the switch PMA's ClassPortInfo says
+// whether RS-FEC counters exist; PortInfoExtended (only then) says per port
+// whether RS-FEC is active, which picks the layout (ChoosePescLayout, as
+// `perfquery -T` does). One PESC of one linked port probes the PMA first:
+// a PMA that drops or refuses 0x1F (ibsim does) is marked unsupported and
+// never asked again until the next discovery, so it costs one probe per
+// discovery, not one timeout per port per sweep. The probe's unanswered
+// tries are not counted as timeouts (SweepResult::pesc_unanswered): they
+// are the PMA's answer, not loss. Once supported, every linked port's PESC
+// is sent with the sweep's other MADs (no extra round trip).
+//
 // Shards: a switch belongs to shard i of n by a hash of its GUID, so
 // shards 1/n..n/n together cover every switch exactly once.
 //
@@ -12,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +51,7 @@ struct SwitchPortSample {
   std::optional<PortInfo> info;  // absent when PortInfo got no answer
   std::optional<PortCounters> counters;
   std::optional<PortCountersExtended> extended;
+  std::optional<PortExtendedSpeedsCounters> pesc;
 };
 
 struct SwitchSample {
@@ -45,17 +60,36 @@ struct SwitchSample {
   std::string description;
   std::vector<SwitchPortSample> ports;  // 1..N
   bool reachable = false;               // at least one answer this sweep
+  int failed_mads = 0;  // MADs of this sweep that got no answer (PESC probe
+                        // aside)
+  bool pesc_unsupported = false;  // the PMA has no PESC (see PescCache)
 };
+
+// What the sweep learnt about one switch PMA's PESC; kept by the caller for
+// one topology generation.
+struct PescSwitchState {
+  enum class Support : std::uint8_t { kUnknown, kSupported, kUnsupported };
+  Support support = Support::kUnknown;
+  std::optional<PmaClassPortInfo> class_port_info;
+  std::map<int, PescLayout> layouts;  // port -> layout, once decided
+};
+using PescCache = std::map<std::uint64_t, PescSwitchState>;  // switch GUID
 
 struct SweepResult {
   std::vector<SwitchSample> switches;
   int unreachable = 0;              // switches that answered nothing
+  int pesc_unsupported = 0;  // switches whose PMA has no PESC (this sweep)
+  // PESC probe tries that got no answer (a PMA without 0x1F), taken out of
+  // stats.timeouts / stats.retries.
+  std::uint64_t pesc_unanswered = 0;
   std::vector<std::string> errors;  // malformed / non-zero status (first few)
   MadStats stats;
 };
 
-// The switches of `topology` in `shard`, swept once.
+// The switches of `topology` in `shard`, swept once. With `pesc` (null:
+// no PESC at all), PortExtendedSpeedsCounters as above.
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
-                  const Shard& shard, const MadOptions& options);
+                  const Shard& shard, const MadOptions& options,
+                  PescCache* pesc = nullptr);
 
 }  // namespace fabric::mad

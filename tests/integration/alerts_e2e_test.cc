@@ -265,10 +265,15 @@ struct Alert {
 class Stack {
  public:
   // `sim_args` are appended to fabricmon-sim's command line. `with_ib` adds
-  // the InfiniBand side (IbSide below) as a third scrape target.
+  // the InfiniBand side (IbSide below) as a third scrape target. `sim_mad`:
+  // the daemons reach the simulated fabric's MADs (fabricmon-sim
+  // --mad-socket) and host0's sweeps its switches (fabric collector): the
+  // switch-port PESC, width and speed series come from the simulator, which
+  // answers PortExtendedSpeedsCounters where ibsim does not.
   explicit Stack(const std::string& scenario,
                  const std::vector<std::string>& sim_args = {},
-                 bool with_ib = false, bool standby_sm = false) {
+                 bool with_ib = false, bool standby_sm = false,
+                 bool sim_mad = false) {
     dir_ = fs::temp_directory_path() /
            ("fabricmon_e2e_" + std::to_string(getpid()) + "_" + scenario);
     fs::remove_all(dir_);
@@ -284,6 +289,10 @@ class Stack {
                                          "--tick",
                                          "100ms"};
     sim_argv.insert(sim_argv.end(), sim_args.begin(), sim_args.end());
+    const fs::path mad_socket = dir_ / "mad.sock";
+    if (sim_mad) {
+      sim_argv.insert(sim_argv.end(), {"--mad-socket", mad_socket.string()});
+    }
     sim_ = std::make_unique<Child>(sim_argv, dir_ / "sim.log");
     // The two daemons probe each other over loopback (UDP) and daemon 0
     // runs a bench agent (TCP), so the probe and bench-agent expressions
@@ -313,14 +322,28 @@ class Stack {
           << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\"]\n"
           << "  bench_agent:\n    enabled: " << (h == 0 ? "true" : "false")
           << "\n    listen_address: \"127.0.0.1:" << probe_base + 2
-          << "\"\n    key_file: " << key.string() << "\n";
+          << "\"\n    key_file: " << key.string() << "\n"
+          // The simulator's transceiver images (module EEPROM).
+          << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
+          << (root / "eeprom").string() << "\n";
+      std::vector<std::string> argv = {
+          testing::Binary("fabricmon"), "--config",           config.string(),
+          "--sysfs.root",               root.string(),        "--web.listen-address",
+          "127.0.0.1:0"};
+      if (sim_mad) {
+        if (!WaitFor([&] { return fs::exists(mad_socket); }, seconds(10))) {
+          error_ = "simulator did not create " + mad_socket.string();
+          return;
+        }
+        std::ofstream(config, std::ios::app)
+            << "  sm:\n    interval: 1s\n    timeout: 900ms\n"
+            << "  fabric:\n    enabled: " << (h == 0 ? "true" : "false")
+            << "\n    interval: 1s\n    timeout: 900ms\n"
+            << "    discovery_interval: 5s\n";
+        argv.insert(argv.end(), {"--sim.mad-socket", mad_socket.string()});
+      }
       const fs::path log = dir_ / ("fabricmon" + std::to_string(h) + ".log");
-      daemons_.push_back(std::make_unique<Child>(
-          std::vector<std::string>{testing::Binary("fabricmon"), "--config",
-                                   config.string(), "--sysfs.root",
-                                   root.string(), "--web.listen-address",
-                                   "127.0.0.1:0"},
-          log));
+      daemons_.push_back(std::make_unique<Child>(argv, log));
       int port = 0;
       WaitFor(
           [&] {
@@ -576,7 +599,13 @@ std::string ForQuery(std::string expr) {
 //  - device-removed, as an 8 s removal every 16 s: a port that was seen and
 //    is gone while its exporter answers (FabricPortMissing's expression);
 //  - symbol-errors: a host port whose errors rise (the host error rates are
-//    recorded only where above 0, and the hotspot fabric has none).
+//    recorded only where above 0, and the hotspot fabric has none), with
+//    the daemons on the simulator's MADs: host0 sweeps the simulated
+//    switches, whose PMAs answer PortExtendedSpeedsCounters (ibsim's do
+//    not), so the switch-port FEC/BER and link-width expressions have data;
+//  - link-degraded, on the simulator's MADs too: a switch port that runs
+//    below what both ends support (fabric:switch_port_link_downgraded, which
+//    a runbook queries as is).
 constexpr auto kExprTimeout = seconds(45);
 
 // The results fabricmon-bench pushes to a Pushgateway (issue 16) come from
@@ -613,6 +642,7 @@ struct ScenarioRun {
   std::string scenario;
   std::vector<std::string> sim_args;
   bool with_ib = false;
+  bool sim_mad = false;
 };
 
 // Runs the scenarios below until each of `all` ({where, expr}) has
@@ -635,11 +665,13 @@ void ExpectDataInSomeScenario(
        {ScenarioRun{"congestion-hotspot", {}, /*with_ib=*/true},
         ScenarioRun{"device-removed",
                     {"--burst-length", "8s", "--burst-period", "16s"}},
-        ScenarioRun{"symbol-errors", {}}}) {
+        ScenarioRun{"symbol-errors", {}, /*with_ib=*/false, /*sim_mad=*/true},
+        ScenarioRun{"link-degraded", {}, /*with_ib=*/false, /*sim_mad=*/true}}) {
     if (std::all_of(found.begin(), found.end(), [](bool f) { return f; })) {
       break;
     }
-    Stack stack(run.scenario, run.sim_args, run.with_ib);
+    Stack stack(run.scenario, run.sim_args, run.with_ib, /*standby_sm=*/false,
+                run.sim_mad);
     ASSERT_EQ(stack.error(), "") << run.scenario;
     Stack::WaitFor(
         [&] {
@@ -818,6 +850,90 @@ TEST(AlertsE2eTest, CounterSaturationFiresOneAlertPerPort) {
   for (const auto& [name, n] : per_name) {
     EXPECT_EQ(n, 1) << name << ": " << Describe(stack.Alerts());
   }
+}
+
+// dying-cable (simulator/model.cc): host0's RoCE link and the ib-leaf0
+// port 3 -- ib-spine port 1 uplink degrade as a failing cable does: pre-FEC
+// errors rise (switch side: PESC through the simulator's MADs, host side:
+// rx_corrected_bits_phy), the RoCE module warms past its own warning, the
+// links flap, then stay down. The alerts come in that order on the RoCE
+// port: FabricPortHighBer, then FabricPortFlapping, then FabricPortDown (a
+// host port; switch ports have no down alert of their own), and on the
+// switch link HighBer before Flapping; no port-health, transceiver or down
+// alert fires for any other port. The order is the order in which the
+// polls first saw each alert firing, not a timing.
+TEST(AlertsE2eTest, DyingCableAlertsInOrderOnlyOnItsLinks) {
+  REQUIRE_STACK();
+  Stack stack("dying-cable", {}, /*with_ib=*/false, /*standby_sm=*/false,
+              /*sim_mad=*/true);
+  ASSERT_EQ(stack.error(), "");
+  const std::string host0 = stack.target(0);
+  constexpr const char* kLeaf0 = "0xb83fd203fffe0000";
+  constexpr const char* kSpine = "0xb83fd203ffff0001";
+  auto on_dying_link = [&](const Alert& a) {
+    auto label = [&](const char* k) {
+      auto it = a.labels.find(k);
+      return it == a.labels.end() ? std::string() : it->second;
+    };
+    if (!label("device").empty()) {
+      return label("instance") == host0 && label("device") == "mlx5_bond_0";
+    }
+    if (!label("switch_guid").empty()) {
+      return (label("switch_guid") == kLeaf0 && label("port") == "3") ||
+             (label("switch_guid") == kSpine && label("port") == "1");
+    }
+    return true;  // not about one port
+  };
+  const std::set<std::string> kWatched = {
+      "FabricPortHighBer",        "FabricPortFecUncorrectable",
+      "FabricPortFlapping",       "FabricPortLinkDowngraded",
+      "FabricTransceiverAlarm",   "FabricSwitchUnresponsive",
+      "FabricPortDown"};
+  // "<alert> host" / "<alert> switch" -> the poll that first saw it firing.
+  std::map<std::string, int> first_poll;
+  std::vector<Alert> stray;
+  int poll = 0;
+  Stack::WaitFor(
+      [&] {
+        ++poll;
+        for (const Alert& a : stack.Alerts()) {
+          if (a.state != "firing" || !kWatched.count(a.name)) continue;
+          if (!on_dying_link(a)) {
+            stray.push_back(a);
+            continue;
+          }
+          first_poll.emplace(
+              a.name + (a.labels.count("switch_guid") ? " switch" : " host"),
+              poll);
+        }
+        return first_poll.count("FabricPortDown host") > 0;
+      },
+      seconds(180));
+  std::string seen;
+  for (const auto& [k, p] : first_poll) {
+    seen += k + " @poll " + std::to_string(p) + "; ";
+  }
+  std::printf("dying-cable alerts first seen: %s\n", seen.c_str());
+  EXPECT_TRUE(stray.empty()) << "on healthy links: " << Describe(stray);
+  // Strictly earlier polls: two alerts first seen in one poll prove no
+  // order.
+  auto at = [&](const std::string& k) {
+    auto it = first_poll.find(k);
+    return it == first_poll.end() ? -1 : it->second;
+  };
+  for (const char* k :
+       {"FabricPortHighBer host", "FabricPortFlapping host",
+        "FabricPortDown host", "FabricPortHighBer switch",
+        "FabricPortFlapping switch"}) {
+    ASSERT_GT(at(k), 0) << k << " never fired; " << seen;
+  }
+  EXPECT_LT(at("FabricPortHighBer host"), at("FabricPortFlapping host"))
+      << seen;
+  EXPECT_LT(at("FabricPortFlapping host"), at("FabricPortDown host")) << seen;
+  EXPECT_LT(at("FabricPortHighBer switch"), at("FabricPortFlapping switch"))
+      << seen;
+  // The module's own warning: temperature past its threshold.
+  EXPECT_GT(at("FabricTransceiverAlarm host"), 0) << seen;
 }
 
 // The master OpenSM of the IB side is killed; the standby takes over (about

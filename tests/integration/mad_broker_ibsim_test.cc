@@ -246,6 +246,25 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
       << ReadAll(fabric_.dir() + "/fabricmon.log");
   EXPECT_FALSE(BrokerPids().empty());
 
+  // A reload that changes the MAD collectors' settings rebuilds them: new
+  // connections, the old ones closed (their brokers exit), SM state again.
+  std::ofstream(config) << SmFabricConfig(port, "5m")
+                        << "mad_broker: " << sock << "\n";
+  ::kill(daemon, SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadAll(fabric_.dir() + "/fabricmon.log").find("reload done") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(60)))
+      << ReadAll(fabric_.dir() + "/fabricmon.log");
+  ASSERT_TRUE(ScrapeUntil(port, sm_ok, std::chrono::seconds(60)));
+  // One broker per connection in use (the port list's and the port's),
+  // not one more per reload.
+  EXPECT_TRUE(WaitFor([] { return BrokerPids().size() <= 2; },
+                      std::chrono::seconds(30)))
+      << BrokerPids().size();
+
   // The daemon dies: its brokers see the connection close and exit.
   ::kill(daemon, SIGKILL);
   EXPECT_TRUE(WaitFor([] { return BrokerPids().empty(); },
