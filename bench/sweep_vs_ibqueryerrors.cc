@@ -10,6 +10,11 @@
 //   + ibqueryerrors --switch --counters
 // each attached to ibsim as its own HCA under umad2sim. Runs alternate,
 // RUNS rounds; prints medians and the ratios fabricmon / peer.
+// Then the steady state the broker is about: a running daemon's own sweep
+// duration (fabric_collector_duration_seconds{collector="fabric"}, RUNS
+// sweeps after the first, which includes discovery), through the broker
+// and in process. The --once figures include starting the broker processes
+// (under ibsim, each also sets up umad2sim), which a daemon pays once.
 //
 //   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS]
 //
@@ -26,8 +31,10 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 
 extern char** environ;
@@ -79,6 +86,52 @@ Cost Measure(const fabric::testing::IbsimFabric& fabric,
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The value of the exposition line that starts with `series` (0 if none).
+double Sample(const std::string& text, const std::string& series) {
+  const auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return 0;
+  return std::atof(text.c_str() + at + series.size() + 2);
+}
+
+// Median of a running daemon's fabric sweep durations, `sweeps` of them
+// after the first (config `extra` prepended).
+double SteadySweep(fabric::testing::IbsimFabric& fabric,
+                   const std::string& fabricmon, const std::string& name,
+                   const std::string& extra, int sweeps) {
+  const int port = fabric::testing::FreeLoopbackPort();
+  const std::string config = fabric.dir() + "/" + name + ".yaml";
+  std::ofstream(config)
+      << "listen_address: \"127.0.0.1:" << port << "\"\n"
+      << extra
+      << "collectors:\n  ib_port: {enabled: false}\n"
+         "  hw_counters: {enabled: false}\n  congestion: {enabled: false}\n"
+         "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
+         "  transceiver: {enabled: false}\n  sm: {enabled: false}\n"
+         "  fabric: {enabled: true, interval: 2s, timeout: 60s}\n";
+  const pid_t pid = fabric.StartClient({fabricmon, "--config", config}, "hca1",
+                                       fabric.dir() + "/" + name + ".log");
+  std::vector<double> durations;
+  double last = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (static_cast<int>(durations.size()) <= sweeps &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const std::string text =
+        fabric::testing::HttpGetOk(port, "/metrics").value_or("");
+    const double at = Sample(
+        text, "fabric_collector_last_success_timestamp_seconds{collector=\"fabric\"}");
+    if (at > 0 && at != last) {
+      last = at;
+      durations.push_back(Sample(
+          text, "fabric_collector_duration_seconds{collector=\"fabric\"}"));
+    }
+  }
+  fabric.StopClient(pid);
+  if (durations.size() < 2) return 0;
+  durations.erase(durations.begin());  // the first sweep discovers too
+  return Median(durations);
 }
 
 }  // namespace
@@ -183,5 +236,13 @@ int main(int argc, char** argv) {
       "cpu %.3f s\n",
       pw, pc);
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f\n", fw / pw, fc / pc);
+  const double broker_sweep = SteadySweep(fabric, fabricmon, "steady-broker",
+                                          "mad_broker: spawn\n", runs);
+  const double inproc_sweep = SteadySweep(fabric, fabricmon, "steady-inproc",
+                                          "mad_broker: in_process\n", runs);
+  std::printf(
+      "running daemon, median fabric sweep of %d: broker %.3f s, in_process "
+      "%.3f s, ratio broker/in_process %.2f\n",
+      runs, broker_sweep, inproc_sweep, broker_sweep / inproc_sweep);
   return 0;
 }
