@@ -1,0 +1,52 @@
+// fabricmon-locate's step 1: the probe pairs of a window, joined from
+// Prometheus answers (loss, network RTT, the pair's usual RTT) to the
+// fabric ports fabric_probe_pair_info names, each with a verdict. The
+// queries are strings built here; the join is a pure function of their
+// answers, so hostile or partial answers are unit-tested.
+//
+// A pair is the prober (every label of its series but __name__,
+// transport, le and the local_/remote_ port labels: instance, job, ...)
+// and its peer. Pairs whose ports give no LID (RoCE, a side that is not a
+// fabric port, no pair info, ports that changed within the window) are
+// kept, unmapped, with the reason: the report lists them.
+//
+// Thread-safety: pure functions on values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "locate/prometheus.h"
+#include "locate/score.h"
+
+namespace fabric::locate {
+
+struct PairQueries {
+  std::string sent, lost, rtt, baseline, info;
+};
+// `window` and `baseline` are PromQL durations ("30m", "1d").
+PairQueries MakePairQueries(const std::string& window,
+                            const std::string& baseline);
+
+struct PairAnswers {
+  std::vector<PromSample> sent, lost, rtt, baseline, info;
+};
+
+struct ProbePair {
+  std::string prober;  // the prober's identifying labels, "k=v,..."
+  std::string peer;
+  bool mapped = false;
+  std::string unmapped_reason;
+  std::uint16_t src_lid = 0, dst_lid = 0;  // when mapped
+  PairMeasure measure;
+  Classification verdict;
+};
+
+// One entry per pair seen in `sent`, ordered by (prober, peer). Baselines:
+// the pair's own when the answer has it, else the median of the window's
+// RTTs over all pairs (a hotspot stands out from the rest of the fabric).
+std::vector<ProbePair> JoinPairs(const PairAnswers& answers,
+                                 const Thresholds& thresholds);
+
+}  // namespace fabric::locate
