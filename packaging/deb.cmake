@@ -15,7 +15,8 @@ include(GNUInstallDirs)
 # whole tree (every test) first: build the binaries, then package.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
-foreach(tool fabricmon-sim fabricmon-bench fabricmon-mad fabricmon-mad-broker)
+foreach(tool fabricmon-sim fabricmon-bench fabricmon-mad fabricmon-mad-broker
+             fabricmon-locate)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
