@@ -102,6 +102,20 @@ struct Rig {
     options.retries = 1;
     return mad::Sweep(*transport, topology, Shard{}, options, &cache);
   }
+  // A PMA marked unsupported: the next sweep asks it nothing about PESC
+  // (and still counts it once); after the cache is cleared, as the
+  // collector does on rediscovery, ClassPortInfo and the probe again.
+  void ExpectQuietUntilRediscovery(int probe_sends) {
+    SweepResult r = Sweep();
+    EXPECT_EQ(Asked(CLASS_PORT_INFO), 0);
+    EXPECT_EQ(Asked(kAttrPortExtendedSpeedsCounters), 0);
+    EXPECT_EQ(r.pesc_unsupported, 1);
+    EXPECT_EQ(r.pesc_unanswered, 0u);
+    cache.clear();
+    r = Sweep();
+    EXPECT_EQ(Asked(CLASS_PORT_INFO), 1);
+    EXPECT_EQ(Asked(kAttrPortExtendedSpeedsCounters), probe_sends);
+  }
   int Asked(std::uint16_t attr) const {
     auto it = asked.find(attr);
     return it == asked.end() ? 0 : it->second;
@@ -157,15 +171,7 @@ TEST(SweepPesc, RefusingPmaIsMarkedUnsupportedUntilRediscovery) {
   EXPECT_TRUE(r.switches[0].ports[0].counters);
   EXPECT_EQ(r.switches[0].failed_mads, 0);
 
-  r = rig.Sweep();  // same topology: not asked again
-  EXPECT_EQ(rig.Asked(CLASS_PORT_INFO), 0);
-  EXPECT_EQ(rig.Asked(kAttrPortExtendedSpeedsCounters), 0);
-  EXPECT_EQ(r.pesc_unsupported, 1);  // still said once per sweep
-
-  rig.cache.clear();  // what the collector does on rediscovery
-  r = rig.Sweep();
-  EXPECT_EQ(rig.Asked(CLASS_PORT_INFO), 1);
-  EXPECT_EQ(rig.Asked(kAttrPortExtendedSpeedsCounters), 1);
+  rig.ExpectQuietUntilRediscovery(/*probe_sends=*/1);
 }
 
 TEST(SweepPesc, SilentPmaCostsOneProbeNotTimeoutsPerPort) {
@@ -183,14 +189,7 @@ TEST(SweepPesc, SilentPmaCostsOneProbeNotTimeoutsPerPort) {
   EXPECT_EQ(r.switches[0].failed_mads, 0);
   EXPECT_TRUE(r.switches[0].reachable);
 
-  r = rig.Sweep();
-  EXPECT_EQ(rig.Asked(CLASS_PORT_INFO), 0);
-  EXPECT_EQ(rig.Asked(kAttrPortExtendedSpeedsCounters), 0);
-  EXPECT_EQ(r.pesc_unanswered, 0u);
-
-  rig.cache.clear();
-  r = rig.Sweep();
-  EXPECT_EQ(rig.Asked(kAttrPortExtendedSpeedsCounters), 2);
+  rig.ExpectQuietUntilRediscovery(/*probe_sends=*/2);  // with its retry
 }
 
 TEST(SweepPesc, LostClassPortInfoMeansUnsupportedAndIsALostMad) {

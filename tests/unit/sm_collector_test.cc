@@ -65,6 +65,25 @@ struct SmRig {
     c.families = sink.Take();
     return c;
   }
+  // The fabric collector's view from host 0's mlx5_0 (directed routes start
+  // there, as `--simulate` wires it): sets env.mad, returns the port list.
+  mad::LocalPortLister FabricFromHost0() {
+    const sim::Port* local = cluster.FindPort(0, "mlx5_0");
+    const int index = static_cast<int>(local - cluster.ports().data());
+    env.mad = [this, index](const std::string&, int) {
+      return sim::MakeSimMadTransport(cluster, {.local_port = index});
+    };
+    return [this, local](std::string*) {
+      mad::LocalPort p;
+      p.ca = "mlx5_0";
+      p.port = 1;
+      p.state = 4;
+      p.link_layer = "InfiniBand";
+      p.lid = local->lid;
+      p.sm_lid = cluster.master_sm().lid;
+      return std::vector<mad::LocalPort>{p};
+    };
+  }
   std::string Guid(int sm) const {
     return mad::GuidString(cluster.sms()[sm].guid);
   }
@@ -154,21 +173,7 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
 // and the sm collector then asks every SM: one master, one standby.
 TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
   SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
-  const sim::Port* local = rig.cluster.FindPort(0, "mlx5_0");
-  const int index = static_cast<int>(local - rig.cluster.ports().data());
-  rig.env.mad = [&rig, index](const std::string&, int) {
-    return sim::MakeSimMadTransport(rig.cluster, {.local_port = index});
-  };
-  auto ports = [&rig, local](std::string*) {
-    mad::LocalPort p;
-    p.ca = "mlx5_0";
-    p.port = 1;
-    p.state = 4;
-    p.link_layer = "InfiniBand";
-    p.lid = local->lid;
-    p.sm_lid = rig.cluster.master_sm().lid;
-    return std::vector<mad::LocalPort>{p};
-  };
+  auto ports = rig.FabricFromHost0();
   CollectorConfig config;
   FabricSettings s;
   s.mad.timeout = milliseconds(20);
@@ -211,22 +216,8 @@ TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
 TEST(SmCollector, FabricPescSwitchTurnsFecCountersOff) {
   for (const bool pesc : {true, false}) {
     SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
-    const sim::Port* local = rig.cluster.FindPort(0, "mlx5_0");
-    const int index = static_cast<int>(local - rig.cluster.ports().data());
+    auto ports = rig.FabricFromHost0();
     int fec_series = 0;
-    rig.env.mad = [&rig, index](const std::string&, int) {
-      return sim::MakeSimMadTransport(rig.cluster, {.local_port = index});
-    };
-    auto ports = [&rig, local](std::string*) {
-      mad::LocalPort p;
-      p.ca = "mlx5_0";
-      p.port = 1;
-      p.state = 4;
-      p.link_layer = "InfiniBand";
-      p.lid = local->lid;
-      p.sm_lid = rig.cluster.master_sm().lid;
-      return std::vector<mad::LocalPort>{p};
-    };
     std::string error;
     auto config = ParseConfig(
         std::string("collectors:\n  fabric:\n    enabled: true\n"
