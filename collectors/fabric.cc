@@ -128,7 +128,8 @@ class FabricCollector : public Collector {
       LoadNames(sink);
     }
     const mad::SweepResult sweep =
-        mad::Sweep(*transport_, *topology_, settings_.shard, options, &pesc_);
+        mad::Sweep(*transport_, *topology_, settings_.shard, options,
+                   settings_.pesc ? &pesc_ : nullptr);
     Count(sweep.stats);
     unsupported_ += sweep.pesc_unanswered;
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
@@ -330,8 +331,11 @@ class FabricCollector : public Collector {
     }
     sink.Gauge("fabric_sweep_unreachable_nodes", kUnreachableHelp, {},
                discovery_unreachable_ + sweep.unreachable);
-    sink.Gauge("fabric_sweep_pesc_unsupported_switches", kPescUnsupportedHelp,
-               {}, sweep.pesc_unsupported);
+    // With PESC off no PMA was asked: a 0 here would claim they all have it.
+    if (settings_.pesc) {
+      sink.Gauge("fabric_sweep_pesc_unsupported_switches",
+                 kPescUnsupportedHelp, {}, sweep.pesc_unsupported);
+    }
   }
 
   // Per switch: MADs that got no answer (cumulative) and how many sweeps in
@@ -477,7 +481,8 @@ CollectorSpec FabricCollectorSpec() {
   spec.timeout = std::chrono::seconds(25);
   spec.keys = {
       "discovery_interval", "ca",           "ca_port",      "shard",
-      "max_outstanding",    kMadTimeoutKey, kMadRetriesKey, "node_name_map"};
+      "max_outstanding",    kMadTimeoutKey, kMadRetriesKey, "node_name_map",
+      "pesc"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     FabricSettings s;
@@ -505,6 +510,8 @@ CollectorSpec FabricCollectorSpec() {
                 value, key_path, 1, 4096, "a MAD count (1 to 4096, e.g. 64)"));
           } else if (key == "node_name_map") {
             s.node_name_map = Scalar(value, key_path);
+          } else if (key == "pesc") {
+            s.pesc = Bool(value, key_path);
           }
         });
     return std::make_shared<SettingsOf<FabricSettings>>(s);

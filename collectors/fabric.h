@@ -21,7 +21,7 @@
 // sweep's health: fabric_sweep_mads_total{result},
 // fabric_sweep_unreachable_nodes and fabric_sweep_pesc_unsupported_switches
 // (a PMA without PESC is counted there once per sweep, never logged per
-// port).
+// port). `pesc: false` leaves PESC out of the sweep (no MADs, no series).
 //
 // Names: the switch's NodeDescription, or `node_name_map`'s name for its
 // GUID (infiniband-diags format). A sweep that loses MADs shows it in
@@ -57,6 +57,10 @@ struct FabricSettings {
   int max_outstanding = 64;
   MadSettings mad;            // mad_timeout, mad_retries
   std::string node_name_map;  // file path; "" = none
+  // PortExtendedSpeedsCounters in the sweep. Off: not one PESC-related MAD
+  // (no ClassPortInfo, PortInfoExtended or probe), for a fabric whose PMAs
+  // mishandle 0x1F or to take its cost out of the sweep (bench).
+  bool pesc = true;
   bool operator==(const FabricSettings&) const = default;
 };
 

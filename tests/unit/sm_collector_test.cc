@@ -65,6 +65,25 @@ struct SmRig {
     c.families = sink.Take();
     return c;
   }
+  // The fabric collector's view from host 0's mlx5_0 (directed routes start
+  // there, as `--simulate` wires it): sets env.mad, returns the port list.
+  mad::LocalPortLister FabricFromHost0() {
+    const sim::Port* local = cluster.FindPort(0, "mlx5_0");
+    const int index = static_cast<int>(local - cluster.ports().data());
+    env.mad = [this, index](const std::string&, int) {
+      return sim::MakeSimMadTransport(cluster, {.local_port = index});
+    };
+    return [this, local](std::string*) {
+      mad::LocalPort p;
+      p.ca = "mlx5_0";
+      p.port = 1;
+      p.state = 4;
+      p.link_layer = "InfiniBand";
+      p.lid = local->lid;
+      p.sm_lid = cluster.master_sm().lid;
+      return std::vector<mad::LocalPort>{p};
+    };
+  }
   std::string Guid(int sm) const {
     return mad::GuidString(cluster.sms()[sm].guid);
   }
@@ -154,21 +173,7 @@ TEST(SmCollector, CountsMastersAmongEverySmDiscoveryFound) {
 // and the sm collector then asks every SM: one master, one standby.
 TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
   SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
-  const sim::Port* local = rig.cluster.FindPort(0, "mlx5_0");
-  const int index = static_cast<int>(local - rig.cluster.ports().data());
-  rig.env.mad = [&rig, index](const std::string&, int) {
-    return sim::MakeSimMadTransport(rig.cluster, {.local_port = index});
-  };
-  auto ports = [&rig, local](std::string*) {
-    mad::LocalPort p;
-    p.ca = "mlx5_0";
-    p.port = 1;
-    p.state = 4;
-    p.link_layer = "InfiniBand";
-    p.lid = local->lid;
-    p.sm_lid = rig.cluster.master_sm().lid;
-    return std::vector<mad::LocalPort>{p};
-  };
+  auto ports = rig.FabricFromHost0();
   CollectorConfig config;
   FabricSettings s;
   s.mad.timeout = milliseconds(20);
@@ -202,6 +207,51 @@ TEST(SmCollector, FabricAndSmCollectorsSweepTheSimulatedFabric) {
   EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(0)}}), 3);
   EXPECT_EQ(sm.Value("fabric_sm_state", {{"sm_guid", rig.Guid(1)}}), 2);
   mad::ClearSmLids();
+}
+
+// collectors.fabric.pesc: false takes PortExtendedSpeedsCounters out of the
+// sweep altogether: the simulator's switches answer 0x1F, so with it on
+// their FEC counters are exported; off, none, and no PMA is reported as
+// lacking PESC (none was asked).
+TEST(SmCollector, FabricPescSwitchTurnsFecCountersOff) {
+  for (const bool pesc : {true, false}) {
+    SmRig rig(sim::Scenario::kCongestionHotspot, seconds(0));
+    auto ports = rig.FabricFromHost0();
+    int fec_series = 0;
+    std::string error;
+    auto config = ParseConfig(
+        std::string("collectors:\n  fabric:\n    enabled: true\n"
+                    "    mad_timeout: 20ms\n    mad_retries: 0\n"
+                    "    pesc: ") +
+            (pesc ? "true" : "false") + "\n",
+        AllCollectorKeys(), &error);
+    ASSERT_TRUE(config) << error;
+    EXPECT_EQ(SettingsAs<FabricSettings>(config->Collector("fabric")).pesc,
+              pesc);
+    auto fabric =
+        MakeFabricCollector(rig.env, config->Collector("fabric"), ports);
+    rig.Advance(seconds(2));
+    MetricSink sink;
+    Collected c;
+    c.ok = fabric->Collect(sink);
+    c.families = sink.Take();
+    ASSERT_TRUE(c.ok);
+    // A sweep happened either way.
+    EXPECT_EQ(c.Find("fabric_switch_info", {}).size(), 9u) << pesc;
+    for (const auto& f : c.families) {
+      if (f.name.rfind("fabric_switch_port_fec_", 0) == 0) {
+        fec_series += static_cast<int>(f.metric.size());
+      }
+    }
+    if (pesc) {
+      EXPECT_GT(fec_series, 0);
+      EXPECT_EQ(c.Value("fabric_sweep_pesc_unsupported_switches", {}), 0);
+    } else {
+      EXPECT_EQ(fec_series, 0);
+      EXPECT_FALSE(c.Value("fabric_sweep_pesc_unsupported_switches", {}));
+    }
+    mad::ClearSmLids();
+  }
 }
 
 // A daemon started before the SM: libibumad's view of its port says INIT
@@ -353,6 +403,13 @@ TEST(SmCollector, Settings) {
   ASSERT_TRUE(config) << error;
   EXPECT_EQ(SettingsAs<FabricSettings>(config->Collector("fabric")).shard,
             mad::Shard{});  // 1/1
+  EXPECT_TRUE(SettingsAs<FabricSettings>(config->Collector("fabric")).pesc);
+  EXPECT_FALSE(ParseConfig("collectors:\n  fabric:\n    pesc: sometimes\n",
+                           AllCollectorKeys(), &error));
+  EXPECT_NE(error.find("collectors.fabric.pesc (line 3): \"sometimes\" is not "
+                       "a boolean"),
+            std::string::npos)
+      << error;
 }
 
 // mad_timeout / mad_retries are read by one reader (collectors/mad_settings.h)
