@@ -48,20 +48,18 @@ class Session {
   int Run() {
     std::vector<std::uint8_t> buf(kMaxMessage + 1);
     while (!broken_) {
-      pollfd p{fd_, POLLIN, 0};
-      // A second now and then: the answer thread may have found the
-      // client gone.
-      const int ready = ::poll(&p, 1, 1000);
-      if (ready == 0) continue;
-      if (ready < 0) {
-        if (errno == EINTR) continue;
-        return 1;
+      // Requests already queued are read without a poll() first (a sweep
+      // keeps dozens coming); poll() only when there are none, and then a
+      // second at most: the answer thread may have found the client gone.
+      ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
+      if (n < 0 && errno == EAGAIN) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 1000) < 0 && errno != EINTR) return 1;
+        continue;
       }
-      const ssize_t n =
-          ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
       if (n == 0) return 0;  // the client hung up
       if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) continue;
+        if (errno == EINTR) continue;
         return 1;
       }
       const std::size_t size = static_cast<std::size_t>(n);

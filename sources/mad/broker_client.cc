@@ -140,11 +140,16 @@ bool Connection::Send(const Request& request) {
 
 std::optional<Reply> Connection::Receive(std::chrono::microseconds wait) {
   if (broken_) return std::nullopt;
-  pollfd p{fd_, POLLIN, 0};
-  const int ms = static_cast<int>((wait.count() + 999) / 1000);
-  if (::poll(&p, 1, ms) <= 0) return std::nullopt;
   std::uint8_t buf[kMaxMessage];
-  const ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+  // A reply already queued is read without a poll() first: during a sweep
+  // most are (one syscall per answer, not two).
+  ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n < 0 && errno == EAGAIN && wait.count() > 0) {
+    pollfd p{fd_, POLLIN, 0};
+    const int ms = static_cast<int>((wait.count() + 999) / 1000);
+    if (::poll(&p, 1, ms) <= 0) return std::nullopt;
+    n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+  }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
   if (n > 0) {
     if (auto reply = DecodeReply({buf, static_cast<std::size_t>(n)})) {
