@@ -64,6 +64,7 @@ class Session {
       }
       const std::size_t size = static_cast<std::size_t>(n);
       Handle({buf.data(), std::min(size, buf.size())}, size > kMaxMessage);
+      Flush();
     }
     return 1;
   }
@@ -85,9 +86,12 @@ class Session {
     while (!stop_ && !broken_) {
       answers.clear();
       wire_->Poll(kAnswerWait, &answers);
-      MutexLock hold(mutex_);
-      for (const auto& a : answers) Answer(a);
-      Expire();
+      {
+        MutexLock hold(mutex_);
+        for (const auto& a : answers) Answer(a);
+        Expire();
+      }
+      Flush();
     }
   }
 
@@ -127,8 +131,10 @@ class Session {
 
   void Stats(std::uint32_t tid) EXCLUDES(mutex_) {
     Reply reply = MakeReply(Kind::kStats, tid);
-    MutexLock hold(mutex_);
-    reply.refused.assign(refused_.begin(), refused_.end());
+    {
+      MutexLock hold(mutex_);
+      reply.refused.assign(refused_.begin(), refused_.end());
+    }
     Send(reply);
   }
 
@@ -178,7 +184,7 @@ class Session {
         call.mgmt_class == kMadClassSmiDirected ? kPermissiveLid : call.dlid;
     const auto timeout = std::chrono::milliseconds(call.timeout_ms);
     if (!wire_->Post(dlid, BuildMad(call), timeout)) {
-      Send(MakeReply(Kind::kMad, call.tid, Status::kFailed, "umad send failed"));
+      Queue(MakeReply(Kind::kMad, call.tid, Status::kFailed, "umad send failed"));
       return;
     }
     ++per_dest_[key];
@@ -199,7 +205,7 @@ class Session {
       reply.status = Status::kTimedOut;
       reply.error = "timed out";
     }
-    Send(reply);
+    Queue(std::move(reply));
   }
 
   void Expire() REQUIRES(mutex_) {
@@ -211,7 +217,7 @@ class Session {
       }
       const std::uint32_t tid = it->first;
       it = Release(it);
-      Send(MakeReply(Kind::kMad, tid, Status::kTimedOut, "timed out"));
+      Queue(MakeReply(Kind::kMad, tid, Status::kTimedOut, "timed out"));
     }
   }
 
@@ -235,7 +241,20 @@ class Session {
     Reply reply =
         MakeReply(kind, tid, Status::kRefused, std::string(RefusalName(why)));
     reply.refusal = why;
-    Send(reply);
+    Queue(std::move(reply));
+  }
+
+  // Replies made under the lock are sent after it is released: a send may
+  // wait for the client to read, and the client may be waiting for this
+  // thread's twin to read its requests.
+  void Queue(Reply reply) REQUIRES(mutex_) { outbox_.push_back(std::move(reply)); }
+  void Flush() EXCLUDES(mutex_) {
+    std::vector<Reply> out;
+    {
+      MutexLock hold(mutex_);
+      out.swap(outbox_);
+    }
+    for (const Reply& r : out) Send(r);
   }
 
   void Send(const Reply& reply) {
@@ -259,6 +278,7 @@ class Session {
   std::unordered_map<std::uint32_t, Slot> in_flight_ GUARDED_BY(mutex_);
   std::map<std::string, int> per_dest_ GUARDED_BY(mutex_);
   RefusalCounts refused_ GUARDED_BY(mutex_){};
+  std::vector<Reply> outbox_ GUARDED_BY(mutex_);
 };
 
 }  // namespace

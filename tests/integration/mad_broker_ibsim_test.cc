@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
@@ -40,16 +41,25 @@ namespace broker = mad::broker;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Pids of running fabricmon-mad-broker processes.
-std::vector<pid_t> BrokerPids() {
+// Pids of running fabricmon-mad-broker processes whose parent is `parent`
+// (other tests may run brokers of their own at the same time).
+std::vector<pid_t> BrokerPids(pid_t parent) {
   std::vector<pid_t> out;
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream comm(e.path() / "comm");
-    std::string c;
-    std::getline(comm, c);
-    if (c == "fabricmon-mad-b") out.push_back(std::stoi(name));
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm may hold spaces, so from the last ')'.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    if (line.find("(fabricmon-mad-b") == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) out.push_back(std::stoi(name));
   }
   return out;
 }
@@ -233,7 +243,7 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
 
   // A broker killed mid-run: the collectors fail with the reason logged,
   // then the next connection starts a new broker.
-  for (pid_t b : BrokerPids()) ::kill(b, SIGKILL);
+  for (pid_t b : BrokerPids(activator)) ::kill(b, SIGKILL);
   auto lost = ScrapeUntil(
       port,
       [](const std::map<std::string, double>& s) {
@@ -244,7 +254,7 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
   ASSERT_TRUE(lost);
   ASSERT_TRUE(ScrapeUntil(port, sm_ok, std::chrono::seconds(60)))
       << ReadAll(fabric_.dir() + "/fabricmon.log");
-  EXPECT_FALSE(BrokerPids().empty());
+  EXPECT_FALSE(BrokerPids(activator).empty());
 
   // A reload that changes the MAD collectors' settings rebuilds them: new
   // connections, the old ones closed (their brokers exit), SM state again.
@@ -261,13 +271,13 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
   ASSERT_TRUE(ScrapeUntil(port, sm_ok, std::chrono::seconds(60)));
   // One broker per connection in use (the port list's and the port's),
   // not one more per reload.
-  EXPECT_TRUE(WaitFor([] { return BrokerPids().size() <= 2; },
+  EXPECT_TRUE(WaitFor([&] { return BrokerPids(activator).size() <= 2; },
                       std::chrono::seconds(30)))
-      << BrokerPids().size();
+      << BrokerPids(activator).size();
 
   // The daemon dies: its brokers see the connection close and exit.
   ::kill(daemon, SIGKILL);
-  EXPECT_TRUE(WaitFor([] { return BrokerPids().empty(); },
+  EXPECT_TRUE(WaitFor([&] { return BrokerPids(activator).empty(); },
                       std::chrono::seconds(30)));
 }
 
