@@ -181,12 +181,15 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
   EXPECT_NE(calls.find("daemon-reload"), std::string::npos) << calls;
   EXPECT_NE(calls.find("--system start fabricmon.service"), std::string::npos)
       << calls;
+  EXPECT_NE(calls.find("start fabricmon-mad-broker.socket"), std::string::npos)
+      << calls;
   r = InOverlay(
       "getent passwd fabricmon && getent group fabricmon\n"
       "/usr/bin/fabricmon --version\n"
       "/usr/bin/fabricmon --check-config\n"
       "/usr/bin/fabricmon-sim --help >/dev/null\n"
-      "grep -x 'ExecStart=/usr/bin/fabricmon $FABRICMON_ARGS' "
+      "grep -x 'ExecStart=/usr/bin/fabricmon "
+      "--mad.broker=/run/fabricmon-mad/broker.sock $FABRICMON_ARGS' "
       "/usr/lib/systemd/system/fabricmon.service\n"
       "grep -x 'ExecStartPre=/usr/bin/fabricmon --check-config "
       "$FABRICMON_ARGS' /usr/lib/systemd/system/fabricmon.service\n"
