@@ -162,11 +162,14 @@ TEST_F(SimDemo, SmAndProbeLossAlertsFire) {
            "  - scenario: steady\n"
            "  - scenario: probe-loss\n"  // host0 -> host1
            "    start: 5s\n"
+           // Hung long enough for stall_after (15 s) + the alert's 20 s
+           // `for:` + sm interval and rule evaluation, with room for a
+           // loaded machine (40 s was not always enough in the full suite).
            "  - scenario: sm-hung\n"
            "    start: 5s\n"
-           "    duration: 40s\n"
+           "    duration: 90s\n"
            "  - scenario: sm-failover\n"
-           "    start: 50s\n";
+           "    start: 100s\n";
   }
   sim::Session demo(
       DemoCommand(port_base_, prom_port_, "--timeline " + timeline), log_);
