@@ -14,18 +14,14 @@
 #include "tests/support/fake_fec.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
+#include "tests/support/wait.h"
 
 namespace fabric {
 namespace {
 
 using Families = std::vector<prometheus::MetricFamily>;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::ReadFile;  // tests/support/wait.h
 
 std::optional<double> Value(const Families& fams, const std::string& name,
                             const Labels& want) {
