@@ -124,8 +124,9 @@ double SteadySweep(fabric::testing::IbsimFabric& fabric,
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     const std::string text =
         fabric::testing::HttpGetOk(port, "/metrics").value_or("");
-    const double at = Sample(
-        text, "fabric_collector_last_success_timestamp_seconds{collector=\"fabric\"}");
+    const double at = Sample(text,
+                             "fabric_collector_last_success_timestamp_seconds{"
+                             "collector=\"fabric\"}");
     if (at > 0 && at != last) {
       last = at;
       durations.push_back(Sample(
@@ -201,14 +202,15 @@ int main(int argc, char** argv) {
         "ibqueryerrors x2 wall %.3f s cpu %.3f s (exit %d,%d)\n",
         i + 1, f.wall, f.cpu, f.exit_code, a.wall + b.wall, a.cpu + b.cpu,
         a.exit_code, b.exit_code);
-    const Cost p = Measure(fabric, {fabricmon, "--once", "--config", in_process},
-                           "hca1");
+    const Cost p =
+        Measure(fabric, {fabricmon, "--once", "--config", in_process}, "hca1");
     inproc_wall.push_back(p.wall);
     inproc_cpu.push_back(p.cpu);
     const Cost n = Measure(fabric, {fabricmon, "--once", "--config", pesc_off},
                            "hca1", fabric.dir() + "/fabricmon-nopesc.out");
-    std::printf("run %d: fabricmon pesc: false wall %.3f s cpu %.3f s (exit %d)\n",
-                i + 1, n.wall, n.cpu, n.exit_code);
+    std::printf(
+        "run %d: fabricmon pesc: false wall %.3f s cpu %.3f s (exit %d)\n",
+        i + 1, n.wall, n.cpu, n.exit_code);
     nopesc_wall.push_back(n.wall);
     nopesc_cpu.push_back(n.cpu);
     idle_cpu.push_back(
@@ -253,9 +255,11 @@ int main(int argc, char** argv) {
               runs);
   std::printf("fabricmon --once (sm+fabric): wall %.3f s cpu %.3f s\n", fw, fc);
   const double iw = Median(inproc_wall), ic = Median(inproc_cpu);
-  std::printf("fabricmon --once, mad_broker: in_process: wall %.3f s cpu %.3f s\n",
-              iw, ic);
-  std::printf("ratio broker/in_process: wall %.2f cpu %.2f\n", fw / iw, fc / ic);
+  std::printf(
+      "fabricmon --once, mad_broker: in_process: wall %.3f s cpu %.3f s\n", iw,
+      ic);
+  std::printf("ratio broker/in_process: wall %.2f cpu %.2f\n", fw / iw,
+              fc / ic);
   const double nw = Median(nopesc_wall), nc = Median(nopesc_cpu);
   std::printf("fabricmon --once, fabric.pesc: false: wall %.3f s cpu %.3f s\n",
               nw, nc);

@@ -333,8 +333,8 @@ class FabricCollector : public Collector {
                discovery_unreachable_ + sweep.unreachable);
     // With PESC off no PMA was asked: a 0 here would claim they all have it.
     if (settings_.pesc) {
-      sink.Gauge("fabric_sweep_pesc_unsupported_switches",
-                 kPescUnsupportedHelp, {}, sweep.pesc_unsupported);
+      sink.Gauge("fabric_sweep_pesc_unsupported_switches", kPescUnsupportedHelp,
+                 {}, sweep.pesc_unsupported);
     }
   }
 
@@ -479,10 +479,15 @@ CollectorSpec FabricCollectorSpec() {
   spec.enabled = false;
   spec.interval = std::chrono::seconds(30);
   spec.timeout = std::chrono::seconds(25);
-  spec.keys = {
-      "discovery_interval", "ca",           "ca_port",      "shard",
-      "max_outstanding",    kMadTimeoutKey, kMadRetriesKey, "node_name_map",
-      "pesc"};
+  spec.keys = {"discovery_interval",
+               "ca",
+               "ca_port",
+               "shard",
+               "max_outstanding",
+               kMadTimeoutKey,
+               kMadRetriesKey,
+               "node_name_map",
+               "pesc"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     FabricSettings s;

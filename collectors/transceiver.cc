@@ -108,12 +108,13 @@ class TransceiverCollector final : public Collector {
         continue;
       }
       std::size_t page_errors = 0;
-      Result<ModulePages> pages = ReadModulePages(*source_, t.netdev,
-                                                  &page_errors);
+      Result<ModulePages> pages =
+          ReadModulePages(*source_, t.netdev, &page_errors);
       if (!pages.ok()) {
         if (!Absent(pages.error())) {
           ++failed;
-          Skipped(sink, "read_error", t.netdev + ": " + pages.error().message());
+          Skipped(sink, "read_error",
+                  t.netdev + ": " + pages.error().message());
         }
         continue;
       }
@@ -194,9 +195,10 @@ Result<ModulePages> ReadModulePages(ModuleEepromSource& source,
   if (!lower.ok()) return lower.error();
   pages.lower = std::move(*lower);
   for (int page : ModulePagesToRead(pages.lower)) {
-    EepromBytesResult upper = source.Read(
-        netdev, {.page = static_cast<std::uint8_t>(page), .offset = 128,
-                 .length = 128});
+    EepromBytesResult upper =
+        source.Read(netdev, {.page = static_cast<std::uint8_t>(page),
+                             .offset = 128,
+                             .length = 128});
     if (upper.ok()) {
       pages.upper[page] = std::move(*upper);
     } else {
@@ -209,24 +211,23 @@ Result<ModulePages> ReadModulePages(ModuleEepromSource& source,
 void EmitTransceiverMetrics(const ModuleReading& r, const RoceNetdev& w,
                             MetricSink& sink) {
   const Labels base = Base(w);
-  sink.Gauge("fabric_transceiver_info",
-             "Transceiver module identity from its EEPROM: SFF-8024 "
-             "identifier, management spec and revision, vendor, part number, "
-             "serial, vendor revision, media, cable assembly length.",
-             With(base, {{"identifier", r.type},
-                         {"spec", r.spec == ModuleSpec::kCmis ? "cmis"
-                                                              : "sff8636"},
-                         {"spec_revision", r.revision},
-                         {"vendor", r.vendor},
-                         {"part_number", r.part_number},
-                         {"serial", r.serial},
-                         {"revision", r.vendor_revision},
-                         {"media", r.media},
-                         {"cable_length_meters",
-                          r.cable_length_meters
-                              ? Number(*r.cable_length_meters)
-                              : ""}}),
-             1);
+  sink.Gauge(
+      "fabric_transceiver_info",
+      "Transceiver module identity from its EEPROM: SFF-8024 "
+      "identifier, management spec and revision, vendor, part number, "
+      "serial, vendor revision, media, cable assembly length.",
+      With(base,
+           {{"identifier", r.type},
+            {"spec", r.spec == ModuleSpec::kCmis ? "cmis" : "sff8636"},
+            {"spec_revision", r.revision},
+            {"vendor", r.vendor},
+            {"part_number", r.part_number},
+            {"serial", r.serial},
+            {"revision", r.vendor_revision},
+            {"media", r.media},
+            {"cable_length_meters",
+             r.cable_length_meters ? Number(*r.cable_length_meters) : ""}}),
+      1);
   if (r.temperature_celsius) {
     sink.Gauge("fabric_transceiver_temperature_celsius",
                "Module temperature (its internal monitor).", base,
@@ -247,8 +248,8 @@ void EmitTransceiverMetrics(const ModuleReading& r, const RoceNetdev& w,
          "The module's own temperature alarm and warning thresholds.", base,
          r.temperature_thresholds);
   Limits(sink, "fabric_transceiver_supply_voltage_threshold_volts",
-         "The module's own supply voltage alarm and warning thresholds.",
-         base, r.voltage_thresholds);
+         "The module's own supply voltage alarm and warning thresholds.", base,
+         r.voltage_thresholds);
   Limits(sink, "fabric_transceiver_tx_power_threshold_watts",
          "The module's own Tx optical power alarm and warning thresholds.",
          base, r.tx_power_thresholds);
@@ -315,8 +316,7 @@ CollectorSpec TransceiverCollectorSpec() {
     // Module images from files when configured; else module EEPROM asks
     // the kernel about a netdev by name: only when the statistics come from
     // the same kernel (as DCB and FEC in roce).
-    const std::string& dir =
-        SettingsAs<TransceiverSettings>(config).eeprom_dir;
+    const std::string& dir = SettingsAs<TransceiverSettings>(config).eeprom_dir;
     std::unique_ptr<ModuleEepromSource> source;
     if (!dir.empty()) {
       source = MakeFileModuleEepromSource(dir);

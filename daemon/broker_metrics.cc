@@ -43,8 +43,8 @@ std::vector<prometheus::MetricFamily> BrokerMetrics::Collect() const {
       "reason (the broker's journal has every refusal).");
   for (std::size_t i = 1; i < c.refused.size(); ++i) {
     Add(&refused, static_cast<double>(c.refused[i].load()),
-        {{"reason", std::string(broker::RefusalName(
-                        static_cast<broker::Refusal>(i)))}});
+        {{"reason",
+          std::string(broker::RefusalName(static_cast<broker::Refusal>(i)))}});
   }
   out.push_back(std::move(refused));
   auto failures = Counter("fabric_mad_broker_connect_failures_total",

@@ -60,8 +60,7 @@ PortOpener SharedOpener(
   };
   return [shared = std::make_shared<Shared>(), open = std::move(open),
           usable = std::move(usable)](
-             const std::string& ca,
-             int port) -> std::unique_ptr<MadTransport> {
+             const std::string& ca, int port) -> std::unique_ptr<MadTransport> {
     MutexLock hold(shared->mutex);
     auto& slot = shared->open[{ca, port}];
     if (!slot.first || !usable(*slot.first)) {
@@ -91,8 +90,7 @@ PortOpener InProcessMad() {
         // shares one fd (umad2sim aborts the process on a second open).
         std::string error;
         mad::LocalPort local;
-        if (!mad::PickLocalPort(mad::LocalIbPorts(&error), ca, port,
-                                &local)) {
+        if (!mad::PickLocalPort(mad::LocalIbPorts(&error), ca, port, &local)) {
           return nullptr;
         }
         auto t = mad::UmadTransport::Open(local.ca, local.port, &error);
@@ -147,9 +145,8 @@ void BrokerMad(const mad::broker::Endpoint& endpoint, CollectorEnv* env) {
       s.failing = std::make_shared<std::atomic<bool>>(false);
       auto open_failing = std::make_shared<std::atomic<bool>>(false);
       s.open = SharedOpener(
-          [endpoint, open_failing](
-              const std::string& ca,
-              int port) -> std::shared_ptr<MadTransport> {
+          [endpoint, open_failing](const std::string& ca,
+                                   int port) -> std::shared_ptr<MadTransport> {
             std::string error;
             auto t = mad::broker::Transport::Open(endpoint, ca, port, &error);
             if (!t && !open_failing->exchange(true)) {

@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "collectors/registry.h"
-#include "daemon/collection.h"
 #include "daemon/broker_metrics.h"
+#include "daemon/collection.h"
 #include "daemon/fd_limit.h"
 #include "daemon/off_loop.h"
 #include "daemon/poller.h"

@@ -19,7 +19,7 @@ struct Options {
   std::optional<std::string> sysfs_root;      // --sysfs.root
   // --mad.broker: `mad_broker` (the unit points it at the broker socket).
   std::optional<std::string> mad_broker;
-  std::optional<std::string> log_level;       // --log.level
+  std::optional<std::string> log_level;  // --log.level
   // --web.config.file: exporter-toolkit TLS/basic-auth file
   // (http/web_config.h); re-read on SIGHUP.
   std::optional<std::string> web_config_file;

@@ -23,9 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   if (Check(request->mad) != Refusal::kNone) return 0;
   const fabric::Mad mad = BuildMad(request->mad);
   if (mad[3] != fabric::kMadMethodGet) std::abort();
-  const MadCall again = CallFromMad(request->mad.dlid, mad,
-                                    std::chrono::milliseconds(
-                                        request->mad.timeout_ms));
+  const MadCall again =
+      CallFromMad(request->mad.dlid, mad,
+                  std::chrono::milliseconds(request->mad.timeout_ms));
   if (Check(again) != Refusal::kNone || BuildMad(again) != mad) std::abort();
   return 0;
 }

@@ -81,8 +81,7 @@ std::optional<ClientResponse> Exchange(asio::io_context& io, Stream& stream,
   };
   boost::system::error_code ec;
   tcp::resolver resolver(io);
-  const auto endpoints =
-      resolver.resolve(o.host, std::to_string(o.port), ec);
+  const auto endpoints = resolver.resolve(o.host, std::to_string(o.port), ec);
   if (ec || endpoints.empty()) {
     SetError(error, "cannot resolve " + o.host + ": " + ec.message());
     return std::nullopt;
@@ -101,10 +100,9 @@ std::optional<ClientResponse> Exchange(asio::io_context& io, Stream& stream,
     }
     lowest.async_connect(endpoints.begin()->endpoint(), on_connect);
   } else {
-    lowest.async_connect(endpoints,
-                         [&](beast::error_code e, const tcp::endpoint&) {
-                           on_connect(e);
-                         });
+    lowest.async_connect(
+        endpoints,
+        [&](beast::error_code e, const tcp::endpoint&) { on_connect(e); });
   }
   io.run();
   if (result) {
@@ -158,8 +156,7 @@ std::optional<ClientResponse> Request(const ClientRequest& o,
   if (!o.ca_file.empty()) {
     ctx.load_verify_file(o.ca_file, ec);
     if (ec) {
-      SetError(error, "cannot read CA file " + o.ca_file + ": " +
-                          ec.message());
+      SetError(error, "cannot read CA file " + o.ca_file + ": " + ec.message());
       return std::nullopt;
     }
     ctx.set_verify_mode(ssl::verify_peer);
@@ -171,8 +168,8 @@ std::optional<ClientResponse> Request(const ClientRequest& o,
     ctx.use_certificate_chain_file(o.cert_file, ec);
     if (!ec) ctx.use_private_key_file(o.key_file, ssl::context::pem, ec);
     if (ec) {
-      SetError(error, "cannot load client certificate " + o.cert_file +
-                          " / " + o.key_file + ": " + ec.message());
+      SetError(error, "cannot load client certificate " + o.cert_file + " / " +
+                          o.key_file + ": " + ec.message());
       return std::nullopt;
     }
   }

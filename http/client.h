@@ -34,7 +34,7 @@ struct ClientRequest {
   std::string ca_file;
   std::string server_name;
   bool verify_name = true;  // with ca_file: check the name, not only the chain
-  std::string cert_file, key_file;  // client certificate, optional
+  std::string cert_file, key_file;           // client certificate, optional
   std::chrono::milliseconds timeout{10000};  // the whole exchange
   std::size_t body_limit = 64 << 20;
 };

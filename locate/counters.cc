@@ -44,8 +44,8 @@ void JoinCounters(const CounterQuery& query,
     if (gt.size() < 3 || !gt.starts_with("0x")) continue;
     auto [ge, gec] =
         std::from_chars(gt.data() + 2, gt.data() + gt.size(), guid, 16);
-    auto [pe, pec] = std::from_chars(
-        p->second.data(), p->second.data() + p->second.size(), port);
+    auto [pe, pec] = std::from_chars(p->second.data(),
+                                     p->second.data() + p->second.size(), port);
     if (gec != std::errc() || ge != gt.data() + gt.size() ||
         pec != std::errc() || pe != p->second.data() + p->second.size()) {
       continue;

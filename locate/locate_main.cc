@@ -61,8 +61,9 @@ std::string ReadSecret(const std::string& path, std::string* error) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fabricmon-locate: the link behind the probe pairs that lose "
-               "packets or wait"};
+  CLI::App app{
+      "fabricmon-locate: the link behind the probe pairs that lose "
+      "packets or wait"};
   std::string url, window = "30m", baseline = "1d";
   PromAuth auth;
   std::string password_file;
@@ -130,10 +131,9 @@ int main(int argc, char** argv) {
   const Prometheus prom(*purl, auth,
                         std::chrono::milliseconds(query_timeout_ms));
   // One evaluation time for every query, so they see the same window.
-  const double now =
-      std::chrono::duration<double>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
   auto query = [&](const std::string& promql,
                    std::vector<PromSample>* out) -> int {
     QueryError kind;
@@ -151,10 +151,11 @@ int main(int argc, char** argv) {
   // (1) The pairs and their verdicts.
   const PairQueries q = MakePairQueries(window, baseline);
   PairAnswers answers;
-  for (auto [promql, out] :
-       {std::pair{&q.sent, &answers.sent}, {&q.lost, &answers.lost},
-        {&q.rtt, &answers.rtt}, {&q.baseline, &answers.baseline},
-        {&q.info, &answers.info}}) {
+  for (auto [promql, out] : {std::pair{&q.sent, &answers.sent},
+                             {&q.lost, &answers.lost},
+                             {&q.rtt, &answers.rtt},
+                             {&q.baseline, &answers.baseline},
+                             {&q.info, &answers.info}}) {
     if (int rc = query(*promql, out)) return rc;
   }
   if (answers.sent.empty()) {
@@ -191,8 +192,8 @@ int main(int argc, char** argv) {
   if (report.bad == 0) {
     std::fputs((json ? FormatJson(report) : FormatTable(report)).c_str(),
                stdout);
-    return Fail(kNoBadPair, "no pair is bad in the last " + window +
-                                ": nothing to locate");
+    return Fail(kNoBadPair,
+                "no pair is bad in the last " + window + ": nothing to locate");
   }
 
   // (2) The fabric and the paths.
@@ -253,8 +254,8 @@ int main(int argc, char** argv) {
     if (static_cast<int>(report.ranked.size()) >= top) break;
     RankedLink r;
     r.score = s;
-    for (auto [end, name] : {std::pair{&s.link.a, &r.a_name},
-                             {&s.link.b, &r.b_name}}) {
+    for (auto [end, name] :
+         {std::pair{&s.link.a, &r.a_name}, {&s.link.b, &r.b_name}}) {
       if (const mad::FabricNode* n = topo.Find(end->guid)) {
         *name = n->description;
         if (n->type == 2) switches.insert(end->guid);
@@ -266,8 +267,8 @@ int main(int argc, char** argv) {
   // (4) The top links' counters; a failure here costs the counters only.
   if (!switches.empty()) {
     std::map<LinkEnd, PortCounters> counters;
-    for (const CounterQuery& cq : MakeCounterQueries(
-             window, {switches.begin(), switches.end()})) {
+    for (const CounterQuery& cq :
+         MakeCounterQueries(window, {switches.begin(), switches.end()})) {
       QueryError kind;
       const auto r = prom.Query(cq.promql, now, &kind, &error);
       if (!r) {
@@ -287,8 +288,7 @@ int main(int argc, char** argv) {
   }
 
   // (5) The report.
-  std::fputs((json ? FormatJson(report) : FormatTable(report)).c_str(),
-             stdout);
+  std::fputs((json ? FormatJson(report) : FormatTable(report)).c_str(), stdout);
   if (report.bad_traced == 0) {
     return Fail(kFabricFailed, "no bad pair could be traced");
   }

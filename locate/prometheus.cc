@@ -75,7 +75,8 @@ std::optional<PromUrl> ParseUrl(std::string_view url, std::string* error) {
   } else {
     const std::size_t colon = authority.rfind(':');
     out.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
+    if (colon != std::string_view::npos)
+      port_text = authority.substr(colon + 1);
   }
   if (out.host.empty()) {
     *error = "no host in " + std::string(url);

@@ -42,11 +42,11 @@ std::optional<std::vector<PromSample>> ParseVector(std::string_view body,
 std::string UrlEncode(std::string_view s);
 
 struct PromAuth {
-  std::string user, password;          // basic auth when user is set
-  std::string ca_file;                 // verify the server against it
-  std::string cert_file, key_file;     // client certificate
-  std::string server_name;             // the name to verify, if not host
-  bool insecure_skip_verify = false;   // TLS without verification
+  std::string user, password;         // basic auth when user is set
+  std::string ca_file;                // verify the server against it
+  std::string cert_file, key_file;    // client certificate
+  std::string server_name;            // the name to verify, if not host
+  bool insecure_skip_verify = false;  // TLS without verification
 };
 
 enum class QueryError { kNone, kUnreachable, kHttp, kBadAnswer };
@@ -58,8 +58,7 @@ class Prometheus {
 
   // `promql` evaluated at `time` (Unix seconds; 0: the server's now).
   std::optional<std::vector<PromSample>> Query(const std::string& promql,
-                                               double time,
-                                               QueryError* kind,
+                                               double time, QueryError* kind,
                                                std::string* error) const;
 
  private:

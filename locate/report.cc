@@ -75,20 +75,22 @@ std::string FormatTable(const Report& r) {
 std::string FormatJson(const Report& r) {
   nlohmann::json j;
   j["window"] = r.window;
-  j["pairs"] = {{"total", r.pairs}, {"bad", r.bad},
-                {"good", r.good},   {"unknown", r.unknown},
-                {"bad_traced", r.bad_traced}, {"good_traced", r.good_traced}};
+  j["pairs"] = {{"total", r.pairs},
+                {"bad", r.bad},
+                {"good", r.good},
+                {"unknown", r.unknown},
+                {"bad_traced", r.bad_traced},
+                {"good_traced", r.good_traced}};
   j["links"] = nlohmann::json::array();
   int rank = 1;
   for (const RankedLink& l : r.ranked) {
-    j["links"].push_back({{"rank", rank++},
-                          {"votes", l.score.votes},
-                          {"bad_pairs", l.score.bad_pairs},
-                          {"good_pairs", l.score.good_pairs},
-                          {"a", EndJson(l.score.link.a, l.a_name,
-                                        l.a_counters)},
-                          {"b", EndJson(l.score.link.b, l.b_name,
-                                        l.b_counters)}});
+    j["links"].push_back(
+        {{"rank", rank++},
+         {"votes", l.score.votes},
+         {"bad_pairs", l.score.bad_pairs},
+         {"good_pairs", l.score.good_pairs},
+         {"a", EndJson(l.score.link.a, l.a_name, l.a_counters)},
+         {"b", EndJson(l.score.link.b, l.b_name, l.b_counters)}});
   }
   j["cleared_links"] = r.cleared;
   j["unplaced_bad_pairs"] = nlohmann::json::array();
@@ -100,8 +102,7 @@ std::string FormatJson(const Report& r) {
   }
   if (!r.trace_stats.empty()) j["trace_stats"] = r.trace_stats;
   // Labels come from Prometheus: replace invalid UTF-8 rather than throw.
-  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace fabric::locate

@@ -29,10 +29,10 @@ struct Report {
   std::string window;
   int pairs = 0, bad = 0, good = 0, unknown = 0;
   int bad_traced = 0, good_traced = 0;
-  std::vector<RankedLink> ranked;  // the top links, best first
-  int cleared = 0;                 // links the good pairs cleared
+  std::vector<RankedLink> ranked;      // the top links, best first
+  int cleared = 0;                     // links the good pairs cleared
   std::vector<UnplacedPair> unplaced;  // bad pairs with no path
-  std::string trace_stats;  // "discovery_mads N lft_blocks N ..."
+  std::string trace_stats;             // "discovery_mads N lft_blocks N ..."
 };
 
 std::string FormatTable(const Report& report);

@@ -40,16 +40,14 @@ Classification Classify(const PairMeasure& m, const Thresholds& t) {
     const double limit = std::max(t.rtt_excess_floor_seconds,
                                   t.rtt_excess_ratio * *m.baseline_seconds);
     if (excess > limit) {
-      return {Verdict::kBad, Format("rtt +%.0fus > %.0fus", excess * 1e6,
-                                    limit * 1e6)};
+      return {Verdict::kBad,
+              Format("rtt +%.0fus > %.0fus", excess * 1e6, limit * 1e6)};
     }
   }
   return {Verdict::kGood, ""};
 }
 
-Link MakeLink(LinkEnd x, LinkEnd y) {
-  return x <= y ? Link{x, y} : Link{y, x};
-}
+Link MakeLink(LinkEnd x, LinkEnd y) { return x <= y ? Link{x, y} : Link{y, x}; }
 
 Scores ScoreLinks(const std::vector<PathObservation>& paths,
                   const ScoreOptions& options) {

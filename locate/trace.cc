@@ -7,8 +7,8 @@ std::vector<Link> RouteLinks(const mad::Route& route) {
   for (std::size_t i = 1; i < route.hops.size(); ++i) {
     const mad::RouteHop& from = route.hops[i - 1];
     const mad::RouteHop& to = route.hops[i];
-    out.push_back(MakeLink({from.node_guid, to.out_port},
-                           {to.node_guid, to.port}));
+    out.push_back(
+        MakeLink({from.node_guid, to.out_port}, {to.node_guid, to.port}));
   }
   return out;
 }

@@ -399,17 +399,16 @@ void Cluster::ApplyScenarios() {
     if (!e.ActiveAt(now_, &local)) continue;
     const double t = std::chrono::duration<double>(local).count();
     if (e.scenario == Scenario::kDyingCable) {
-      const double ber =
-          std::min(kDyingBerMax, kHealthyPreFecBer *
-                                     std::pow(10.0, t / kDyingBerDecadeSeconds));
+      const double ber = std::min(
+          kDyingBerMax,
+          kHealthyPreFecBer * std::pow(10.0, t / kDyingBerDecadeSeconds));
       const double temp =
           std::min(kDyingTempMaxCelsius,
                    kModuleTemperatureCelsius + kDyingTempPerSecond * t);
-      const bool down =
-          t >= kDyingDownStartSeconds ||
-          (t >= kDyingFlapStartSeconds &&
-           std::fmod(t - kDyingFlapStartSeconds, kFlapCycleSeconds) <
-               kFlapDownSeconds);
+      const bool down = t >= kDyingDownStartSeconds ||
+                        (t >= kDyingFlapStartSeconds &&
+                         std::fmod(t - kDyingFlapStartSeconds,
+                                   kFlapCycleSeconds) < kFlapDownSeconds);
       for (Port* end : DyingCablePorts(e)) {
         for (Port* p : {end, &ports_[end->peer]}) {
           p->pre_fec_ber = ber;

@@ -32,8 +32,8 @@ void Put4(Half& h, int address, std::uint16_t ha, std::uint16_t la,
 }
 // Temperature in 1/256 °C, two's complement.
 std::uint16_t Celsius(double c) {
-  return static_cast<std::uint16_t>(
-      static_cast<std::int16_t>(std::lround(std::clamp(c, -127.0, 127.0) * 256)));
+  return static_cast<std::uint16_t>(static_cast<std::int16_t>(
+      std::lround(std::clamp(c, -127.0, 127.0) * 256)));
 }
 
 std::string Hex(const Half& h) {
@@ -91,8 +91,8 @@ std::optional<std::string> SimModuleEepromText(const Cluster& c, int host,
   Put4(p03, 184, 6000, 1000, 5500, 1500);      // Tx bias, 2 µA
   Put4(p03, 192, 31623, 1000, 15849, 2512);    // Tx power, 0.1 µW
   return "# fabricmon-sim module EEPROM of " + c.hosts()[host].name + " " +
-         netdev + " (SFF-8636)\nlower " + Hex(lower) + "\npage 00 " +
-         Hex(p00) + "\npage 03 " + Hex(p03) + "\n";
+         netdev + " (SFF-8636)\nlower " + Hex(lower) + "\npage 00 " + Hex(p00) +
+         "\npage 03 " + Hex(p03) + "\n";
 }
 
 }  // namespace fabric::sim

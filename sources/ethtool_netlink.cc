@@ -236,8 +236,7 @@ std::vector<std::uint8_t> EncodeModuleEepromGet(std::uint16_t family,
   return r.Finish();
 }
 
-EepromBytesResult DecodeModuleEepromReply(
-    std::span<const std::uint8_t> bytes) {
+EepromBytesResult DecodeModuleEepromReply(std::span<const std::uint8_t> bytes) {
   std::vector<Attr> attrs;
   std::uint8_t cmd = 0;
   if (auto e = Split(bytes, attrs, &cmd)) return e;

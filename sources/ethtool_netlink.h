@@ -45,9 +45,9 @@ struct EthtoolFec {
   // "mode<bit>" for a link mode bit this build does not know; nullopt when
   // the reply had none (link down, or the driver does not say).
   std::optional<std::string> active_mode;
-  std::optional<FecCounter> corrected_blocks;      // ETHTOOL_A_FEC_STAT_CORRECTED
+  std::optional<FecCounter> corrected_blocks;  // ETHTOOL_A_FEC_STAT_CORRECTED
   std::optional<FecCounter> uncorrectable_blocks;  // ETHTOOL_A_FEC_STAT_UNCORR
-  std::optional<FecCounter> corrected_bits;        // ETHTOOL_A_FEC_STAT_CORR_BITS
+  std::optional<FecCounter> corrected_bits;  // ETHTOOL_A_FEC_STAT_CORR_BITS
 };
 
 using EthtoolFecResult = Result<EthtoolFec>;
@@ -68,7 +68,8 @@ using EepromBytesResult = Result<std::vector<std::uint8_t>>;
 std::vector<std::uint8_t> EncodeGenlFamilyGet(std::string_view name,
                                               std::uint32_t seq);
 // The family ID from the reply.
-Result<std::uint16_t> DecodeGenlFamilyReply(std::span<const std::uint8_t> bytes);
+Result<std::uint16_t> DecodeGenlFamilyReply(
+    std::span<const std::uint8_t> bytes);
 
 std::vector<std::uint8_t> EncodeFecGet(std::uint16_t family,
                                        std::string_view ifname,

@@ -53,7 +53,7 @@ class RealModuleEepromSource final : public ModuleEepromSource {
     return Ioctl(netdev, request);
   }
 
- std::string HwAddress(const std::string& netdev) override {
+  std::string HwAddress(const std::string& netdev) override {
     if (fd_ < 0 || netdev.empty() || netdev.size() >= IFNAMSIZ) return "";
     struct ifreq ifr;
     std::memset(&ifr, 0, sizeof(ifr));
@@ -65,8 +65,8 @@ class RealModuleEepromSource final : public ModuleEepromSource {
     const auto* a =
         reinterpret_cast<const unsigned char*>(ifr.ifr_hwaddr.sa_data);
     char buf[18];
-    std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", a[0],
-                  a[1], a[2], a[3], a[4], a[5]);
+    std::snprintf(buf, sizeof(buf), "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1],
+                  a[2], a[3], a[4], a[5]);
     return buf;
   }
 
@@ -93,9 +93,9 @@ class RealModuleEepromSource final : public ModuleEepromSource {
     info.cmd = ETHTOOL_GMODULEINFO;
     if (int e = Call(netdev, &info)) return ErrnoError(e);
     // Page 0 is bytes 0-255; page p's upper half follows at p * 128.
-    const std::uint32_t flat =
-        request.offset < 128 ? request.offset
-                             : request.page * 128u + request.offset;
+    const std::uint32_t flat = request.offset < 128
+                                   ? request.offset
+                                   : request.page * 128u + request.offset;
     if (request.offset < 128 && request.page != 0) return ErrnoError(EINVAL);
     if (flat + request.length > info.eeprom_len) return ErrnoError(ENODATA);
     std::vector<std::uint8_t> buf(sizeof(ethtool_eeprom) + request.length);
@@ -105,8 +105,9 @@ class RealModuleEepromSource final : public ModuleEepromSource {
     ee->len = request.length;
     if (int e = Call(netdev, buf.data())) return ErrnoError(e);
     const std::size_t got = std::min<std::size_t>(ee->len, request.length);
-    return std::vector<std::uint8_t>(buf.begin() + sizeof(ethtool_eeprom),
-                                     buf.begin() + sizeof(ethtool_eeprom) + got);
+    return std::vector<std::uint8_t>(
+        buf.begin() + sizeof(ethtool_eeprom),
+        buf.begin() + sizeof(ethtool_eeprom) + got);
   }
 
   EthtoolNetlink nl_;

@@ -7,17 +7,15 @@ namespace {
 
 using Page = std::span<const std::uint8_t>;
 
-constexpr double kPowerLsbWatts = 1e-7;    // 0.1 µW
-constexpr double kBiasLsbAmperes = 2e-6;   // 2 µA
-constexpr double kVccLsbVolts = 1e-4;      // 100 µV
+constexpr double kPowerLsbWatts = 1e-7;   // 0.1 µW
+constexpr double kBiasLsbAmperes = 2e-6;  // 2 µA
+constexpr double kVccLsbVolts = 1e-4;     // 100 µV
 constexpr double kTempLsbCelsius = 1.0 / 256;
 
 bool IsSff8636(std::uint8_t id) {
   return id == 0x0c || id == 0x0d || id == 0x11;
 }
-bool IsCmis(std::uint8_t id) {
-  return id == 0x18 || id == 0x19 || id == 0x1e;
-}
+bool IsCmis(std::uint8_t id) { return id == 0x18 || id == 0x19 || id == 0x1e; }
 
 // SFF-8024 Table 4-1 names of the identifiers we parse.
 std::string TypeName(std::uint8_t id) {
@@ -166,8 +164,8 @@ void ParseSff8636(Page lower, const ModulePages& pages, ModuleReading& r) {
   }
   for (int k = 0; k < 4; ++k) {
     if (temp_mon) {
-      r.flags.push_back({"temperature", kLevels[k], -1,
-                         (lower[6] >> (7 - k) & 1) != 0});
+      r.flags.push_back(
+          {"temperature", kLevels[k], -1, (lower[6] >> (7 - k) & 1) != 0});
     }
     if (vcc_mon) {
       r.flags.push_back(
@@ -182,16 +180,16 @@ void ParseSff8636(Page lower, const ModulePages& pages, ModuleReading& r) {
     int byte;
     bool present;
   };
-  for (const Group& g : {Group{"rx_power", 9, !copper},
-                         Group{"tx_bias", 11, !copper},
-                         Group{"tx_power", 13, !copper && tx_power_mon}}) {
+  for (const Group& g :
+       {Group{"rx_power", 9, !copper}, Group{"tx_bias", 11, !copper},
+        Group{"tx_power", 13, !copper && tx_power_mon}}) {
     if (!g.present) continue;
     for (int ch = 0; ch < 4; ++ch) {
       const std::uint8_t b = lower[g.byte + ch / 2];
       const int top = ch % 2 == 0 ? 7 : 3;
       for (int k = 0; k < 4; ++k) {
-        r.flags.push_back({g.quantity, kLevels[k], ch,
-                           (b >> (top - k) & 1) != 0});
+        r.flags.push_back(
+            {g.quantity, kLevels[k], ch, (b >> (top - k) & 1) != 0});
       }
     }
   }
@@ -215,8 +213,8 @@ void ParseSff8636(Page lower, const ModulePages& pages, ModuleReading& r) {
 
 void ParseCmis(Page lower, const ModulePages& pages, ModuleReading& r) {
   r.spec = ModuleSpec::kCmis;
-  r.revision = std::to_string(lower[1] >> 4) + "." +
-               std::to_string(lower[1] & 0x0f);
+  r.revision =
+      std::to_string(lower[1] >> 4) + "." + std::to_string(lower[1] & 0x0f);
   r.media = CmisMedia(lower[85]);
   // The first application's media lane count (descriptor bytes 86-89,
   // byte 88 bits 3-0); 8 (one bank) when it says nothing usable.
@@ -232,7 +230,8 @@ void ParseCmis(Page lower, const ModulePages& pages, ModuleReading& r) {
     // for a separable module.
     const std::uint8_t len = (*p00)[202 - 128];
     static const double kMultiplier[4] = {0.1, 1, 10, 100};
-    if (len & 0x3f) r.cable_length_meters = (len & 0x3f) * kMultiplier[len >> 6];
+    if (len & 0x3f)
+      r.cable_length_meters = (len & 0x3f) * kMultiplier[len >> 6];
   }
   if (flat) return;  // no monitors, thresholds or lane pages
   // Page 01h byte 159: bit 0 temperature, bit 1 Vcc monitor; byte 160:
@@ -246,34 +245,44 @@ void ParseCmis(Page lower, const ModulePages& pages, ModuleReading& r) {
   const bool bias_mon = lane_mon & 0x01, tx_mon = lane_mon & 0x02,
              rx_mon = lane_mon & 0x04;
   const int bias_shift = (lane_mon >> 3) & 0x03;
-  const double bias_lsb = kBiasLsbAmperes * (bias_shift < 3 ? 1 << bias_shift : 1);
+  const double bias_lsb =
+      kBiasLsbAmperes * (bias_shift < 3 ? 1 << bias_shift : 1);
   if (temp_mon) r.temperature_celsius = S16(lower, 14) * kTempLsbCelsius;
   if (vcc_mon) r.supply_voltage_volts = U16(lower, 16) * kVccLsbVolts;
   // Lower byte 9: temperature HA, LA, HW, LW in bits 0-3; Vcc in 4-7.
   for (int k = 0; k < 4; ++k) {
     if (temp_mon) {
-      r.flags.push_back({"temperature", kLevels[k], -1, (lower[9] >> k & 1) != 0});
+      r.flags.push_back(
+          {"temperature", kLevels[k], -1, (lower[9] >> k & 1) != 0});
     }
     if (vcc_mon) {
-      r.flags.push_back({"voltage", kLevels[k], -1, (lower[9] >> (4 + k) & 1) != 0});
+      r.flags.push_back(
+          {"voltage", kLevels[k], -1, (lower[9] >> (4 + k) & 1) != 0});
     }
   }
   if (auto p02 = Upper(pages, 2, &r.bad_pages)) {
     if (temp_mon) {
       r.temperature_thresholds = ThresholdsAt(*p02, 128, kTempLsbCelsius, true);
     }
-    if (vcc_mon) r.voltage_thresholds = ThresholdsAt(*p02, 136, kVccLsbVolts, false);
-    if (tx_mon) r.tx_power_thresholds = ThresholdsAt(*p02, 176, kPowerLsbWatts, false);
-    if (bias_mon) r.tx_bias_thresholds = ThresholdsAt(*p02, 184, bias_lsb, false);
-    if (rx_mon) r.rx_power_thresholds = ThresholdsAt(*p02, 192, kPowerLsbWatts, false);
+    if (vcc_mon)
+      r.voltage_thresholds = ThresholdsAt(*p02, 136, kVccLsbVolts, false);
+    if (tx_mon)
+      r.tx_power_thresholds = ThresholdsAt(*p02, 176, kPowerLsbWatts, false);
+    if (bias_mon)
+      r.tx_bias_thresholds = ThresholdsAt(*p02, 184, bias_lsb, false);
+    if (rx_mon)
+      r.rx_power_thresholds = ThresholdsAt(*p02, 192, kPowerLsbWatts, false);
   }
   auto p11 = Upper(pages, 0x11, &r.bad_pages);
   if (!p11) return;
   const Page& l = *p11;
   for (int lane = 0; lane < r.lanes; ++lane) {
-    if (tx_mon) r.tx_power_watts.push_back(U16(l, 154 - 128 + 2 * lane) * kPowerLsbWatts);
-    if (bias_mon) r.tx_bias_amperes.push_back(U16(l, 170 - 128 + 2 * lane) * bias_lsb);
-    if (rx_mon) r.rx_power_watts.push_back(U16(l, 186 - 128 + 2 * lane) * kPowerLsbWatts);
+    if (tx_mon)
+      r.tx_power_watts.push_back(U16(l, 154 - 128 + 2 * lane) * kPowerLsbWatts);
+    if (bias_mon)
+      r.tx_bias_amperes.push_back(U16(l, 170 - 128 + 2 * lane) * bias_lsb);
+    if (rx_mon)
+      r.rx_power_watts.push_back(U16(l, 186 - 128 + 2 * lane) * kPowerLsbWatts);
   }
   // Page 11h lane flags, one bit per lane (lane 1 = bit 0): 135 Tx fault,
   // 136 Tx LOS, 139-142 Tx power HA/LA/HW/LW, 143-146 Tx bias, 147 Rx LOS,
@@ -286,9 +295,12 @@ void ParseCmis(Page lower, const ModulePages& pages, ModuleReading& r) {
     r.flags.push_back({"tx_los", "fault", lane, bit(136, lane)});
     r.flags.push_back({"rx_los", "fault", lane, bit(147, lane)});
     for (int k = 0; k < 4; ++k) {
-      if (tx_mon) r.flags.push_back({"tx_power", kLevels[k], lane, bit(139 + k, lane)});
-      if (bias_mon) r.flags.push_back({"tx_bias", kLevels[k], lane, bit(143 + k, lane)});
-      if (rx_mon) r.flags.push_back({"rx_power", kLevels[k], lane, bit(149 + k, lane)});
+      if (tx_mon)
+        r.flags.push_back({"tx_power", kLevels[k], lane, bit(139 + k, lane)});
+      if (bias_mon)
+        r.flags.push_back({"tx_bias", kLevels[k], lane, bit(143 + k, lane)});
+      if (rx_mon)
+        r.flags.push_back({"rx_power", kLevels[k], lane, bit(149 + k, lane)});
     }
   }
 }

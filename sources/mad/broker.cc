@@ -148,7 +148,8 @@ class Session {
     LocalPort local;
     if (!PickLocalPort(deps_.list_ports(&error), r.ca, r.port, &local)) {
       reply.error = "no IB port " + (r.ca.empty() ? "(any)" : r.ca) + " " +
-                    std::to_string(r.port) + (error.empty() ? "" : ": " + error);
+                    std::to_string(r.port) +
+                    (error.empty() ? "" : ": " + error);
     } else if (!(wire_ = deps_.open(local.ca, local.port, &reply.error))) {
       if (reply.error.empty()) reply.error = "cannot open " + local.ca;
     } else {
@@ -184,7 +185,8 @@ class Session {
         call.mgmt_class == kMadClassSmiDirected ? kPermissiveLid : call.dlid;
     const auto timeout = std::chrono::milliseconds(call.timeout_ms);
     if (!wire_->Post(dlid, BuildMad(call), timeout)) {
-      Queue(MakeReply(Kind::kMad, call.tid, Status::kFailed, "umad send failed"));
+      Queue(
+          MakeReply(Kind::kMad, call.tid, Status::kFailed, "umad send failed"));
       return;
     }
     ++per_dest_[key];
@@ -195,7 +197,8 @@ class Session {
 
   void Answer(const MadTransport::Answer& a) REQUIRES(mutex_) {
     auto it = in_flight_.find(a.tid);
-    spdlog::debug("answer tid {:#x}{}{}", a.tid, a.timed_out ? " (timed out)" : "",
+    spdlog::debug("answer tid {:#x}{}{}", a.tid,
+                  a.timed_out ? " (timed out)" : "",
                   it == in_flight_.end() ? " (not in flight)" : "");
     if (it == in_flight_.end()) return;  // not ours, or already expired
     Release(it);
@@ -247,7 +250,9 @@ class Session {
   // Replies made under the lock are sent after it is released: a send may
   // wait for the client to read, and the client may be waiting for this
   // thread's twin to read its requests.
-  void Queue(Reply reply) REQUIRES(mutex_) { outbox_.push_back(std::move(reply)); }
+  void Queue(Reply reply) REQUIRES(mutex_) {
+    outbox_.push_back(std::move(reply));
+  }
   void Flush() EXCLUDES(mutex_) {
     std::vector<Reply> out;
     {

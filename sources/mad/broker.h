@@ -41,7 +41,7 @@ struct Limits {
 struct Deps {
   std::function<std::vector<LocalPort>(std::string* error)> list_ports;
   std::function<std::unique_ptr<MadTransport>(const std::string& ca, int port,
-                                               std::string* error)>
+                                              std::string* error)>
       open;
 };
 

@@ -74,12 +74,13 @@ int Spawn(const std::string& program, pid_t* child, std::string* error) {
   }
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::string fd_arg = "3";
-  char* argv[] = {const_cast<char*>(program.c_str()),
-                  const_cast<char*>("--fd"), fd_arg.data(), nullptr};
-  const int rc = ::posix_spawn(child, program.c_str(), &actions, &attr, argv,
-                               environ);
+  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>("--fd"),
+                  fd_arg.data(), nullptr};
+  const int rc =
+      ::posix_spawn(child, program.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pair[1]);

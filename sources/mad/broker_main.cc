@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <string>
 
@@ -31,7 +30,8 @@ bool SystemdPassedOneFd() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fabricmon-mad-broker: sends the daemon's Get MADs, nothing else"};
+  CLI::App app{
+      "fabricmon-mad-broker: sends the daemon's Get MADs, nothing else"};
   int fd = -1;
   broker::Limits limits;
   std::string level = "info";

@@ -48,7 +48,8 @@ class Writer {
 
  private:
   void Le(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    for (int i = 0; i < n; ++i)
+      out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
   std::vector<std::uint8_t> out_;
 };
@@ -69,7 +70,8 @@ class Reader {
     return s;
   }
   std::span<const std::uint8_t> Bytes(std::size_t n) {
-    if (!ok_ || b_.size() - at_ < n) return Bad(), std::span<const std::uint8_t>();
+    if (!ok_ || b_.size() - at_ < n)
+      return Bad(), std::span<const std::uint8_t>();
     auto s = b_.subspan(at_, n);
     at_ += n;
     return s;
@@ -98,23 +100,36 @@ const AllowedAttribute* Find(bool perf, std::uint16_t attribute) {
   return nullptr;
 }
 
-std::uint8_t* Raw(const Mad& mad) { return const_cast<std::uint8_t*>(mad.data()); }
+std::uint8_t* Raw(const Mad& mad) {
+  return const_cast<std::uint8_t*>(mad.data());
+}
 
 }  // namespace
 
 std::string_view RefusalName(Refusal r) {
   switch (r) {
-    case Refusal::kNone: return "none";
-    case Refusal::kMalformed: return "malformed";
-    case Refusal::kMethod: return "method";
-    case Refusal::kClass: return "class";
-    case Refusal::kAttribute: return "attribute";
-    case Refusal::kModifier: return "modifier";
-    case Refusal::kDestination: return "destination";
-    case Refusal::kTimeout: return "timeout";
-    case Refusal::kState: return "state";
-    case Refusal::kInFlight: return "in_flight";
-    case Refusal::kCount: break;
+    case Refusal::kNone:
+      return "none";
+    case Refusal::kMalformed:
+      return "malformed";
+    case Refusal::kMethod:
+      return "method";
+    case Refusal::kClass:
+      return "class";
+    case Refusal::kAttribute:
+      return "attribute";
+    case Refusal::kModifier:
+      return "modifier";
+    case Refusal::kDestination:
+      return "destination";
+    case Refusal::kTimeout:
+      return "timeout";
+    case Refusal::kState:
+      return "state";
+    case Refusal::kInFlight:
+      return "in_flight";
+    case Refusal::kCount:
+      break;
   }
   return "unknown";
 }
@@ -290,7 +305,8 @@ std::optional<Reply> DecodeReply(std::span<const std::uint8_t> bytes) {
     }
     case Kind::kStats: {
       const std::size_t n = in.U8();
-      for (std::size_t i = 0; in.ok() && i < n; ++i) r.refused.push_back(in.U64());
+      for (std::size_t i = 0; in.ok() && i < n; ++i)
+        r.refused.push_back(in.U64());
       break;
     }
     default:
@@ -346,9 +362,11 @@ MadCall CallFromMad(std::uint16_t dlid, const Mad& mad,
   std::uint8_t* b = Raw(mad);
   MadCall c;
   c.tid = static_cast<std::uint32_t>(mad_get_field64(b, 0, IB_MAD_TRID_F));
-  c.mgmt_class = static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_MGMTCLASS_F));
+  c.mgmt_class =
+      static_cast<std::uint8_t>(mad_get_field(b, 0, IB_MAD_MGMTCLASS_F));
   c.method = mad[3];  // the whole byte: a response bit set is not a Get
-  c.attribute = static_cast<std::uint16_t>(mad_get_field(b, 0, IB_MAD_ATTRID_F));
+  c.attribute =
+      static_cast<std::uint16_t>(mad_get_field(b, 0, IB_MAD_ATTRID_F));
   c.modifier = mad_get_field(b, 0, IB_MAD_ATTRMOD_F);
   c.timeout_ms = static_cast<std::uint32_t>(
       std::clamp<std::int64_t>(timeout.count(), 0, 0xffffffff));

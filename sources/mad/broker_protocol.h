@@ -110,9 +110,9 @@ struct Reply {
   Status status = Status::kOk;
   Refusal refusal = Refusal::kNone;
   std::uint32_t tid = 0;
-  Mad mad{};                       // kMad, kOk
-  std::string error;               // kOpen / kMad, kFailed
-  std::vector<LocalPort> ports;    // kPorts
+  Mad mad{};                           // kMad, kOk
+  std::string error;                   // kOpen / kMad, kFailed
+  std::vector<LocalPort> ports;        // kPorts
   std::vector<std::uint64_t> refused;  // kStats: by Refusal, kCount of them
 };
 
@@ -122,8 +122,8 @@ inline Request MakeRequest(Kind kind, std::uint32_t tid) {
   r.tid = tid;
   return r;
 }
-inline Reply MakeReply(Kind kind, std::uint32_t tid, Status status = Status::kOk,
-                       std::string error = "") {
+inline Reply MakeReply(Kind kind, std::uint32_t tid,
+                       Status status = Status::kOk, std::string error = "") {
   Reply r;
   r.kind = kind;
   r.tid = tid;

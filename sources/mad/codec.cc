@@ -174,7 +174,9 @@ std::optional<PortInfo> DecodePortInfo(Bytes mad, std::string* error) {
   p.phys_state = static_cast<int>(mad_get_field(d, 0, IB_PORT_PHYS_STATE_F));
   p.local_port = static_cast<int>(mad_get_field(d, 0, IB_PORT_LOCAL_PORT_F));
   p.lmc = static_cast<int>(mad_get_field(d, 0, IB_PORT_LMC_F));
-  auto get = [&](MAD_FIELDS f) { return static_cast<int>(mad_get_field(d, 0, f)); };
+  auto get = [&](MAD_FIELDS f) {
+    return static_cast<int>(mad_get_field(d, 0, f));
+  };
   p.link_width_supported = get(IB_PORT_LINK_WIDTH_SUPPORTED_F);
   p.link_width_enabled = get(IB_PORT_LINK_WIDTH_ENABLED_F);
   p.link_width_active = get(IB_PORT_LINK_WIDTH_ACTIVE_F);
@@ -364,7 +366,6 @@ std::string GuidString(std::uint64_t guid) {
   return text;
 }
 
-
 // --- PortExtendedSpeedsCounters -------------------------------------------
 
 Mad PmaClassPortInfoGet() {
@@ -379,8 +380,8 @@ Mad PescGet(std::uint8_t port) {
                 nullptr, data, IB_PC_DATA_OFFS, IB_PC_DATA_SZ);
 }
 
-std::optional<std::uint16_t> DecodePortInfoCapabilityMask2(
-    Bytes mad, std::string* error) {
+std::optional<std::uint16_t> DecodePortInfoCapabilityMask2(Bytes mad,
+                                                           std::string* error) {
   if (!Check(mad, true, kAttrPortInfo, error)) return std::nullopt;
   return static_cast<std::uint16_t>(
       mad_get_field(Raw(mad) + IB_SMP_DATA_OFFS, 0, IB_PORT_CAPMASK2_F));

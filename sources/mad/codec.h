@@ -158,7 +158,6 @@ std::optional<PortCountersExtended> DecodePortCountersExtended(
 // "0x" + 16 lowercase hex digits, as node_guid is exported.
 std::string GuidString(std::uint64_t guid);
 
-
 // --- PortExtendedSpeedsCounters (PMA attribute 0x1F), and what says whether
 // a port has it and in which layout (issue 28). The sweep does not send these
 // yet; the decoders stand alone so they can be tested against libibmad.
@@ -244,8 +243,8 @@ struct PortExtendedSpeedsCounters {
   std::uint32_t unknown_blocks = 0;      // 16-bit
   // kErrorDetection only. All 12 lanes as the MAD carries them; lanes
   // beyond the link's active width read 0.
-  std::array<std::uint32_t, kPescLanes> error_detection{};          // 16-bit
-  std::array<std::uint32_t, kPescLanes> fec_correctable_blocks{};   // 32-bit
+  std::array<std::uint32_t, kPescLanes> error_detection{};           // 16-bit
+  std::array<std::uint32_t, kPescLanes> fec_correctable_blocks{};    // 32-bit
   std::array<std::uint32_t, kPescLanes> fec_uncorrectable_blocks{};  // 32
   // kRsFec only.
   std::array<std::uint32_t, kPescLanes> fec_corrected_symbols{};  // 32-bit

@@ -9,11 +9,11 @@
 #include <iostream>
 #include <sstream>
 
+#include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
 #include "sources/mad/routes.h"
 #include "sources/mad/sweep.h"
-#include "sources/mad/broker_client.h"
 #include "sources/mad/umad_transport.h"
 
 using namespace fabric;
@@ -46,13 +46,13 @@ bool ReadPairs(const std::string& path, std::vector<RoutePair>* pairs,
     long src = 0, dst = 0;
     std::string rest;
     if (!(f >> src)) continue;  // blank
-    if (!(f >> dst) || (f >> rest) || src <= 0 || src >= 0xc000 ||
-        dst <= 0 || dst >= 0xc000) {
+    if (!(f >> dst) || (f >> rest) || src <= 0 || src >= 0xc000 || dst <= 0 ||
+        dst >= 0xc000) {
       *error = path + ":" + std::to_string(n) + ": want two unicast LIDs";
       return false;
     }
-    pairs->push_back({static_cast<std::uint16_t>(src),
-                      static_cast<std::uint16_t>(dst)});
+    pairs->push_back(
+        {static_cast<std::uint16_t>(src), static_cast<std::uint16_t>(dst)});
   }
   return true;
 }
@@ -61,12 +61,13 @@ bool ReadPairs(const std::string& path, std::vector<RoutePair>* pairs,
 // prints exactly what ibtracert would, several get a "route SRC DST"
 // header each. Exit 1 when any route could not be traced.
 int TraceRoutes(MadTransport& transport, const MadOptions& options,
-          const std::vector<RoutePair>& pairs, bool lid_routed) {
+                const std::vector<RoutePair>& pairs, bool lid_routed) {
   const Topology topo = Discover(transport, options);
-  for (const auto& e : topo.errors) std::fprintf(stderr, "error %s\n", e.c_str());
-  RouteTracer tracer(transport, options,
-                     lid_routed ? LftAccess::kLidRouted
-                                : LftAccess::kDirectedRoute);
+  for (const auto& e : topo.errors)
+    std::fprintf(stderr, "error %s\n", e.c_str());
+  RouteTracer tracer(
+      transport, options,
+      lid_routed ? LftAccess::kLidRouted : LftAccess::kDirectedRoute);
   tracer.SetTopology(&topo);
   const std::vector<TraceResult> results = tracer.TraceAll(pairs);
   int status = 0;
@@ -92,9 +93,8 @@ int TraceRoutes(MadTransport& transport, const MadOptions& options,
                "stats route pairs %zu discovery_mads %llu switch_info %llu "
                "lft_blocks %llu failed %llu timeouts %llu\n",
                pairs.size(),
-               static_cast<unsigned long long>(topo.stats.ok +
-                                               topo.stats.timeouts +
-                                               topo.stats.errors),
+               static_cast<unsigned long long>(
+                   topo.stats.ok + topo.stats.timeouts + topo.stats.errors),
                static_cast<unsigned long long>(s.switch_info_reads),
                static_cast<unsigned long long>(s.lft_block_reads),
                static_cast<unsigned long long>(s.failed_reads),

@@ -75,8 +75,7 @@ RouteTracer::RouteTracer(MadTransport& transport, MadOptions options,
 void RouteTracer::SetTopology(const Topology* topology) {
   topology_ = topology;
   lids_.clear();
-  const std::uint64_t generation =
-      topology ? TopologyGeneration(*topology) : 0;
+  const std::uint64_t generation = topology ? TopologyGeneration(*topology) : 0;
   if (generation != generation_) tables_.clear();
   generation_ = generation;
   if (!topology) return;
@@ -199,17 +198,18 @@ RouteTracer::Need RouteTracer::Advance(Walk& walk, std::uint64_t* switch_guid,
                          n.description.c_str(), out));
     }
     if (p->second.state != 0 && p->second.state != 4) {
-      return fail(Printf("Bad out port state found: node \"%s\" outport %d "
-                         "state %d",
-                         n.description.c_str(), out, p->second.state));
+      return fail(
+          Printf("Bad out port state found: node \"%s\" outport %d "
+                 "state %d",
+                 n.description.c_str(), out, p->second.state));
     }
     auto next = topology_->by_guid.find(p->second.remote_guid);
     if (next == topology_->by_guid.end() ||
         next->second >= topology_->nodes.size()) {
-      return fail(Printf("node \"%s\" port %d leads to unknown node 0x%016llx",
-                         n.description.c_str(), out,
-                         static_cast<unsigned long long>(
-                             p->second.remote_guid)));
+      return fail(
+          Printf("node \"%s\" port %d leads to unknown node 0x%016llx",
+                 n.description.c_str(), out,
+                 static_cast<unsigned long long>(p->second.remote_guid)));
     }
     walk.node = next->second;
     walk.port = p->second.remote_port;
@@ -265,8 +265,8 @@ void RouteTracer::Fetch(
           }
         } else if (auto b = DecodeLftBlock(*r, &error)) {
           if (b->block != a.block) {
-            error = Printf("LFT answer for block %u, asked %u", b->block,
-                           a.block);
+            error =
+                Printf("LFT answer for block %u, asked %u", b->block, a.block);
           } else {
             tables_[a.guid].blocks[a.block] = *b;
           }
@@ -357,19 +357,18 @@ std::string FormatIbtracert(const Route& route) {
                   static_cast<unsigned>(h.lid + (1u << h.lmc) - 1));
   };
   auto end = [&](const char* prompt, const RouteHop& h) {
-    return Printf("%s %s {0x%016llx} portnum %d %s \"%s\"\n", prompt,
-                  TypeName(h.type),
-                  static_cast<unsigned long long>(h.node_guid),
-                  h.type == 2 ? 0 : h.port, lids(h).c_str(),
-                  h.description.c_str());
+    return Printf(
+        "%s %s {0x%016llx} portnum %d %s \"%s\"\n", prompt, TypeName(h.type),
+        static_cast<unsigned long long>(h.node_guid), h.type == 2 ? 0 : h.port,
+        lids(h).c_str(), h.description.c_str());
   };
   std::string out = end("From", route.hops.front());
   for (std::size_t i = 1; i < route.hops.size(); ++i) {
     const RouteHop& h = route.hops[i];
-    out += Printf("[%d] -> %s port {0x%016llx}[%d] %s \"%s\"\n", h.out_port,
-                  TypeName(h.type),
-                  static_cast<unsigned long long>(h.port_guid), h.port,
-                  lids(h).c_str(), h.description.c_str());
+    out +=
+        Printf("[%d] -> %s port {0x%016llx}[%d] %s \"%s\"\n", h.out_port,
+               TypeName(h.type), static_cast<unsigned long long>(h.port_guid),
+               h.port, lids(h).c_str(), h.description.c_str());
   }
   return out + end("To", route.hops.back());
 }

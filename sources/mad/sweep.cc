@@ -87,11 +87,11 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
                        .cookie = cookie(index, port, ask)});
   };
   auto pie_get = [&](std::uint64_t index, int port) {
-    pending.push_back({.dlid = 0,
-                       .mad = DrSmpGet(kAttrPortInfoExtended,
-                                       static_cast<std::uint32_t>(port),
-                                       nodes[index]->path),
-                       .cookie = cookie(index, port, Ask::kPortInfoExtended)});
+    pending.push_back(
+        {.dlid = 0,
+         .mad = DrSmpGet(kAttrPortInfoExtended,
+                         static_cast<std::uint32_t>(port), nodes[index]->path),
+         .cookie = cookie(index, port, Ask::kPortInfoExtended)});
   };
   for (const FabricNode& n : topology.nodes) {
     if (n.type != 2 || !shard.Contains(n.guid)) continue;
@@ -149,8 +149,7 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
       pie_get(index, port);  // its answer sends the PESC
       return true;
     }
-    st.layouts[port] =
-        ChoosePescLayout(cap, *st.class_port_info, std::nullopt);
+    st.layouts[port] = ChoosePescLayout(cap, *st.class_port_info, std::nullopt);
     pesc_get(index, port, ask);
     return true;
   };
@@ -235,9 +234,8 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             PescSwitchState& st = (*pesc)[s.guid];
             std::string ignored;  // unsupported: the original layout
             const auto ext = DecodePortInfoExtended(*r, &ignored);
-            st.layouts[port] =
-                ChoosePescLayout(CapabilityOf(*nodes[index], port),
-                                 *st.class_port_info, ext);
+            st.layouts[port] = ChoosePescLayout(
+                CapabilityOf(*nodes[index], port), *st.class_port_info, ext);
             pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
             break;
           }

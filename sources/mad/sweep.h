@@ -77,7 +77,7 @@ using PescCache = std::map<std::uint64_t, PescSwitchState>;  // switch GUID
 
 struct SweepResult {
   std::vector<SwitchSample> switches;
-  int unreachable = 0;              // switches that answered nothing
+  int unreachable = 0;       // switches that answered nothing
   int pesc_unsupported = 0;  // switches whose PMA has no PESC (this sweep)
   // PESC probe tries that got no answer (a PMA without 0x1F), taken out of
   // stats.timeouts / stats.retries.

@@ -322,14 +322,18 @@ class Stack {
           << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\"]\n"
           << "  bench_agent:\n    enabled: " << (h == 0 ? "true" : "false")
           << "\n    listen_address: \"127.0.0.1:" << probe_base + 2
-          << "\"\n    key_file: " << key.string() << "\n"
+          << "\"\n    key_file: " << key.string()
+          << "\n"
           // The simulator's transceiver images (module EEPROM).
           << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
           << (root / "eeprom").string() << "\n";
-      std::vector<std::string> argv = {
-          testing::Binary("fabricmon"), "--config",           config.string(),
-          "--sysfs.root",               root.string(),        "--web.listen-address",
-          "127.0.0.1:0"};
+      std::vector<std::string> argv = {testing::Binary("fabricmon"),
+                                       "--config",
+                                       config.string(),
+                                       "--sysfs.root",
+                                       root.string(),
+                                       "--web.listen-address",
+                                       "127.0.0.1:0"};
       if (sim_mad) {
         if (!WaitFor([&] { return fs::exists(mad_socket); }, seconds(10))) {
           error_ = "simulator did not create " + mad_socket.string();
@@ -666,7 +670,8 @@ void ExpectDataInSomeScenario(
         ScenarioRun{"device-removed",
                     {"--burst-length", "8s", "--burst-period", "16s"}},
         ScenarioRun{"symbol-errors", {}, /*with_ib=*/false, /*sim_mad=*/true},
-        ScenarioRun{"link-degraded", {}, /*with_ib=*/false, /*sim_mad=*/true}}) {
+        ScenarioRun{
+            "link-degraded", {}, /*with_ib=*/false, /*sim_mad=*/true}}) {
     if (std::all_of(found.begin(), found.end(), [](bool f) { return f; })) {
       break;
     }
@@ -885,9 +890,9 @@ TEST(AlertsE2eTest, DyingCableAlertsInOrderOnlyOnItsLinks) {
     return true;  // not about one port
   };
   const std::set<std::string> kWatched = {
-      "FabricPortHighBer",        "FabricPortFecUncorrectable",
-      "FabricPortFlapping",       "FabricPortLinkDowngraded",
-      "FabricTransceiverAlarm",   "FabricSwitchUnresponsive",
+      "FabricPortHighBer",      "FabricPortFecUncorrectable",
+      "FabricPortFlapping",     "FabricPortLinkDowngraded",
+      "FabricTransceiverAlarm", "FabricSwitchUnresponsive",
       "FabricPortDown"};
   // "<alert> host" / "<alert> switch" -> the poll that first saw it firing.
   std::map<std::string, int> first_poll;
@@ -921,10 +926,9 @@ TEST(AlertsE2eTest, DyingCableAlertsInOrderOnlyOnItsLinks) {
     auto it = first_poll.find(k);
     return it == first_poll.end() ? -1 : it->second;
   };
-  for (const char* k :
-       {"FabricPortHighBer host", "FabricPortFlapping host",
-        "FabricPortDown host", "FabricPortHighBer switch",
-        "FabricPortFlapping switch"}) {
+  for (const char* k : {"FabricPortHighBer host", "FabricPortFlapping host",
+                        "FabricPortDown host", "FabricPortHighBer switch",
+                        "FabricPortFlapping switch"}) {
     ASSERT_GT(at(k), 0) << k << " never fired; " << seen;
   }
   EXPECT_LT(at("FabricPortHighBer host"), at("FabricPortFlapping host"))

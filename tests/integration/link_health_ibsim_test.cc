@@ -22,11 +22,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
-#include <optional>
-#include <fstream>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string>
@@ -97,9 +97,8 @@ class LinkHealthIbsim : public ::testing::Test {
     // that stops answering stays in it (what FabricSwitchUnresponsive is
     // about).
     std::ofstream(config) << SmFabricConfig(daemon_port_, "10m");
-    daemon_ = fabric_.StartClient(
-        {Binary("fabricmon"), "--config", config}, "hca1",
-        fabric_.dir() + "/fabricmon.log");
+    daemon_ = fabric_.StartClient({Binary("fabricmon"), "--config", config},
+                                  "hca1", fabric_.dir() + "/fabricmon.log");
     ASSERT_GT(daemon_, 0);
     // Every linked switch port swept once: 6 HCA cables + 3 uplinks x 2.
     ScrapeUntil([](const Samples& s) {
@@ -116,8 +115,7 @@ class LinkHealthIbsim : public ::testing::Test {
     const std::string dir = fabric_.dir();
     // TEST COPY of the shipped rules: `for:` 2s, every group every 1s.
     for (const char* f : {"recording_rules.yml", "alerting_rules.yml"}) {
-      std::string text =
-          ReadText(SourceDir() + "/dashboards/prometheus/" + f);
+      std::string text = ReadText(SourceDir() + "/dashboards/prometheus/" + f);
       text = std::regex_replace(text, std::regex(R"(\bfor: \w+)"), "for: 2s");
       text = std::regex_replace(text, std::regex(R"(\binterval: \w+)"),
                                 "interval: 1s");
@@ -135,9 +133,9 @@ class LinkHealthIbsim : public ::testing::Test {
             "/prom-data --web.listen-address=127.0.0.1:" +
             std::to_string(prom_port_) + " --log.level=warn",
         dir + "/prometheus.log");
-    ASSERT_TRUE(PromUntil("up{job=\"fabricmon\"} == 1",
-                          [](const auto& r) { return r.size() == 1; }))
-        << ReadText(dir + "/prometheus.log");
+    ASSERT_TRUE(PromUntil("up{job=\"fabricmon\"} == 1", [](const auto& r) {
+      return r.size() == 1;
+    })) << ReadText(dir + "/prometheus.log");
   }
 
   void TearDown() override {
@@ -170,9 +168,8 @@ class LinkHealthIbsim : public ::testing::Test {
   // Where `alert` is firing now.
   Where Firing(const std::string& alert) {
     Where out;
-    const auto r = sim::PromQuery(
-        prom_port_,
-        "ALERTS{alertname=\"" + alert + "\",alertstate=\"firing\"}");
+    const auto r = sim::PromQuery(prom_port_, "ALERTS{alertname=\"" + alert +
+                                                  "\",alertstate=\"firing\"}");
     if (!r) return {{"<prometheus did not answer>", ""}};
     for (const auto& s : *r) {
       const auto sw = s.labels.find("switch");
@@ -186,9 +183,9 @@ class LinkHealthIbsim : public ::testing::Test {
   // Waits until `alert` fires for `want`, then checks it fires nowhere
   // else.
   void ExpectFiresExactly(const std::string& alert, const Where& want) {
-    const auto fired = PromUntil(
-        "ALERTS{alertname=\"" + alert + "\",alertstate=\"firing\"}",
-        [&](const auto& r) { return r.size() >= want.size(); });
+    const auto fired =
+        PromUntil("ALERTS{alertname=\"" + alert + "\",alertstate=\"firing\"}",
+                  [&](const auto& r) { return r.size() >= want.size(); });
     ASSERT_TRUE(fired) << alert << " never fired; prometheus log:\n"
                        << ReadText(fabric_.dir() + "/prometheus.log");
     EXPECT_EQ(Firing(alert), want) << alert;
@@ -226,20 +223,20 @@ TEST_F(LinkHealthDowngradedIbsim, SpeedBelowBothEndsFiresForThatLinkOnly) {
         (leaf2 || spine)) {
       EXPECT_EQ(v, 2.5e9 / 8) << k;
     }
-    if (k.rfind("fabric_switch_port_lane_rate_capable_bytes_per_second{",
-                0) == 0) {
+    if (k.rfind("fabric_switch_port_lane_rate_capable_bytes_per_second{", 0) ==
+        0) {
       EXPECT_EQ(v, leaf2 ? 10e9 / 8 : spine ? 5e9 / 8 : 2.5e9 / 8) << k;
     }
   }
   // The rules had every linked switch port to judge (its expected rate
   // recorded), so "no other port" below is a verdict, not missing data.
-  ASSERT_TRUE(PromUntil(
-      "fabric:switch_port_expected_lane_rate_bytes_per_second",
-      [](const auto& r) { return r.size() >= 12; }));
+  ASSERT_TRUE(
+      PromUntil("fabric:switch_port_expected_lane_rate_bytes_per_second",
+                [](const auto& r) { return r.size() >= 12; }));
   ExpectFiresExactly("FabricPortLinkDowngraded",
                      {{"leaf2", "3"}, {"spine0", "3"}});
-  const auto what = sim::PromQuery(prom_port_,
-                                   "fabric:switch_port_link_downgraded");
+  const auto what =
+      sim::PromQuery(prom_port_, "fabric:switch_port_link_downgraded");
   ASSERT_TRUE(what);
   for (const auto& r : *what) EXPECT_EQ(r.labels.at("what"), "speed");
 }
@@ -271,8 +268,9 @@ TEST_F(LinkHealthIbsim, RepeatedUnlinkReLinkFiresFlappingForThatPortOnly) {
     // LinkDownedCounter on Unlink, so the test counts it for it. Without
     // this the shipped rule (which reads the switch's counter) cannot see
     // a flap on ibsim.
-    fabric_.Console("PerformanceSet \"leaf2\"[1] PortCounters.LinkDownedCounter=" +
-                    std::to_string(flap));
+    fabric_.Console(
+        "PerformanceSet \"leaf2\"[1] PortCounters.LinkDownedCounter=" +
+        std::to_string(flap));
     fabric_.Console("ReLink \"leaf2\"[1]");
     // OpenSM brings it back to ACTIVE (trap 128, then its sweep).
     ScrapeUntil([&](const Samples& x) { return port_state(x) == 4.0; });

@@ -135,10 +135,9 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
 
   // Ten minutes of probe series, one sample every 15 s, ending now.
   const fs::path dir = fabric_.dir();
-  const double now =
-      std::chrono::duration<double>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
   const double start = std::floor(now) - 600;
   std::ostringstream om;
   const char* kLe[] = {"1e-05", "2e-05", "5e-05", "0.0001", "+Inf"};
@@ -188,18 +187,18 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
          });
   series("fabric_probe_pair_info", "gauge",
          [&](auto a, int la, auto b, int lb) {
-           const std::string l =
-               "instance=\"" + a + ":9100\",job=\"fabricmon\",peer=\"" + b +
-               "\",local_lid=\"" + std::to_string(la) + "\",remote_lid=\"" +
-               std::to_string(lb) + "\"";
+           const std::string l = "instance=\"" + a +
+                                 ":9100\",job=\"fabricmon\",peer=\"" + b +
+                                 "\",local_lid=\"" + std::to_string(la) +
+                                 "\",remote_lid=\"" + std::to_string(lb) + "\"";
            samples("fabric_probe_pair_info", l, [](int) { return 1.0; });
          });
   om << "# EOF\n";
   std::ofstream(dir / "probes.om") << om.str();
   const std::string data = (dir / "prometheus-data").string();
-  const ToolOutput backfill = fabric_.Run(
-      {"/usr/bin/promtool", "tsdb", "create-blocks-from", "openmetrics",
-       (dir / "probes.om").string(), data});
+  const ToolOutput backfill =
+      fabric_.Run({"/usr/bin/promtool", "tsdb", "create-blocks-from",
+                   "openmetrics", (dir / "probes.om").string(), data});
   ASSERT_EQ(backfill.exit_code, 0) << backfill.out << backfill.err;
   std::ofstream(dir / "prometheus.yml") << "global:\n  scrape_interval: 1m\n";
   const int port = FreeLoopbackPort();
@@ -220,8 +219,7 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
 
   const ToolOutput locate = fabric_.Run(
       {Binary("fabricmon-locate"), "--prometheus",
-       "http://127.0.0.1:" + std::to_string(port), "--window", "30m",
-       "--json"},
+       "http://127.0.0.1:" + std::to_string(port), "--window", "30m", "--json"},
       "hca1");
   ASSERT_EQ(locate.exit_code, 0) << locate.out << locate.err;
   const auto j = nlohmann::json::parse(locate.out, nullptr, false);
@@ -232,13 +230,12 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
   std::set<std::pair<std::string, int>> ends = {
       {top["a"]["name"], top["a"]["port"]},
       {top["b"]["name"], top["b"]["port"]}};
-  const std::set<std::pair<std::string, int>> want = {
-      {chosen.from, chosen.out}, {chosen.to, chosen.in}};
+  const std::set<std::pair<std::string, int>> want = {{chosen.from, chosen.out},
+                                                      {chosen.to, chosen.in}};
   EXPECT_EQ(ends, want) << locate.out;
   // The runner-up has fewer votes: the chosen link stands out.
   if (j["links"].size() > 1) {
-    EXPECT_GT(top["votes"].get<double>(),
-              j["links"][1]["votes"].get<double>());
+    EXPECT_GT(top["votes"].get<double>(), j["links"][1]["votes"].get<double>());
   }
 
   // Unreachable Prometheus and no bad pair: their exit codes.

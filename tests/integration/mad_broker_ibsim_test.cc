@@ -210,17 +210,17 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
   // As fabricmon-mad-broker.socket: one broker per connection (Accept=yes),
   // the connection as fd 3; only the broker gets umad2sim.
   const pid_t activator = fabric_.StartClient(
-      {"systemd-socket-activate", "--seqpacket", "--accept", "-l", sock,
-       "-E", "LD_PRELOAD", "-E", "IBSIM_SOCKNAME", "-E", "SIM_HOST",
+      {"systemd-socket-activate", "--seqpacket", "--accept", "-l", sock, "-E",
+       "LD_PRELOAD", "-E", "IBSIM_SOCKNAME", "-E", "SIM_HOST",
        Binary("fabricmon-mad-broker")},
       "hca1", fabric_.dir() + "/activator.log");
   ASSERT_GT(activator, 0);
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(sock); },
-                      std::chrono::seconds(30)));
+  ASSERT_TRUE(
+      WaitFor([&] { return fs::exists(sock); }, std::chrono::seconds(30)));
   const int port = FreeLoopbackPort();
   const std::string config = fabric_.dir() + "/fabricmon.yaml";
-  std::ofstream(config) << SmFabricConfig(port, "10m")
-                        << "mad_broker: " << sock << "\n";
+  std::ofstream(config) << SmFabricConfig(port, "10m") << "mad_broker: " << sock
+                        << "\n";
   // `env -u` drops what StartClient adds: the daemon has no umad at all.
   const pid_t daemon = fabric_.StartClient(
       {"env", "-u", "LD_PRELOAD", "-u", "SIM_HOST", "-u", "IBSIM_SOCKNAME",
@@ -230,7 +230,8 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
   auto sm_ok = [](const std::map<std::string, double>& s) {
     auto it = s.find("fabric_collector_success{collector=\"sm\"}");
     return it != s.end() && it->second == 1 &&
-           s.count("fabric_sm_masters") + s.count("fabric_sm_master_changes_total");
+           s.count("fabric_sm_masters") +
+               s.count("fabric_sm_master_changes_total");
   };
   auto s = ScrapeUntil(port, sm_ok, std::chrono::seconds(90));
   ASSERT_TRUE(s) << ReadAll(fabric_.dir() + "/fabricmon.log");
@@ -258,8 +259,8 @@ TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
 
   // A reload that changes the MAD collectors' settings rebuilds them: new
   // connections, the old ones closed (their brokers exit), SM state again.
-  std::ofstream(config) << SmFabricConfig(port, "5m")
-                        << "mad_broker: " << sock << "\n";
+  std::ofstream(config) << SmFabricConfig(port, "5m") << "mad_broker: " << sock
+                        << "\n";
   ::kill(daemon, SIGHUP);
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -211,8 +211,7 @@ class ProbeNetnsTest : public ::testing::Test {
       for (const auto& [dev, ndev, guid] :
            {std::tuple{"rxe_a", "pa", "0000:0000:0000:0a0a"},
             std::tuple{"rxe_b", "pb", "0000:0000:0000:0b0b"}}) {
-        const fs::path port =
-            dir / "sysfs/class/infiniband" / dev / "ports/1";
+        const fs::path port = dir / "sysfs/class/infiniband" / dev / "ports/1";
         fs::create_directories(port / "gids");
         fs::create_directories(port / "gid_attrs/ndevs");
         std::ofstream(dir / "sysfs/class/infiniband" / dev / "node_guid")
@@ -220,8 +219,8 @@ class ProbeNetnsTest : public ::testing::Test {
         std::ofstream(port / "link_layer") << "Ethernet\n";
         std::ofstream(port / "lid") << "0x0\n";
         std::ofstream(port / "gids/0")
-            << "fe80:0000:0000:0000:0000:0000:0000:" << (ndev[1] == 'a' ? "0a01" : "0b01")
-            << "\n";
+            << "fe80:0000:0000:0000:0000:0000:0000:"
+            << (ndev[1] == 'a' ? "0a01" : "0b01") << "\n";
         std::ofstream(port / "gid_attrs/ndevs/0") << ndev << "\n";
       }
       WriteKey("key", kKey);

@@ -45,7 +45,8 @@ class RoutesIbsim : public ::testing::Test {
   std::map<std::string, int> HcaLids() {
     const ToolOutput d = Mad({});
     std::map<std::string, int> lids;
-    const std::regex node_re(R"re(^node 0x[0-9a-f]+ type 1 lid (\d+) ports \d+ "(hca\d+)"$)re");
+    const std::regex node_re(
+        R"re(^node 0x[0-9a-f]+ type 1 lid (\d+) ports \d+ "(hca\d+)"$)re");
     std::istringstream in(d.out);
     std::string line;
     std::smatch m;
@@ -140,8 +141,8 @@ TEST_F(RoutesIbsim, EveryHostPairAgreesWithIbtracert) {
   // The single-pair form prints exactly ibtracert's output, nothing else
   // on stdout; an unknown LID fails with a message, as ibtracert does.
   const auto& [pair, text] = *ib.begin();
-  const ToolOutput one = Mad({"route", std::to_string(pair.first),
-                              std::to_string(pair.second)});
+  const ToolOutput one =
+      Mad({"route", std::to_string(pair.first), std::to_string(pair.second)});
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.out, text);
   const ToolOutput bad = Mad({"route", std::to_string(pair.first), "999"});
@@ -149,9 +150,9 @@ TEST_F(RoutesIbsim, EveryHostPairAgreesWithIbtracert) {
   EXPECT_NE(bad.err.find("destination LID 999 not found"), std::string::npos)
       << bad.err;
   // LID-routed table reads find the same route.
-  const ToolOutput lid = Mad({"route", "--lid-routed",
-                              std::to_string(pair.first),
-                              std::to_string(pair.second)});
+  const ToolOutput lid =
+      Mad({"route", "--lid-routed", std::to_string(pair.first),
+           std::to_string(pair.second)});
   EXPECT_EQ(lid.out, text) << lid.err;
 }
 
@@ -169,7 +170,8 @@ TEST_F(RoutesIbsim, AgreesAfterOpenSmRoutedAroundAnUnlinkedUplink) {
           for (int src : {lids.at("hca0"), lids.at("hca6")}) {
             if (lid == src) continue;
             const std::string r = Ibtracert(src, lid);
-            if (r.empty() || r.find("\"leaf0\"\n[3] -> ") != std::string::npos) {
+            if (r.empty() ||
+                r.find("\"leaf0\"\n[3] -> ") != std::string::npos) {
               return false;
             }
           }
@@ -186,8 +188,7 @@ TEST_F(RoutesIbsim, AgreesAfterOpenSmRoutedAroundAnUnlinkedUplink) {
   for (const auto& [pair, text] : ib) {
     if (pair.first != lids.at("hca0")) continue;
     if (text.find("\"leaf0\"\n[4] -> switch") != std::string::npos) ++around;
-    EXPECT_EQ(text.find("\"leaf0\"\n[3] -> switch"), std::string::npos)
-        << text;
+    EXPECT_EQ(text.find("\"leaf0\"\n[3] -> switch"), std::string::npos) << text;
   }
   EXPECT_EQ(around, kHcas - 2);  // all but itself and hca6 (same leaf)
 }

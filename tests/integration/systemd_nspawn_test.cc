@@ -183,7 +183,8 @@ void SystemdNspawnTest::Install() {
   // the daemon's unit must not even see (Broker() reads what it saw).
   ASSERT_EQ(In("mkdir -p " + std::string(kBrokerDropIns) +
                " && printf '[Service]\\nSystemCallErrorNumber=kill\\n' > " +
-               kBrokerDropIns + "/sandbox.conf && "
+               kBrokerDropIns +
+               "/sandbox.conf && "
                // A plain file does for what is checked: whether the
                // unit's /dev has the node at all (the container's device
                // policy would refuse opening a real one to everyone).
@@ -390,10 +391,12 @@ void SystemdNspawnTest::Broker() {
                .output.find("fabricmon-mad-broker@") != std::string::npos;
   })) << In("systemctl status 'fabricmon-mad-broker@*' --no-pager").output;
   const std::string metrics = Scrape();
-  EXPECT_THAT(metrics, HasSubstr("fabric_collector_success{collector=\"sm\"} 1"));
-  EXPECT_THAT(metrics, HasSubstr("fabric_mad_broker_connect_failures_total 0"));
   EXPECT_THAT(metrics,
-              HasSubstr("fabric_mad_broker_refused_total{reason=\"method\"} 0"));
+              HasSubstr("fabric_collector_success{collector=\"sm\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("fabric_mad_broker_connect_failures_total 0"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("fabric_mad_broker_refused_total{reason=\"method\"} 0"));
   const std::string broker_journal =
       In("journalctl -u 'fabricmon-mad-broker@*' -o cat --no-pager").output;
   EXPECT_THAT(broker_journal, Not(HasSubstr("SIGSYS")));
@@ -401,9 +404,9 @@ void SystemdNspawnTest::Broker() {
   const std::string journal = Journal();
   EXPECT_THAT(journal, HasSubstr("umad-absent"));
   EXPECT_THAT(journal, Not(HasSubstr("umad-visible")));
-  const ShellResult r = In(
-      "systemd-analyze security 'fabricmon-mad-broker@1.service' --no-pager "
-      "| tail -1");
+  const ShellResult r =
+      In("systemd-analyze security 'fabricmon-mad-broker@1.service' --no-pager "
+         "| tail -1");
   std::cout << "systemd-analyze security, broker: " << r.output;
 }
 
@@ -420,7 +423,7 @@ void SystemdNspawnTest::Stop() {
   EXPECT_TRUE(WaitFor([&] {
     return In("for p in /proc/[0-9]*; do readlink $p/exe; done | "
               "grep fabricmon")
-               .output.empty();
+        .output.empty();
   }));
   EXPECT_NE(In("test -e /run/fabricmon").rc, 0);
 }

@@ -49,7 +49,8 @@ class FakeModuleEeprom final : public ModuleEepromSource {
       from = r.offset - 128;
     }
     // A short image gives short reads: truncated pages reach the parser.
-    const std::size_t end = std::min<std::size_t>(bytes->size(), from + r.length);
+    const std::size_t end =
+        std::min<std::size_t>(bytes->size(), from + r.length);
     if (from >= end) return std::vector<std::uint8_t>{};
     return std::vector<std::uint8_t>(bytes->begin() + from,
                                      bytes->begin() + end);

@@ -16,10 +16,10 @@ namespace fabric::testing {
 
 // Polls `done` every `step` until it holds or `limit` passes; the last
 // answer decides.
-inline bool WaitFor(const std::function<bool()>& done,
-                    std::chrono::milliseconds limit = std::chrono::seconds(30),
-                    std::chrono::milliseconds step =
-                        std::chrono::milliseconds(50)) {
+inline bool WaitFor(
+    const std::function<bool()>& done,
+    std::chrono::milliseconds limit = std::chrono::seconds(30),
+    std::chrono::milliseconds step = std::chrono::milliseconds(50)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (done()) return true;

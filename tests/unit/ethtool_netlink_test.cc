@@ -75,8 +75,8 @@ std::vector<nl::Attr> RequestAttrs(const Bytes& req, std::uint16_t* type,
   std::memcpy(&g, req.data() + NLMSG_HDRLEN, sizeof(g));
   *cmd = g.cmd;
   std::vector<nl::Attr> attrs;
-  EXPECT_TRUE(nl::SplitAttrs(
-      std::span(req).subspan(NLMSG_HDRLEN + GENL_HDRLEN), attrs));
+  EXPECT_TRUE(nl::SplitAttrs(std::span(req).subspan(NLMSG_HDRLEN + GENL_HDRLEN),
+                             attrs));
   return attrs;
 }
 
@@ -117,8 +117,11 @@ TEST(EthtoolNetlinkTest, FecGetAsksForStatisticsOfTheNamedNetdev) {
 }
 
 TEST(EthtoolNetlinkTest, ModuleEepromGetNamesPageBankAndAddress) {
-  EepromRequest r{.page = 0x11, .bank = 1, .i2c_address = 0x50,
-                  .offset = 128, .length = 128};
+  EepromRequest r{.page = 0x11,
+                  .bank = 1,
+                  .i2c_address = 0x50,
+                  .offset = 128,
+                  .length = 128};
   Bytes req = EncodeModuleEepromGet(0x1d, "ens1f0np0", r, 3);
   std::uint16_t type;
   std::uint8_t cmd;
@@ -150,10 +153,10 @@ TEST(EthtoolNetlinkTest, FamilyLookup) {
 
   std::uint16_t id = 0x1d;
   const char name[] = "ethtool";
-  auto r = DecodeGenlFamilyReply(Message(
-      GENL_ID_CTRL, CTRL_CMD_NEWFAMILY,
-      Cat({Attr(CTRL_ATTR_FAMILY_NAME, name, sizeof(name)),
-           Attr(CTRL_ATTR_FAMILY_ID, &id, sizeof(id))})));
+  auto r = DecodeGenlFamilyReply(
+      Message(GENL_ID_CTRL, CTRL_CMD_NEWFAMILY,
+              Cat({Attr(CTRL_ATTR_FAMILY_NAME, name, sizeof(name)),
+                   Attr(CTRL_ATTR_FAMILY_ID, &id, sizeof(id))})));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, 0x1d);
   // A kernel without ethtool netlink answers ENOENT.
@@ -221,21 +224,21 @@ TEST(EthtoolNetlinkTest, KernelErrorsAndMalformedReplies) {
     return DecodeFecReply(msg).error() == std::errc::bad_message;
   };
   // A u64 array whose size is not a multiple of 8.
-  EXPECT_TRUE(bad(Message(
-      0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
-      Attr(ETHTOOL_A_FEC_STATS,
-           Attr(ETHTOOL_A_FEC_STAT_CORRECTED, Bytes(12, 1))))));
+  EXPECT_TRUE(
+      bad(Message(0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
+                  Attr(ETHTOOL_A_FEC_STATS,
+                       Attr(ETHTOOL_A_FEC_STAT_CORRECTED, Bytes(12, 1))))));
   // More lanes than any link.
-  EXPECT_TRUE(bad(Message(
-      0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
-      Attr(ETHTOOL_A_FEC_STATS,
-           Attr(ETHTOOL_A_FEC_STAT_CORRECTED, Bytes(8 * 40, 1))))));
+  EXPECT_TRUE(
+      bad(Message(0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
+                  Attr(ETHTOOL_A_FEC_STATS,
+                       Attr(ETHTOOL_A_FEC_STAT_CORRECTED, Bytes(8 * 40, 1))))));
   // Another command's reply.
   EXPECT_TRUE(bad(Message(0x1d, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY, {})));
   // An attribute that runs past the message.
-  Bytes cut = Message(0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
-                      Attr(ETHTOOL_A_FEC_STATS,
-                           Attr(ETHTOOL_A_FEC_STAT_UNCORR, U64s({1, 2}))));
+  Bytes cut = Message(
+      0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
+      Attr(ETHTOOL_A_FEC_STATS, Attr(ETHTOOL_A_FEC_STAT_UNCORR, U64s({1, 2}))));
   cut[NLMSG_HDRLEN + GENL_HDRLEN] = 200;  // outer nla_len
   EXPECT_TRUE(bad(cut));
   // nlmsg_len longer than the datagram; shorter than a header.
@@ -247,7 +250,8 @@ TEST(EthtoolNetlinkTest, KernelErrorsAndMalformedReplies) {
 
 TEST(EthtoolNetlinkTest, ModuleEepromReply) {
   Bytes page(128);
-  for (std::size_t i = 0; i < page.size(); ++i) page[i] = static_cast<std::uint8_t>(i);
+  for (std::size_t i = 0; i < page.size(); ++i)
+    page[i] = static_cast<std::uint8_t>(i);
   auto r = DecodeModuleEepromReply(
       Message(0x1d, ETHTOOL_MSG_MODULE_EEPROM_GET_REPLY,
               Cat({Attr(ETHTOOL_A_MODULE_EEPROM_HEADER, nullptr, 0),
@@ -264,13 +268,14 @@ TEST(EthtoolNetlinkTest, ModuleEepromReply) {
 
 TEST(EthtoolNetlinkTest, GarbageNeverCrashes) {
   std::mt19937 rng(28);
-  Bytes valid = Message(
-      0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
-      Attr(ETHTOOL_A_FEC_STATS,
-           Attr(ETHTOOL_A_FEC_STAT_CORRECTED, U64s({3, 1, 2}))));
+  Bytes valid =
+      Message(0x1d, ETHTOOL_MSG_FEC_GET_REPLY,
+              Attr(ETHTOOL_A_FEC_STATS,
+                   Attr(ETHTOOL_A_FEC_STAT_CORRECTED, U64s({3, 1, 2}))));
   for (int i = 0; i < 5000; ++i) {
     Bytes b = valid;
-    for (int k = 0; k < 4; ++k) b[rng() % b.size()] = static_cast<std::uint8_t>(rng());
+    for (int k = 0; k < 4; ++k)
+      b[rng() % b.size()] = static_cast<std::uint8_t>(rng());
     b.resize(rng() % (b.size() + 1));
     (void)DecodeFecReply(b);
     (void)DecodeModuleEepromReply(b);

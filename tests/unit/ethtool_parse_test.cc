@@ -201,15 +201,16 @@ TEST(EthtoolStatsTest, PhyCountersPerLaneAndBadLaneNames) {
   // As a ConnectX-6 Dx / ConnectX-7 with RS-FEC reports them (names from the
   // kernel's mlx5 counters.rst; values made up).
   std::vector<std::string> names = {
-      "rx_corrected_bits_phy", "rx_err_lane_0_phy", "rx_err_lane_1_phy",
-      "rx_err_lane_3_phy",     "rx_err_lane_8_phy",  // no lane 8
-      "rx_err_lane_10_phy",                          // two digits
-      "rx_err_lane_2phy",                            // missing separator
+      "rx_corrected_bits_phy", "rx_err_lane_0_phy",
+      "rx_err_lane_1_phy",     "rx_err_lane_3_phy",
+      "rx_err_lane_8_phy",   // no lane 8
+      "rx_err_lane_10_phy",  // two digits
+      "rx_err_lane_2phy",    // missing separator
       "rx_err_lane__phy",      "rx_pcs_symbol_err_phy",
       "rx_symbol_err_phy",     "rx_crc_errors_phy",
       "link_down_events_phy",  "rx_err_lane_0_phy"};  // duplicate: first wins
-  std::vector<std::uint64_t> values = {123456789, 11, 12, 14, 99, 99,
-                                       99,        99, 3,  4,  5,  6, 1000};
+  std::vector<std::uint64_t> values = {123456789, 11, 12, 14, 99, 99,  99,
+                                       99,        3,  4,  5,  6,  1000};
   RoceEthtoolStats s = ParseEthtoolStats(names, values);
   EXPECT_EQ(s.phy_corrected_bits, 123456789u);
   EXPECT_EQ(s.phy_lane_errors[0], 11u);

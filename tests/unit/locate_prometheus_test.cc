@@ -42,15 +42,16 @@ TEST(LocateAnswer, ParsesAVectorAndRefusesAnythingElse) {
   EXPECT_EQ((*v)[0].labels.at("peer"), "b");
   EXPECT_EQ((*v)[0].value, 3);
   EXPECT_TRUE(std::isnan((*v)[1].value));
-  for (const char* bad : {
-           "", "garbage", "[]", R"({"status":"error","error":"bad"})",
-           R"({"status":"success"})",
-           R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
-           R"({"status":"success","data":{"resultType":"vector","result":[1]}})",
-           R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":1},"value":[1,"2"]}]}})",
-           R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}})",
-           R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}})",
-           R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})"}) {
+  for (
+      const char* bad :
+      {"", "garbage", "[]", R"({"status":"error","error":"bad"})",
+       R"({"status":"success"})",
+       R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
+       R"({"status":"success","data":{"resultType":"vector","result":[1]}})",
+       R"({"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":1},"value":[1,"2"]}]}})",
+       R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,2]}]}})",
+       R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1,"x"]}]}})",
+       R"({"status":"success","data":{"resultType":"vector","result":[{"value":[1]}]}})"}) {
     EXPECT_FALSE(ParseVector(bad, &error)) << bad;
   }
   // Random bytes and truncations never crash.

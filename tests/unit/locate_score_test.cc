@@ -1,11 +1,11 @@
 // locate/score.h: the verdict on a pair and the 007 vote over hand-built
 // paths.
-#include "locate/score.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+
+#include "locate/score.h"
 
 namespace fabric::locate {
 namespace {
@@ -18,7 +18,9 @@ Link L(std::uint64_t a, int pa, std::uint64_t b, int pb) {
 // and 21. Host h hangs off its leaf's port h; leaf l reaches spine s by
 // port 20 + (s - 20) and the spine by port l - 9.
 Link Host(int h) { return L(h, 1, 10 + (h - 1) / 2, h); }
-Link Up(int leaf, int spine) { return L(leaf, 20 + spine - 20, spine, leaf - 9); }
+Link Up(int leaf, int spine) {
+  return L(leaf, 20 + spine - 20, spine, leaf - 9);
+}
 
 PairMeasure M(double sent, double lost) {
   PairMeasure m;
@@ -57,8 +59,7 @@ TEST(LocateClassify, TooFewProbesOrGarbageIsUnknown) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(Classify(M(nan, 0), {}).verdict, Verdict::kUnknown);
-  EXPECT_EQ(Classify(M(100, -1), {}).verdict,
-            Verdict::kUnknown);
+  EXPECT_EQ(Classify(M(100, -1), {}).verdict, Verdict::kUnknown);
   EXPECT_EQ(Classify(M(inf, 0), {}).verdict, Verdict::kUnknown);
   // More lost than sent (counters from different scrapes): loss is 1.
   EXPECT_EQ(Classify(M(10, 20), {}).reason, "loss 1 > 0.01");
@@ -142,8 +143,8 @@ TEST(LocateScore, EmptyInputAndUnknownPaths) {
   EXPECT_TRUE(none.ranked.empty());
   EXPECT_TRUE(none.cleared.empty());
   EXPECT_EQ(none.bad_paths, 0);
-  const Scores s = ScoreLinks({Path(Verdict::kUnknown, {Host(1)}),
-                               Path(Verdict::kBad, {})});
+  const Scores s =
+      ScoreLinks({Path(Verdict::kUnknown, {Host(1)}), Path(Verdict::kBad, {})});
   EXPECT_TRUE(s.ranked.empty());
   EXPECT_EQ(s.bad_paths, 0);  // a path with no links votes for nothing
 }

@@ -216,7 +216,8 @@ class BrokerSession : public ::testing::Test {
     EXPECT_TRUE(reply);
     return reply.value_or(Reply{});
   }
-  Request MadRequest(const Mad& mad, std::uint32_t tid, std::uint16_t dlid = 5) {
+  Request MadRequest(const Mad& mad, std::uint32_t tid,
+                     std::uint16_t dlid = 5) {
     Mad m = mad;
     SetTid(m, tid);
     Request r = MakeRequest(Kind::kMad, tid);

@@ -47,12 +47,12 @@ TEST(MadPescCodec, RequestsAreGetsOfTheRightAttribute) {
   EXPECT_EQ(mad_get_field(const_cast<std::uint8_t*>(cpi.data()), 0,
                           IB_MAD_MGMTCLASS_F),
             static_cast<unsigned>(IB_PERFORMANCE_CLASS));
-  EXPECT_EQ(mad_get_field(const_cast<std::uint8_t*>(cpi.data()), 0,
-                          IB_MAD_METHOD_F),
-            static_cast<unsigned>(IB_MAD_METHOD_GET));
-  EXPECT_EQ(mad_get_field(const_cast<std::uint8_t*>(cpi.data()), 0,
-                          IB_MAD_ATTRID_F),
-            static_cast<unsigned>(CLASS_PORT_INFO));
+  EXPECT_EQ(
+      mad_get_field(const_cast<std::uint8_t*>(cpi.data()), 0, IB_MAD_METHOD_F),
+      static_cast<unsigned>(IB_MAD_METHOD_GET));
+  EXPECT_EQ(
+      mad_get_field(const_cast<std::uint8_t*>(cpi.data()), 0, IB_MAD_ATTRID_F),
+      static_cast<unsigned>(CLASS_PORT_INFO));
 
   Mad pesc = PescGet(37);
   EXPECT_EQ(mad_get_field(pesc.data(), 0, IB_MAD_MGMTCLASS_F),
@@ -61,9 +61,9 @@ TEST(MadPescCodec, RequestsAreGetsOfTheRightAttribute) {
             static_cast<unsigned>(IB_MAD_METHOD_GET));
   EXPECT_EQ(mad_get_field(pesc.data(), 0, IB_MAD_ATTRID_F),
             static_cast<unsigned>(IB_GSI_PORT_EXT_SPEEDS_COUNTERS));
-  EXPECT_EQ(mad_get_field(pesc.data() + IB_PC_DATA_OFFS, 0,
-                          IB_PESC_PORT_SELECT_F),
-            37u);
+  EXPECT_EQ(
+      mad_get_field(pesc.data() + IB_PC_DATA_OFFS, 0, IB_PESC_PORT_SELECT_F),
+      37u);
   // A Get, so CounterSelect (meaningful only in a Set, which resets) is 0.
   EXPECT_EQ(mad_get_field64(pesc.data() + IB_PC_DATA_OFFS, 0,
                             IB_PESC_COUNTER_SELECT_F),
@@ -125,8 +125,7 @@ TEST(MadPescCodec, ChoosesTheLayoutAsPerfqueryDoes) {
   // No IsExtendedSpeedsSupported: no PESC at all, whatever the PMA says.
   EXPECT_EQ(ChoosePescLayout(0, rsfec_pma, rs), PescLayout::kNone);
   EXPECT_EQ(ChoosePescLayout(ext_speeds, rsfec_pma, rs), PescLayout::kRsFec);
-  EXPECT_EQ(ChoosePescLayout(ext_speeds, rsfec_pma, ll_rs),
-            PescLayout::kRsFec);
+  EXPECT_EQ(ChoosePescLayout(ext_speeds, rsfec_pma, ll_rs), PescLayout::kRsFec);
   EXPECT_EQ(ChoosePescLayout(ext_speeds, rsfec_pma, firecode),
             PescLayout::kErrorDetection);
   EXPECT_EQ(ChoosePescLayout(ext_speeds, rsfec_pma, unsupported),
@@ -139,14 +138,13 @@ TEST(MadPescCodec, ChoosesTheLayoutAsPerfqueryDoes) {
   const std::uint32_t with_cm2 = ext_speeds | kCapabilityHasCapabilityMask2;
   EXPECT_TRUE(PescNeedsPortInfoExtended(with_cm2, kCapability2PortInfoExtended,
                                         rsfec_pma));
-  EXPECT_FALSE(PescNeedsPortInfoExtended(
-      with_cm2, kCapability2PortInfoExtended, plain_pma));
+  EXPECT_FALSE(PescNeedsPortInfoExtended(with_cm2, kCapability2PortInfoExtended,
+                                         plain_pma));
   EXPECT_FALSE(PescNeedsPortInfoExtended(with_cm2, 0, rsfec_pma));
   EXPECT_FALSE(PescNeedsPortInfoExtended(
       ext_speeds, kCapability2PortInfoExtended, rsfec_pma));
-  EXPECT_FALSE(PescNeedsPortInfoExtended(kCapabilityHasCapabilityMask2,
-                                         kCapability2PortInfoExtended,
-                                         rsfec_pma));
+  EXPECT_FALSE(PescNeedsPortInfoExtended(
+      kCapabilityHasCapabilityMask2, kCapability2PortInfoExtended, rsfec_pma));
 }
 
 TEST(MadPescCodec, DecodesTheErrorDetectionLayoutFieldByField) {
@@ -163,8 +161,8 @@ TEST(MadPescCodec, DecodesTheErrorDetectionLayoutFieldByField) {
     Put(m, o, Lane(IB_PESC_FEC_UNCORR_BLOCK_CTR_LANE0_F, l), 0x20000000u + l);
   }
   std::string error;
-  auto c = DecodePortExtendedSpeedsCounters(m, PescLayout::kErrorDetection,
-                                            &error);
+  auto c =
+      DecodePortExtendedSpeedsCounters(m, PescLayout::kErrorDetection, &error);
   ASSERT_TRUE(c) << error;
   EXPECT_EQ(c->layout, PescLayout::kErrorDetection);
   EXPECT_EQ(c->port_select, 5);
@@ -239,8 +237,8 @@ TEST(MadPescCodec, TheLayoutsDifferWhereTheStandardSaysTheyDo) {
   Put(m, IB_PC_DATA_OFFS, IB_PESC_FEC_CORR_BLOCK_CTR_LANE0_F, 99);
   Put(m, IB_PC_DATA_OFFS, IB_PESC_SYNC_HDR_ERR_CTR_F, 3);
   std::string error;
-  auto a = DecodePortExtendedSpeedsCounters(m, PescLayout::kErrorDetection,
-                                            &error);
+  auto a =
+      DecodePortExtendedSpeedsCounters(m, PescLayout::kErrorDetection, &error);
   auto b = DecodePortExtendedSpeedsCounters(m, PescLayout::kRsFec, &error);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->sync_header_errors, b->sync_header_errors);
@@ -255,13 +253,13 @@ TEST(MadPescCodec, RejectsBadAnswersAndSurvivesGarbage) {
   EXPECT_FALSE(error.empty());
 
   error.clear();
-  EXPECT_FALSE(DecodePortExtendedSpeedsCounters(
-      Bytes(ok.data(), 100), PescLayout::kRsFec, &error));
+  EXPECT_FALSE(DecodePortExtendedSpeedsCounters(Bytes(ok.data(), 100),
+                                                PescLayout::kRsFec, &error));
   EXPECT_NE(error.find("truncated"), std::string::npos) << error;
 
   // Unsupported attribute: the PMA answers with status 0x0C (IBA 13.4.7).
-  Mad unsupported = Response(IB_PERFORMANCE_CLASS,
-                             IB_GSI_PORT_EXT_SPEEDS_COUNTERS, 0x0c);
+  Mad unsupported =
+      Response(IB_PERFORMANCE_CLASS, IB_GSI_PORT_EXT_SPEEDS_COUNTERS, 0x0c);
   error.clear();
   EXPECT_FALSE(DecodePortExtendedSpeedsCounters(
       unsupported, PescLayout::kErrorDetection, &error));

@@ -29,8 +29,7 @@ Mad Answer(const Mad& request, const std::uint8_t* data) {
   return r;
 }
 
-Mad SwitchInfoAnswer(const Mad& request, std::uint32_t cap,
-                     std::uint32_t top) {
+Mad SwitchInfoAnswer(const Mad& request, std::uint32_t cap, std::uint32_t top) {
   std::uint8_t d[IB_SMP_DATA_SIZE] = {};
   std::uint32_t v = cap;
   mad_encode_field(d, IB_SW_LINEAR_FDB_CAP_F, &v);
@@ -192,8 +191,8 @@ Net MakeNet() {
   };
   net.lft[kLeaf0] = table({{1, 1}, {3, 2}, {10, 0}}, 3);
   net.lft[kLeaf1] = table({{2, 1}, {11, 0}}, 3);
-  net.lft[kSpine] = table({{1, 1}, {3, 1}, {10, 1}, {2, 2}, {11, 2}, {12, 0}},
-                          kLftNoRoute);
+  net.lft[kSpine] =
+      table({{1, 1}, {3, 1}, {10, 1}, {2, 2}, {11, 2}, {12, 0}}, kLftNoRoute);
   for (auto g : {kLeaf0, kLeaf1, kSpine}) net.top[g] = 12;
   return net;
 }
@@ -233,7 +232,8 @@ class LftTransport final : public MadTransport {
     ++asked[{node->guid, attr, mod}];
     if (silent.count(node->guid)) return true;
     if (attr == kAttrSwitchInfo) {
-      answers_.push_back(SwitchInfoAnswer(mad, 48 * 1024, net_->top[node->guid]));
+      answers_.push_back(
+          SwitchInfoAnswer(mad, 48 * 1024, net_->top[node->guid]));
     } else if (attr == kAttrLinearForwardingTable) {
       std::array<std::uint8_t, 64> none;
       none.fill(kLftNoRoute);
@@ -262,7 +262,8 @@ MadOptions Fast() {
 // (node GUID, out port, in port) per hop: what the ibsim test compares.
 std::vector<std::tuple<std::uint64_t, int, int>> Hops(const Route& r) {
   std::vector<std::tuple<std::uint64_t, int, int>> out;
-  for (const RouteHop& h : r.hops) out.emplace_back(h.node_guid, h.out_port, h.port);
+  for (const RouteHop& h : r.hops)
+    out.emplace_back(h.node_guid, h.out_port, h.port);
   return out;
 }
 
@@ -274,9 +275,11 @@ TEST(MadRoutes, TracesHostToHostThroughTheSpineAsIbtracertPrintsIt) {
   const TraceResult r = tracer.Trace(1, 2);
   ASSERT_TRUE(r.ok()) << r.error;
   using H = std::tuple<std::uint64_t, int, int>;
-  EXPECT_EQ(Hops(r.route),
-            (std::vector<H>{{kHca0, 0, 1}, {kLeaf0, 1, 1}, {kSpine, 3, 1},
-                            {kLeaf1, 2, 3}, {kHca1, 1, 1}}));
+  EXPECT_EQ(Hops(r.route), (std::vector<H>{{kHca0, 0, 1},
+                                           {kLeaf0, 1, 1},
+                                           {kSpine, 3, 1},
+                                           {kLeaf1, 2, 3},
+                                           {kHca1, 1, 1}}));
   EXPECT_EQ(FormatIbtracert(r.route),
             "From ca {0x0000000000000100} portnum 1 lid 1-1 \"hca0\"\n"
             "[1] -> switch port {0x0000000000000200}[1] lid 10-10 \"leaf0\"\n"
@@ -370,8 +373,7 @@ TEST(MadRoutes, BadTablesLoopsAndSilenceAreErrorsNotCrashes) {
   // Unknown LIDs, no topology.
   EXPECT_NE(tracer.Trace(1, 99).error.find("destination LID 99"),
             std::string::npos);
-  EXPECT_NE(tracer.Trace(99, 1).error.find("source LID 99"),
-            std::string::npos);
+  EXPECT_NE(tracer.Trace(99, 1).error.find("source LID 99"), std::string::npos);
   // An unrouted entry (255).
   net.lft[kSpine][2] = kLftNoRoute;
   TraceResult r = tracer.Trace(1, 2);
@@ -382,8 +384,7 @@ TEST(MadRoutes, BadTablesLoopsAndSilenceAreErrorsNotCrashes) {
   net.lft[kSpine][2] = 2;
   net.lft[kLeaf1][2] = 3;
   r = tracer.Trace(1, 2);
-  EXPECT_NE(r.error.find("no route found after"), std::string::npos)
-      << r.error;
+  EXPECT_NE(r.error.find("no route found after"), std::string::npos) << r.error;
   // Port 0 for a LID that is not the switch's own, and an entry past the
   // switch's ports.
   tracer.Invalidate();

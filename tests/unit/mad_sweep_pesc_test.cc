@@ -53,7 +53,9 @@ struct Rig {
     sw.description = "sw";
     sw.path = {0, 1};
     // IsExtendedSpeedsSupported on port 0 only, as switches report it.
-    sw.ports[0] = {.num = 0, .state = 4, .phys_state = 5,
+    sw.ports[0] = {.num = 0,
+                   .state = 4,
+                   .phys_state = 5,
                    .capability_mask = kCapabilityHasExtendedSpeeds};
     sw.ports[1] = {.num = 1, .state = 4, .phys_state = 5};
     sw.ports[2] = {.num = 2, .state = 4, .phys_state = 5};
@@ -85,8 +87,8 @@ struct Rig {
             }
             Mad m = Answer(mad);
             // SyncHeaderErrorCounter = the port, to tell the ports apart.
-            std::uint32_t port = mad_get_field(
-                m.data() + IB_PC_DATA_OFFS, 0, IB_PESC_PORT_SELECT_F);
+            std::uint32_t port = mad_get_field(m.data() + IB_PC_DATA_OFFS, 0,
+                                               IB_PESC_PORT_SELECT_F);
             mad_encode_field(m.data() + IB_PC_DATA_OFFS,
                              IB_PESC_SYNC_HDR_ERR_CTR_F, &port);
             return m;

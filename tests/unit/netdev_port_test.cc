@@ -97,8 +97,8 @@ TEST(NetdevPort, ParsersRefuseWhatIsNotAGidOrAnIpoibAddress) {
   EXPECT_FALSE(ParseGidText("fe80-0000:0000:0000:0002:c903:00a1:b2c3"));
   EXPECT_FALSE(ParseGidText(""));
   EXPECT_FALSE(IpoibAddressGid("52:54:00:12:34:56"));
-  EXPECT_FALSE(
-      IpoibAddressGid("00:00:10:87:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2"));
+  EXPECT_FALSE(IpoibAddressGid(
+      "00:00:10:87:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2"));
   EXPECT_EQ(FormatGid(*IpoibAddressGid(
                 "80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2:c3")),
             kGid);

@@ -2,11 +2,10 @@
 // other; a wrong key, a replayed packet, a flood over the rate limit and a
 // dead peer each show up where docs/probes.md says.
 #include <gtest/gtest.h>
+#include <net/if.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
-#include <net/if.h>
-
 #include <functional>
 #include <thread>
 
@@ -146,7 +145,8 @@ TEST(ProbeEngineTest, PairInfoNamesThePortsOfTheInterfacesUsed) {
                 lo +
                 "\",local_node_guid=\"0x00000000000000a0\","
                 "local_port_guid=\"0x00000000000000a1\",peer=\"b\","
-                "remote_gid=\"" + gid + "\",remote_lid=\"" + lo +
+                "remote_gid=\"" +
+                gid + "\",remote_lid=\"" + lo +
                 "\",remote_node_guid=\"0x00000000000000b0\","
                 "remote_port_guid=\"0x00000000000000b1\"} 1")
       << text;

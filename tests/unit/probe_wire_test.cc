@@ -66,7 +66,8 @@ TEST(ProbeWireTest, PortIdentityRoundTripsAtItsOffsets) {
   p.seq = 3;
   p.port_id.node_guid = 0x0002c90300a1b2c0ULL;
   p.port_id.port_guid = 0x0002c90300a1b2c3ULL;
-  for (int i = 0; i < 16; ++i) p.port_id.gid[i] = static_cast<uint8_t>(0xa0 + i);
+  for (int i = 0; i < 16; ++i)
+    p.port_id.gid[i] = static_cast<uint8_t>(0xa0 + i);
   p.port_id.lid = 0x1234;
   p.port_id.port = 2;
   Bytes b = Encode(p, h);

@@ -17,9 +17,9 @@
 #include "collectors/roce.h"
 #include "tests/support/ci.h"
 #include "tests/support/fake_dcb.h"
-#include "tests/support/families.h"
 #include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/families.h"
 #include "tests/support/paths.h"
 #include "tests/support/wait.h"
 

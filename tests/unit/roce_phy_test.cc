@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "collectors/roce.h"
-#include "tests/support/families.h"
 #include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_fec.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/families.h"
 #include "tests/support/paths.h"
 #include "tests/support/wait.h"
 
@@ -49,8 +49,8 @@ Families Emit(const RoceEthtoolStats& s) {
 }
 
 TEST(RocePhyTest, RecordedCx4LxHasPortCountersButNoLanes) {
-  EthtoolText t = ParseEthtoolText(ReadFile(
-      testing::Fixture("real/ethtool/mlx5_core-cx4lx-ethq-1.txt")));
+  EthtoolText t = ParseEthtoolText(
+      ReadFile(testing::Fixture("real/ethtool/mlx5_core-cx4lx-ethq-1.txt")));
   Families f = Emit(ParseEthtoolStats(t.stats.names, t.stats.values));
   EXPECT_EQ(Value(f, "fabric_roce_phy_symbol_errors_total", kBase), 0);
   EXPECT_EQ(Value(f, "fabric_roce_phy_pcs_symbol_errors_total", kBase), 0);
@@ -61,8 +61,8 @@ TEST(RocePhyTest, RecordedCx4LxHasPortCountersButNoLanes) {
 }
 
 TEST(RocePhyTest, LegacyDriverHasOnlyWhatItNames) {
-  EthtoolText t = ParseEthtoolText(ReadFile(
-      testing::Fixture("real/ethtool/mlx5_core-legacy-ethq-2.txt")));
+  EthtoolText t = ParseEthtoolText(
+      ReadFile(testing::Fixture("real/ethtool/mlx5_core-legacy-ethq-2.txt")));
   Families f = Emit(ParseEthtoolStats(t.stats.names, t.stats.values));
   EXPECT_EQ(Value(f, "fabric_roce_phy_symbol_errors_total", kBase), 0);
   EXPECT_EQ(Value(f, "fabric_roce_phy_crc_errors_total", kBase), 0);
@@ -73,10 +73,10 @@ TEST(RocePhyTest, LegacyDriverHasOnlyWhatItNames) {
 }
 
 TEST(RocePhyTest, PerLaneErrorsCarryALaneLabel) {
-  RoceEthtoolStats s = ParseEthtoolStats(
-      {"rx_err_lane_0_phy", "rx_err_lane_1_phy", "rx_err_lane_3_phy",
-       "rx_corrected_bits_phy"},
-      {7, 8, 9, 123456789012ULL});
+  RoceEthtoolStats s =
+      ParseEthtoolStats({"rx_err_lane_0_phy", "rx_err_lane_1_phy",
+                         "rx_err_lane_3_phy", "rx_corrected_bits_phy"},
+                        {7, 8, 9, 123456789012ULL});
   Families f = Emit(s);
   EXPECT_EQ(Value(f, "fabric_roce_phy_lane_errors_total",
                   With(kBase, {{"lane", "0"}})),
@@ -105,8 +105,8 @@ TEST(RocePhyTest, FecStatisticsPerPortAndLane) {
   MetricSink sink;
   EmitFecMetrics(FourLaneRs(), {"mlx5_0", "1", "eth2"}, sink);
   Families f = sink.Take();
-  EXPECT_EQ(Value(f, "fabric_roce_fec_mode_info", With(kBase, {{"mode", "rs"}})),
-            1);
+  EXPECT_EQ(
+      Value(f, "fabric_roce_fec_mode_info", With(kBase, {{"mode", "rs"}})), 1);
   EXPECT_EQ(Value(f, "fabric_roce_fec_corrected_blocks_total", kBase), 100);
   EXPECT_EQ(Value(f, "fabric_roce_fec_lane_corrected_blocks_total",
                   With(kBase, {{"lane", "3"}})),
@@ -158,10 +158,12 @@ TEST(RocePhyTest, CollectorReadsFecOfEveryNetdevAndAbsentIsQuiet) {
   EXPECT_EQ(r.skipped, 0u);
   EXPECT_EQ(Value(r.families, "fabric_roce_fec_corrected_blocks_total", kBase),
             100);
-  EXPECT_EQ(Value(r.families, "fabric_roce_phy_corrected_bit_errors_total", kBase),
-            5);
-  EXPECT_FALSE(Value(r.families, "fabric_roce_fec_corrected_blocks_total",
-                     {{"device", "mlx5_0"}, {"port", "2"}, {"netdev", "eth3"}}));
+  EXPECT_EQ(
+      Value(r.families, "fabric_roce_phy_corrected_bit_errors_total", kBase),
+      5);
+  EXPECT_FALSE(
+      Value(r.families, "fabric_roce_fec_corrected_blocks_total",
+            {{"device", "mlx5_0"}, {"port", "2"}, {"netdev", "eth3"}}));
 }
 
 TEST(RocePhyTest, MalformedFecReplyIsASkipNotAFailure) {
@@ -171,8 +173,9 @@ TEST(RocePhyTest, MalformedFecReplyIsASkipNotAFailure) {
   Outcome r = Collect(std::move(fec));
   EXPECT_EQ(r.skipped, 1u);  // EBADMSG; ENODEV is a vanished netdev
   EXPECT_FALSE(Has(r.families, "fabric_roce_fec_mode_info"));
-  EXPECT_EQ(Value(r.families, "fabric_roce_phy_corrected_bit_errors_total", kBase),
-            5);
+  EXPECT_EQ(
+      Value(r.families, "fabric_roce_phy_corrected_bit_errors_total", kBase),
+      5);
 }
 
 TEST(RocePhyTest, EveryPhyAndFecFamilyIsInMetricsDoc) {

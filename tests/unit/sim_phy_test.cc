@@ -7,10 +7,10 @@
 // ModuleEepromSource serves to the SFF-8636 parser, and dying-cable
 // degrades exactly its two links in the documented order.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "simulator/mad.h"
 #include "simulator/model.h"

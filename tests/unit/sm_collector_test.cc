@@ -219,12 +219,12 @@ TEST(SmCollector, FabricPescSwitchTurnsFecCountersOff) {
     auto ports = rig.FabricFromHost0();
     int fec_series = 0;
     std::string error;
-    auto config = ParseConfig(
-        std::string("collectors:\n  fabric:\n    enabled: true\n"
-                    "    mad_timeout: 20ms\n    mad_retries: 0\n"
-                    "    pesc: ") +
-            (pesc ? "true" : "false") + "\n",
-        AllCollectorKeys(), &error);
+    auto config =
+        ParseConfig(std::string("collectors:\n  fabric:\n    enabled: true\n"
+                                "    mad_timeout: 20ms\n    mad_retries: 0\n"
+                                "    pesc: ") +
+                        (pesc ? "true" : "false") + "\n",
+                    AllCollectorKeys(), &error);
     ASSERT_TRUE(config) << error;
     EXPECT_EQ(SettingsAs<FabricSettings>(config->Collector("fabric")).pesc,
               pesc);

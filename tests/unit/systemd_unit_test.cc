@@ -61,7 +61,8 @@ TEST(SystemdUnit, GrantsWhatTheDaemonNeedsAndNoMore) {
   EXPECT_NE(unit.find("--mad.broker=/run/fabricmon-mad/broker.sock"),
             std::string::npos);
   const std::string socket = Read("systemd/fabricmon-mad-broker.socket");
-  EXPECT_TRUE(HasLine(socket, "ListenSequentialPacket=/run/fabricmon-mad/broker.sock"));
+  EXPECT_TRUE(
+      HasLine(socket, "ListenSequentialPacket=/run/fabricmon-mad/broker.sock"));
   EXPECT_TRUE(HasLine(socket, "Accept=yes"));
   EXPECT_TRUE(HasLine(socket, "SocketGroup=fabricmon"));
 }
@@ -73,8 +74,8 @@ TEST(SystemdUnit, OnlyTheBrokerHasUmadAndItHasNoNetwork) {
        {"User=fabricmon-mad", "Group=fabricmon-mad", "PrivateDevices=yes",
         "BindPaths=-/dev/infiniband", "DeviceAllow=char-infiniband_mad rw",
         "PrivateNetwork=yes", "RestrictAddressFamilies=none",
-        "ProtectSystem=strict", "CapabilityBoundingSet=",
-        "NoNewPrivileges=yes"}) {
+        "ProtectSystem=strict",
+        "CapabilityBoundingSet=", "NoNewPrivileges=yes"}) {
     EXPECT_TRUE(HasLine(unit, line)) << "missing: " << line;
   }
   EXPECT_EQ(unit.find("ReadWritePaths="), std::string::npos);
@@ -90,8 +91,7 @@ TEST(SystemdUnit, UdevRuleAndSysusersNameTheUnitsGroup) {
   EXPECT_EQ(rule.find("issm*\""), std::string::npos);
   const std::string sysusers = Read("systemd/fabricmon.sysusers");
   EXPECT_NE(sysusers.find("\nu fabricmon "), std::string::npos) << sysusers;
-  EXPECT_NE(sysusers.find("\nu fabricmon-mad "), std::string::npos)
-      << sysusers;
+  EXPECT_NE(sysusers.find("\nu fabricmon-mad "), std::string::npos) << sysusers;
 }
 
 // The exposure `systemd-analyze security --offline` gives a unit file.

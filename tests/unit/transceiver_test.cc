@@ -12,6 +12,8 @@
 // Table 8-41/8-42 page 01h monitor advertisement, Table 8-63 page 02h
 // thresholds, Tables 8-77/8-78 page 11h lane flags and monitors);
 // SFF-8024 Table 4-1 identifiers.
+#include "collectors/transceiver.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,10 +21,9 @@
 #include <random>
 #include <sstream>
 
-#include "collectors/transceiver.h"
-#include "tests/support/families.h"
 #include "tests/support/fake_module_eeprom.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/families.h"
 #include "tests/support/paths.h"
 
 namespace fabric {
@@ -54,22 +55,22 @@ void Put4(Page& p, int address, std::uint16_t ha, std::uint16_t la,
 ModulePages Sff8636Sr4() {
   ModulePages m;
   Page lower(128, 0);
-  lower[0] = 0x11;  // Table 6-2 byte 0: identifier QSFP28 (SFF-8024)
-  lower[1] = 0x08;  // byte 1: revision compliance, SFF-8636 rev 2.7+
-  lower[2] = 0x00;  // byte 2: paged memory, data ready
-  lower[3] = 0x21;  // Table 6-4 byte 3: Tx LOS ch2 (bit 5), Rx LOS ch1 (bit 0)
-  lower[4] = 0x08;  // byte 4: Tx fault ch4 (bit 3)
-  lower[6] = 0x20;  // Table 6-5 byte 6: temperature high warning (bit 5)
-  lower[7] = 0x40;  // byte 7: Vcc low alarm (bit 6)
-  lower[9] = 0x01;  // Table 6-6 byte 9: Rx power ch2 low warning (bit 0)
+  lower[0] = 0x11;   // Table 6-2 byte 0: identifier QSFP28 (SFF-8024)
+  lower[1] = 0x08;   // byte 1: revision compliance, SFF-8636 rev 2.7+
+  lower[2] = 0x00;   // byte 2: paged memory, data ready
+  lower[3] = 0x21;   // Table 6-4 byte 3: Tx LOS ch2 (bit 5), Rx LOS ch1 (bit 0)
+  lower[4] = 0x08;   // byte 4: Tx fault ch4 (bit 3)
+  lower[6] = 0x20;   // Table 6-5 byte 6: temperature high warning (bit 5)
+  lower[7] = 0x40;   // byte 7: Vcc low alarm (bit 6)
+  lower[9] = 0x01;   // Table 6-6 byte 9: Rx power ch2 low warning (bit 0)
   lower[12] = 0x80;  // byte 12: Tx bias ch3 high alarm (bit 7)
   lower[14] = 0x02;  // byte 14: Tx power ch4 high warning (bit 1)
-  Put16(lower, 22, 0x2380);   // Table 6-8: temperature 35.5 °C (1/256 °C)
-  Put16(lower, 26, 0x8079);   // Vcc 3.2889 V (100 µV)
+  Put16(lower, 22, 0x2380);  // Table 6-8: temperature 35.5 °C (1/256 °C)
+  Put16(lower, 26, 0x8079);  // Vcc 3.2889 V (100 µV)
   for (int ch = 0; ch < 4; ++ch) {
-    Put16(lower, 34 + 2 * ch, 5000 + ch);   // Table 6-9: Rx power, 0.1 µW
-    Put16(lower, 42 + 2 * ch, 3000 + ch);   // Tx bias, 2 µA
-    Put16(lower, 50 + 2 * ch, 6000 + ch);   // Tx power, 0.1 µW
+    Put16(lower, 34 + 2 * ch, 5000 + ch);  // Table 6-9: Rx power, 0.1 µW
+    Put16(lower, 42 + 2 * ch, 3000 + ch);  // Tx bias, 2 µA
+    Put16(lower, 50 + 2 * ch, 6000 + ch);  // Tx power, 0.1 µW
   }
   m.lower = lower;
   Page p00(128, 0);
@@ -86,9 +87,9 @@ ModulePages Sff8636Sr4() {
   Page p03(128, 0);
   Put4(p03, 128, 75 * 256, static_cast<std::uint16_t>(-5 * 256), 70 * 256, 0);
   Put4(p03, 144, 36300, 29700, 34650, 31350);  // Vcc, 100 µV
-  Put4(p03, 176, 34674, 512, 17378, 1023);      // Rx power
-  Put4(p03, 184, 6000, 1000, 5500, 1500);       // Tx bias
-  Put4(p03, 192, 31623, 1000, 15849, 2512);     // Tx power
+  Put4(p03, 176, 34674, 512, 17378, 1023);     // Rx power
+  Put4(p03, 184, 6000, 1000, 5500, 1500);      // Tx bias
+  Put4(p03, 192, 31623, 1000, 15849, 2512);    // Tx power
   m.upper[3] = p03;
   return m;
 }
@@ -104,8 +105,8 @@ ModulePages CmisDr4() {
   lower[9] = 0x14;  // Table 8-8 byte 9: temp high warning (bit 2), Vcc
                     // high alarm (bit 4)
   Put16(lower, 14, static_cast<std::uint16_t>(-2 * 256));  // -2 °C
-  Put16(lower, 16, 33000);                                // 3.3 V
-  lower[85] = 0x02;  // MediaType: SMF
+  Put16(lower, 16, 33000);                                 // 3.3 V
+  lower[85] = 0x02;                                        // MediaType: SMF
   lower[86] = 0x1c;  // application 1: host 400GAUI-8
   lower[87] = 0x1c;  // media 400GBASE-DR4
   lower[88] = 0x84;  // host lanes 8, media lanes 4
@@ -149,9 +150,9 @@ ModulePages CmisDr4() {
 ModulePages CmisDac() {
   ModulePages m;
   Page lower(128, 0);
-  lower[0] = 0x1e;  // QSFP+ or later with CMIS
-  lower[1] = 0x40;  // CMIS 4.0
-  lower[2] = 0x80;  // flat memory
+  lower[0] = 0x1e;   // QSFP+ or later with CMIS
+  lower[1] = 0x40;   // CMIS 4.0
+  lower[2] = 0x80;   // flat memory
   lower[85] = 0x03;  // passive copper
   m.lower = lower;
   Page p00(128, 0);
@@ -333,8 +334,8 @@ TEST(TransceiverParseTest, TruncatedUnknownNotReadyAndGarbage) {
     g.lower.resize(rng() % 140);
     for (auto& b : g.lower) b = static_cast<std::uint8_t>(rng());
     if (!g.lower.empty() && rng() % 2) {
-      g.lower[0] = std::array<std::uint8_t, 6>{0x0c, 0x0d, 0x11, 0x18, 0x19,
-                                               0x1e}[rng() % 6];
+      g.lower[0] = std::array<std::uint8_t, 6>{0x0c, 0x0d, 0x11,
+                                               0x18, 0x19, 0x1e}[rng() % 6];
     }
     for (int page : {0, 1, 2, 3, 0x11}) {
       if (rng() % 3 == 0) continue;
@@ -397,14 +398,17 @@ TEST(TransceiverCollectorTest, DiscoversAndExportsBothSpecs) {
   Outcome r = Collect(*c);
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.skipped, 0u);
-  EXPECT_EQ(*calls, (std::vector<std::string>{"eth0:0", "eth0:0", "eth0:1",
-                                              "eth0:2", "eth0:17", "ib0:0",
-                                              "ib0:0", "ib0:3"}));
+  EXPECT_EQ(*calls,
+            (std::vector<std::string>{"eth0:0", "eth0:0", "eth0:1", "eth0:2",
+                                      "eth0:17", "ib0:0", "ib0:0", "ib0:3"}));
   const Labels eth0 = {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth0"}};
   EXPECT_EQ(Value(r.families, "fabric_transceiver_info",
-                  {{"netdev", "eth0"}, {"identifier", "QSFP-DD"},
-                   {"spec", "cmis"}, {"vendor", "Mellanox"},
-                   {"serial", "MT2201FT00001"}, {"media", "smf"},
+                  {{"netdev", "eth0"},
+                   {"identifier", "QSFP-DD"},
+                   {"spec", "cmis"},
+                   {"vendor", "Mellanox"},
+                   {"serial", "MT2201FT00001"},
+                   {"media", "smf"},
                    {"cable_length_meters", ""}}),
             1);
   EXPECT_EQ(Value(r.families, "fabric_transceiver_temperature_celsius", eth0),
@@ -426,12 +430,16 @@ TEST(TransceiverCollectorTest, DiscoversAndExportsBothSpecs) {
                    {"lane", ""}}),
             1);
   EXPECT_EQ(Value(r.families, "fabric_transceiver_info",
-                  {{"device", "mlx5_1"}, {"port", "1"}, {"netdev", "ib0"},
-                   {"identifier", "QSFP28"}, {"part_number", "FTLC9551REPM"}}),
+                  {{"device", "mlx5_1"},
+                   {"port", "1"},
+                   {"netdev", "ib0"},
+                   {"identifier", "QSFP28"},
+                   {"part_number", "FTLC9551REPM"}}),
             1);
-  EXPECT_EQ(Value(r.families, "fabric_transceiver_temperature_threshold_celsius",
-                  {{"netdev", "ib0"}, {"level", "low_alarm"}}),
-            -5);
+  EXPECT_EQ(
+      Value(r.families, "fabric_transceiver_temperature_threshold_celsius",
+            {{"netdev", "ib0"}, {"level", "low_alarm"}}),
+      -5);
   EXPECT_EQ(Value(r.families, "fabric_transceiver_modules_skipped_total",
                   {{"reason", "truncated"}}),
             0);
@@ -454,10 +462,11 @@ TEST(TransceiverCollectorTest, BadModulesAreSkippedAndCounted) {
   auto c = MakeTransceiverCollector(env, options, std::move(src));
   for (int round = 1; round <= 2; ++round) {
     Outcome r = Collect(*c);
-    EXPECT_TRUE(r.ok);  // one module read failed, not all
+    EXPECT_TRUE(r.ok);         // one module read failed, not all
     EXPECT_EQ(r.skipped, 3u);  // d has no EEPROM: absent, not a skip
     EXPECT_FALSE(Value(r.families, "fabric_transceiver_info", {}));
-    for (const char* reason : {"unknown_identifier", "truncated", "read_error"}) {
+    for (const char* reason :
+         {"unknown_identifier", "truncated", "read_error"}) {
       EXPECT_EQ(Value(r.families, "fabric_transceiver_modules_skipped_total",
                       {{"reason", reason}}),
                 round)
