@@ -134,8 +134,7 @@ bool Connection::Send(const Request& request) {
       static_cast<ssize_t>(bytes.size())) {
     return true;
   }
-  if (!broken_) ++ProcessCounters().connections_lost;
-  broken_ = true;
+  if (!broken_.exchange(true)) ++ProcessCounters().connections_lost;
   return false;
 }
 
@@ -158,8 +157,7 @@ std::optional<Reply> Connection::Receive(std::chrono::microseconds wait) {
     }
   }
   // EOF, a socket error or a reply we cannot read: this broker is done.
-  ++ProcessCounters().connections_lost;
-  broken_ = true;
+  if (!broken_.exchange(true)) ++ProcessCounters().connections_lost;
   return std::nullopt;
 }
 

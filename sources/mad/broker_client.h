@@ -58,7 +58,9 @@ class Connection {
   Connection(int fd, pid_t child) : fd_(fd), child_(child) {}
   int fd_;
   pid_t child_;  // spawned broker, or 0
-  bool broken_ = false;
+  // Atomic: the daemon's shared opener asks whether a transport still works
+  // (broken()) from one collector thread while another uses it.
+  std::atomic<bool> broken_{false};
 };
 
 // What the daemon exports about its brokers (fabric_mad_broker_*).
