@@ -63,7 +63,16 @@ class Session {
         return 1;
       }
       const std::size_t size = static_cast<std::size_t>(n);
-      Handle({buf.data(), std::min(size, buf.size())}, size > kMaxMessage);
+      const auto decoded =
+          DecodeRequests({buf.data(), std::min(size, buf.size())});
+      if (size > kMaxMessage) {
+        // Reply as a MAD refusal: the client may be waiting for that tid.
+        MutexLock hold(mutex_);
+        Refuse(Kind::kMad, decoded.front().tid, Refusal::kMalformed,
+               "oversized message");
+      } else {
+        for (const DecodedRequest& d : decoded) Handle(d);
+      }
       Flush();
     }
     return 1;
@@ -95,15 +104,12 @@ class Session {
     }
   }
 
-  void Handle(std::span<const std::uint8_t> bytes, bool oversized) {
-    Refusal refusal = Refusal::kNone;
-    std::uint32_t tid = 0;
-    std::optional<Request> r = DecodeRequest(bytes, &refusal, &tid);
-    if (oversized || !r) {
+  void Handle(const DecodedRequest& d) {
+    const std::optional<Request>& r = d.request;
+    if (!r) {
       // Reply as a MAD refusal: the client may be waiting for `tid`.
       MutexLock hold(mutex_);
-      Refuse(Kind::kMad, tid, Refusal::kMalformed,
-             oversized ? "oversized message" : "malformed request");
+      Refuse(Kind::kMad, d.tid, Refusal::kMalformed, "malformed request");
       return;
     }
     switch (r->kind) {
@@ -118,7 +124,7 @@ class Session {
     }
   }
 
-  void Ports(std::uint32_t tid) {
+  void Ports(std::uint32_t tid) EXCLUDES(mutex_) {
     Reply reply = MakeReply(Kind::kPorts, tid);
     std::string error;
     reply.ports = deps_.list_ports(&error);
@@ -126,16 +132,15 @@ class Session {
       reply.status = Status::kFailed;
       spdlog::warn("listing local ports: {}", error);
     }
-    Send(reply);
+    MutexLock hold(mutex_);
+    Queue(std::move(reply));
   }
 
   void Stats(std::uint32_t tid) EXCLUDES(mutex_) {
     Reply reply = MakeReply(Kind::kStats, tid);
-    {
-      MutexLock hold(mutex_);
-      reply.refused.assign(refused_.begin(), refused_.end());
-    }
-    Send(reply);
+    MutexLock hold(mutex_);
+    reply.refused.assign(refused_.begin(), refused_.end());
+    Queue(std::move(reply));
   }
 
   void Open(const Request& r) EXCLUDES(mutex_) {
@@ -160,7 +165,8 @@ class Session {
       reply.status = Status::kFailed;
       spdlog::warn("OPEN {} {}: {}", r.ca, r.port, reply.error);
     }
-    Send(reply);
+    MutexLock hold(mutex_);
+    Queue(std::move(reply));
   }
 
   void Mad(const MadCall& call) EXCLUDES(mutex_) {
@@ -247,9 +253,11 @@ class Session {
     Queue(std::move(reply));
   }
 
-  // Replies made under the lock are sent after it is released: a send may
-  // wait for the client to read, and the client may be waiting for this
-  // thread's twin to read its requests.
+  // Replies are queued under the lock and sent after it is released: a
+  // send may wait for the client to read, and the client may be waiting
+  // for this thread's twin to read its requests. Whatever is queued goes
+  // in as few messages as fit (one datagram per batch of answers, not
+  // one per MAD).
   void Queue(Reply reply) REQUIRES(mutex_) {
     outbox_.push_back(std::move(reply));
   }
@@ -259,11 +267,20 @@ class Session {
       MutexLock hold(mutex_);
       out.swap(outbox_);
     }
-    for (const Reply& r : out) Send(r);
+    std::vector<std::uint8_t> message, one;
+    for (const Reply& r : out) {
+      one.clear();
+      AppendReply(r, &one);
+      if (!message.empty() && message.size() + one.size() > kMaxMessage) {
+        Send(message);
+        message.clear();
+      }
+      message.insert(message.end(), one.begin(), one.end());
+    }
+    if (!message.empty()) Send(message);
   }
 
-  void Send(const Reply& reply) {
-    const std::vector<std::uint8_t> bytes = EncodeReply(reply);
+  void Send(const std::vector<std::uint8_t>& bytes) {
     if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) < 0 &&
         errno != EINTR) {
       broken_ = true;

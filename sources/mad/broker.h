@@ -10,6 +10,10 @@
 // sent. An allowed one is built here (BuildMad) and posted on the port the
 // connection OPENed; its answer, or a timeout, is sent back. The broker
 // sends each MAD once: retries are the client's (each a new request).
+// A message may carry several requests; each is checked on its own, and
+// the replies ready at one time go back together in as few messages as
+// fit (broker_protocol.h), so a sweep costs a few datagrams per batch
+// rather than two per MAD.
 //
 // Thread-safety: ServeBroker runs on one thread and owns everything it
 // touches; the dependencies are called on that thread.

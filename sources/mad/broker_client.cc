@@ -127,22 +127,55 @@ Connection::~Connection() {
   ::waitpid(child_, nullptr, 0);
 }
 
-bool Connection::Send(const Request& request) {
-  if (broken_) return false;
-  const std::vector<std::uint8_t> bytes = EncodeRequest(request);
-  if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-      static_cast<ssize_t>(bytes.size())) {
-    return true;
-  }
+bool Connection::Broke() {
   if (!broken_.exchange(true)) ++ProcessCounters().connections_lost;
   return false;
 }
 
+bool Connection::Send(const Request& request) {
+  return Queue(request) && Flush();
+}
+
+bool Connection::Queue(const Request& request) {
+  if (broken_) return false;
+  const std::size_t before = outbox_.size();
+  AppendRequest(request, &outbox_);
+  if (outbox_.size() <= kMaxMessage && queued_ < kMaxRequestsPerMessage) {
+    ++queued_;
+    return true;
+  }
+  // Full: send what was there, start the next message with this one.
+  std::vector<std::uint8_t> last(outbox_.begin() + before, outbox_.end());
+  outbox_.resize(before);
+  const bool sent = Flush();
+  outbox_ = std::move(last);
+  queued_ = 1;
+  return sent;
+}
+
+bool Connection::Flush() {
+  if (outbox_.empty()) return !broken_;
+  const std::vector<std::uint8_t> bytes = std::move(outbox_);
+  outbox_.clear();
+  queued_ = 0;
+  if (broken_) return false;
+  if (::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(bytes.size())) {
+    return true;
+  }
+  return Broke();
+}
+
 std::optional<Reply> Connection::Receive(std::chrono::microseconds wait) {
+  if (!inbox_.empty()) {
+    Reply r = std::move(inbox_.front());
+    inbox_.pop_front();
+    return r;
+  }
   if (broken_) return std::nullopt;
   std::uint8_t buf[kMaxMessage];
   // A reply already queued is read without a poll() first: during a sweep
-  // most are (one syscall per answer, not two).
+  // most are (one syscall per message, not two).
   ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
   if (n < 0 && errno == EAGAIN && wait.count() > 0) {
     pollfd p{fd_, POLLIN, 0};
@@ -152,12 +185,14 @@ std::optional<Reply> Connection::Receive(std::chrono::microseconds wait) {
   }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return std::nullopt;
   if (n > 0) {
-    if (auto reply = DecodeReply({buf, static_cast<std::size_t>(n)})) {
-      return reply;
+    if (auto replies = DecodeReplies({buf, static_cast<std::size_t>(n)})) {
+      inbox_.assign(std::make_move_iterator(replies->begin() + 1),
+                    std::make_move_iterator(replies->end()));
+      return std::move(replies->front());
     }
   }
   // EOF, a socket error or a reply we cannot read: this broker is done.
-  if (!broken_.exchange(true)) ++ProcessCounters().connections_lost;
+  Broke();
   return std::nullopt;
 }
 
@@ -201,11 +236,26 @@ bool Transport::Post(std::uint16_t dlid, const Mad& mad,
   const MadCall call = CallFromMad(dlid, mad, timeout);
   Request r = MakeRequest(Kind::kMad, call.tid);
   r.mad = call;
-  return connection_->Send(r);
+  if (!connection_->Queue(r)) return false;
+  posted_.insert(call.tid);
+  return true;
 }
 
 void Transport::Poll(std::chrono::microseconds wait,
                      std::vector<Answer>* answers) {
+  connection_->Flush();
+  if (connection_->broken()) {
+    // No answer will come for what this connection carried (or never
+    // sent): fail it now rather than at each try's timeout.
+    for (std::uint32_t tid : posted_) {
+      Answer a;
+      a.tid = tid;
+      a.error = std::errc::io_error;
+      answers->push_back(a);
+    }
+    posted_.clear();
+    return;
+  }
   auto reply = connection_->Receive(wait);
   while (reply) {
     if (reply->kind == Kind::kMad) {
@@ -226,6 +276,7 @@ void Transport::Poll(std::chrono::microseconds wait,
           a.error = std::errc::io_error;
           break;
       }
+      posted_.erase(a.tid);
       answers->push_back(a);
     }
     reply = connection_->Receive(std::chrono::microseconds(0));

@@ -20,9 +20,11 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/thread_annotations.h"
@@ -44,9 +46,16 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // Queue + Flush.
   bool Send(const Request& request);
+  // Adds `request` to the message Flush sends (first flushing what is
+  // queued when it would not fit). False when that flush failed.
+  bool Queue(const Request& request);
+  // Sends what is queued as one message; true when nothing was queued.
+  bool Flush();
   // The next reply, waiting up to `wait`; nullopt when none came (or the
-  // connection broke: broken()).
+  // connection broke: broken()). Replies that came in one message are
+  // handed out one by one.
   std::optional<Reply> Receive(std::chrono::microseconds wait);
   // Send, then the reply of the same kind and tid within `timeout`.
   std::optional<Reply> Call(const Request& request,
@@ -56,8 +65,12 @@ class Connection {
 
  private:
   Connection(int fd, pid_t child) : fd_(fd), child_(child) {}
+  bool Broke();  // marks the connection broken, counts it once; false
   int fd_;
-  pid_t child_;  // spawned broker, or 0
+  pid_t child_;                       // spawned broker, or 0
+  std::vector<std::uint8_t> outbox_;  // requests not sent yet
+  std::size_t queued_ = 0;            // requests in outbox_
+  std::deque<Reply> inbox_;           // replies received, not handed out
   // Atomic: the daemon's shared opener asks whether a transport still works
   // (broken()) from one collector thread while another uses it.
   std::atomic<bool> broken_{false};
@@ -75,8 +88,12 @@ struct Counters {
 Counters& ProcessCounters();
 
 // A MadTransport whose wire is a broker connection bound (OPEN) to one
-// local port. Refusals complete with permission_denied, failed sends with
-// io_error; after the connection breaks every Post fails.
+// local port. Post queues the request; Poll sends every request queued
+// since the last one in one message, then waits for replies: the engine
+// posts what it can between two polls, so a sweep's requests cross in
+// batches. Refusals complete with permission_denied, failed sends with
+// io_error; when the connection breaks, every request not answered yet
+// completes with io_error at the next Poll, and every Post fails.
 class Transport : public MadTransport {
  public:
   static std::unique_ptr<Transport> Open(const Endpoint& endpoint,
@@ -93,6 +110,9 @@ class Transport : public MadTransport {
   explicit Transport(std::unique_ptr<Connection> c)
       : connection_(std::move(c)) {}
   std::unique_ptr<Connection> connection_;
+  // Tids sent (or queued) and not answered: failed at once when the
+  // connection breaks.
+  std::unordered_set<std::uint32_t> posted_;
 };
 
 // `inner` behind the broker's allow-list, in process: every MAD is turned

@@ -33,6 +33,9 @@ constexpr AllowedAttribute kAllowed[] = {
 
 class Writer {
  public:
+  Writer() = default;
+  // Appends to `out`.
+  explicit Writer(std::vector<std::uint8_t> out) : out_(std::move(out)) {}
   void U8(std::uint8_t v) { out_.push_back(v); }
   void U16(std::uint16_t v) { Le(v, 2); }
   void U32(std::uint32_t v) { Le(v, 4); }
@@ -136,8 +139,9 @@ std::string_view RefusalName(Refusal r) {
 
 std::span<const AllowedAttribute> AllowedAttributes() { return kAllowed; }
 
-std::vector<std::uint8_t> EncodeRequest(const Request& r) {
-  Writer w;
+namespace {
+
+void WriteRequest(const Request& r, Writer& w) {
   w.U8(kVersion);
   w.U8(static_cast<std::uint8_t>(r.kind));
   w.U16(0);
@@ -160,22 +164,22 @@ std::vector<std::uint8_t> EncodeRequest(const Request& r) {
                 path.begin());
     w.Bytes(path);
   }
-  return w.Take();
 }
 
-std::optional<Request> DecodeRequest(std::span<const std::uint8_t> bytes,
-                                     Refusal* refusal, std::uint32_t* tid) {
-  *refusal = Refusal::kMalformed;
-  *tid = 0;
-  Reader in(bytes);
+// The request at the reader's position; nullopt (with `d` saying why) when
+// it cannot be read, which also ends the message: nothing after it can be
+// delimited.
+DecodedRequest ReadRequest(Reader& in) {
+  DecodedRequest d;
+  d.refusal = Refusal::kMalformed;
   const std::uint8_t version = in.U8();
   const std::uint8_t kind = in.U8();
   const std::uint16_t zero = in.U16();
   Request r;
   r.tid = in.U32();
-  if (!in.ok()) return std::nullopt;
-  *tid = r.tid;
-  if (version != kVersion || zero != 0) return std::nullopt;
+  if (!in.ok()) return d;
+  d.tid = r.tid;
+  if (version != kVersion || zero != 0) return d;
   r.kind = static_cast<Kind>(kind);
   switch (r.kind) {
     case Kind::kPorts:
@@ -197,27 +201,27 @@ std::optional<Request> DecodeRequest(std::span<const std::uint8_t> bytes,
       const std::size_t hops = in.U8();
       m.timeout_ms = in.U32();
       const auto path = in.Bytes(kMaxHops + 1);
-      if (!in.ok()) return std::nullopt;
+      if (!in.ok()) return d;
       // The route is the first `hops` bytes; the padding must be zero, so
       // one request has exactly one encoding.
       if (hops > kMaxHops ||
           std::any_of(path.begin() + hops, path.end(),
                       [](std::uint8_t b) { return b != 0; })) {
-        return std::nullopt;
+        return d;
       }
       m.path.assign(path.begin(), path.begin() + hops);
       break;
     }
     default:
-      return std::nullopt;
+      return d;
   }
-  if (!in.done()) return std::nullopt;
-  *refusal = Refusal::kNone;
-  return r;
+  if (!in.ok()) return d;
+  d.refusal = Refusal::kNone;
+  d.request = std::move(r);
+  return d;
 }
 
-std::vector<std::uint8_t> EncodeReply(const Reply& r) {
-  Writer w;
+void WriteReply(const Reply& r, Writer& w) {
   w.U8(kVersion);
   w.U8(static_cast<std::uint8_t>(r.kind));
   w.U8(static_cast<std::uint8_t>(r.status));
@@ -257,11 +261,10 @@ std::vector<std::uint8_t> EncodeReply(const Reply& r) {
       for (std::uint64_t v : r.refused) w.U64(v);
       break;
   }
-  return w.Take();
 }
 
-std::optional<Reply> DecodeReply(std::span<const std::uint8_t> bytes) {
-  Reader in(bytes);
+// The reply at the reader's position, nullopt when it cannot be read.
+std::optional<Reply> ReadReply(Reader& in) {
   Reply r;
   if (in.U8() != kVersion) return std::nullopt;
   r.kind = static_cast<Kind>(in.U8());
@@ -312,8 +315,81 @@ std::optional<Reply> DecodeReply(std::span<const std::uint8_t> bytes) {
     default:
       return std::nullopt;
   }
-  if (!in.done()) return std::nullopt;
+  if (!in.ok()) return std::nullopt;
   return r;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> EncodeRequest(const Request& r) {
+  std::vector<std::uint8_t> out;
+  AppendRequest(r, &out);
+  return out;
+}
+
+void AppendRequest(const Request& r, std::vector<std::uint8_t>* message) {
+  Writer w(std::move(*message));
+  WriteRequest(r, w);
+  *message = w.Take();
+}
+
+std::optional<Request> DecodeRequest(std::span<const std::uint8_t> bytes,
+                                     Refusal* refusal, std::uint32_t* tid) {
+  Reader in(bytes);
+  DecodedRequest d = ReadRequest(in);
+  if (d.request && !in.done()) {
+    d.request.reset();
+    d.refusal = Refusal::kMalformed;
+  }
+  *refusal = d.refusal;
+  *tid = d.tid;
+  return std::move(d.request);
+}
+
+std::vector<DecodedRequest> DecodeRequests(
+    std::span<const std::uint8_t> bytes) {
+  std::vector<DecodedRequest> out;
+  Reader in(bytes);
+  do {
+    out.push_back(ReadRequest(in));
+  } while (out.back().request && !in.done() &&
+           out.size() < kMaxRequestsPerMessage);
+  if (out.back().request && !in.done()) {
+    // More than a message may hold: the rest is one malformed request.
+    out.push_back(DecodedRequest{});
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> EncodeReply(const Reply& r) {
+  std::vector<std::uint8_t> out;
+  AppendReply(r, &out);
+  return out;
+}
+
+void AppendReply(const Reply& r, std::vector<std::uint8_t>* message) {
+  Writer w(std::move(*message));
+  WriteReply(r, w);
+  *message = w.Take();
+}
+
+std::optional<Reply> DecodeReply(std::span<const std::uint8_t> bytes) {
+  Reader in(bytes);
+  auto r = ReadReply(in);
+  if (!r || !in.done()) return std::nullopt;
+  return r;
+}
+
+std::optional<std::vector<Reply>> DecodeReplies(
+    std::span<const std::uint8_t> bytes) {
+  std::vector<Reply> out;
+  Reader in(bytes);
+  do {
+    auto r = ReadReply(in);
+    if (!r) return std::nullopt;
+    out.push_back(std::move(*r));
+  } while (!in.done());
+  return out;
 }
 
 Refusal Check(const MadCall& call) {

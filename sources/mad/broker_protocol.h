@@ -13,7 +13,10 @@
 // the reason a request was refused.
 //
 // Layout: fixed little-endian fields, checked for exact size; see
-// broker_protocol.cc. Version 1.
+// broker_protocol.cc. Version 2: a message (one datagram) carries one or
+// more requests, or one or more replies, back to back (each delimits
+// itself), so a sweep's MADs cross the socket in a few datagrams rather
+// than two per MAD. Each request in a message is checked on its own.
 //
 // Thread-safety: pure functions and constant tables.
 #pragma once
@@ -32,7 +35,7 @@
 
 namespace fabric::mad::broker {
 
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;
 // Larger than any valid message, so an oversized one is seen as such
 // (recv reports MSG_TRUNC) rather than cut to fit.
 inline constexpr std::size_t kMaxMessage = 16384;
@@ -40,6 +43,8 @@ inline constexpr std::size_t kMaxCaName = 64;
 inline constexpr std::size_t kMaxHops = 63;
 inline constexpr std::uint32_t kMaxTimeoutMs = 10000;
 inline constexpr std::size_t kMaxPorts = 128;
+// Requests read from one message; what follows is refused as malformed.
+inline constexpr std::size_t kMaxRequestsPerMessage = 256;
 
 enum class Kind : std::uint8_t {
   kOpen = 1,   // bind this connection to one local port
@@ -133,13 +138,32 @@ inline Reply MakeReply(Kind kind, std::uint32_t tid,
 }
 
 std::vector<std::uint8_t> EncodeRequest(const Request& r);
-// The request in `bytes`, or the refusal that makes it unusable (then
-// *tid holds the tid when the header was readable, else 0).
+// Appends `r` to a message (a batch of requests in one datagram).
+void AppendRequest(const Request& r, std::vector<std::uint8_t>* message);
+// A message of exactly one request, or the refusal that makes it unusable
+// (then *tid holds the tid when the header was readable, else 0).
 std::optional<Request> DecodeRequest(std::span<const std::uint8_t> bytes,
                                      Refusal* refusal, std::uint32_t* tid);
 
+struct DecodedRequest {
+  std::optional<Request> request;
+  Refusal refusal = Refusal::kMalformed;  // kNone when `request` is set
+  std::uint32_t tid = 0;                  // when the header was readable
+};
+// Every request of a message, in order. A request that cannot be read is
+// the last one (nothing after it can be delimited); so is the one after
+// kMaxRequestsPerMessage. Never empty: an empty message is one malformed
+// request.
+std::vector<DecodedRequest> DecodeRequests(std::span<const std::uint8_t> bytes);
+
 std::vector<std::uint8_t> EncodeReply(const Reply& r);
+// Appends `r` to a message (a batch of replies in one datagram).
+void AppendReply(const Reply& r, std::vector<std::uint8_t>* message);
+// A message of exactly one reply.
 std::optional<Reply> DecodeReply(std::span<const std::uint8_t> bytes);
+// Every reply of a message; nullopt when any of it cannot be read.
+std::optional<std::vector<Reply>> DecodeReplies(
+    std::span<const std::uint8_t> bytes);
 
 // Checks `call` against the allow-list and the wire limits (not the
 // in-flight ones: those are the broker's state). kNone when it may go.

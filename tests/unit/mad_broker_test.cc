@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "sources/mad/broker.h"
@@ -210,6 +211,16 @@ class BrokerSession : public ::testing::Test {
     if (n <= 0) return std::nullopt;
     return DecodeReply({buf.data(), static_cast<std::size_t>(n)});
   }
+  // Every reply of the next datagram.
+  std::vector<Reply> ReadAll() {
+    std::vector<std::uint8_t> buf(kMaxMessage);
+    timeval tv{10, 0};
+    ::setsockopt(client_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    const ssize_t n = ::recv(client_, buf.data(), buf.size(), 0);
+    if (n <= 0) return {};
+    return DecodeReplies({buf.data(), static_cast<std::size_t>(n)})
+        .value_or(std::vector<Reply>{});
+  }
   Reply Call(const Request& r) {
     Write(EncodeRequest(r));
     auto reply = Read();
@@ -287,6 +298,38 @@ TEST_F(BrokerSession, ForgedRequestsAreRefusedCountedAndNeverSent) {
   Hangup();
   EXPECT_TRUE(posted_.empty());
   EXPECT_EQ(counts_[static_cast<int>(Refusal::kMalformed)], 3u);
+}
+
+TEST_F(BrokerSession, EachRequestOfABatchIsCheckedOnItsOwn) {
+  Start();
+  Open();
+  // One datagram: an allowed Get, a SubnSet, a Get off the list, then raw
+  // MAD bytes (which end the message: a good Get after them is never read).
+  std::vector<std::uint8_t> message;
+  AppendRequest(MadRequest(SmpGet(kAttrNodeInfo, 0), 20), &message);
+  Mad set = SmpGet(kAttrPortInfo, 1);
+  mad_set_field(set.data(), 0, IB_MAD_METHOD_F, IB_MAD_METHOD_SET);
+  AppendRequest(MadRequest(set, 21), &message);
+  AppendRequest(MadRequest(SmpGet(0x16, 0), 22), &message);
+  message.insert(message.end(), set.begin(), set.end());
+  AppendRequest(MadRequest(SmpGet(kAttrNodeInfo, 0), 23), &message);
+  Write(message);
+  std::map<std::uint32_t, Reply> replies;
+  while (replies.size() < 4) {
+    const auto batch = ReadAll();
+    ASSERT_FALSE(batch.empty());
+    for (const Reply& r : batch) replies[r.tid] = r;
+  }
+  EXPECT_EQ(replies[20].status, Status::kOk);
+  EXPECT_EQ(replies[21].refusal, Refusal::kMethod);
+  EXPECT_EQ(replies[22].refusal, Refusal::kAttribute);
+  EXPECT_EQ(replies[0].refusal, Refusal::kMalformed);  // no readable tid
+  EXPECT_EQ(replies.count(23), 0u);
+  Hangup();
+  ASSERT_EQ(posted_.size(), 1u);
+  EXPECT_EQ(counts_[static_cast<int>(Refusal::kMethod)], 1u);
+  EXPECT_EQ(counts_[static_cast<int>(Refusal::kAttribute)], 1u);
+  EXPECT_EQ(counts_[static_cast<int>(Refusal::kMalformed)], 1u);
 }
 
 TEST_F(BrokerSession, InFlightLimitsHold) {
