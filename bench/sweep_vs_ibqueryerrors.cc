@@ -27,17 +27,20 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "sources/mad/broker_protocol.h"
 #include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 
@@ -47,12 +50,13 @@ namespace {
 
 struct Cost {
   double wall = 0, cpu = 0;
+  long switches = 0;  // context switches (voluntary + not): wake-ups
   int exit_code = -1;
 };
 
 Cost Measure(const fabric::testing::IbsimFabric& fabric,
              std::vector<std::string> argv, const std::string& host,
-             const std::string& out = "/dev/null") {
+             const std::string& out = "/dev/null", int fd3 = -1) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.push_back(*e);
   for (const auto& e : fabric.ClientEnv(host)) env_strings.push_back(e);
@@ -67,6 +71,7 @@ Cost Measure(const fabric::testing::IbsimFabric& fabric,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addchdir_np(&files, fabric.dir().c_str());
+  if (fd3 >= 0) posix_spawn_file_actions_adddup2(&files, fd3, 3);
   Cost c;
   const auto start = std::chrono::steady_clock::now();
   pid_t pid;
@@ -82,8 +87,28 @@ Cost Measure(const fabric::testing::IbsimFabric& fabric,
           .count();
   c.cpu = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+  c.switches = ru.ru_nvcsw + ru.ru_nivcsw;
   c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   posix_spawn_file_actions_destroy(&files);
+  return c;
+}
+
+// One MAD broker's start-up and exit as a --once pays it (twice: the port
+// list's broker and the port's): spawn, libibumad (under ibsim, umad2sim's
+// set-up), OPEN of the first active port (umad_open_port, registering the
+// classes), then EOF. The OPEN is written before the broker starts and the
+// client end closed, so the broker exits right after answering.
+Cost BrokerStartup(const fabric::testing::IbsimFabric& fabric,
+                   const std::string& broker) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair) < 0) return {};
+  const auto open = fabric::mad::broker::EncodeRequest(
+      fabric::mad::broker::MakeRequest(fabric::mad::broker::Kind::kOpen, 1));
+  (void)::send(pair[0], open.data(), open.size(), 0);
+  ::close(pair[0]);
+  const Cost c =
+      Measure(fabric, {broker, "--fd", "3"}, "hca1", "/dev/null", pair[1]);
+  ::close(pair[1]);
   return c;
 }
 
@@ -99,9 +124,54 @@ double Sample(const std::string& text, const std::string& series) {
   return std::atof(text.c_str() + at + series.size() + 2);
 }
 
-// Median of a running daemon's fabric sweep durations, `sweeps` of them
-// after the first (config `extra` prepended).
-double SteadySweep(fabric::testing::IbsimFabric& fabric,
+// CPU time (ns on CPU, schedstat) and context switches of `root` and its
+// children (the brokers it spawned), every thread, so far.
+struct Usage {
+  double cpu = 0;
+  double switches = 0;
+};
+Usage TreeUsage(pid_t root) {
+  Usage u;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& proc : fs::directory_iterator("/proc", ec)) {
+    const std::string name = proc.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(proc.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0;
+    std::sscanf(line.c_str() + paren + 1, " %c %d", &state, &ppid);
+    if (std::atoi(name.c_str()) != root && ppid != root) continue;
+    for (const auto& task : fs::directory_iterator(proc.path() / "task", ec)) {
+      double ns = 0;
+      std::ifstream(task.path() / "schedstat") >> ns;
+      u.cpu += ns * 1e-9;
+      std::ifstream status(task.path() / "status");
+      for (std::string l; std::getline(status, l);) {
+        if (l.find("ctxt_switches:") != std::string::npos) {
+          u.switches += std::atof(l.c_str() + l.find(':') + 1);
+        }
+      }
+    }
+  }
+  return u;
+}
+
+struct Steady {
+  double sweep = 0;     // median fabric sweep duration (its own metric)
+  double cpu = 0;       // median CPU between two sweeps' ends, whole tree
+  double switches = 0;  // median context switches between them
+};
+
+// A running daemon's fabric sweeps, `sweeps` of them after the first
+// (config `extra` prepended): medians of the sweep duration and of the CPU
+// and wake-ups of the daemon and its brokers from one sweep's end to the
+// next (one sweep plus the 2 s interval's idle time).
+Steady SteadySweep(fabric::testing::IbsimFabric& fabric,
                    const std::string& fabricmon, const std::string& name,
                    const std::string& extra, int sweeps) {
   const int port = fabric::testing::FreeLoopbackPort();
@@ -116,8 +186,9 @@ double SteadySweep(fabric::testing::IbsimFabric& fabric,
          "  fabric: {enabled: true, interval: 2s, timeout: 60s}\n";
   const pid_t pid = fabric.StartClient({fabricmon, "--config", config}, "hca1",
                                        fabric.dir() + "/" + name + ".log");
-  std::vector<double> durations;
+  std::vector<double> durations, cpu, switches;
   double last = 0;
+  Usage before;
   const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(5);
   while (static_cast<int>(durations.size()) <= sweeps &&
          std::chrono::steady_clock::now() < end) {
@@ -129,14 +200,20 @@ double SteadySweep(fabric::testing::IbsimFabric& fabric,
                              "collector=\"fabric\"}");
     if (at > 0 && at != last) {
       last = at;
+      const Usage now = TreeUsage(pid);
+      if (!durations.empty()) {
+        cpu.push_back(now.cpu - before.cpu);
+        switches.push_back(now.switches - before.switches);
+      }
+      before = now;
       durations.push_back(Sample(
           text, "fabric_collector_duration_seconds{collector=\"fabric\"}"));
     }
   }
   fabric.StopClient(pid);
-  if (durations.size() < 2) return 0;
+  if (durations.size() < 2) return {};
   durations.erase(durations.begin());  // the first sweep discovers too
-  return Median(durations);
+  return {Median(durations), Median(cpu), Median(switches)};
 }
 
 }  // namespace
@@ -190,6 +267,9 @@ int main(int argc, char** argv) {
          "  sm: {enabled: false}\n  fabric: {enabled: false}\n";
   std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
   std::vector<double> inproc_wall, inproc_cpu, nopesc_wall, nopesc_cpu;
+  std::vector<double> fm_switches, inproc_switches, start_wall, start_cpu;
+  const std::string broker_program =
+      std::filesystem::path(fabricmon).parent_path() / "fabricmon-mad-broker";
   for (int i = 0; i < runs; ++i) {
     const Cost f = Measure(fabric, {fabricmon, "--once", "--config", config},
                            "hca1", fabric.dir() + "/fabricmon.out");
@@ -206,6 +286,8 @@ int main(int argc, char** argv) {
         Measure(fabric, {fabricmon, "--once", "--config", in_process}, "hca1");
     inproc_wall.push_back(p.wall);
     inproc_cpu.push_back(p.cpu);
+    inproc_switches.push_back(p.switches);
+    fm_switches.push_back(f.switches);
     const Cost n = Measure(fabric, {fabricmon, "--once", "--config", pesc_off},
                            "hca1", fabric.dir() + "/fabricmon-nopesc.out");
     std::printf(
@@ -213,6 +295,9 @@ int main(int argc, char** argv) {
         i + 1, n.wall, n.cpu, n.exit_code);
     nopesc_wall.push_back(n.wall);
     nopesc_cpu.push_back(n.cpu);
+    const Cost s = BrokerStartup(fabric, broker_program);
+    start_wall.push_back(s.wall);
+    start_cpu.push_back(s.cpu);
     idle_cpu.push_back(
         Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
     fm_wall.push_back(f.wall);
@@ -260,6 +345,9 @@ int main(int argc, char** argv) {
       ic);
   std::printf("ratio broker/in_process: wall %.2f cpu %.2f\n", fw / iw,
               fc / ic);
+  std::printf(
+      "context switches (--once, whole tree): broker %.0f, in_process %.0f\n",
+      Median(fm_switches), Median(inproc_switches));
   const double nw = Median(nopesc_wall), nc = Median(nopesc_cpu);
   std::printf("fabricmon --once, fabric.pesc: false: wall %.3f s cpu %.3f s\n",
               nw, nc);
@@ -268,18 +356,28 @@ int main(int argc, char** argv) {
   std::printf("fabricmon --once with no collector (start-up): cpu %.3f s\n",
               Median(idle_cpu));
   std::printf(
+      "one MAD broker's start-up, OPEN and exit (a --once pays two): wall "
+      "%.3f s cpu %.3f s\n",
+      Median(start_wall), Median(start_cpu));
+  std::printf(
       "ibqueryerrors --switch + --switch --counters: wall %.3f s "
       "cpu %.3f s\n",
       pw, pc);
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f (target <= 1.0)\n",
               fw / pw, fc / pc);
-  const double broker_sweep = SteadySweep(fabric, fabricmon, "steady-broker",
-                                          "mad_broker: spawn\n", runs);
-  const double inproc_sweep = SteadySweep(fabric, fabricmon, "steady-inproc",
-                                          "mad_broker: in_process\n", runs);
+  const Steady broker = SteadySweep(fabric, fabricmon, "steady-broker",
+                                    "mad_broker: spawn\n", runs);
+  const Steady inproc = SteadySweep(fabric, fabricmon, "steady-inproc",
+                                    "mad_broker: in_process\n", runs);
   std::printf(
       "running daemon, median fabric sweep of %d: broker %.3f s, in_process "
       "%.3f s, ratio broker/in_process %.2f (target <= 1.1)\n",
-      runs, broker_sweep, inproc_sweep, broker_sweep / inproc_sweep);
+      runs, broker.sweep, inproc.sweep, broker.sweep / inproc.sweep);
+  std::printf(
+      "running daemon, per sweep interval (daemon + brokers): cpu broker "
+      "%.4f s, in_process %.4f s, ratio %.2f; context switches broker %.0f, "
+      "in_process %.0f\n",
+      broker.cpu, inproc.cpu, broker.cpu / inproc.cpu, broker.switches,
+      inproc.switches);
   return 0;
 }

@@ -354,9 +354,11 @@ std::vector<DecodedRequest> DecodeRequests(
     out.push_back(ReadRequest(in));
   } while (out.back().request && !in.done() &&
            out.size() < kMaxRequestsPerMessage);
-  if (out.back().request && !in.done()) {
-    // More than a message may hold: the rest is one malformed request.
-    out.push_back(DecodedRequest{});
+  if (!out.back().request || !in.done()) {
+    // All or nothing: one malformed request, named by the first tid.
+    DecodedRequest bad;
+    bad.tid = out.front().tid;
+    return {bad};
   }
   return out;
 }

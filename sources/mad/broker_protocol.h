@@ -43,7 +43,7 @@ inline constexpr std::size_t kMaxCaName = 64;
 inline constexpr std::size_t kMaxHops = 63;
 inline constexpr std::uint32_t kMaxTimeoutMs = 10000;
 inline constexpr std::size_t kMaxPorts = 128;
-// Requests read from one message; what follows is refused as malformed.
+// Requests one message may hold; a longer one is refused as malformed.
 inline constexpr std::size_t kMaxRequestsPerMessage = 256;
 
 enum class Kind : std::uint8_t {
@@ -150,10 +150,10 @@ struct DecodedRequest {
   Refusal refusal = Refusal::kMalformed;  // kNone when `request` is set
   std::uint32_t tid = 0;                  // when the header was readable
 };
-// Every request of a message, in order. A request that cannot be read is
-// the last one (nothing after it can be delimited); so is the one after
-// kMaxRequestsPerMessage. Never empty: an empty message is one malformed
-// request.
+// Every request of a message, in order; or, when any part of the message
+// cannot be read as requests (or it holds more than
+// kMaxRequestsPerMessage), one malformed request carrying the first
+// header's tid: nothing from such a message is sent. Never empty.
 std::vector<DecodedRequest> DecodeRequests(std::span<const std::uint8_t> bytes);
 
 std::vector<std::uint8_t> EncodeReply(const Reply& r);
