@@ -19,8 +19,8 @@
 #include "locate/report.h"
 #include "locate/score.h"
 #include "locate/trace.h"
-#include "sources/mad/broker_client.h"
 #include "sources/mad/discovery.h"
+#include "sources/mad/mad_cli.h"
 #include "sources/mad/routes.h"
 #include "sources/mad/umad_transport.h"
 
@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
   double rtt_floor_us = thresholds.rtt_excess_floor_seconds * 1e6;
   int top = 10, max_good = 2000, clear_min_good = 1;
   bool json = false;
-  std::string ca;
-  int port = 0, timeout_ms = 500, retries = 2, max_out = 64, per_dest = 4;
+  mad::MadCli mad_cli;
   app.add_option("--prometheus", url,
                  "Prometheus or VictoriaMetrics base URL (http[s]://...)")
       ->required();
@@ -105,12 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--clear-min-good", clear_min_good,
                  "good pairs that clear a link with no bad one (1)");
   app.add_flag("--json", json, "JSON for tools instead of the table");
-  app.add_option("--ca", ca, "local CA (default: first with an active port)");
-  app.add_option("--port", port, "local port (default: first active)");
-  app.add_option("--mad-timeout-ms", timeout_ms);
-  app.add_option("--mad-retries", retries);
-  app.add_option("--max-outstanding", max_out);
-  app.add_option("--max-per-destination", per_dest);
+  mad_cli.AddTo(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -197,20 +191,10 @@ int main(int argc, char** argv) {
   }
 
   // (2) The fabric and the paths.
-  const auto ports = mad::LocalIbPorts(&error);
   mad::LocalPort local;
-  if (!mad::PickLocalPort(ports, ca, port, &local)) {
-    return Fail(kFabricFailed,
-                "no usable IB port" + (error.empty() ? "" : ": " + error));
-  }
-  auto umad = mad::UmadTransport::Open(local.ca, local.port, &error);
-  auto transport = umad ? mad::broker::AllowListed(std::move(umad)) : nullptr;
+  auto transport = mad::OpenOperatorMad(mad_cli, &local, &error);
   if (!transport) return Fail(kFabricFailed, error);
-  MadOptions options;
-  options.timeout = std::chrono::milliseconds(timeout_ms);
-  options.retries = retries;
-  options.max_outstanding = max_out;
-  options.max_per_destination = per_dest;
+  const MadOptions options = mad_cli.Options();
   const mad::Topology topo = mad::Discover(*transport, options);
   mad::RouteTracer tracer(*transport, options);
   tracer.SetTopology(&topo);

@@ -9,9 +9,9 @@
 #include <iostream>
 #include <sstream>
 
-#include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
+#include "sources/mad/mad_cli.h"
 #include "sources/mad/routes.h"
 #include "sources/mad/sweep.h"
 #include "sources/mad/umad_transport.h"
@@ -106,16 +106,11 @@ int TraceRoutes(MadTransport& transport, const MadOptions& options,
 
 int main(int argc, char** argv) {
   CLI::App app{"fabricmon-mad: discover the fabric and sweep its switches"};
-  std::string ca, shard_text = "1/1";
-  int port = 0, timeout_ms = 500, retries = 2, max_out = 64, per_dest = 4;
+  std::string shard_text = "1/1";
+  MadCli mad_cli;
   bool sm_only = false;
-  app.add_option("--ca", ca, "local CA (default: first with an active port)");
-  app.add_option("--port", port, "local port (default: first active)");
+  mad_cli.AddTo(app);
   app.add_option("--shard", shard_text, "i/n");
-  app.add_option("--mad-timeout-ms", timeout_ms);
-  app.add_option("--mad-retries", retries);
-  app.add_option("--max-outstanding", max_out);
-  app.add_option("--max-per-destination", per_dest);
   app.add_flag("--sm", sm_only, "only SMInfo of the local port's master SM");
   std::vector<unsigned> route_lids;
   std::string pairs_file;
@@ -156,31 +151,21 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string error;
-  const auto ports = LocalIbPorts(&error);
+  std::vector<LocalPort> ports;
   LocalPort local;
-  if (!PickLocalPort(ports, ca, port, &local)) {
-    std::cerr << "no usable IB port" << (error.empty() ? "" : ": " + error)
-              << "\n";
-    for (const LocalPort& p : ports) {
-      std::cerr << "  " << p.ca << " port " << p.port << " state " << p.state
-                << " link_layer " << p.link_layer << "\n";
+  // In process, behind the broker's allow-list (mad_cli.h says why).
+  auto transport = OpenOperatorMad(mad_cli, &local, &error, &ports);
+  if (!transport) {
+    std::cerr << error << "\n";
+    if (local.ca.empty()) {
+      for (const LocalPort& p : ports) {
+        std::cerr << "  " << p.ca << " port " << p.port << " state " << p.state
+                  << " link_layer " << p.link_layer << "\n";
+      }
     }
     return 1;
   }
-  // In process, behind the broker's allow-list: this is an operator's tool,
-  // not exposed to the network, so the broker's process boundary buys
-  // nothing here, but it sends exactly what the broker would allow.
-  auto umad = UmadTransport::Open(local.ca, local.port, &error);
-  auto transport = umad ? broker::AllowListed(std::move(umad)) : nullptr;
-  if (!transport) {
-    std::cerr << error << "\n";
-    return 1;
-  }
-  MadOptions options;
-  options.timeout = std::chrono::milliseconds(timeout_ms);
-  options.retries = retries;
-  options.max_outstanding = max_out;
-  options.max_per_destination = per_dest;
+  const MadOptions options = mad_cli.Options();
   if (*route) return TraceRoutes(*transport, options, pairs, lid_routed);
   std::printf("local %s %d lid %u sm_lid %u\n", local.ca.c_str(), local.port,
               local.lid, local.sm_lid);
