@@ -15,10 +15,14 @@
 // each attached to ibsim as its own HCA under umad2sim. Runs alternate,
 // RUNS rounds; prints medians and the ratios fabricmon / peer.
 // Then the steady state the broker is about: a running daemon's own sweep
-// duration (fabric_collector_duration_seconds{collector="fabric"}, RUNS
-// sweeps after the first, which includes discovery), through the broker
-// and in process. The --once figures include starting the broker processes
-// (under ibsim, each also sets up umad2sim), which a daemon pays once.
+// duration (fabric_collector_duration_seconds{collector="fabric"}, three
+// sweeps after the first, which includes discovery, per round; broker and
+// in-process daemons take turns, RUNS rounds), and the CPU and context
+// switches of the daemon and its brokers per sweep interval (/proc
+// schedstat and status: less at the mercy of a loaded machine than wall
+// time). The --once figures include starting the broker processes (under
+// ibsim, each also sets up umad2sim), which a daemon pays once; one
+// broker's start-up, OPEN and exit is measured on its own.
 //
 //   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS]
 //
@@ -161,19 +165,20 @@ Usage TreeUsage(pid_t root) {
   return u;
 }
 
+// Samples of a running daemon, one per sweep after its first.
 struct Steady {
-  double sweep = 0;     // median fabric sweep duration (its own metric)
-  double cpu = 0;       // median CPU between two sweeps' ends, whole tree
-  double switches = 0;  // median context switches between them
+  std::vector<double> sweep;     // the fabric sweep's duration (its metric)
+  std::vector<double> cpu;       // CPU between two sweeps' ends, whole tree
+  std::vector<double> switches;  // context switches between them
 };
 
-// A running daemon's fabric sweeps, `sweeps` of them after the first
-// (config `extra` prepended): medians of the sweep duration and of the CPU
+// Adds a running daemon's fabric sweeps, `sweeps` of them after the first
+// (config `extra` prepended), to `out`: the sweep duration, and the CPU
 // and wake-ups of the daemon and its brokers from one sweep's end to the
 // next (one sweep plus the 2 s interval's idle time).
-Steady SteadySweep(fabric::testing::IbsimFabric& fabric,
-                   const std::string& fabricmon, const std::string& name,
-                   const std::string& extra, int sweeps) {
+void SteadySweep(fabric::testing::IbsimFabric& fabric,
+                 const std::string& fabricmon, const std::string& name,
+                 const std::string& extra, int sweeps, Steady* out) {
   const int port = fabric::testing::FreeLoopbackPort();
   const std::string config = fabric.dir() + "/" + name + ".yaml";
   std::ofstream(config)
@@ -186,7 +191,7 @@ Steady SteadySweep(fabric::testing::IbsimFabric& fabric,
          "  fabric: {enabled: true, interval: 2s, timeout: 60s}\n";
   const pid_t pid = fabric.StartClient({fabricmon, "--config", config}, "hca1",
                                        fabric.dir() + "/" + name + ".log");
-  std::vector<double> durations, cpu, switches;
+  std::vector<double> durations;
   double last = 0;
   Usage before;
   const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(5);
@@ -202,8 +207,8 @@ Steady SteadySweep(fabric::testing::IbsimFabric& fabric,
       last = at;
       const Usage now = TreeUsage(pid);
       if (!durations.empty()) {
-        cpu.push_back(now.cpu - before.cpu);
-        switches.push_back(now.switches - before.switches);
+        out->cpu.push_back(now.cpu - before.cpu);
+        out->switches.push_back(now.switches - before.switches);
       }
       before = now;
       durations.push_back(Sample(
@@ -211,9 +216,10 @@ Steady SteadySweep(fabric::testing::IbsimFabric& fabric,
     }
   }
   fabric.StopClient(pid);
-  if (durations.size() < 2) return {};
-  durations.erase(durations.begin());  // the first sweep discovers too
-  return {Median(durations), Median(cpu), Median(switches)};
+  // The first sweep discovers too.
+  if (durations.size() > 1) {
+    out->sweep.insert(out->sweep.end(), durations.begin() + 1, durations.end());
+  }
 }
 
 }  // namespace
@@ -365,19 +371,25 @@ int main(int argc, char** argv) {
       pw, pc);
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f (target <= 1.0)\n",
               fw / pw, fc / pc);
-  const Steady broker = SteadySweep(fabric, fabricmon, "steady-broker",
-                                    "mad_broker: spawn\n", runs);
-  const Steady inproc = SteadySweep(fabric, fabricmon, "steady-inproc",
-                                    "mad_broker: in_process\n", runs);
+  // Broker and in-process daemons take turns, three sweeps each, `runs`
+  // rounds, so that a change in the machine's load hits both alike.
+  Steady broker, inproc;
+  for (int i = 0; i < runs; ++i) {
+    SteadySweep(fabric, fabricmon, "steady-broker", "mad_broker: spawn\n", 3,
+                &broker);
+    SteadySweep(fabric, fabricmon, "steady-inproc", "mad_broker: in_process\n",
+                3, &inproc);
+  }
+  const double bs = Median(broker.sweep), is = Median(inproc.sweep);
   std::printf(
-      "running daemon, median fabric sweep of %d: broker %.3f s, in_process "
-      "%.3f s, ratio broker/in_process %.2f (target <= 1.1)\n",
-      runs, broker.sweep, inproc.sweep, broker.sweep / inproc.sweep);
+      "running daemon, median fabric sweep of %zu / %zu: broker %.3f s, "
+      "in_process %.3f s, ratio broker/in_process %.2f (target <= 1.1)\n",
+      broker.sweep.size(), inproc.sweep.size(), bs, is, bs / is);
+  const double bc = Median(broker.cpu), ic2 = Median(inproc.cpu);
   std::printf(
       "running daemon, per sweep interval (daemon + brokers): cpu broker "
       "%.4f s, in_process %.4f s, ratio %.2f; context switches broker %.0f, "
       "in_process %.0f\n",
-      broker.cpu, inproc.cpu, broker.cpu / inproc.cpu, broker.switches,
-      inproc.switches);
+      bc, ic2, bc / ic2, Median(broker.switches), Median(inproc.switches));
   return 0;
 }
