@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -40,8 +41,12 @@ class Session {
   Session(int fd, const Deps& deps, const Limits& limits)
       : fd_(fd), deps_(deps), limits_(limits) {}
 
-  ~Session() {
-    stop_ = true;
+  ~Session() EXCLUDES(mutex_) {
+    {
+      MutexLock hold(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
     if (answers_.joinable()) answers_.join();
   }
 
@@ -92,7 +97,19 @@ class Session {
   // The answer thread.
   void Answers() EXCLUDES(mutex_) {
     std::vector<MadTransport::Answer> answers;
-    while (!stop_ && !broken_) {
+    while (true) {
+      {
+        // Nothing in flight, nothing to wait for on umad (a late answer
+        // waits in the kernel's queue until the next MAD): sleep until a
+        // MAD is posted or the session ends, so an idle broker does not
+        // wake ten times a second, and exits as soon as its client hangs
+        // up rather than at the end of a umad wait.
+        MutexLock hold(mutex_);
+        wake_.wait(hold.native(), [&]() REQUIRES(mutex_) {
+          return !in_flight_.empty() || stop_ || broken_;
+        });
+        if (stop_ || broken_) return;
+      }
       answers.clear();
       wire_->Poll(kAnswerWait, &answers);
       {
@@ -197,6 +214,7 @@ class Session {
     }
     ++per_dest_[key];
     in_flight_[call.tid] = {key, Clock::now() + timeout + kGrace};
+    if (in_flight_.size() == 1) wake_.notify_one();
     spdlog::debug("sent tid {:#x} class {:#x} attribute {:#x} to {}", call.tid,
                   call.mgmt_class, call.attribute, key);
   }
@@ -296,6 +314,7 @@ class Session {
   std::thread answers_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> broken_{false};  // a send to the client failed
+  std::condition_variable wake_;     // the answer thread's, on mutex_
   Mutex mutex_;
   std::unordered_map<std::uint32_t, Slot> in_flight_ GUARDED_BY(mutex_);
   std::map<std::string, int> per_dest_ GUARDED_BY(mutex_);
