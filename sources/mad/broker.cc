@@ -26,6 +26,13 @@ constexpr auto kGrace = std::chrono::seconds(2);
 // How long the answer thread waits for answers before it checks for expired
 // slots and for the end of the session.
 constexpr auto kAnswerWait = std::chrono::milliseconds(100);
+// With nothing in flight: shorter waits, kIdleWaits of them, then a sleep
+// until the next MAD (Session::Answers says why).
+constexpr auto kIdleWait = std::chrono::milliseconds(10);
+constexpr int kIdleWaits = 10;
+// How long the request thread waits for a message before it checks
+// whether the answer thread found the client gone.
+constexpr timeval kReceiveWait{1, 0};
 
 std::string DestinationKey(const MadCall& c) {
   if (c.mgmt_class != kMadClassSmiDirected) return "L" + std::to_string(c.dlid);
@@ -53,11 +60,13 @@ class Session {
   int Run() {
     std::vector<std::uint8_t> buf(kMaxMessage + 1);
     while (!broken_) {
-      // Requests already queued are read without a poll() first (a sweep
-      // keeps dozens coming); poll() only when there are none, and then a
-      // second at most: the answer thread may have found the client gone.
-      ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
-      if (n < 0 && errno == EAGAIN) {
+      // One blocking recv per message (a client sends a batch, then waits
+      // for answers, so this thread mostly waits): it gives up after
+      // kReceiveWait (SO_RCVTIMEO, set by Serve), when the answer thread
+      // may have found the client gone. A non-blocking socket says EAGAIN
+      // at once: then poll() waits instead.
+      ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         pollfd p{fd_, POLLIN, 0};
         if (::poll(&p, 1, 1000) < 0 && errno != EINTR) return 1;
         continue;
@@ -97,23 +106,33 @@ class Session {
   // The answer thread.
   void Answers() EXCLUDES(mutex_) {
     std::vector<MadTransport::Answer> answers;
+    int idle = 0;  // umad waits in a row with nothing in flight or answered
     while (true) {
+      auto wait = kAnswerWait;
       {
-        // Nothing in flight, nothing to wait for on umad (a late answer
-        // waits in the kernel's queue until the next MAD): sleep until a
-        // MAD is posted or the session ends, so an idle broker does not
-        // wake ten times a second, and exits as soon as its client hangs
-        // up rather than at the end of a umad wait.
+        // Idle for a while (nothing in flight, nothing answered; a late
+        // answer waits in the kernel's queue until the next MAD): sleep
+        // until a MAD is posted or the session ends, so an idle broker
+        // does not wake ten times a second. Until then short umad waits,
+        // so that a client that hung up is seen within kIdleWait (the
+        // daemon reaps its brokers when it exits: --once waits for this);
+        // not the condition variable at once, which would add a wake-up
+        // to every MAD of a discovery (one in flight at a time).
         MutexLock hold(mutex_);
-        wake_.wait(hold.native(), [&]() REQUIRES(mutex_) {
-          return !in_flight_.empty() || stop_ || broken_;
-        });
+        if (in_flight_.empty() && idle >= kIdleWaits) {
+          wake_.wait(hold.native(), [&]() REQUIRES(mutex_) {
+            return !in_flight_.empty() || stop_ || broken_;
+          });
+          idle = 0;
+        }
         if (stop_ || broken_) return;
+        if (in_flight_.empty()) wait = kIdleWait;
       }
       answers.clear();
-      wire_->Poll(kAnswerWait, &answers);
+      wire_->Poll(wait, &answers);
       {
         MutexLock hold(mutex_);
+        idle = answers.empty() && in_flight_.empty() ? idle + 1 : 0;
         for (const auto& a : answers) Answer(a);
         Expire();
       }
@@ -331,6 +350,8 @@ int Serve(int fd, const Deps& deps, const Limits& limits,
   const timeval send_timeout{5, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout,
                sizeof(send_timeout));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &kReceiveWait,
+               sizeof(kReceiveWait));
   Session session(fd, deps, limits);
   const int rc = session.Run();
   if (refused) *refused = session.refused();

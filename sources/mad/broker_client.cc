@@ -166,12 +166,15 @@ bool Connection::Flush() {
   return Broke();
 }
 
+std::optional<Reply> Connection::Pending() {
+  if (inbox_.empty()) return std::nullopt;
+  Reply r = std::move(inbox_.front());
+  inbox_.pop_front();
+  return r;
+}
+
 std::optional<Reply> Connection::Receive(std::chrono::microseconds wait) {
-  if (!inbox_.empty()) {
-    Reply r = std::move(inbox_.front());
-    inbox_.pop_front();
-    return r;
-  }
+  if (auto r = Pending()) return r;
   if (broken_) return std::nullopt;
   std::uint8_t buf[kMaxMessage];
   // A reply already queued is read without a poll() first: during a sweep
@@ -279,7 +282,9 @@ void Transport::Poll(std::chrono::microseconds wait,
       posted_.erase(a.tid);
       answers->push_back(a);
     }
-    reply = connection_->Receive(std::chrono::microseconds(0));
+    // The rest of the same message only: another recv here would mostly
+    // say EAGAIN; the next Poll reads a message already waiting first.
+    reply = connection_->Pending();
   }
 }
 

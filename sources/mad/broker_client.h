@@ -57,6 +57,8 @@ class Connection {
   // connection broke: broken()). Replies that came in one message are
   // handed out one by one.
   std::optional<Reply> Receive(std::chrono::microseconds wait);
+  // The next reply of a message already received, without a syscall.
+  std::optional<Reply> Pending();
   // Send, then the reply of the same kind and tid within `timeout`.
   std::optional<Reply> Call(const Request& request,
                             std::chrono::milliseconds timeout);
