@@ -432,6 +432,28 @@ std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
 
 namespace {
 
+// A `listen_address`, checked.
+std::string ListenAddress(const YAML::Node& value, const std::string& key_path,
+                          const YAML::Mark& mark) {
+  using namespace config_keys;
+  std::string address = Scalar(value, key_path), error;
+  if (!probe::ParseListenAddress(address, &error)) Fail(key_path, mark, error);
+  return address;
+}
+
+// A `peers` list, every entry checked.
+std::vector<std::string> PeerList(const YAML::Node& value,
+                                  const std::string& key_path,
+                                  const YAML::Mark& mark) {
+  using namespace config_keys;
+  std::vector<std::string> peers = Names(value, key_path);
+  std::string error;
+  for (const auto& p : peers) {
+    if (!probe::ParsePeer(p, &error)) Fail(key_path, mark, error);
+  }
+  return peers;
+}
+
 // A rail name: what a label value and a log line can carry plainly.
 bool RailName(const std::string& name) {
   return !name.empty() && name.size() <= 64 &&
@@ -458,38 +480,28 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
     const YAML::Node item = node[i];
     ProbeRail rail;
     bool listen = false;
-    ForEachKey(
-        item, at,
-        [&](const std::string& key, const YAML::Node& value,
-            const std::string& key_path, const YAML::Mark& mark) {
-          std::string error;
-          if (key == "name") {
-            rail.name = Scalar(value, key_path);
-            if (!RailName(rail.name)) {
-              Fail(key_path, mark,
-                   "must be 1-64 letters, digits, '_', '-' or '.'");
-            }
-          } else if (key == "listen_address") {
-            listen = true;
-            rail.listen_address = Scalar(value, key_path);
-            if (!probe::ParseListenAddress(rail.listen_address, &error)) {
-              Fail(key_path, mark, error);
-            }
-          } else if (key == "peers") {
-            rail.peers = Names(value, key_path);
-            for (const auto& p : rail.peers) {
-              if (!probe::ParsePeer(p, &error)) {
-                Fail(key_path, mark, error);
-              }
-            }
-          } else if (key == "peers_file") {
-            rail.peers_file = Scalar(value, key_path);
-          } else {
-            Fail(key_path, mark,
-                 "unknown key (a rail has name, listen_address, "
-                 "peers, peers_file)");
-          }
-        });
+    ForEachKey(item, at,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark& mark) {
+                 if (key == "name") {
+                   rail.name = Scalar(value, key_path);
+                   if (!RailName(rail.name)) {
+                     Fail(key_path, mark,
+                          "must be 1-64 letters, digits, '_', '-' or '.'");
+                   }
+                 } else if (key == "listen_address") {
+                   listen = true;
+                   rail.listen_address = ListenAddress(value, key_path, mark);
+                 } else if (key == "peers") {
+                   rail.peers = PeerList(value, key_path, mark);
+                 } else if (key == "peers_file") {
+                   rail.peers_file = Scalar(value, key_path);
+                 } else {
+                   Fail(key_path, mark,
+                        "unknown key (a rail has name, listen_address, "
+                        "peers, peers_file)");
+                 }
+               });
     if (rail.name.empty()) Fail(at + ".name", item.Mark(), "is required");
     if (!listen) Fail(at + ".listen_address", item.Mark(), "is required");
     if (!names.insert(rail.name).second) {
@@ -531,7 +543,6 @@ CollectorSpec ProbeCollectorSpec() {
     ForEachKey(node, path,
                [&](const std::string& key, const YAML::Node& value,
                    const std::string& key_path, const YAML::Mark& mark) {
-                 std::string error;
                  if (key == "listen_address" || key == "peers" ||
                      key == "peers_file") {
                    per_rail_keys.push_back(key);
@@ -543,10 +554,7 @@ CollectorSpec ProbeCollectorSpec() {
                      Fail(key_path, mark, "must be auto, rdma or udp");
                    }
                  } else if (key == "listen_address") {
-                   s.listen_address = Scalar(value, key_path);
-                   if (!probe::ParseListenAddress(s.listen_address, &error)) {
-                     Fail(key_path, mark, error);
-                   }
+                   s.listen_address = ListenAddress(value, key_path, mark);
                  } else if (key == "probe_timeout") {
                    s.probe_timeout = Duration(value, key_path);
                    if (s.probe_timeout.count() <= 0) {
@@ -554,12 +562,7 @@ CollectorSpec ProbeCollectorSpec() {
                    }
                  } else if (key == "peers") {
                    peers_mark = mark;
-                   s.peers = Names(value, key_path);
-                   for (const auto& p : s.peers) {
-                     if (!probe::ParsePeer(p, &error)) {
-                       Fail(key_path, mark, error);
-                     }
-                   }
+                   s.peers = PeerList(value, key_path, mark);
                  } else if (key == "peers_file") {
                    s.peers_file = Scalar(value, key_path);
                  } else if (key == "key_file") {

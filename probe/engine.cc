@@ -536,7 +536,7 @@ void Engine::EmitPair(MetricSink& sink, const SeriesKey& key,
 bool Engine::Emit(MetricSink& sink, std::string* error) const {
   const auto now = Clock::now();
   // One labels vector and one histogram for every peer: the sink copies
-  // them into recycled samples, so emitting 1,000 peers allocates nothing.
+  // them into recycled samples, so emitting 1,000 peers allocates little.
   Labels labels;
   prometheus::ClientMetric::Histogram histogram;
   MutexLock lock(mu_);

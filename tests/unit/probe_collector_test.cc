@@ -39,6 +39,16 @@ class ProbeCollectorTest : public ::testing::Test {
   std::string key_;
 };
 
+// Starts `a` and `b` on `io` and runs it on a thread for 20 s at most.
+std::thread RunBoth(Collector& a, Collector& b, boost::asio::io_context& io) {
+  a.Start(io);
+  b.Start(io);
+  return std::thread([&io] {
+    auto guard = boost::asio::make_work_guard(io);
+    io.run_for(20s);
+  });
+}
+
 TEST_F(ProbeCollectorTest, Defaults) {
   std::string error;
   auto config = ParseConfig("", AllCollectorKeys(), &error);
@@ -180,12 +190,7 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
     ASSERT_FALSE(sink.skip_reasons().empty());
   }
   boost::asio::io_context io;
-  a->Start(io);
-  b->Start(io);
-  std::thread runner([&] {
-    auto guard = boost::asio::make_work_guard(io);
-    io.run_for(20s);
-  });
+  std::thread runner = RunBoth(*a, *b, io);
   auto text_of = [](Collector& c, bool* ok) {
     MetricSink sink;
     *ok = c.Collect(sink);
@@ -367,12 +372,7 @@ TEST_F(ProbeCollectorTest, TwoRailsProbeTheirOwnPeers) {
   auto a = make(0, 1), b = make(1, 0);
   ASSERT_TRUE(a && b);
   boost::asio::io_context io;
-  a->Start(io);
-  b->Start(io);
-  std::thread runner([&] {
-    auto guard = boost::asio::make_work_guard(io);
-    io.run_for(20s);
-  });
+  std::thread runner = RunBoth(*a, *b, io);
   const auto count = [&](int r) {
     return "fabric_probe_rtt_seconds_count{peer=\"127.0.0." +
            std::to_string(r + 1) + ":" + std::to_string(base + 1) +
