@@ -561,6 +561,12 @@ def generate(path, ports, timestamps, step, switch_ports, probe_peers):
         families.append(sums)
 
     @family
+    def rtt_max():
+        for pair in pairs:
+            w.gauge("fabric_probe_rtt_max_seconds", prl(*pair),
+                    lambda t, pair=pair: 4 * rtt_scale(pair, t, False))
+
+    @family
     def port_histograms():
         own = {h: [p for p in pairs if p[0] == h] for h in range(hosts)}
         port = lambda h: base(h) + ',transport="udp"'
