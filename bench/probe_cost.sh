@@ -185,9 +185,12 @@ for name in mesh_prober baseline; do
   a=$(bench_sched_ns "${pid[$name]}")
   scrape "${port[$name]}" "$BENCH_TMP/$name.scrape.gz" || bench_die "scrape failed"
   b=$(bench_sched_ns "${pid[$name]}")
-  plain=$(gzip -dc "$BENCH_TMP/$name.scrape.gz" 2>/dev/null | wc -c) ||
-    plain=$(wc -c <"$BENCH_TMP/$name.scrape.gz")
-  scrape_cost+=("$name:$((b - a)):$(wc -c <"$BENCH_TMP/$name.scrape.gz"):$plain")
+  gzip -dc "$BENCH_TMP/$name.scrape.gz" >"$BENCH_TMP/$name.scrape.txt" 2>/dev/null ||
+    cp "$BENCH_TMP/$name.scrape.gz" "$BENCH_TMP/$name.scrape.txt"
+  plain=$(wc -c <"$BENCH_TMP/$name.scrape.txt")
+  # Sample lines (comments left out): the series one scrape carries.
+  lines=$(grep -vc '^#' "$BENCH_TMP/$name.scrape.txt" || true)
+  scrape_cost+=("$name:$((b - a)):$(wc -c <"$BENCH_TMP/$name.scrape.gz"):$plain:$lines")
 done
 
 args=("$t0" "$t1" "$(cut -d' ' -f1 /proc/loadavg)" "$((floor1 - floor0))" "$BENCH_TMP" "${scrape_cost[*]}" "$SECONDS_WINDOW")
@@ -248,10 +251,11 @@ for name in ["prober", "mesh_prober"]:
 for name in names:
     print("%-14s CPU %.2f ms/s = %.3f%% of one core, %.0f wake-ups/s"
           % (name, cpu[name] * 1e3, pct(cpu[name]), wakeups[name]))
-for name, ns, gz, plain in scrape_cost:
-    print("one scrape of %s (gzip): %.1f ms of CPU, %d bytes served, %d bytes of exposition; "
+for name, ns, gz, plain, lines in scrape_cost:
+    print("one scrape of %s (gzip): %.1f ms of CPU, %d bytes served, %d bytes of exposition "
+          "in %d sample lines; "
           "every 15 s that is %.3f%% of one core"
-          % (name, int(ns) / 1e6, int(gz), int(plain), 100 * int(ns) / 1e9 / 15))
+          % (name, int(ns) / 1e6, int(gz), int(plain), int(lines), 100 * int(ns) / 1e9 / 15))
 def threads(path):
     out = {}
     for line in open(path):
@@ -275,7 +279,7 @@ for name in names[:-1]:
           "%.2f wake-up floors"
           % (name, pct(extra), verdict, name, cpu[name] / cpu["baseline"] if cpu["baseline"] else float("nan"),
              extra / floor if floor else float("nan")))
-scrape_ns = {name: int(ns) for name, ns, _, _ in scrape_cost}
+scrape_ns = {name: int(ns) for name, ns, _, _, _ in scrape_cost}
 extra = cpu["mesh_prober"] - cpu["baseline"] - scrapes * (
     scrape_ns["mesh_prober"] - scrape_ns["baseline"]) / 1e9 / window
 print("mesh_prober - baseline without its %d scrape(s) beyond the baseline's (one measured after "

@@ -521,10 +521,9 @@ def generate(path, ports, timestamps, step, switch_ports, probe_peers):
                       0.01, step)
 
     # Probes: every host probes PROBE_PEERS peers over UDP at 1 probe/s
-    # (a ring: host h probes h+1..h+PROBE_PEERS), each pair with the RTT
-    # and network-RTT histograms (the daemon's 45 buckets + Inf, _sum,
-    # _count), sent and lost. One pair loses 5 %, one runs 5 x slower for
-    # the second half.
+    # (a ring: host h probes h+1..h+PROBE_PEERS), each pair with its
+    # default series (below), sent and lost. One pair loses 5 %, one runs
+    # 5 x slower for the second half.
     pairs = [(h, (h + k) % hosts) for h in range(hosts)
              for k in range(1, probe_peers + 1) if hosts > 1]
     lossy = (5 % hosts, (6 % hosts)) if hosts > 1 else None
@@ -546,24 +545,44 @@ def generate(path, ports, timestamps, step, switch_ports, probe_peers):
     def cdf(le, scale):
         return 1.0 / (1.0 + (scale / le) ** 6)
 
+    # Per pair the RTT and network-RTT sum and count (a pair's default
+    # series, issue 30); per prober one RTT histogram over its peers
+    # (fabric_probe_port_rtt_seconds: the daemon's 45 buckets + Inf).
     for network in (False, True):
-        hist = "fabric_probe_%srtt_seconds" % ("network_" if network else "")
+        summary = "fabric_probe_%srtt_seconds" % ("network_" if network else "")
 
-        def buckets(hist=hist, network=network):
+        def sums(summary=summary, network=network):
             for pair in pairs:
-                for le in RTT_BUCKETS:
-                    w.gauge(hist + "_bucket", prl(*pair) + ',le="%s"' % repr(le),
-                            lambda t, pair=pair, le=le: int(
-                                answered(pair, t) * cdf(le, rtt_scale(pair, t, network))))
-                w.gauge(hist + "_bucket", prl(*pair) + ',le="+Inf"',
-                        lambda t, pair=pair: int(answered(pair, t)))
-            for pair in pairs:
-                w.gauge(hist + "_sum", prl(*pair),
+                w.gauge(summary + "_sum", prl(*pair),
                         lambda t, pair=pair: answered(pair, t) * 1.1 * rtt_scale(pair, t, network))
             for pair in pairs:
-                w.gauge(hist + "_count", prl(*pair),
+                w.gauge(summary + "_count", prl(*pair),
                         lambda t, pair=pair: int(answered(pair, t)))
-        families.append(buckets)
+        families.append(sums)
+
+    @family
+    def rtt_max():
+        for pair in pairs:
+            w.gauge("fabric_probe_rtt_max_seconds", prl(*pair),
+                    lambda t, pair=pair: 4 * rtt_scale(pair, t, False))
+
+    @family
+    def port_histograms():
+        own = {h: [p for p in pairs if p[0] == h] for h in range(hosts)}
+        port = lambda h: base(h) + ',transport="udp"'
+        for h in range(hosts):
+            for le in RTT_BUCKETS:
+                w.gauge("fabric_probe_port_rtt_seconds_bucket", port(h) + ',le="%s"' % repr(le),
+                        lambda t, h=h, le=le: sum(int(answered(p, t) * cdf(le, rtt_scale(p, t, False)))
+                                                  for p in own[h]))
+            w.gauge("fabric_probe_port_rtt_seconds_bucket", port(h) + ',le="+Inf"',
+                    lambda t, h=h: sum(int(answered(p, t)) for p in own[h]))
+        for h in range(hosts):
+            w.gauge("fabric_probe_port_rtt_seconds_sum", port(h),
+                    lambda t, h=h: sum(answered(p, t) * 1.1 * rtt_scale(p, t, False) for p in own[h]))
+        for h in range(hosts):
+            w.gauge("fabric_probe_port_rtt_seconds_count", port(h),
+                    lambda t, h=h: sum(int(answered(p, t)) for p in own[h]))
 
     @family
     def probe_counters():
@@ -879,13 +898,13 @@ def main():
     report = []
     try:
         n = int(args.hours * 3600 // args.step)
-        # ~45 series per host port, ~15 per switch port, ~100 per probe
-        # pair (1 per host at the default); generation + backfill ran at
+        # ~45 series per host port, ~15 per switch port, ~8 per probe
+        # pair (1 per host at the default) and ~48 per prober; generation + backfill ran at
         # 0.05-0.12 M samples/s together here (2 shared cores,
         # docs/alerting-scale.md); err on the late side: an early end loses
         # the measurement, a late one only waits.
         sw = args.ports if args.switch_ports is None else args.switch_ports
-        per_step = args.ports * 45 + sw * 15 + args.ports / 9 * args.probe_peers * 100
+        per_step = args.ports * 45 + sw * 15 + args.ports / 9 * (args.probe_peers * 8 + 48)
         estimate = per_step * n / 0.05e6 + 180
         end = int(time.time()) + (args.buffer or int(estimate))
         end -= end % args.step

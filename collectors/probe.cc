@@ -9,10 +9,13 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cctype>
 #include <csignal>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <string_view>
 #include <unordered_set>
 
@@ -82,6 +85,12 @@ std::function<probe::PortIdentity(int)> PortOf(
   };
 }
 
+// The labels on a rail's series: none for the unnamed rail.
+Labels RailLabels(const ProbeRail& rail) {
+  if (rail.name.empty()) return {};
+  return {{"rail", rail.name}};
+}
+
 // What identifies a version of the peers file.
 struct FileStamp {
   dev_t dev = 0;
@@ -98,9 +107,12 @@ struct FileStamp {
 // on the io_context hold: it outlives a collector destroyed while one is
 // queued.
 struct Core {
-  Core(ProbeSettings s, std::chrono::microseconds i,
+  Core(ProbeSettings s, ProbeRail r, std::chrono::microseconds i,
        std::shared_ptr<const Sysfs> fs)
-      : settings(std::move(s)), interval(i), sysfs(std::move(fs)) {}
+      : settings(std::move(s)),
+        rail(std::move(r)),
+        interval(i),
+        sysfs(std::move(fs)) {}
 
   // io thread: loads the key, binds, starts the engine. Errors are kept
   // for Collect() to report.
@@ -113,7 +125,7 @@ struct Core {
           "no key (collectors.probe.key_file is loaded at config load)";
       return;
     }
-    auto listen = probe::ParseListenAddress(settings.listen_address, &error);
+    auto listen = probe::ParseListenAddress(rail.listen_address, &error);
     if (!listen) {
       open_error = error;
       return;
@@ -124,13 +136,15 @@ struct Core {
     options.probe_timeout = settings.probe_timeout;
     options.rate_limit = settings.rate_limit;
     options.port_of = PortOf(sysfs);
+    options.per_peer_histograms = settings.per_peer_histograms;
+    options.labels = RailLabels(rail);
     std::vector<std::unique_ptr<probe::Transport>> transports;
     transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
     if (settings.transport != "udp") {
       // The verbs transport where this host has an active RDMA port; `auto`
       // keeps to UDP without one, `rdma` reports why.
       std::string why;
-      auto rdma = probe::MakeRdmaTransport(*io, settings.listen_address, &why);
+      auto rdma = probe::MakeRdmaTransport(*io, rail.listen_address, &why);
       if (rdma) {
         transports.push_back(std::move(rdma));
       } else if (settings.transport == "rdma") {
@@ -156,6 +170,7 @@ struct Core {
   }
 
   const ProbeSettings settings;
+  const ProbeRail rail;
   const std::chrono::microseconds interval;
   const std::shared_ptr<const Sysfs> sysfs;  // names the ports probes use
   boost::asio::io_context* io = nullptr;
@@ -165,42 +180,29 @@ struct Core {
   bool stopped GUARDED_BY(mu) = false;
 };
 
-class ProbeCollector final : public Collector {
+// One rail: its engine (in Core), its peers and peers file. Poll thread,
+// but Start and Stop on the io thread.
+class RailProber {
  public:
-  ProbeCollector(ProbeSettings settings, std::chrono::microseconds interval,
-                 TextFileReader read_text_file,
-                 std::shared_ptr<const Sysfs> sysfs)
-      : settings_(settings),
-        interval_(interval),
+  RailProber(const ProbeSettings& settings, ProbeRail rail,
+             std::chrono::microseconds interval, TextFileReader read_text_file,
+             std::shared_ptr<const Sysfs> sysfs)
+      : rail_(rail),
+        max_peers_(settings.max_peers),
         read_text_file_(std::move(read_text_file)),
-        core_(std::make_shared<Core>(std::move(settings), interval,
+        what_(rail.name.empty() ? "probe: " : "probe rail " + rail.name + ": "),
+        configured_(Configured(rail.peers)),
+        core_(std::make_shared<Core>(settings, std::move(rail), interval,
                                      std::move(sysfs))) {}
 
-  std::string_view Name() const override { return "probe"; }
-  std::chrono::microseconds PublishInterval() const override {
-    return std::max<std::chrono::microseconds>(interval_, kPublishEvery);
-  }
-  bool Samples() const override { return false; }
-
-  void Start(boost::asio::io_context& io) override {
+  void Start(boost::asio::io_context& io) {
     core_->io = &io;
-    // SIGHUP re-reads the peers file (the daemon's own SIGHUP handler
-    // reloads the config; Asio delivers the signal to both sets).
-    signals_ = std::make_shared<boost::asio::signal_set>(io, SIGHUP);
-    WaitHup(signals_, reread_);
     core_->Open();
   }
+  void Stop() { core_->Close(); }
 
-  void Stop() override {
-    if (signals_) {
-      boost::system::error_code ignored;
-      signals_->cancel(ignored);
-      signals_.reset();
-    }
-    core_->Close();
-  }
-
-  bool Collect(MetricSink& sink) override {
+  // `reread`: SIGHUP came since the last collection.
+  bool Collect(MetricSink& sink, bool reread) {
     std::shared_ptr<Engine> engine;
     std::string error;
     {
@@ -213,7 +215,7 @@ class ProbeCollector final : public Collector {
         sink.Skip("probe: probes run only in the daemon");
         return false;
       }
-      sink.Skip("probe: " + error);
+      sink.Skip(what_ + error);
       // Try again on the io thread (the key fixed, the port freed).
       boost::asio::post(*core_->io, [core = core_] { core->Open(); });
       return false;
@@ -222,37 +224,27 @@ class ProbeCollector final : public Collector {
       applied_engine_ = engine;
       applied_.reset();
     }
-    UpdatePeers(*engine, sink);
+    UpdatePeers(*engine, sink, reread);
     sink.Gauge("fabric_probe_peers_over_cap",
                "Peers in peers_file beyond collectors.probe.max_peers, not "
                "probed.",
-               {}, static_cast<double>(file_over_cap_));
+               RailLabels(rail_), static_cast<double>(file_over_cap_));
     if (engine->Emit(sink, &error)) return true;
-    sink.Skip("probe: " + error);
+    sink.Skip(what_ + error);
     return false;
   }
 
  private:
-  static void WaitHup(std::shared_ptr<boost::asio::signal_set> set,
-                      std::shared_ptr<std::atomic<bool>> flag) {
-    set->async_wait([set, flag](boost::system::error_code ec, int) {
-      if (ec) return;
-      flag->store(true);
-      WaitHup(set, flag);
-    });
-  }
-
-  // Poll thread: the configured peers plus the peers file, resolved.
-  void UpdatePeers(Engine& engine, MetricSink& sink) {
+  // The configured peers plus the peers file, resolved.
+  void UpdatePeers(Engine& engine, MetricSink& sink, bool reread) {
     bool changed = !applied_.has_value();
-    if (!settings_.peers_file.empty()) {
+    if (!rail_.peers_file.empty()) {
       struct stat st {};
       FileStamp stamp;
-      if (::stat(settings_.peers_file.c_str(), &st) == 0) {
+      if (::stat(rail_.peers_file.c_str(), &st) == 0) {
         stamp = {st.st_dev, st.st_ino, st.st_size, st.st_mtim};
       }
-      bool hup = reread_->exchange(false);
-      if (hup || !(stamp == file_stamp_) || !file_read_) {
+      if (reread || !(stamp == file_stamp_) || !file_read_) {
         file_stamp_ = stamp;
         std::string error;
         if (ReadPeersFile(&error)) {
@@ -261,7 +253,7 @@ class ProbeCollector final : public Collector {
           file_error_ = error;
         }
       }
-      if (!file_error_.empty()) sink.Skip("probe: " + file_error_);
+      if (!file_error_.empty()) sink.Skip(what_ + file_error_);
     }
     if (!changed) return;
     // The configured peers, then the file's that ReadPeersFile kept.
@@ -276,7 +268,8 @@ class ProbeCollector final : public Collector {
           resolver.resolve(p.host, std::to_string(p.port),
                            boost::asio::ip::resolver_base::numeric_service, ec);
       if (ec || results.empty()) {
-        sink.Skip("probe: cannot resolve peer " + p.name + ": " + ec.message());
+        sink.Skip(what_ + "cannot resolve peer " + p.name + ": " +
+                  ec.message());
         // Tried again at the next collection.
         applied_.reset();
         continue;
@@ -289,16 +282,15 @@ class ProbeCollector final : public Collector {
   }
 
   bool ReadPeersFile(std::string* error) {
-    FileRead file = read_text_file_(settings_.peers_file, kMaxPeersFileBytes);
+    FileRead file = read_text_file_(rail_.peers_file, kMaxPeersFileBytes);
     if (!file.ok()) {
-      *error =
-          "cannot read peers_file " + settings_.peers_file + ": " + file.error;
+      *error = "cannot read peers_file " + rail_.peers_file + ": " + file.error;
       return false;
     }
     auto peers = probe::ParsePeersFile(file.text, error);
     if (!peers) {
       *error =
-          settings_.peers_file + ": " + *error + " (keeping the previous list)";
+          rail_.peers_file + ": " + *error + " (keeping the previous list)";
       return false;
     }
     KeepWithinCap(std::move(*peers));
@@ -313,7 +305,7 @@ class ProbeCollector final : public Collector {
   void KeepWithinCap(std::vector<probe::Peer> peers) {
     std::unordered_set<std::string_view> configured;
     for (const auto& p : configured_) configured.insert(p.name);
-    const auto max = static_cast<std::size_t>(settings_.max_peers);
+    const auto max = static_cast<std::size_t>(max_peers_);
     const std::size_t room =
         configured_.size() < max ? max - configured_.size() : 0;
     std::vector<probe::Peer> kept;
@@ -330,24 +322,23 @@ class ProbeCollector final : public Collector {
     file_peers_ = std::move(kept);
   }
 
-  static std::vector<probe::Peer> Configured(const ProbeSettings& settings) {
+  static std::vector<probe::Peer> Configured(
+      const std::vector<std::string>& texts) {
     std::vector<probe::Peer> peers;
-    for (const auto& text : settings.peers) {
+    for (const auto& text : texts) {
       std::string error;
       if (auto p = probe::ParsePeer(text, &error)) peers.push_back(*p);
     }
     return peers;
   }
 
-  const ProbeSettings settings_;
-  const std::chrono::microseconds interval_;
+  const ProbeRail rail_;
+  const int max_peers_;
   const TextFileReader read_text_file_;
+  const std::string what_;  // prefix of its skip reasons
   // `peers`, parsed (config validation keeps them within max_peers).
-  const std::vector<probe::Peer> configured_ = Configured(settings_);
+  const std::vector<probe::Peer> configured_;
   std::shared_ptr<Core> core_;
-  std::shared_ptr<boost::asio::signal_set> signals_;
-  std::shared_ptr<std::atomic<bool>> reread_ =
-      std::make_shared<std::atomic<bool>>(false);
 
   // Poll thread only.
   std::shared_ptr<Engine> applied_engine_;
@@ -359,7 +350,78 @@ class ProbeCollector final : public Collector {
   std::string file_error_;
 };
 
+class ProbeCollector final : public Collector {
+ public:
+  ProbeCollector(const ProbeSettings& settings,
+                 std::chrono::microseconds interval,
+                 const TextFileReader& read_text_file,
+                 const std::shared_ptr<const Sysfs>& sysfs)
+      : interval_(interval) {
+    for (auto& rail : RailsOf(settings)) {
+      rails_.push_back(std::make_unique<RailProber>(
+          settings, std::move(rail), interval, read_text_file, sysfs));
+    }
+  }
+
+  std::string_view Name() const override { return "probe"; }
+  std::chrono::microseconds PublishInterval() const override {
+    return std::max<std::chrono::microseconds>(interval_, kPublishEvery);
+  }
+  bool Samples() const override { return false; }
+
+  void Start(boost::asio::io_context& io) override {
+    // SIGHUP re-reads the peers files (the daemon's own SIGHUP handler
+    // reloads the config; Asio delivers the signal to both sets).
+    signals_ = std::make_shared<boost::asio::signal_set>(io, SIGHUP);
+    WaitHup(signals_, reread_);
+    for (auto& rail : rails_) rail->Start(io);
+  }
+
+  void Stop() override {
+    if (signals_) {
+      boost::system::error_code ignored;
+      signals_->cancel(ignored);
+      signals_.reset();
+    }
+    for (auto& rail : rails_) rail->Stop();
+  }
+
+  // Healthy when every rail is: a rail that cannot bind is reported
+  // (fabric_collector_success 0 and its reason), the others keep probing.
+  bool Collect(MetricSink& sink) override {
+    const bool reread = reread_->exchange(false);
+    bool ok = true;
+    for (auto& rail : rails_) ok = rail->Collect(sink, reread) && ok;
+    return ok;
+  }
+
+ private:
+  static void WaitHup(std::shared_ptr<boost::asio::signal_set> set,
+                      std::shared_ptr<std::atomic<bool>> flag) {
+    set->async_wait([set, flag](boost::system::error_code ec, int) {
+      if (ec) return;
+      flag->store(true);
+      WaitHup(set, flag);
+    });
+  }
+
+  const std::chrono::microseconds interval_;
+  std::vector<std::unique_ptr<RailProber>> rails_;
+  std::shared_ptr<boost::asio::signal_set> signals_;
+  std::shared_ptr<std::atomic<bool>> reread_ =
+      std::make_shared<std::atomic<bool>>(false);
+};
+
 }  // namespace
+
+std::vector<ProbeRail> RailsOf(const ProbeSettings& settings) {
+  if (!settings.rails.empty()) return settings.rails;
+  ProbeRail rail;
+  rail.listen_address = settings.listen_address;
+  rail.peers = settings.peers;
+  rail.peers_file = settings.peers_file;
+  return {rail};
+}
 
 std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config) {
@@ -368,6 +430,99 @@ std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                           env.sysfs);
 }
 
+namespace {
+
+// A `listen_address`, checked.
+std::string ListenAddress(const YAML::Node& value, const std::string& key_path,
+                          const YAML::Mark& mark) {
+  using namespace config_keys;
+  std::string address = Scalar(value, key_path), error;
+  if (!probe::ParseListenAddress(address, &error)) Fail(key_path, mark, error);
+  return address;
+}
+
+// A `peers` list, every entry checked.
+std::vector<std::string> PeerList(const YAML::Node& value,
+                                  const std::string& key_path,
+                                  const YAML::Mark& mark) {
+  using namespace config_keys;
+  std::vector<std::string> peers = Names(value, key_path);
+  std::string error;
+  for (const auto& p : peers) {
+    if (!probe::ParsePeer(p, &error)) Fail(key_path, mark, error);
+  }
+  return peers;
+}
+
+// A rail name: what a label value and a log line can carry plainly.
+bool RailName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' ||
+                  c == '-' || c == '.';
+         });
+}
+
+// `rails`: a list of {name, listen_address, peers, peers_file}; names and
+// listen addresses unique (two rails on one socket would be one rail).
+std::vector<ProbeRail> ParseRails(const YAML::Node& node,
+                                  const std::string& path) {
+  using namespace config_keys;
+  if (!node.IsSequence() || node.size() == 0) {
+    Fail(path, node.Mark(),
+         "must be a non-empty list of {name, listen_address, peers, "
+         "peers_file}");
+  }
+  std::vector<ProbeRail> rails;
+  std::set<std::string> names, addresses;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    const YAML::Node item = node[i];
+    ProbeRail rail;
+    bool listen = false;
+    ForEachKey(item, at,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark& mark) {
+                 if (key == "name") {
+                   rail.name = Scalar(value, key_path);
+                   if (!RailName(rail.name)) {
+                     Fail(key_path, mark,
+                          "must be 1-64 letters, digits, '_', '-' or '.'");
+                   }
+                 } else if (key == "listen_address") {
+                   listen = true;
+                   rail.listen_address = ListenAddress(value, key_path, mark);
+                 } else if (key == "peers") {
+                   rail.peers = PeerList(value, key_path, mark);
+                 } else if (key == "peers_file") {
+                   rail.peers_file = Scalar(value, key_path);
+                 } else {
+                   Fail(key_path, mark,
+                        "unknown key (a rail has name, listen_address, "
+                        "peers, peers_file)");
+                 }
+               });
+    if (rail.name.empty()) Fail(at + ".name", item.Mark(), "is required");
+    if (!listen) Fail(at + ".listen_address", item.Mark(), "is required");
+    if (!names.insert(rail.name).second) {
+      Fail(at + ".name", item.Mark(), "repeats rail " + Quote(rail.name));
+    }
+    std::string error;
+    const auto endpoint =
+        probe::ParseListenAddress(rail.listen_address, &error);
+    std::ostringstream key;
+    key << *endpoint;
+    if (!addresses.insert(key.str()).second) {
+      Fail(at + ".listen_address", item.Mark(),
+           "is another rail's too (" + rail.listen_address + ")");
+    }
+    rails.push_back(std::move(rail));
+  }
+  return rails;
+}
+
+}  // namespace
+
 CollectorSpec ProbeCollectorSpec() {
   using namespace config_keys;
   CollectorSpec spec;
@@ -375,16 +530,23 @@ CollectorSpec ProbeCollectorSpec() {
   spec.enabled = false;
   // The interval is each peer's probe rate; 1 ms is a supported setting.
   spec.min_interval = std::chrono::milliseconds(1);
-  spec.keys = {"transport",  "listen_address", "probe_timeout", "peers",
-               "peers_file", "key_file",       "rate_limit",    "max_peers"};
+  spec.keys = {"transport",  "listen_address", "probe_timeout",
+               "peers",      "peers_file",     "key_file",
+               "rate_limit", "max_peers",      "per_peer_histograms",
+               "rails"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     ProbeSettings s;
-    YAML::Mark peers_mark;
+    YAML::Mark peers_mark, rails_mark;
+    // The top-level keys a rail replaces, as written.
+    std::vector<std::string> per_rail_keys;
     ForEachKey(node, path,
                [&](const std::string& key, const YAML::Node& value,
                    const std::string& key_path, const YAML::Mark& mark) {
-                 std::string error;
+                 if (key == "listen_address" || key == "peers" ||
+                     key == "peers_file") {
+                   per_rail_keys.push_back(key);
+                 }
                  if (key == "transport") {
                    s.transport = Scalar(value, key_path);
                    if (s.transport != "auto" && s.transport != "udp" &&
@@ -392,10 +554,7 @@ CollectorSpec ProbeCollectorSpec() {
                      Fail(key_path, mark, "must be auto, rdma or udp");
                    }
                  } else if (key == "listen_address") {
-                   s.listen_address = Scalar(value, key_path);
-                   if (!probe::ParseListenAddress(s.listen_address, &error)) {
-                     Fail(key_path, mark, error);
-                   }
+                   s.listen_address = ListenAddress(value, key_path, mark);
                  } else if (key == "probe_timeout") {
                    s.probe_timeout = Duration(value, key_path);
                    if (s.probe_timeout.count() <= 0) {
@@ -403,12 +562,7 @@ CollectorSpec ProbeCollectorSpec() {
                    }
                  } else if (key == "peers") {
                    peers_mark = mark;
-                   s.peers = Names(value, key_path);
-                   for (const auto& p : s.peers) {
-                     if (!probe::ParsePeer(p, &error)) {
-                       Fail(key_path, mark, error);
-                     }
-                   }
+                   s.peers = PeerList(value, key_path, mark);
                  } else if (key == "peers_file") {
                    s.peers_file = Scalar(value, key_path);
                  } else if (key == "key_file") {
@@ -416,17 +570,33 @@ CollectorSpec ProbeCollectorSpec() {
                  } else if (key == "rate_limit") {
                    s.rate_limit = Number(value, key_path, 0, 1e9,
                                          "answers per second (e.g. 2000)");
+                 } else if (key == "rails") {
+                   rails_mark = mark;
+                   s.rails = ParseRails(value, key_path);
+                 } else if (key == "per_peer_histograms") {
+                   s.per_peer_histograms = Bool(value, key_path);
                  } else if (key == "max_peers") {
                    s.max_peers = static_cast<int>(
                        Integer(value, key_path, 1, kMaxPeersLimit,
                                "a number of peers in 1..100000"));
                  }
                });
-    if (s.peers.size() > static_cast<std::size_t>(s.max_peers)) {
-      Fail(Join(path, "peers"), peers_mark,
-           "lists " + std::to_string(s.peers.size()) +
-               " peers, more than max_peers (" + std::to_string(s.max_peers) +
-               ")");
+    if (!s.rails.empty() && !per_rail_keys.empty()) {
+      Fail(Join(path, per_rail_keys.front()), rails_mark,
+           "is per rail when `rails` is set (rails[].listen_address, "
+           ".peers, .peers_file)");
+    }
+    for (std::size_t i = 0; i < s.rails.size() || i == 0; ++i) {
+      const auto& peers = s.rails.empty() ? s.peers : s.rails[i].peers;
+      if (peers.size() > static_cast<std::size_t>(s.max_peers)) {
+        Fail(s.rails.empty()
+                 ? Join(path, "peers")
+                 : Join(path, "rails[" + std::to_string(i) + "].peers"),
+             s.rails.empty() ? peers_mark : rails_mark,
+             "lists " + std::to_string(peers.size()) +
+                 " peers, more than max_peers (" + std::to_string(s.max_peers) +
+                 ")");
+      }
     }
     if (generic.enabled) {
       YAML::Mark mark = node ? node.Mark() : YAML::Mark();

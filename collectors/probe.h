@@ -2,12 +2,19 @@
 // docs/probes.md). Probes every configured peer on a jittered schedule over
 // UDP (an RDMA transport where configured and available), answers the
 // probes of others on the same port, and exports
-//   fabric_probe_rtt_seconds{peer,transport} (histogram),
-//   fabric_probe_network_rtt_seconds{peer,transport} (histogram),
+//   fabric_probe_rtt_seconds{peer,transport} (summary: sum and count; a
+//     histogram with per_peer_histograms),
+//   fabric_probe_network_rtt_seconds{peer,transport} (the same),
+//   fabric_probe_rtt_max_seconds{peer,transport} (the last minute's max),
+//   fabric_probe_port_rtt_seconds{transport} (histogram over all peers),
 //   fabric_probe_sent_total, fabric_probe_lost_total{peer,transport},
 //   fabric_probe_rejected_total{reason}, fabric_probe_answered_total,
 //   fabric_probe_peers_over_cap.
 // The protocol lives in probe/ (library fabric_probe).
+//
+// Per rail (`rails`, issue 29): one engine, socket and peer list per rail,
+// each series labelled with its rail; without `rails`, one engine of the
+// top-level `listen_address` and peers, unlabelled.
 //
 // Event-driven: Start(io) loads the key, binds the socket and runs the
 // schedule and responder on `io`; Collect() re-reads `peers_file` when it
@@ -17,8 +24,8 @@
 // second at most (PublishInterval), so a fast schedule does not mean fast
 // snapshots.
 //
-// Thread-safety: the engine's handlers run on the io thread; Collect() on
-// the poll thread reads the statistics under the engine's mutex and hands
+// Thread-safety: the engines' handlers run on the io thread; Collect() on
+// the poll thread reads the statistics under each engine's mutex and hands
 // new peer lists to the io thread by posting.
 #pragma once
 
@@ -33,10 +40,22 @@
 namespace fabric {
 
 // A large real mesh: Pingmesh-style peer lists run to a few thousand;
-// 2,048 peers are ~200,000 series (docs/probes.md, Bounds).
+// 2,048 peers are ~16,000 series (~200,000 with per_peer_histograms;
+// docs/probes.md, Bounds).
 inline constexpr int kDefaultMaxPeers = 2048;
 // The largest `max_peers` accepted.
 inline constexpr long long kMaxPeersLimit = 100'000;
+
+// One rail (`collectors.probe.rails[]`, issue 29): a local port or
+// address with its own responder and its own peers. Its series carry
+// `rail="<name>"`.
+struct ProbeRail {
+  std::string name;
+  std::string listen_address = ":10916";
+  std::vector<std::string> peers;
+  std::string peers_file;
+  bool operator==(const ProbeRail&) const = default;
+};
 
 // `collectors.probe` keys of its own.
 struct ProbeSettings {
@@ -59,10 +78,22 @@ struct ProbeSettings {
   double rate_limit = 2000;
   // `max_peers`: peers probed at most (those of `peers` first, then the
   // file's in its order); the rest are counted
-  // (fabric_probe_peers_over_cap), not probed. Each peer costs ~100 series.
+  // (fabric_probe_peers_over_cap), not probed. Each peer costs at most 8
+  // series (~100 with per_peer_histograms).
   int max_peers = kDefaultMaxPeers;
+  // `per_peer_histograms`: full RTT and network-RTT histograms per peer
+  // (~100 series each) instead of their sum and count (docs/probes.md).
+  bool per_peer_histograms = false;
+  // `rails`: one responder and peer list per rail. Empty: one rail of
+  // `listen_address`, `peers` and `peers_file`, without a `rail` label
+  // (the configuration before rails).
+  std::vector<ProbeRail> rails;
   bool operator==(const ProbeSettings&) const = default;
 };
+
+// The rails `settings` probe on: `rails`, or the one unnamed rail of the
+// top-level keys.
+std::vector<ProbeRail> RailsOf(const ProbeSettings& settings);
 
 std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config);

@@ -234,6 +234,16 @@ void MetricSink::Histogram(
   }
 }
 
+void MetricSink::Summary(std::string_view name, std::string_view help,
+                         const Labels& labels, std::uint64_t count,
+                         double sum) {
+  if (auto* m = Next(name, help, prometheus::MetricType::Summary)) {
+    m->label = labels;
+    m->summary.sample_count = count;
+    m->summary.sample_sum = sum;
+  }
+}
+
 void MetricSink::Recycle(std::vector<prometheus::MetricFamily>&& families) {
   for (auto& family : families) {
     std::string name = family.name;

@@ -81,6 +81,10 @@ class MetricSink {
   void Histogram(std::string_view name, std::string_view help,
                  const Labels& labels,
                  const prometheus::ClientMetric::Histogram& histogram);
+  // Adds a summary sample without quantiles: only `_sum` and `_count`, the
+  // two series a mean needs (a histogram's buckets cost dozens).
+  void Summary(std::string_view name, std::string_view help,
+               const Labels& labels, std::uint64_t count, double sum);
 
   // Records that one input (a file, a value) was skipped. `what` is for the
   // debug log only; the count is what gets exported.

@@ -60,14 +60,22 @@ std::string Label(const PromSample& s, const std::string& k) {
 PairQueries MakePairQueries(const std::string& window,
                             const std::string& baseline) {
   const std::string w = "[" + window + "]";
-  const std::string rtt =
-      "histogram_quantile(0.5, sum without (transport) "
-      "(rate(fabric_probe_network_rtt_seconds_bucket";
+  // The mean network RTT over a range, from the pair's sum and count: the
+  // series every pair exports (its buckets only with
+  // per_peer_histograms). Both transports together, as probes of either.
+  const auto rtt = [](const std::string& range) {
+    return "sum without (transport) "
+           "(rate(fabric_probe_network_rtt_seconds_sum" +
+           range +
+           ")) / sum without (transport) "
+           "(rate(fabric_probe_network_rtt_seconds_count" +
+           range + "))";
+  };
   return {
       "sum without (transport) (increase(fabric_probe_sent_total" + w + "))",
       "sum without (transport) (increase(fabric_probe_lost_total" + w + "))",
-      rtt + w + ")))",
-      rtt + "[" + baseline + "] offset " + window + ")))",
+      rtt(w),
+      rtt("[" + baseline + "] offset " + window),
       "last_over_time(fabric_probe_pair_info" + w + ")",
   };
 }

@@ -82,11 +82,13 @@ Engine::Engine(boost::asio::io_context& io, Hmac hmac, EngineOptions options,
       // backlog is not cut off, a flood is.
       limiter_(options.rate_limit, std::max(1.0, options.rate_limit / 10)) {
   for (const auto& t : transports_) {
-    Labels labels;
+    Labels labels = options_.labels;
     for (auto& [k, v] : t->PeerLabels()) labels.push_back({k, v});
     labels.push_back({"transport", std::string(t->Name())});
     transport_labels_.push_back(std::move(labels));
   }
+  MutexLock lock(mu_);
+  port_rtt_.resize(transports_.size());
 }
 
 bool Engine::Start(std::string* error) {
@@ -450,7 +452,7 @@ void Engine::Answer(std::size_t t, const Received& r, const Packet& in) {
   }
 }
 
-void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
+void Engine::OnAnswer(std::size_t t, const Received& r, const Packet& in) {
   // An answer to another run's probe, or one already counted lost or
   // answered: nothing to match.
   if (in.session != session_) return;
@@ -479,8 +481,11 @@ void Engine::OnAnswer(std::size_t, const Received& r, const Packet& in) {
   }
   std::int64_t held = in.t3_ns >= in.t2_ns ? in.t3_ns - in.t2_ns : 0;
   std::int64_t network = std::clamp<std::int64_t>(rtt_ns - held, 0, rtt_ns);
-  s.rtt.Observe(static_cast<double>(rtt_ns) * 1e-9);
+  const double rtt = static_cast<double>(rtt_ns) * 1e-9;
+  s.rtt.Observe(rtt);
   s.network_rtt.Observe(static_cast<double>(network) * 1e-9);
+  s.rtt_max.Observe(rtt, Clock::now());
+  port_rtt_[t].Observe(rtt);
 }
 
 void Engine::OnAddressAnswer(const Received& r, const Packet& in) {
@@ -491,41 +496,78 @@ void Engine::OnAddressAnswer(const Received& r, const Packet& in) {
   }
 }
 
+void Engine::EmitPair(MetricSink& sink, const SeriesKey& key,
+                      const SeriesStats& s, Clock::time_point now,
+                      Labels& labels,
+                      prometheus::ClientMetric::Histogram& histogram) const {
+  labels = transport_labels_[key.second];
+  labels.push_back({"peer", key.first});
+  constexpr const char* kRttHelp = "Round-trip time of probes to the peer.";
+  constexpr const char* kNetworkHelp =
+      "Probe round-trip time minus the time the responder held the probe "
+      "(its receive to send timestamps).";
+  if (options_.per_peer_histograms) {
+    s.rtt.ExportTo(histogram);
+    sink.Histogram("fabric_probe_rtt_seconds", kRttHelp, labels, histogram);
+    s.network_rtt.ExportTo(histogram);
+    sink.Histogram("fabric_probe_network_rtt_seconds", kNetworkHelp, labels,
+                   histogram);
+  } else {
+    // The same _sum and _count series as the histograms' (rules and
+    // fabricmon-locate read means from them either way), without buckets.
+    sink.Summary("fabric_probe_rtt_seconds", kRttHelp, labels, s.rtt.count(),
+                 s.rtt.sum());
+    sink.Summary("fabric_probe_network_rtt_seconds", kNetworkHelp, labels,
+                 s.network_rtt.count(), s.network_rtt.sum());
+  }
+  if (auto max = s.rtt_max.Get(now)) {
+    sink.Gauge("fabric_probe_rtt_max_seconds",
+               "The largest probe round-trip time to the peer over the last "
+               "50-60 s (absent when no probe was answered in it).",
+               labels, *max);
+  }
+  sink.Counter("fabric_probe_sent_total", "Probes sent to the peer.", labels,
+               static_cast<double>(s.sent));
+  sink.Counter("fabric_probe_lost_total",
+               "Probes with no valid answer within probe_timeout.", labels,
+               static_cast<double>(s.lost));
+}
+
 bool Engine::Emit(MetricSink& sink, std::string* error) const {
+  const auto now = Clock::now();
   // One labels vector and one histogram for every peer: the sink copies
-  // them into recycled samples, so emitting 1,000 peers allocates nothing.
+  // them into recycled samples, so emitting 1,000 peers allocates little.
   Labels labels;
   prometheus::ClientMetric::Histogram histogram;
   MutexLock lock(mu_);
+  std::vector<bool> probed(port_rtt_.size(), false);
   for (const auto& [key, s] : stats_) {
-    labels = transport_labels_[key.second];
-    labels.push_back({"peer", key.first});
-    s.rtt.ExportTo(histogram);
-    sink.Histogram("fabric_probe_rtt_seconds",
-                   "Round-trip time of probes to the peer.", labels, histogram);
-    s.network_rtt.ExportTo(histogram);
-    sink.Histogram("fabric_probe_network_rtt_seconds",
-                   "Probe round-trip time minus the time the responder held "
-                   "the probe (its receive to send timestamps).",
-                   labels, histogram);
-    sink.Counter("fabric_probe_sent_total", "Probes sent to the peer.", labels,
-                 static_cast<double>(s.sent));
-    sink.Counter("fabric_probe_lost_total",
-                 "Probes with no valid answer within probe_timeout.", labels,
-                 static_cast<double>(s.lost));
+    EmitPair(sink, key, s, now, labels, histogram);
+    probed[key.second] = true;
+  }
+  // A transport's histogram once it has peers (a responder without any
+  // exports none).
+  for (std::size_t t = 0; t < port_rtt_.size(); ++t) {
+    if (!probed[t] && port_rtt_[t].count() == 0) continue;
+    port_rtt_[t].ExportTo(histogram);
+    sink.Histogram("fabric_probe_port_rtt_seconds",
+                   "Round-trip time of every probe this daemon sent from "
+                   "this local port (rail, transport), whatever its peer.",
+                   transport_labels_[t], histogram);
   }
   for (const char* reason : kReasons) {
     auto it = rejected_.find(reason);
+    labels = options_.labels;
+    labels.push_back({"reason", reason});
     sink.Counter("fabric_probe_rejected_total",
-                 "Probe packets received and refused, by reason.",
-                 {{"reason", reason}},
+                 "Probe packets received and refused, by reason.", labels,
                  it == rejected_.end() ? 0.0 : static_cast<double>(it->second));
   }
-  // Once per pair, not as labels on the histograms: a port change replaces
-  // one series instead of ~100.
+  // Once per pair, not as labels on every series of the pair: a port
+  // change replaces one series instead of seven (or ~100 with histograms).
   for (const auto& [peer, ports] : pairs_) {
     if (!ports.first.known() && !ports.second.known()) continue;
-    labels.clear();
+    labels = options_.labels;
     labels.push_back({"peer", peer});
     AddPortLabels(labels, "local_", ports.first);
     AddPortLabels(labels, "remote_", ports.second);
@@ -535,14 +577,14 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
                labels, 1.0);
   }
   sink.Counter("fabric_probe_answered_total",
-               "Probes from peers this daemon answered.", {},
+               "Probes from peers this daemon answered.", options_.labels,
                static_cast<double>(answered_));
   if (auto drops = transports_[0]->ReceiveDrops()) {
     sink.Counter("fabric_probe_receive_dropped_total",
                  "Datagrams the kernel dropped at the probe socket because "
                  "its receive buffer was full (SO_RXQ_OVFL, as of the last "
                  "datagram read).",
-                 {}, static_cast<double>(*drops));
+                 options_.labels, static_cast<double>(*drops));
   }
   if (!transports_[0]->Healthy()) {
     if (error) *error = transports_[0]->LastError();

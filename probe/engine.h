@@ -10,7 +10,10 @@
 // on (its answer names its port, from the netdev the request arrived by),
 // and the netdev the answer arrives by names ours; Emit() exports each pair
 // once as fabric_probe_pair_info. Statistics accumulate here; Emit()
-// writes them as the fabric_probe_* metrics.
+// writes them as the fabric_probe_* metrics: per pair at most 8 series by
+// default (sent, lost, RTT and network-RTT sum and count, the last
+// minute's max RTT, the pair info), one RTT histogram per transport over
+// all peers, per-pair histograms only with per_peer_histograms.
 //
 // Thread-safety: Start/Stop and every handler run on the io_context thread;
 // SetPeers() and Emit() may be called from any thread (they post to io, or
@@ -37,6 +40,7 @@
 #include "probe/histogram.h"
 #include "probe/peers.h"
 #include "probe/transport.h"
+#include "probe/window_max.h"
 
 namespace fabric::probe {
 
@@ -52,6 +56,12 @@ struct EngineOptions {
   // has none). Null: this end names no ports (it still answers port
   // requests, with zeros).
   std::function<PortIdentity(int ifindex)> port_of;
+  // Full RTT and network-RTT histograms per peer (`per_peer_histograms`);
+  // otherwise each is a summary (sum and count) per peer, and the RTT
+  // histogram is kept once per transport, over all peers.
+  bool per_peer_histograms = false;
+  // Labels on every series this engine exports (a rail's `rail`), first.
+  Labels labels;
 };
 
 // A configured peer with the endpoint its name resolved to.
@@ -99,7 +109,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
  private:
   struct SeriesStats {
+    // Buckets exported only with per_peer_histograms; their sum and count
+    // always.
     RttHistogram rtt, network_rtt;
+    WindowMax rtt_max;
     std::uint64_t sent = 0, lost = 0;
   };
   struct PeerState {
@@ -141,6 +154,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void OnSent(std::uint64_t seq, Timestamp tx);
   void Answer(std::size_t transport, const Received& r, const Packet& in);
   void OnAnswer(std::size_t transport, const Received& r, const Packet& in);
+  // Emit's per-pair series; `labels` and `histogram` are its scratch.
+  void EmitPair(MetricSink& sink, const SeriesKey& key, const SeriesStats& s,
+                std::chrono::steady_clock::time_point now, Labels& labels,
+                prometheus::ClientMetric::Histogram& histogram) const
+      REQUIRES(mu_);
   void OnAddressAnswer(const Received& r, const Packet& in);
   Pending* FindPending(std::uint64_t seq);
   void Reject(const char* reason);
@@ -182,6 +200,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   mutable Mutex mu_;
   std::map<SeriesKey, SeriesStats> stats_ GUARDED_BY(mu_);
   std::map<std::string, std::uint64_t> rejected_ GUARDED_BY(mu_);
+  // Per transport: the RTT of every answered probe, whatever its peer.
+  std::vector<RttHistogram> port_rtt_ GUARDED_BY(mu_);
   // Per peer: (our port, its port), as the last port answer said.
   std::map<std::string, std::pair<PortIdentity, PortIdentity>> pairs_
       GUARDED_BY(mu_);

@@ -29,6 +29,7 @@ class RttHistogram {
   // The same into `out`, reusing its bucket storage (Emit writes thousands).
   void ExportTo(prometheus::ClientMetric::Histogram& out) const;
   std::uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
   // The smallest bucket bound at or above the q-quantile (tests, logs).
   double QuantileBound(double q) const;
 

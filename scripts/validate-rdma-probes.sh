@@ -68,10 +68,10 @@ check_side() {  # name exec-fn ip
     }
     /^fabric_probe_sent_total\{/ && /transport="rdma"/ { sent += $NF }
     /^fabric_probe_lost_total\{/ && /transport="rdma"/ { lost += $NF }
-    /^fabric_probe_rtt_seconds_bucket\{/ && /transport="rdma"/ {
+    /^fabric_probe_port_rtt_seconds_bucket\{/ && /transport="rdma"/ {
       le = labelval($0, "le"); cum[le] += $NF; les[le] = 1
     }
-    /^fabric_probe_rtt_seconds_count\{/ && /transport="rdma"/ { count += $NF }
+    /^fabric_probe_port_rtt_seconds_count\{/ && /transport="rdma"/ { count += $NF }
     /transport="rdma"/ && /clock="/ { clock = labelval($0, "clock") }
     END {
       if (sent < 100) { printf "%s: only %d RDMA probes sent\n", side, sent; exit 1 }

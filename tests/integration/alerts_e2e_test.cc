@@ -637,8 +637,8 @@ bool ClearedByPerfMgr(const std::string& where, const std::string& expr) {
              std::string::npos;
 }
 bool NeedsTheProbeBaseline(const std::string& where, const std::string& expr) {
-  return where == "fabric:probe_rtt_seconds:p99_baseline" ||
-         expr.find("fabric:probe_rtt_seconds:p99_baseline") !=
+  return where == "fabric:probe_rtt_seconds:mean5m_baseline" ||
+         expr.find("fabric:probe_rtt_seconds:mean5m_baseline") !=
              std::string::npos;
 }
 

@@ -445,12 +445,13 @@ TEST(DashboardsStaticTest, FabricDashboardShowsSmsSwitchesAndCabling) {
 TEST(DashboardsStaticTest, ProbesDashboardShowsRttHeatmapWorstPairsAndLoss) {
   ExpectPanels(
       "probes.json",
-      {{"heatmap:RTT", "fabric_probe_rtt_seconds_bucket"},
-       {"heatmap:Network RTT (responder delay removed)",
-        "fabric_probe_network_rtt_seconds_bucket"},
-       {"table:Worst pairs by p99 RTT", "fabric:probe_rtt_seconds:p99_5m"},
+      {{"heatmap:RTT", "fabric_probe_port_rtt_seconds_bucket"},
+       {"timeseries:Mean RTT and network RTT (selected pairs)",
+        "fabric_probe_network_rtt_seconds_sum"},
+       {"table:Worst pairs by mean RTT", "fabric:probe_rtt_seconds:mean5m"},
        {"table:Worst pairs against their own baseline",
-        "fabric:probe_rtt_seconds:p99_baseline"},
+        "fabric:probe_rtt_seconds:mean5m_baseline"},
+       {"timeseries:Max RTT: worst 10 pairs", "fabric_probe_rtt_max_seconds"},
        {"table:Worst pairs by loss", "fabric:probe_loss_ratio:rate5m"},
        {"timeseries:Responder: probes rejected per second by reason",
         "fabric_probe_rejected_total"}});

@@ -8,7 +8,14 @@
 // equals the drop rate (0, 1/100, 1/10) within 0.5 percentage points; a
 // prober with the wrong key gets no answers and the responder counts
 // bad_mac; a dead peer is loss; a replayed probe is rejected; the pair
-// info names the RDMA ports behind both ends' netdevs.
+// info names the RDMA ports behind both ends' netdevs; a daemon at the
+// defaults exports at most 8 series per pair (issue 30).
+//
+// Rails (issue 29), in namespaces of their own: two hosts X and Y joined by
+// two veth pairs, one per rail (px0-py0 169.254.95.0/30, px1-py1
+// 169.254.96.0/30), each daemon with `rails` r0 and r1, one per address.
+// Each rail probes its own peer with its own responder, and its pair info
+// names that rail's ports at both ends.
 //
 // Topology (addresses link-local, inside namespaces this test creates):
 //   ns A: fabricmon A, pa 169.254.91.1/30
@@ -97,6 +104,74 @@ struct Scrape {
     return it == samples.end() ? NAN : it->second;
   }
 };
+
+// The start of a daemon's config: every collector but the probe off, the
+// probe on at 1 ms (its other keys follow, indented by four).
+std::string DaemonConfigHead() {
+  std::string out = "collectors:\n";
+  for (const char* off : {"ib_port", "hw_counters", "congestion", "roce",
+                          "nic_identity", "sm", "fabric"}) {
+    out += std::string("  ") + off + ": {enabled: false}\n";
+  }
+  return out + "  probe:\n    enabled: true\n    interval: 1ms\n";
+}
+
+// Starts fabricmon in netns `ns` on `config`, its output to `log`.
+Daemon Spawn(const std::string& ns, const fs::path& config, const fs::path& log,
+             const fs::path& sysfs, int metrics_port) {
+  Daemon d;
+  d.ns = ns;
+  d.log = log.string();
+  d.pid = ::fork();
+  if (d.pid == 0) {
+    int fd = ::open(d.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::string bin = testing::Binary("fabricmon");
+    std::string listen_web = "127.0.0.1:" + std::to_string(metrics_port);
+    std::string cfg = config.string(), root = sysfs.string();
+    ::execlp("ip", "ip", "netns", "exec", ns.c_str(), bin.c_str(), "--config",
+             cfg.c_str(), "--sysfs.root", root.c_str(), "--web.listen-address",
+             listen_web.c_str(), nullptr);
+    ::_exit(127);
+  }
+  return d;
+}
+
+// Waits until `d` serves probe series on `port`.
+bool Ready(const Daemon& d, int port) {
+  for (int i = 0; i < 200; ++i) {
+    if (::waitpid(d.pid, nullptr, WNOHANG) != 0) {
+      ADD_FAILURE() << "daemon in " << d.ns << " exited; log " << d.log;
+      return false;
+    }
+    auto body =
+        InNetns(d.ns, [&] { return testing::HttpGetOk(port, "/metrics"); });
+    if (body && body->find("fabric_probe_sent_total") != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  ADD_FAILURE() << "daemon in " << d.ns << " never served probes; log "
+                << d.log;
+  return false;
+}
+
+// A fake RDMA port behind netdev `ndev` in the sysfs tree `sysfs`, as a
+// RoCE device lists its netdev in its GID table, so that the port
+// exchange names it: node GUID `guid` (sysfs form), GID fe80::`gid_tail`.
+void FakeRocePort(const fs::path& sysfs, const std::string& dev,
+                  const std::string& ndev, const std::string& guid,
+                  const std::string& gid_tail) {
+  const fs::path port = sysfs / "class/infiniband" / dev / "ports/1";
+  fs::create_directories(port / "gids");
+  fs::create_directories(port / "gid_attrs/ndevs");
+  std::ofstream(sysfs / "class/infiniband" / dev / "node_guid") << guid << "\n";
+  std::ofstream(port / "link_layer") << "Ethernet\n";
+  std::ofstream(port / "lid") << "0x0\n";
+  std::ofstream(port / "gids/0")
+      << "fe80:0000:0000:0000:0000:0000:0000:" << gid_tail << "\n";
+  std::ofstream(port / "gid_attrs/ndevs/0") << ndev << "\n";
+}
 
 // Median of the observations between two scrapes of histogram `name` with
 // labels `labels` (as printed, without le), interpolated linearly inside
@@ -208,25 +283,15 @@ class ProbeNetnsTest : public ::testing::Test {
       // The daemons' sysfs tree: an RDMA port behind each end's netdev, as
       // a RoCE device lists its netdev in its GID table, so the port
       // exchange names both ends' ports.
-      for (const auto& [dev, ndev, guid] :
-           {std::tuple{"rxe_a", "pa", "0000:0000:0000:0a0a"},
-            std::tuple{"rxe_b", "pb", "0000:0000:0000:0b0b"}}) {
-        const fs::path port = dir / "sysfs/class/infiniband" / dev / "ports/1";
-        fs::create_directories(port / "gids");
-        fs::create_directories(port / "gid_attrs/ndevs");
-        std::ofstream(dir / "sysfs/class/infiniband" / dev / "node_guid")
-            << guid << "\n";
-        std::ofstream(port / "link_layer") << "Ethernet\n";
-        std::ofstream(port / "lid") << "0x0\n";
-        std::ofstream(port / "gids/0")
-            << "fe80:0000:0000:0000:0000:0000:0000:"
-            << (ndev[1] == 'a' ? "0a01" : "0b01") << "\n";
-        std::ofstream(port / "gid_attrs/ndevs/0") << ndev << "\n";
-      }
+      FakeRocePort(dir / "sysfs", "rxe_a", "pa", "0000:0000:0000:0a0a", "0a01");
+      FakeRocePort(dir / "sysfs", "rxe_b", "pb", "0000:0000:0000:0b0b", "0b01");
       WriteKey("key", kKey);
       WriteKey("wrong.key", kWrongKey);
       // A also probes a peer where nothing listens: a dead peer.
-      da = Start(a, "a", "key", {"169.254.91.2:20000", "169.254.91.2:20099"});
+      // A exports per-peer histograms (the median test reads their
+      // buckets); B and C the default, lean series.
+      da = Start(a, "a", "key", {"169.254.91.2:20000", "169.254.91.2:20099"},
+                 ":10916", kMetricsPort, "    per_peer_histograms: true\n");
       db = Start(b, "b", "key", {"169.254.92.2:20001"});
       dc = Start(b, "c", "wrong.key", {"127.0.0.1:10916"}, ":10917", 19916);
       return Ready(da, kMetricsPort) && Ready(db, kMetricsPort) &&
@@ -241,53 +306,18 @@ class ProbeNetnsTest : public ::testing::Test {
     Daemon Start(const std::string& ns, const std::string& name,
                  const std::string& key, std::vector<std::string> peers,
                  const std::string& listen = ":10916",
-                 int metrics_port = kMetricsPort) {
+                 int metrics_port = kMetricsPort,
+                 const std::string& extra = "") {
       fs::path config = dir / (name + ".yaml");
       std::ofstream out(config);
-      out << "collectors:\n";
-      for (const char* off : {"ib_port", "hw_counters", "congestion", "roce",
-                              "nic_identity", "sm", "fabric"}) {
-        out << "  " << off << ": {enabled: false}\n";
-      }
-      out << "  probe:\n    enabled: true\n    interval: 1ms\n"
-          << "    probe_timeout: 50ms\n    listen_address: \"" << listen
-          << "\"\n    key_file: " << (dir / key).string() << "\n    peers:\n";
+      out << DaemonConfigHead() << "    probe_timeout: 50ms\n"
+          << "    listen_address: \"" << listen
+          << "\"\n    key_file: " << (dir / key).string() << "\n"
+          << extra << "    peers:\n";
       for (const auto& p : peers) out << "      - \"" << p << "\"\n";
       out.close();
-      Daemon d;
-      d.ns = ns;
-      d.log = (dir / (name + ".log")).string();
-      d.pid = ::fork();
-      if (d.pid == 0) {
-        int fd = ::open(d.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        std::string bin = testing::Binary("fabricmon");
-        std::string listen_web = "127.0.0.1:" + std::to_string(metrics_port);
-        std::string cfg = config.string(), sysfs = (dir / "sysfs").string();
-        ::execlp("ip", "ip", "netns", "exec", ns.c_str(), bin.c_str(),
-                 "--config", cfg.c_str(), "--sysfs.root", sysfs.c_str(),
-                 "--web.listen-address", listen_web.c_str(), nullptr);
-        ::_exit(127);
-      }
-      return d;
-    }
-
-    bool Ready(const Daemon& d, int port) {
-      for (int i = 0; i < 200; ++i) {
-        if (::waitpid(d.pid, nullptr, WNOHANG) != 0) {
-          ADD_FAILURE() << "daemon in " << d.ns << " exited; log " << d.log;
-          return false;
-        }
-        auto body =
-            InNetns(d.ns, [&] { return testing::HttpGetOk(port, "/metrics"); });
-        if (body && body->find("fabric_probe_sent_total") != std::string::npos)
-          return true;
-        std::this_thread::sleep_for(100ms);
-      }
-      ADD_FAILURE() << "daemon in " << d.ns << " never served probes; log "
-                    << d.log;
-      return false;
+      return Spawn(ns, config, dir / (name + ".log"), dir / "sysfs",
+                   metrics_port);
     }
 
     // A run killed before TearDownTestSuite (a sanitizer's abort, ctest's
@@ -298,7 +328,7 @@ class ProbeNetnsTest : public ::testing::Test {
       for (const auto& e : fs::directory_iterator("/run/netns", ec)) {
         std::string name = e.path().filename();
         if (name.size() < 5 || name.rfind("fmp", 0) != 0 ||
-            std::string_view("abr").find(name[3]) == std::string::npos ||
+            std::string_view("abrxy").find(name[3]) == std::string::npos ||
             name.find_first_not_of("0123456789", 4) != std::string::npos) {
           continue;
         }
@@ -529,6 +559,171 @@ TEST_F(ProbeNetnsTest, ReplayedProbeIsRejected) {
       << "bad_mac " << delta("bad_mac") << ", malformed " << delta("malformed")
       << ", rate_limited " << delta("rate_limited") << ", relay forwarded "
       << env_->ab->forwarded();
+}
+
+// Issue 30: B runs at the defaults: its pair with A costs at most 8
+// series, none of them buckets; the RTT distribution is its port's.
+TEST_F(ProbeNetnsTest, DefaultDaemonExportsAtMostEightSeriesPerPair) {
+  const std::string peer = "peer=\"169.254.92.2:20001\"";
+  Scrape b;
+  std::vector<std::string> series;
+  for (int i = 0; i < 50; ++i) {
+    b = ScrapePublishedAfter(UnixSeconds() + 0.1, env_->db);
+    series.clear();
+    for (const auto& [name, value] : b.samples) {
+      if (name.find(peer) != std::string::npos) series.push_back(name);
+    }
+    if (series.size() == 8) break;  // the pair info and max are there
+  }
+  std::string all;
+  for (const auto& name : series) all += name + "\n";
+  EXPECT_LE(series.size(), 8u) << all;
+  EXPECT_GE(series.size(), 6u) << all;
+  EXPECT_EQ(all.find("_bucket{"), std::string::npos) << all;
+  EXPECT_GT(b.Get("fabric_probe_port_rtt_seconds_count{transport=\"udp\"}"), 0);
+}
+
+class ProbeRailsNetnsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) MISSING_DEPENDENCY("needs root to create netns");
+    if (!Sh("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
+    const std::string id = std::to_string(::getpid());
+    x_ = "fmpx" + id;
+    y_ = "fmpy" + id;
+    dir_ = fs::temp_directory_path() / ("fabricmon-probe-rails-" + id);
+    fs::create_directories(dir_ / "sysfs");
+    for (const auto& ns : {x_, y_}) {
+      ASSERT_TRUE(Sh("ip netns add " + ns)) << ns;
+      ASSERT_TRUE(Sh("ip -n " + ns + " link set lo up"));
+    }
+    for (int r = 0; r < 2; ++r) {
+      const std::string rail = std::to_string(r);
+      const std::string net = "169.254." + std::to_string(95 + r) + ".";
+      for (const auto& c :
+           {"ip -n " + x_ + " link add px" + rail + " type veth peer name py" +
+                rail + " netns " + y_,
+            "ip -n " + x_ + " addr add " + net + "1/30 dev px" + rail,
+            "ip -n " + y_ + " addr add " + net + "2/30 dev py" + rail,
+            "ip -n " + x_ + " link set px" + rail + " up",
+            "ip -n " + y_ + " link set py" + rail + " up"}) {
+        ASSERT_TRUE(Sh(c)) << c;
+      }
+      FakeRocePort(dir_ / "sysfs", "rxe_x" + rail, "px" + rail,
+                   "0000:0000:0000:0a0" + rail, "0a0" + rail);
+      FakeRocePort(dir_ / "sysfs", "rxe_y" + rail, "py" + rail,
+                   "0000:0000:0000:0b0" + rail, "0b0" + rail);
+    }
+    std::ofstream(dir_ / "key") << kKey;
+    ::chmod((dir_ / "key").c_str(), 0600);
+    dx_ = Start(x_, "x", "1", "2");
+    dy_ = Start(y_, "y", "2", "1");
+    ASSERT_TRUE(Ready(dx_, kMetricsPort) && Ready(dy_, kMetricsPort));
+  }
+
+  void TearDown() override {
+    for (Daemon* d : {&dx_, &dy_}) {
+      if (d->pid > 0) {
+        ::kill(d->pid, SIGTERM);
+        ::waitpid(d->pid, nullptr, 0);
+      }
+    }
+    for (const auto& ns : {x_, y_}) {
+      if (!ns.empty()) Sh("ip netns del " + ns);
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // A daemon whose rail r<k> listens on 169.254.(95+k).<own> and probes
+  // .<other> on the same rail.
+  Daemon Start(const std::string& ns, const std::string& name,
+               const std::string& own, const std::string& other) {
+    const fs::path config = dir_ / (name + ".yaml");
+    std::ofstream out(config);
+    out << DaemonConfigHead() << "    probe_timeout: 200ms\n"
+        << "    key_file: " << (dir_ / "key").string() << "\n    rails:\n";
+    for (int r = 0; r < 2; ++r) {
+      const std::string net = "169.254." + std::to_string(95 + r) + ".";
+      out << "      - name: r" << r << "\n        listen_address: \"" << net
+          << own << ":10916\"\n        peers: [\"" << net << other
+          << ":10916\"]\n";
+    }
+    out.close();
+    return Spawn(ns, config, dir_ / (name + ".log"), dir_ / "sysfs",
+                 kMetricsPort);
+  }
+
+  Scrape Get(const Daemon& d) {
+    auto body = InNetns(
+        d.ns, [&] { return testing::HttpGetOk(kMetricsPort, "/metrics"); });
+    EXPECT_TRUE(body) << "scrape of " << d.ns << " failed";
+    return Scrape{body ? testing::ParseSamples(*body)
+                       : std::map<std::string, double>{}};
+  }
+
+  std::string x_, y_;
+  fs::path dir_;
+  Daemon dx_, dy_;
+};
+
+TEST_F(ProbeRailsNetnsTest, EachRailProbesItsPeerAndNamesItsPorts) {
+  // The pair info of rail r<k> in a scrape of X.
+  auto pair_info = [](const Scrape& s, int r) {
+    const std::string peer = "peer=\"169.254." + std::to_string(95 + r) +
+                             ".2:10916\",rail=\"r" + std::to_string(r) + "\"";
+    for (const auto& [series, value] : s.samples) {
+      if (series.rfind("fabric_probe_pair_info{", 0) == 0 &&
+          series.find(peer) != std::string::npos) {
+        return series;
+      }
+    }
+    return std::string();
+  };
+  const auto count = [](int r) {
+    return "fabric_probe_rtt_seconds_count{peer=\"169.254." +
+           std::to_string(95 + r) + ".2:10916\",rail=\"r" + std::to_string(r) +
+           "\",transport=\"udp\"}";
+  };
+  Scrape x;
+  for (int i = 0; i < 100; ++i) {
+    x = Get(dx_);
+    if (!pair_info(x, 0).empty() && !pair_info(x, 1).empty() &&
+        x.Get(count(0)) > 100 && x.Get(count(1)) > 100) {
+      break;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  for (int r = 0; r < 2; ++r) {
+    const std::string k = std::to_string(r);
+    EXPECT_GT(x.Get(count(r)), 100) << "rail r" << k;
+    const std::string info = pair_info(x, r);
+    ASSERT_FALSE(info.empty()) << "no pair info on rail r" << k;
+    // Its own rail's ports at both ends, not the other rail's.
+    EXPECT_NE(info.find("local_node_guid=\"0x0000000000000a0" + k + "\""),
+              std::string::npos)
+        << info;
+    EXPECT_NE(info.find("remote_node_guid=\"0x0000000000000b0" + k + "\""),
+              std::string::npos)
+        << info;
+    // Each rail's own responder answers, on Y.
+    EXPECT_GT(x.Get("fabric_probe_port_rtt_seconds_count{rail=\"r" + k +
+                    "\",transport=\"udp\"}"),
+              100);
+  }
+  const Scrape y = Get(dy_);
+  for (const char* rail : {"r0", "r1"}) {
+    EXPECT_GT(y.Get(std::string("fabric_probe_answered_total{rail=\"") + rail +
+                    "\"}"),
+              100)
+        << rail;
+  }
+  // No probe series without its rail.
+  for (const auto& [series, value] : x.samples) {
+    if (series.rfind("fabric_probe_", 0) == 0) {
+      EXPECT_NE(series.find("rail=\"r"), std::string::npos) << series;
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The `probe` collector: its settings through ParseConfig (defaults, every
 // key, bad values naming key and line, the key file required and checked),
 // and the collector made through the registry probing a second instance
-// over loopback, with the peers file re-read when it changes.
+// over loopback, with the peers file re-read when it changes; rails
+// (issue 29): parsed and validated, and one collector probing on two.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -10,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "collectors/probe.h"
@@ -36,6 +38,16 @@ class ProbeCollectorTest : public ::testing::Test {
   fs::path dir_;
   std::string key_;
 };
+
+// Starts `a` and `b` on `io` and runs it on a thread for 20 s at most.
+std::thread RunBoth(Collector& a, Collector& b, boost::asio::io_context& io) {
+  a.Start(io);
+  b.Start(io);
+  return std::thread([&io] {
+    auto guard = boost::asio::make_work_guard(io);
+    io.run_for(20s);
+  });
+}
 
 TEST_F(ProbeCollectorTest, Defaults) {
   std::string error;
@@ -178,12 +190,7 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
     ASSERT_FALSE(sink.skip_reasons().empty());
   }
   boost::asio::io_context io;
-  a->Start(io);
-  b->Start(io);
-  std::thread runner([&] {
-    auto guard = boost::asio::make_work_guard(io);
-    io.run_for(20s);
-  });
+  std::thread runner = RunBoth(*a, *b, io);
   auto text_of = [](Collector& c, bool* ok) {
     MetricSink sink;
     *ok = c.Collect(sink);
@@ -271,6 +278,146 @@ TEST_F(ProbeCollectorTest, RdmaWithoutRdmaPortsSaysWhy) {
   EXPECT_TRUE(automatic->Collect(sink2));
   rdma->Stop();
   automatic->Stop();
+}
+
+// Rails: each its own name, address and peers; the top-level keys a rail
+// replaces cannot be mixed in; per_peer_histograms is read.
+TEST_F(ProbeCollectorTest, RailsAndPerPeerHistograms) {
+  std::string error;
+  auto config = ParseConfig(
+      "collectors:\n"
+      "  probe:\n"
+      "    per_peer_histograms: true\n"
+      "    rails:\n"
+      "      - name: rail0\n"
+      "        listen_address: \"10.0.0.1:10916\"\n"
+      "        peers: [\"10.0.0.2\"]\n"
+      "      - name: rail1\n"
+      "        listen_address: \"10.0.1.1:10916\"\n"
+      "        peers_file: /etc/fabricmon/peers-rail1\n",
+      AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  const auto& s = SettingsAs<ProbeSettings>(config->Collector("probe"));
+  EXPECT_TRUE(s.per_peer_histograms);
+  ASSERT_EQ(s.rails.size(), 2u);
+  EXPECT_EQ(s.rails[0].name, "rail0");
+  EXPECT_EQ(s.rails[0].listen_address, "10.0.0.1:10916");
+  EXPECT_EQ(s.rails[0].peers, (std::vector<std::string>{"10.0.0.2"}));
+  EXPECT_EQ(s.rails[1].peers_file, "/etc/fabricmon/peers-rail1");
+  EXPECT_EQ(RailsOf(s), s.rails);
+
+  // Without rails: one unnamed rail of the top-level keys.
+  ProbeSettings plain;
+  plain.peers = {"a:1"};
+  ASSERT_EQ(RailsOf(plain).size(), 1u);
+  EXPECT_EQ(RailsOf(plain)[0].name, "");
+  EXPECT_EQ(RailsOf(plain)[0].listen_address, ":10916");
+  EXPECT_EQ(RailsOf(plain)[0].peers, plain.peers);
+
+  auto bad = [&](const std::string& body) {
+    return !ParseConfig("collectors:\n  probe:\n" + body, AllCollectorKeys(),
+                        &error);
+  };
+  const std::string r0 =
+      "      - name: r0\n        listen_address: \"10.0.0.1:1\"\n";
+  EXPECT_TRUE(bad("    rails: []\n"));
+  EXPECT_NE(error.find("collectors.probe.rails"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n      - listen_address: \"10.0.0.1:1\"\n"));
+  EXPECT_NE(error.find("rails[0].name"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n      - name: r0\n"));
+  EXPECT_NE(error.find("rails[0].listen_address"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n      - name: \"r 0\"\n"));
+  EXPECT_NE(error.find("rails[0].name"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n" + r0 + r0));
+  EXPECT_NE(error.find("repeats rail"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n" + r0 +
+                  "      - name: r1\n        listen_address: "
+                  "\"10.0.0.1:1\"\n"));
+  EXPECT_NE(error.find("rails[1].listen_address"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n" + r0 + "        device: mlx5_0\n"));
+  EXPECT_NE(error.find("rails[0].device"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n" + r0 + "        peers: [\"::1:80\"]\n"));
+  EXPECT_TRUE(bad("    max_peers: 1\n    rails:\n" + r0 +
+                  "        peers: [\"a:1\", \"b:1\"]\n"));
+  EXPECT_NE(error.find("rails[0].peers"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    peers: [\"a:1\"]\n    rails:\n" + r0));
+  EXPECT_NE(error.find("is per rail"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    per_peer_histograms: maybe\n"));
+}
+
+// One collector with two rails on loopback addresses probes a second one
+// with the same two rails: each rail probes its own peer, and every series
+// names its rail.
+TEST_F(ProbeCollectorTest, TwoRailsProbeTheirOwnPeers) {
+  const int base = 21000 + (::getpid() + 13) % 20000;
+  auto make = [&](int own, int other) {
+    ProbeSettings s;
+    s.transport = "udp";
+    s.probe_timeout = 200ms;
+    s.key_file = key_;
+    s.key = Key(32, 0xaa);
+    for (int r = 0; r < 2; ++r) {
+      ProbeRail rail;
+      rail.name = "r" + std::to_string(r);
+      const std::string ip = "127.0.0." + std::to_string(r + 1) + ":";
+      rail.listen_address = ip + std::to_string(base + own);
+      rail.peers = {ip + std::to_string(base + other)};
+      s.rails.push_back(rail);
+    }
+    CollectorConfig c;
+    c.interval = 1ms;
+    c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
+    return MakeCollector("probe", CollectorEnv{}, c);
+  };
+  auto a = make(0, 1), b = make(1, 0);
+  ASSERT_TRUE(a && b);
+  boost::asio::io_context io;
+  std::thread runner = RunBoth(*a, *b, io);
+  const auto count = [&](int r) {
+    return "fabric_probe_rtt_seconds_count{peer=\"127.0.0." +
+           std::to_string(r + 1) + ":" + std::to_string(base + 1) +
+           "\",rail=\"r" + std::to_string(r) + "\",transport=\"udp\"}";
+  };
+  std::string text;
+  bool ok = false;
+  for (int i = 0; i < 200; ++i) {
+    MetricSink sink;
+    ok = a->Collect(sink);
+    text = ToText(sink.Take());
+    if (ok && text.find(count(0)) != std::string::npos &&
+        text.find(count(1)) != std::string::npos &&
+        text.find(count(0) + " 0\n") == std::string::npos &&
+        text.find(count(1) + " 0\n") == std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(ok);
+  EXPECT_NE(text.find(count(0)), std::string::npos) << text;
+  EXPECT_NE(text.find(count(1)), std::string::npos) << text;
+  EXPECT_EQ(text.find(count(0) + " 0\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find(count(1) + " 0\n"), std::string::npos) << text;
+  // Per rail: its own responder, over-cap gauge and port histogram.
+  for (const char* series :
+       {"fabric_probe_answered_total{rail=\"r0\"}",
+        "fabric_probe_answered_total{rail=\"r1\"}",
+        "fabric_probe_peers_over_cap{rail=\"r1\"}",
+        "fabric_probe_port_rtt_seconds_count{rail=\"r1\",transport=\"udp\"}"}) {
+    EXPECT_NE(text.find(series), std::string::npos) << series << "\n" << text;
+  }
+  // No probe series without a rail.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("fabric_probe_", 0) == 0) {
+      EXPECT_NE(line.find("rail=\"r"), std::string::npos) << line;
+    }
+  }
+  boost::asio::post(io, [&] {
+    a->Stop();
+    b->Stop();
+    io.stop();
+  });
+  runner.join();
 }
 
 }  // namespace

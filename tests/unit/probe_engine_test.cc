@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <functional>
+#include <sstream>
 #include <thread>
 
 #include "core/metric_sink.h"
@@ -76,11 +77,19 @@ TEST(ProbeEngineTest, PeersProbeEachOtherAndMeasureRtt) {
   std::string error;
   EXPECT_TRUE(a.engine->Emit(sink, &error)) << error;
   std::string text = ToText(sink.Take());
-  EXPECT_NE(text.find("fabric_probe_rtt_seconds_bucket{peer=\"b\",transport="
+  // By default no per-peer buckets: the sums and counts, the window's max,
+  // and one histogram over all peers.
+  EXPECT_EQ(text.find("fabric_probe_rtt_seconds_bucket"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fabric_probe_port_rtt_seconds_bucket{transport="
                       "\"udp\",le=\"1e-06\"}"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("fabric_probe_network_rtt_seconds_count{peer=\"b\""),
+            std::string::npos);
+  EXPECT_NE(text.find("fabric_probe_rtt_seconds_sum{peer=\"b\""),
+            std::string::npos);
+  EXPECT_NE(text.find("fabric_probe_rtt_max_seconds{peer=\"b\""),
             std::string::npos);
   EXPECT_NE(text.find("fabric_probe_rejected_total{reason=\"replay\"} 0"),
             std::string::npos);
@@ -357,6 +366,106 @@ TEST(ProbeEngineTest, LossIsExactlyTheUnansweredProbes) {
   EXPECT_LE(t["received"], seen - dropped);
   EXPECT_GE(t["received"] + 60, seen - dropped);
   EXPECT_EQ(t["rejected:bad_mac"] + t["rejected:malformed"], 0u);
+}
+
+}  // namespace
+}  // namespace fabric::probe
+
+namespace fabric::probe {
+namespace {
+
+// The series that name `peer` in an exposition (comments left out).
+std::vector<std::string> SeriesOfPeer(const std::string& text,
+                                      const std::string& peer) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#' &&
+        line.find("peer=\"" + peer + "\"") != std::string::npos) {
+      out.push_back(line.substr(0, line.rfind(' ')));
+    }
+  }
+  return out;
+}
+
+// Issue 30: at most 8 series per pair by default, pair info included; with
+// per_peer_histograms the full histograms come back.
+TEST(ProbeEngineTest, AtMostEightSeriesPerPairByDefault) {
+  for (bool histograms : {false, true}) {
+    boost::asio::io_context io;
+    EngineOptions options = Fast();
+    options.per_peer_histograms = histograms;
+    options.port_of = [](int) {
+      PortIdentity id;
+      id.node_guid = 0xa0;
+      id.port_guid = 0xa1;
+      id.lid = 7;
+      id.port = 1;
+      return id;
+    };
+    Node a(io, 1, options), b(io, 1, options);
+    a.engine->SetPeers({b.AsPeer("b")});
+    std::string text;
+    RunUntil(io, [&] {
+      MetricSink sink;
+      std::string error;
+      a.engine->Emit(sink, &error);
+      text = ToText(sink.Take());
+      return a.engine->Totals()["received"] >= 20 &&
+             text.find("fabric_probe_pair_info{") != std::string::npos;
+    });
+    const auto series = SeriesOfPeer(text, "b");
+    std::string all;
+    for (const auto& s : series) all += s + "\n";
+    if (histograms) {
+      EXPECT_GT(series.size(), 90u) << all;
+      EXPECT_NE(all.find("fabric_probe_network_rtt_seconds_bucket"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(series.size(), 8u) << all;
+      for (const char* name :
+           {"fabric_probe_sent_total", "fabric_probe_lost_total",
+            "fabric_probe_rtt_seconds_sum", "fabric_probe_rtt_seconds_count",
+            "fabric_probe_network_rtt_seconds_sum",
+            "fabric_probe_network_rtt_seconds_count",
+            "fabric_probe_rtt_max_seconds", "fabric_probe_pair_info"}) {
+        EXPECT_NE(all.find(std::string(name) + "{"), std::string::npos)
+            << name << "\n"
+            << all;
+      }
+    }
+    // The histogram over all peers either way, its count every answer.
+    EXPECT_NE(
+        text.find("fabric_probe_port_rtt_seconds_count{transport=\"udp\"}"),
+        std::string::npos)
+        << text;
+    a.engine->Stop();
+    b.engine->Stop();
+  }
+}
+
+// A rail's labels come first on every series of its engine.
+TEST(ProbeEngineTest, EngineLabelsGoOnEverySeries) {
+  boost::asio::io_context io;
+  EngineOptions options = Fast();
+  options.labels = {{"rail", "r1"}};
+  Node a(io, 1, options), b(io, 1, Fast());
+  a.engine->SetPeers({b.AsPeer("b")});
+  RunUntil(io, [&] { return a.engine->Totals()["received"] >= 5; });
+  MetricSink sink;
+  std::string error;
+  a.engine->Emit(sink, &error);
+  const std::string text = ToText(sink.Take());
+  std::istringstream in(text);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    ++lines;
+    EXPECT_NE(line.find("rail=\"r1\""), std::string::npos) << line;
+  }
+  EXPECT_GT(lines, 10);
+  a.engine->Stop();
+  b.engine->Stop();
 }
 
 }  // namespace
