@@ -156,6 +156,30 @@ class FabricClassCollector final : public Collector {
 
 }  // namespace
 
+std::vector<RailSummary> ReadRailClasses(const CollectorEnv& env) {
+  std::vector<RailSummary> out;
+  FabricClassCollector c(env, {}, {});
+  MetricSink sink;
+  try {
+    c.Collect(sink);
+  } catch (const std::exception&) {
+    return out;  // an unreadable tree: no rails (the caller says unknown)
+  }
+  for (const auto& f : sink.Take()) {
+    for (const auto& m : f.metric) {
+      RailSummary r;
+      for (const auto& l : m.label) {
+        if (l.name == "device") r.device = l.value;
+        if (l.name == "port") r.port = l.value;
+        if (l.name == "class") r.fabric_class = l.value;
+        if (l.name == "fabric") r.fabric = l.value;
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 std::unique_ptr<Collector> MakeFabricClassCollector(
     const CollectorEnv& env, const CollectorConfig& config) {
   return std::make_unique<FabricClassCollector>(

@@ -18,8 +18,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/fabric_class_rules.h"
 
 namespace fabric {
 
@@ -35,6 +37,11 @@ struct FabricClassSettings {
   int roce_prefix_length = 24;
   bool operator==(const FabricClassSettings&) const = default;
 };
+
+// The rails of the tree `env.sysfs` as the collector (default settings)
+// classifies them, for fabricmon-bench's agents. Never throws: a tree that
+// cannot be read has no rails.
+std::vector<RailSummary> ReadRailClasses(const CollectorEnv& env);
 
 std::unique_ptr<Collector> MakeFabricClassCollector(
     const CollectorEnv& env, const CollectorConfig& config);

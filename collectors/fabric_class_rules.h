@@ -28,6 +28,13 @@ struct RailFacts {
   bool adaptive_retransmission = false;
 };
 
+// One rail's class and fabric, as fabricmon-bench's agents report them
+// (collectors/fabric_class.h ReadRailClasses).
+struct RailSummary {
+  std::string device, port, fabric_class, fabric;
+  bool operator==(const RailSummary&) const = default;
+};
+
 struct RailClass {
   std::string fabric_class;  // infiniband, roce_spectrum_x, roce
   std::string reason;        // the rule that decided it
