@@ -78,7 +78,8 @@ TEST(BenchFabricGuard, PreparedCarriesRailsAndOlderRepliesDecode) {
   EXPECT_FALSE(DecodePrepared(full));
 }
 
-Results Run(const std::string& label, const std::string& cls, double busbw) {
+Results ClassRun(const std::string& label, const std::string& cls,
+                 double busbw) {
   Results r;
   r.pattern = "allreduce-ring";
   r.hosts = 2;
@@ -98,8 +99,8 @@ Results Run(const std::string& label, const std::string& cls, double busbw) {
 }
 
 TEST(BenchFabricGuard, ReportPutsClassesSideBySideWithRatios) {
-  Results ib = Run("IB", "infiniband", 1e9);
-  Results roce = Run("RoCE", "roce", 5e8);
+  Results ib = ClassRun("IB", "infiniband", 1e9);
+  Results roce = ClassRun("RoCE", "roce", 5e8);
   roce.results[1].busbw_bytes_per_second = 1.5e9;  // gap narrows at 1 MiB
   const std::string html = ReportHtml({ib, roce}, {"a", "b"});
   EXPECT_NE(html.find("Side by side: busbw per size, ratio to IB (tcp, 2 "
@@ -114,7 +115,7 @@ TEST(BenchFabricGuard, ReportPutsClassesSideBySideWithRatios) {
 }
 
 TEST(BenchFabricGuard, ReportShowsTheMixedWarning) {
-  Results r = Run("m", "mixed", 1e9);
+  Results r = ClassRun("m", "mixed", 1e9);
   r.info.mixed_warning = "the host set spans fabric classes or fabrics: x";
   r.info.host_fabric_classes = {"infiniband@ib:a", "roce@roce:n"};
   r.info.hosts = {"a:1", "b:1"};
