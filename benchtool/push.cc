@@ -47,7 +47,7 @@ int PushResults(const std::string& gateway_url, const Results& r,
         {"run", run},
         // The host set's class (fabric_guard.h), so
         // dashboards put classes side by side.
-        {"fabric_class",
+        {"class",
          r.info.fabric_class.empty() ? "unknown" : r.info.fabric_class}};
     busbw.Add(l).Set(row.busbw_bytes_per_second);
     algbw.Add(l).Set(row.algbw_bytes_per_second);

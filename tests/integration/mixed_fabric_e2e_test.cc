@@ -12,6 +12,7 @@
 // session survives).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -131,6 +132,14 @@ TEST(MixedFabricE2e, AlertForTheMixedHostOnlyAndInventoryCounts) {
                 {ib + ",reason=link_layer_infiniband", 32},
                 {roce + ",reason=cc_off", 1},
                 {roce + ",reason=supernic_cc_adaptive_retransmission", 3}}));
+  // One subnet: every host under the master SM; host0, the sweep node,
+  // also under the standby it queries.
+  const auto sms = ByLabels(
+      prom_port, q.at("InfiniBand hosts per subnet manager"), {"sm_guid"});
+  ASSERT_FALSE(sms.empty());
+  double most = 0;
+  for (const auto& [sm, hosts] : sms) most = std::max(most, hosts);
+  EXPECT_EQ(most, 4);
   EXPECT_EQ(ByLabels(prom_port, q.at("NIC models and firmware per fabric"),
                      {"fabric", "model", "fw_ver"}),
             (std::map<std::string, double>{
