@@ -275,7 +275,9 @@ struct Conn : std::enable_shared_from_this<Conn> {
     TransportError err;
     auto ep = transport->Prepare(session, RegionBytes(max_size), &err);
     if (!ep) return ReplyError(err);
-    Reply(MsgType::kPrepared, EncodePrepared({*ep}));
+    PreparedMsg prepared{*ep, {}};
+    if (state->options.rails) prepared.rails = state->options.rails();
+    Reply(MsgType::kPrepared, EncodePrepared(prepared));
   }
   void DoConnect(const ConnectMsg& m) {
     Links l = LinksOf(pattern, session.rank, session.ranks(), tp);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "auth/key_file.h"
+#include "benchtool/fabric_guard.h"
 #include "benchtool/transport.h"
 
 namespace boost::asio {
@@ -49,6 +50,7 @@ struct AgentOptions {
   Key key;
   TransportFactory transports = DefaultTransportFactory();
   CounterSource counters;  // null = no counters
+  RailSource rails;        // null = no rails reported (fabric_guard.h)
 };
 
 struct AgentStats {

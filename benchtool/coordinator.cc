@@ -67,6 +67,13 @@ class Run {
       auto m = DecodePrepared(b);
       if (!m) return Stopped(Failure{-1, "an agent sent a bad endpoint"});
       c.endpoints.push_back(m->endpoint);
+      out_.rails.push_back(std::move(m->rails));
+    }
+    // Before any traffic: a mixed host set is refused unless allowed.
+    out_.fabric = CheckHostSet(o_.hosts, out_.rails);
+    if (out_.fabric.mixed && !o_.allow_mixed) {
+      return Stopped(Failure{-1, "refused: " + out_.fabric.message +
+                                     " (--allow-mixed runs it anyway)"});
     }
     Bytes connect = EncodeConnect(c);
     for (int r = 0; r < n; ++r) {

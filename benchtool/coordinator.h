@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "auth/key_file.h"
+#include "benchtool/fabric_guard.h"
 #include "benchtool/patterns.h"
 #include "benchtool/progress.h"
 
@@ -42,6 +43,9 @@ struct RunOptions {
   // pipe), the run stops its agents and ends with "interrupted", keeping
   // the sizes completed so far; -1: none.
   int interrupt_fd = -1;
+  // Run a host set whose rails differ in fabric class or fabric
+  // (fabric_guard.h) instead of refusing it; the outcome keeps the warning.
+  bool allow_mixed = false;
 };
 
 // One size: per measured iteration, the slowest rank's time (an operation
@@ -59,6 +63,10 @@ struct RunOutcome {
   std::string failed_host;   // host:port
   bool interrupted = false;  // by interrupt_fd; `sizes` holds those done
   std::vector<SizeMeasurement> sizes;
+  // Each host's rails as its agent reported them (rank order), and the
+  // guard's verdict on them (fabric_guard.h).
+  std::vector<std::vector<RailSummary>> rails;
+  HostSetCheck fabric;
 };
 
 RunOutcome RunBenchmark(const RunOptions& options);

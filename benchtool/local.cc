@@ -166,6 +166,10 @@ bool LocalCluster::Spawn(const LocalOptions& o, int i, std::string* error) {
     argv.push_back(listen);
     argv.push_back("--key");
     argv.push_back(key_path_);
+    if (!o.sysfs_roots.empty()) {
+      argv.push_back("--sysfs.root");
+      argv.push_back(o.sysfs_roots[i % o.sysfs_roots.size()]);
+    }
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);

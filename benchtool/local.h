@@ -30,6 +30,9 @@ struct LocalOptions {
   std::string rate = "1gbit";
   // The fabricmon-bench binary that runs `agent`.
   std::string self_exe = "/proc/self/exe";
+  // Agent i reads its host's rails and counters from sysfs_roots[i % n]
+  // (recorded or simulated trees, to try the fabric guard); empty = /sys.
+  std::vector<std::string> sysfs_roots;
 };
 
 class LocalCluster {

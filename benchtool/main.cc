@@ -22,6 +22,7 @@
 #include "benchtool/report.h"
 #include "benchtool/results.h"
 #include "benchtool/run_info.h"
+#include "collectors/fabric_class.h"
 #include "exporters/exposition.h"
 #include "probe/peers.h"
 #include "sources/ethtool_ioctl.h"
@@ -113,7 +114,8 @@ fb::RunInfo DescribeRun(const fb::RunOptions& o,
   return info;
 }
 
-int RunAgent(const std::string& listen, const std::string& key_path) {
+int RunAgent(const std::string& listen, const std::string& key_path,
+             const std::string& sysfs_root) {
   std::string error;
   auto key = fabric::LoadKeyFile(key_path, &error);
   if (!key) {
@@ -124,8 +126,14 @@ int RunAgent(const std::string& listen, const std::string& key_path) {
   fb::AgentOptions o;
   o.listen_address = listen;
   o.key = *key;
-  o.counters = fb::HostCounterSource(fabric::MakeRealSysfs("/sys"),
-                                     fabric::MakeRealEthtoolSource());
+  std::shared_ptr<const fabric::Sysfs> sysfs =
+      fabric::MakeRealSysfs(sysfs_root);
+  o.counters = fb::HostCounterSource(sysfs, fabric::MakeRealEthtoolSource());
+  o.rails = [sysfs] {
+    fabric::CollectorEnv env;
+    env.sysfs = sysfs;
+    return fabric::ReadRailClasses(env);
+  };
   fb::BenchAgent agent(io, o);
   if (!agent.Start(&error)) {
     std::cerr << "fabricmon-bench agent: " << error << "\n";
@@ -195,6 +203,16 @@ int main(int argc, char** argv) {
                   "default: --local's --local-rate in namespaces");
   run->add_flag("--local-loopback", no_netns,
                 "--local: loopback even when namespaces are possible");
+  bool allow_mixed = false;
+  run->add_flag("--allow-mixed", allow_mixed,
+                "run a host set whose rails differ in fabric class or fabric "
+                "(refused otherwise); results.json and the report keep the "
+                "warning");
+  std::vector<std::string> local_sysfs;
+  run->add_option("--local-sysfs", local_sysfs,
+                  "--local: sysfs roots the agents read their rails and "
+                  "counters from, agent i the (i mod n)-th (default /sys)")
+      ->delimiter(',');
 
   // agent
   auto* agent = app.add_subcommand(
@@ -204,6 +222,11 @@ int main(int argc, char** argv) {
   std::string listen = ":10916", agent_key;
   agent->add_option("--listen", listen)->capture_default_str();
   agent->add_option("--key", agent_key)->required();
+  std::string agent_sysfs = "/sys";
+  agent
+      ->add_option("--sysfs.root", agent_sysfs,
+                   "the host's sysfs (its rails and counters)")
+      ->capture_default_str();
 
   // report
   auto* report = app.add_subcommand(
@@ -234,7 +257,7 @@ int main(int argc, char** argv) {
     std::cout << fabric::GenerateKeyHex() << "\n";
     return 0;
   }
-  if (*agent) return RunAgent(listen, agent_key);
+  if (*agent) return RunAgent(listen, agent_key, agent_sysfs);
   if (*report || *push) {
     std::vector<fb::Results> runs;
     std::vector<std::string> names;
@@ -292,12 +315,14 @@ int main(int argc, char** argv) {
   };
   CatchInterrupts();
   o.interrupt_fd = g_interrupt[0];
+  o.allow_mixed = allow_mixed;
   std::unique_ptr<fb::LocalCluster> cluster;
   if (local > 0) {
     fb::LocalOptions lo;
     lo.agents = local;
     lo.netns = !no_netns;
     lo.rate = local_rate;
+    lo.sysfs_roots = local_sysfs;
     cluster = fb::LocalCluster::Start(lo, &error);
     if (!cluster) {
       std::cerr << "fabricmon-bench: --local: " << error << "\n";
@@ -349,6 +374,15 @@ int main(int argc, char** argv) {
   if (!outcome.ok && !outcome.interrupted) {
     std::cerr << "fabricmon-bench: run failed: " << outcome.error << "\n";
     return 1;
+  }
+  for (const auto& rails : outcome.rails) {
+    info.host_fabric_classes.push_back(fb::HostClasses(rails));
+  }
+  info.fabric_class = outcome.fabric.fabric_class;
+  if (outcome.fabric.mixed) {
+    info.mixed_warning = outcome.fabric.message;
+    std::cerr << "fabricmon-bench: WARNING (--allow-mixed): "
+              << outcome.fabric.message << "; the results mix fabric classes\n";
   }
   fb::Results r = fb::Summarize(o, outcome, label, std::move(info));
   std::ofstream f(out);

@@ -40,10 +40,15 @@ int PushResults(const std::string& gateway_url, const Results& r,
                    .Help("fabricmon-bench time per operation (median).")
                    .Register(*registry);
   for (const auto& row : r.results) {
-    prometheus::Labels l = {{"pattern", r.pattern},
-                            {"size", std::to_string(row.size_bytes)},
-                            {"transport", r.transport},
-                            {"run", run}};
+    prometheus::Labels l = {
+        {"pattern", r.pattern},
+        {"size", std::to_string(row.size_bytes)},
+        {"transport", r.transport},
+        {"run", run},
+        // The host set's class (fabric_guard.h), so
+        // dashboards put classes side by side.
+        {"class",
+         r.info.fabric_class.empty() ? "unknown" : r.info.fabric_class}};
     busbw.Add(l).Set(row.busbw_bytes_per_second);
     algbw.Add(l).Set(row.algbw_bytes_per_second);
     time.Add(l).Set(row.time_seconds);

@@ -248,7 +248,8 @@ std::string Svg(const Plot& p) {
 
 std::string RunName(const Results& r, const std::string& fallback) {
   std::string n = r.label.empty() ? fallback : r.label;
-  n += " (" + r.transport + ", " + std::to_string(r.hosts) + " hosts)";
+  n += " (" + r.transport + ", " + std::to_string(r.hosts) + " hosts" +
+       (r.info.fabric_class.empty() ? "" : ", " + r.info.fabric_class) + ")";
   if (r.interrupted) n += " [interrupted]";
   return n;
 }
@@ -356,6 +357,45 @@ std::string Table(const std::vector<const Results*>& runs,
   return s.str();
 }
 
+// Runs of one pattern side by side (issue 31): busbw per message size of
+// each run and its ratio to the first run's at the same size, so whether a
+// gap between two fabrics or classes narrows or widens with size is read
+// off a table. Sizes some run lacks show "–".
+std::string SideBySide(const std::vector<const Results*>& runs,
+                       const std::vector<std::string>& names) {
+  if (runs.size() < 2) return "";
+  std::map<std::uint64_t, std::vector<double>> busbw;  // size -> per run
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (const auto& row : runs[i]->results) {
+      auto& v = busbw[row.size_bytes];
+      v.resize(runs.size(), 0);
+      v[i] = row.busbw_bytes_per_second;
+    }
+  }
+  std::ostringstream s;
+  s << "<h3>Side by side: busbw per size, ratio to " << Escape(names[0])
+    << "</h3>\n<table class=\"side\">\n<tr><th>size</th>";
+  for (const auto& n : names) s << "<th>" << Escape(n) << "</th>";
+  for (std::size_t i = 1; i < names.size(); ++i) {
+    s << "<th>ratio " << Escape(names[i]) << "</th>";
+  }
+  s << "</tr>\n";
+  for (auto& [size, v] : busbw) {
+    v.resize(runs.size(), 0);
+    s << "<tr><td>" << SizeText(size) << "</td>";
+    for (double b : v)
+      s << "<td>" << (b > 0 ? RateText(b) : "&ndash;") << "</td>";
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      s << "<td>"
+        << (v[0] > 0 && v[i] > 0 ? Fmt("%.2f", v[i] / v[0]) : "&ndash;")
+        << "</td>";
+    }
+    s << "</tr>\n";
+  }
+  s << "</table>\n";
+  return s.str();
+}
+
 std::string OrUnknown(const std::string& s) {
   return s.empty() ? "unknown" : s;
 }
@@ -370,6 +410,10 @@ std::string About(const Results& r, const std::string& name) {
       << " size(s) completed before the run was stopped; the numbers above "
          "are those.</p>\n";
   }
+  if (!info.mixed_warning.empty()) {
+    s << "<p class=\"warn\">Mixed host set, run with --allow-mixed: "
+      << Escape(info.mixed_warning) << "</p>\n";
+  }
   std::string hosts;
   for (const auto& h : info.hosts) hosts += (hosts.empty() ? "" : ", ") + h;
   s << "<table class=\"about\">\n";
@@ -379,6 +423,14 @@ std::string About(const Results& r, const std::string& name) {
   row("pattern", r.pattern + (r.tp ? ", tp " + std::to_string(r.tp) : ""));
   row("hosts", std::to_string(r.hosts) + (hosts.empty() ? "" : ": " + hosts));
   row("transport", r.transport);
+  std::string rails;
+  for (std::size_t i = 0; i < info.host_fabric_classes.size(); ++i) {
+    rails += (rails.empty() ? "" : "; ") +
+             (i < info.hosts.size() ? info.hosts[i] : std::to_string(i)) +
+             ": " + OrUnknown(info.host_fabric_classes[i]);
+  }
+  row("fabric class",
+      OrUnknown(info.fabric_class) + (rails.empty() ? "" : " (" + rails + ")"));
   if (!info.link.empty()) row("link", info.link);
   row("iterations", std::to_string(r.iterations) + " measured, " +
                         std::to_string(r.warmup) + " warm-up per size");
@@ -437,6 +489,12 @@ std::string ReportHtml(const std::vector<Results>& runs,
   std::vector<std::string> run_names;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     run_names.push_back(RunName(runs[i], i < names.size() ? names[i] : ""));
+    if (!runs[i].info.mixed_warning.empty()) {
+      s << "<p class=\"warn\">" << Escape(run_names[i])
+        << " ran on a mixed host set (--allow-mixed): "
+        << Escape(runs[i].info.mixed_warning)
+        << ". Its numbers mix fabric classes.</p>\n";
+    }
     if (runs[i].interrupted) {
       s << "<p class=\"warn\">" << Escape(run_names[i])
         << " was interrupted: it holds " << runs[i].results.size()
@@ -460,7 +518,7 @@ std::string ReportHtml(const std::vector<Results>& runs,
     }
     s << "<h2>" << Escape(p) << "</h2>\n"
       << Charts(p, these, these_names, options.log_y)
-      << Table(these, these_names);
+      << SideBySide(these, these_names) << Table(these, these_names);
   }
   s << "<h2>What each run was measured on</h2>\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {

@@ -37,6 +37,9 @@ json InfoJson(const RunInfo& info) {
   j["end_time"] = info.end_time;
   j["fabricmon_version"] = info.fabricmon_version;
   j["fabricmon_revision"] = info.fabricmon_revision;
+  j["host_fabric_classes"] = info.host_fabric_classes;
+  j["fabric_class"] = info.fabric_class;
+  j["mixed_warning"] = info.mixed_warning;
   return j;
 }
 
@@ -65,6 +68,10 @@ RunInfo InfoFromJson(const json& j) {
   info.end_time = j.value("end_time", "");
   info.fabricmon_version = j.value("fabricmon_version", "");
   info.fabricmon_revision = j.value("fabricmon_revision", "");
+  info.host_fabric_classes =
+      j.value("host_fabric_classes", std::vector<std::string>{});
+  info.fabric_class = j.value("fabric_class", "");
+  info.mixed_warning = j.value("mixed_warning", "");
   return info;
 }
 

@@ -46,6 +46,13 @@ struct RunInfo {
   std::string line_rate_source;           // "tbf 1gbit", "--line-rate 400gbit"
   std::string start_time, end_time;       // ISO 8601 UTC
   std::string fabricmon_version, fabricmon_revision;
+  // Each host's kinds of rail as its agent reported them (rank order;
+  // fabric_guard.h HostClasses, "" = none reported), the set's class
+  // (HostSetCheck::fabric_class) and, for a mixed set run with
+  // --allow-mixed, the guard's warning.
+  std::vector<std::string> host_fabric_classes;
+  std::string fabric_class;
+  std::string mixed_warning;
 };
 
 // Every device under class/infiniband with its ports.

@@ -260,6 +260,13 @@ std::optional<PrepareMsg> DecodePrepare(std::span<const std::uint8_t> bytes) {
 Bytes EncodePrepared(const PreparedMsg& m) {
   Writer w;
   w.Blob(m.endpoint);
+  w.U32(static_cast<std::uint32_t>(m.rails.size()));
+  for (const auto& r : m.rails) {
+    for (const std::string* s :
+         {&r.device, &r.port, &r.fabric_class, &r.fabric}) {
+      w.Str(*s);
+    }
+  }
   return w.Take();
 }
 
@@ -267,6 +274,16 @@ std::optional<PreparedMsg> DecodePrepared(std::span<const std::uint8_t> bytes) {
   Reader r(bytes);
   PreparedMsg m;
   m.endpoint = r.Blob(kMaxEndpointBytes);
+  if (r.Done()) return m;  // an agent that does not report rails
+  const std::size_t n = r.Count(kMaxRails, 8);
+  for (std::size_t i = 0; i < n && r.ok(); ++i) {
+    RailSummary rail;
+    for (std::string* s :
+         {&rail.device, &rail.port, &rail.fabric_class, &rail.fabric}) {
+      *s = r.Str();
+    }
+    m.rails.push_back(std::move(rail));
+  }
   if (!r.Done()) return std::nullopt;
   return m;
 }

@@ -28,6 +28,7 @@
 
 #include "auth/hmac.h"
 #include "benchtool/transport.h"
+#include "collectors/fabric_class_rules.h"
 
 namespace fabric::bench {
 
@@ -102,6 +103,9 @@ struct PrepareMsg {
 };
 struct PreparedMsg {
   Bytes endpoint;
+  // The agent's host's rails (benchtool/fabric_guard.h), after the endpoint;
+  // absent in an older agent's reply (decoded as none).
+  std::vector<RailSummary> rails;
 };
 struct ConnectMsg {
   std::vector<Bytes> endpoints;  // by rank
@@ -153,5 +157,6 @@ constexpr std::size_t kMaxRanks = 4096;
 constexpr std::size_t kMaxStringBytes = 1024;
 constexpr std::size_t kMaxIterations = 10000;
 constexpr std::size_t kMaxCountersPerIteration = 16;
+constexpr std::size_t kMaxRails = 256;
 
 }  // namespace fabric::bench

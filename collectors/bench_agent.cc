@@ -7,6 +7,7 @@
 #include "auth/key_file.h"
 #include "benchtool/agent.h"
 #include "benchtool/host_counters.h"
+#include "collectors/fabric_class.h"
 #include "config/yaml_keys.h"
 #include "core/thread_annotations.h"
 
@@ -26,7 +27,8 @@ struct AgentHolder {
 
   // On the io thread: load the key and open the listener, unless open.
   void Open(boost::asio::io_context& io, const BenchAgentSettings& settings,
-            const bench::CounterSource& counters) {
+            const bench::CounterSource& counters,
+            const bench::RailSource& rails) {
     MutexLock lock(mu);
     if (stopped || (agent && agent->Stats().listening)) return;
     std::string why;
@@ -38,6 +40,7 @@ struct AgentHolder {
     o.listen_address = settings.listen_address;
     o.key = settings.key;
     o.counters = counters;
+    o.rails = rails;
     agent = std::make_unique<bench::BenchAgent>(io, std::move(o));
     if (!agent->Start(&why)) {
       error = why;
@@ -57,6 +60,9 @@ class BenchAgentCollector final : public Collector {
       std::shared_ptr<EthtoolSource> ethtool;
       if (env.ethtool) ethtool = env.ethtool();
       counters_ = bench::HostCounterSource(env.sysfs, std::move(ethtool));
+      // The host's rails for fabricmon-bench's fabric guard
+      // (benchtool/fabric_guard.h), read when a session is prepared.
+      rails_ = [env] { return ReadRailClasses(env); };
     }
   }
 
@@ -64,7 +70,7 @@ class BenchAgentCollector final : public Collector {
 
   void Start(boost::asio::io_context& io) override {
     io_ = &io;
-    holder_->Open(io, settings_, counters_);
+    holder_->Open(io, settings_, counters_, rails_);
   }
 
   void Stop() override {
@@ -106,16 +112,18 @@ class BenchAgentCollector final : public Collector {
     sink.Skip("bench_agent: " +
               (io_ ? error : "listens only in the running daemon"));
     if (io_) {
-      boost::asio::post(*io_, [w = std::weak_ptr(holder_), io = io_,
-                               settings = settings_, counters = counters_] {
-        if (auto h = w.lock()) h->Open(*io, settings, counters);
-      });
+      boost::asio::post(
+          *io_, [w = std::weak_ptr(holder_), io = io_, settings = settings_,
+                 counters = counters_, rails = rails_] {
+            if (auto h = w.lock()) h->Open(*io, settings, counters, rails);
+          });
     }
     return false;
   }
 
  private:
   bench::CounterSource counters_;  // null = no counters
+  bench::RailSource rails_;        // null = no rails reported
   const BenchAgentSettings settings_;
   boost::asio::io_context* io_ = nullptr;
   std::shared_ptr<AgentHolder> holder_ = std::make_shared<AgentHolder>();

@@ -77,21 +77,7 @@ class NicIdentityCollector final : public Collector {
     const IbDeviceList list = ListIbDevices(*reader_, devices_);
     if (list.error) return list.error == std::errc::no_such_file_or_directory;
     for (const std::string& dev : list.devices) {
-      const std::string base = IbDevicePath(dev);
-      std::optional<std::uint32_t> id;
-      // PCI ids and hca_type are fixed when the device is created.
-      auto vendor = reader_->ReadFixed(base, "device/vendor");
-      auto pci = reader_->ReadFixed(base, "device/device");
-      if (pci.ok() && (!vendor.ok() || ParsePciId(*vendor) == 0x15b3u)) {
-        id = ParsePciId(*pci);
-        if (!id) sink.Skip(base + "/device/device: not a PCI id");
-      }
-      if (!id) {
-        auto hca = reader_->ReadFixed(base, "hca_type");
-        if (hca.ok()) id = ParseHcaType(*hca);
-      }
-      if (!id) continue;
-      auto model = ModelForPciId(*id);
+      auto model = IdentifyDevice(*reader_, dev, &sink);
       if (!model) continue;  // not a device we know: no info, no error
       sink.Gauge(
           "fabric_device_model_info",
@@ -152,6 +138,26 @@ std::optional<std::uint32_t> ParsePciId(std::string_view text) {
   text.remove_prefix(2);
   if (text.size() > 4) return std::nullopt;
   return ParseNumber(text, 16);
+}
+
+std::optional<DeviceModel> IdentifyDevice(SysfsReader& reader,
+                                          const std::string& device,
+                                          MetricSink* skips) {
+  const std::string base = IbDevicePath(device);
+  std::optional<std::uint32_t> id;
+  // PCI ids and hca_type are fixed when the device is created.
+  auto vendor = reader.ReadFixed(base, "device/vendor");
+  auto pci = reader.ReadFixed(base, "device/device");
+  if (pci.ok() && (!vendor.ok() || ParsePciId(*vendor) == 0x15b3u)) {
+    id = ParsePciId(*pci);
+    if (!id && skips) skips->Skip(base + "/device/device: not a PCI id");
+  }
+  if (!id) {
+    auto hca = reader.ReadFixed(base, "hca_type");
+    if (hca.ok()) id = ParseHcaType(*hca);
+  }
+  if (!id) return std::nullopt;
+  return ModelForPciId(*id);
 }
 
 std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id) {

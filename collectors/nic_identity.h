@@ -44,6 +44,14 @@ std::optional<std::uint32_t> ParsePciId(std::string_view text);
 // The model for a Mellanox/NVIDIA PCI device id, or nullopt when unknown.
 std::optional<DeviceModel> ModelForPciId(std::uint32_t device_id);
 
+// The model of RDMA device `device` by the keys above (PCI id, then
+// hca_type), read through `reader`; nullopt for a device we do not know.
+// `skips`, when not null, counts a PCI id file that is not one. Shared with
+// the fabric_class collector.
+std::optional<DeviceModel> IdentifyDevice(SysfsReader& reader,
+                                          const std::string& device,
+                                          MetricSink* skips);
+
 std::unique_ptr<Collector> MakeNicIdentityCollector(
     const CollectorEnv& env, const CollectorConfig& config);
 // The registry row: no settings of its own.

@@ -2,6 +2,7 @@
 
 #include "collectors/bench_agent.h"
 #include "collectors/congestion.h"
+#include "collectors/fabric_class.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "collectors/nic_identity.h"
@@ -24,6 +25,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
     RoceCollectorSpec(),
     TransceiverCollectorSpec(),
     NicIdentityCollectorSpec(),
+    FabricClassCollectorSpec(),
     OpensmCollectorSpec(),
     ProbeCollectorSpec(),
     BenchAgentCollectorSpec(),

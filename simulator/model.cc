@@ -294,6 +294,7 @@ bool Cluster::DefaultTarget(const Event& event, int* host,
       *device = kHotspotDevice;
       break;
     case Scenario::kPfcStorm:
+    case Scenario::kRoceCcOff:
       *device = kRoceDevice;
       break;
     case Scenario::kLinkFlap:
@@ -392,7 +393,10 @@ void Cluster::ApplyScenarios() {
     p.error_lane = -1;
     p.module_temperature_celsius = kModuleTemperatureCelsius;
   }
-  for (auto& d : devices_) d.present = true;
+  for (auto& d : devices_) {
+    d.present = true;
+    d.roce_cc = true;
+  }
   for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
     const Event& e = config_.timeline.events[i];
     Duration local{0};
@@ -431,6 +435,9 @@ void Cluster::ApplyScenarios() {
       case Scenario::kLinkDegraded:
         target->lanes = ports_[target->peer].lanes =
             std::max(1, target->nominal_lanes / 2);
+        break;
+      case Scenario::kRoceCcOff:
+        devices_[target->device_index].roce_cc = false;
         break;
       case Scenario::kDeviceRemoved:
         devices_[target->device_index].present = false;

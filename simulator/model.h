@@ -127,6 +127,10 @@ struct Device {
   std::string netdev;  // RoCE only
   std::vector<int> ports;
   bool present = true;
+  // RoCE congestion control (ECN notification and reaction points) on
+  // kRocePriority, as rendered in class/net/<netdev>/ecn/; off while a
+  // roce-cc-off event targets the device (a host set up as plain RoCE).
+  bool roce_cc = true;
 };
 
 struct Host {

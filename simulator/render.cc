@@ -108,9 +108,10 @@ void SysfsRenderer::NetFiles(const Cluster& cluster, const Device& device,
   f["type"] = Line(std::uint64_t{1});
   f["ifindex"] = Line(std::uint64_t{10});
   f["addr_len"] = Line(std::uint64_t{6});
-  // ECN on the RoCE priority only, as a RoCE-tuned host is configured.
+  // ECN on the RoCE priority only, as a RoCE-tuned host is configured
+  // (nowhere in roce-cc-off).
   for (int prio = 0; prio < 8; ++prio) {
-    const std::string on = prio == kRocePriority ? "1" : "0";
+    const std::string on = prio == kRocePriority && device.roce_cc ? "1" : "0";
     f["ecn/roce_np/enable/" + std::to_string(prio)] = Line(on);
     f["ecn/roce_rp/enable/" + std::to_string(prio)] = Line(on);
   }

@@ -23,6 +23,7 @@ constexpr std::string_view kNames[] = {
     "sm-hung",
     "probe-loss",
     "dying-cable",
+    "roce-cc-off",
 };
 
 std::string Where(const YAML::Node& node) {

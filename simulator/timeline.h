@@ -32,6 +32,7 @@ enum class Scenario {
   kSmHung,
   kProbeLoss,
   kDyingCable,
+  kRoceCcOff,
 };
 
 // All scenario names, in the order of the enum.

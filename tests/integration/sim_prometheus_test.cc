@@ -95,11 +95,8 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   EXPECT_TRUE(victim_seen);
 
   // Stop the demo; nothing it started may survive.
-  const pid_t sid = demo.pid();
-  demo.Signal(SIGINT);
-  EXPECT_NE(demo.Wait(30s), -1) << "demo.sh did not stop on SIGINT";
-  std::this_thread::sleep_for(200ms);
-  EXPECT_TRUE(sim::SessionProcesses(sid).empty());
+  std::string why;
+  EXPECT_TRUE(sim::StopDemo(demo, &why)) << why;
   if (!HasFailure()) std::remove(log.c_str());
 }
 

@@ -175,4 +175,22 @@ class Session {
   pid_t sid_done_ = -1;
 };
 
+// Stops a scripts/demo.sh session with SIGINT (its trap stops what it
+// started, by pid); false, with the reason, when it does not exit within
+// 30 s or a process of its session survives.
+inline bool StopDemo(Session& demo, std::string* why) {
+  const pid_t sid = demo.pid();
+  demo.Signal(SIGINT);
+  if (demo.Wait(std::chrono::seconds(30)) == -1) {
+    *why = "demo.sh did not stop on SIGINT";
+    return false;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!SessionProcesses(sid).empty()) {
+    *why = "a process of the demo's session survived it";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace fabric::testing::sim
