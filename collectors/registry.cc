@@ -11,6 +11,7 @@
 #include "collectors/transceiver.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
+#include "collectors/ib_link.h"
 #include "collectors/sm.h"
 #endif
 
@@ -30,6 +31,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),
+    IbLinkCollectorSpec(),
 #endif
   };
   return table;
