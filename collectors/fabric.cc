@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 
+#include "collectors/link_phy.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
@@ -50,43 +51,11 @@ constexpr char kSwitchFailuresHelp[] =
 constexpr char kUnansweredHelp[] =
     "Sweeps in a row in which this switch answered no MAD at all (0 while it "
     "answers).";
-constexpr char kLanesHelp[] =
-    "Switch port PortInfo LinkWidthActive in lanes (link up only).";
-constexpr char kCapableLanesHelp[] =
-    "Widest link width the switch port supports and has enabled "
-    "(PortInfo LinkWidthSupported & LinkWidthEnabled), in lanes.";
-constexpr char kSpeedHelp[] =
-    "Switch port active lane speed (PortInfo LinkSpeedExtActive, else "
-    "LinkSpeedActive) in bytes/s, as the kernel's rate counts it: NDR "
-    "100 Gb/s, HDR 50, EDR 25, FDR 14, QDR 10 (link up only).";
-constexpr char kCapableSpeedHelp[] =
-    "Fastest lane speed the switch port supports and has enabled (PortInfo "
-    "LinkSpeed[Ext]Supported & Enabled), bytes per second per lane.";
-constexpr char kRateHelp[] =
-    "Switch port data rate: active lanes x lane speed / 8 (as hosts' "
-    "fabric_port_rate_bytes_per_second).";
-constexpr char kSyncHelp[] =
-    "PortExtendedSpeedsCounters SyncHeaderErrorCounter (16-bit, saturates).";
-constexpr char kUnknownBlocksHelp[] =
-    "PortExtendedSpeedsCounters UnknownBlockCounter (16-bit, saturates).";
-constexpr char kCorrSymbolsHelp[] =
-    "RS-FEC corrected symbols of the port (PESC RS-FEC layout "
-    "PortFECCorrectedSymbolCounter): the pre-FEC errors a BER is computed "
-    "from.";
-constexpr char kCorrBlocksHelp[] =
-    "FEC blocks (codewords) with errors the FEC corrected (PESC; original "
-    "layout: the sum of the lanes).";
-constexpr char kUncorrBlocksHelp[] =
-    "FEC blocks (codewords) the FEC could not correct: lost packets (PESC; "
-    "original layout: the sum of the lanes).";
-constexpr char kLaneCorrSymbolsHelp[] =
-    "RS-FEC corrected symbols per lane (PESC RS-FEC layout).";
-constexpr char kLaneErrorsHelp[] =
-    "Per-lane error detection counter (PESC original layout, 16-bit).";
-constexpr char kLaneCorrBlocksHelp[] =
-    "Per-lane FEC correctable blocks (PESC original layout).";
-constexpr char kLaneUncorrBlocksHelp[] =
-    "Per-lane FEC uncorrectable blocks (PESC original layout).";
+constexpr char kDownsHelp[] =
+    "Times the fabric sweep saw this switch port's PortState leave ACTIVE "
+    "(4) since the daemon started; a flap shorter than the sweep interval "
+    "is missed (the switch's own count: fabric_switch_port_errors_total"
+    "{error=\"link_downed\"}).";
 
 class FabricCollector : public Collector {
  public:
@@ -258,13 +227,14 @@ class FabricCollector : public Collector {
                      p.info->state);
           sink.Gauge("fabric_switch_port_physical_state", kPhysHelp, labels(),
                      p.info->phys_state);
-          EmitLinkSpeed(sink, labels(), *p.info);
+          EmitLinkSpeed(sink, kSwitchPortFamilies, labels(), *p.info);
+          sink.Counter("fabric_switch_port_link_down_transitions_total",
+                       kDownsHelp, labels(),
+                       static_cast<double>(CountDowns(s.guid, p)));
         }
         if (p.pesc) {
-          const int lanes = p.info && p.info->phys_state == 5
-                                ? mad::WidthLanes(p.info->link_width_active)
-                                : 0;
-          EmitPesc(sink, labels(), *p.pesc, lanes);
+          EmitPesc(sink, kSwitchPortFamilies, labels(), *p.pesc,
+                   PescLanes(p.info ? &*p.info : nullptr));
         }
         if (node && (!p.info || p.info->state >= 2)) {
           auto it = node->ports.find(p.num);
@@ -338,6 +308,17 @@ class FabricCollector : public Collector {
     }
   }
 
+  // ACTIVE -> not ACTIVE transitions the sweeps saw on this port: what
+  // FabricPortFlapping reads where the switch's LinkDownedCounter does not
+  // count (ibsim never does; some firmware saturates it at 255). A flap
+  // shorter than one sweep interval is not seen.
+  std::uint64_t CountDowns(std::uint64_t guid, const mad::SwitchPortSample& p) {
+    LinkMemory& m = links_[{guid, p.num}];
+    if (m.state == 4 && p.info->state != 4) ++m.downs;
+    m.state = p.info->state;
+    return m.downs;
+  }
+
   // Per switch: MADs that got no answer (cumulative) and how many sweeps in
   // a row it answered nothing at all; a switch gone from the topology is
   // forgotten.
@@ -356,84 +337,10 @@ class FabricCollector : public Collector {
       kept[s.guid] = h;
     }
     health_ = std::move(kept);
-  }
-
-  // Width and speed of a switch port whose link is up (PortInfo's active
-  // fields mean nothing otherwise); what it could run at, always.
-  static void EmitLinkSpeed(MetricSink& sink, const Labels& labels,
-                            const mad::PortInfo& info) {
-    if (const int lanes = mad::CapableLanes(info); lanes > 0) {
-      sink.Gauge("fabric_switch_port_link_width_capable_lanes",
-                 kCapableLanesHelp, labels, lanes);
-    }
-    if (const double gbps = mad::CapableLaneGbps(info); gbps > 0) {
-      sink.Gauge("fabric_switch_port_lane_rate_capable_bytes_per_second",
-                 kCapableSpeedHelp, labels, gbps * 1e9 / 8);
-    }
-    if (info.phys_state != 5) return;
-    const int lanes = mad::WidthLanes(info.link_width_active);
-    const double gbps =
-        mad::LaneGbps(info.link_speed_active, info.link_speed_ext_active);
-    if (lanes > 0) {
-      sink.Gauge("fabric_switch_port_link_width_lanes", kLanesHelp, labels,
-                 lanes);
-    }
-    if (gbps > 0) {
-      sink.Gauge("fabric_switch_port_lane_rate_bytes_per_second", kSpeedHelp,
-                 labels, gbps * 1e9 / 8);
-    }
-    if (lanes > 0 && gbps > 0) {
-      sink.Gauge("fabric_switch_port_rate_bytes_per_second", kRateHelp, labels,
-                 lanes * gbps * 1e9 / 8);
-    }
-  }
-
-  // PortExtendedSpeedsCounters: port totals, and per lane the lanes the
-  // link uses (`lanes`, 0 = unknown: every lane with a non-zero count).
-  static void EmitPesc(MetricSink& sink, const Labels& labels,
-                       const mad::PortExtendedSpeedsCounters& c, int lanes) {
-    auto counter = [&](const char* name, const char* help, double v) {
-      sink.Counter(name, help, labels, v);
-    };
-    auto per_lane = [&](const char* name, const char* help,
-                        const std::array<std::uint32_t, mad::kPescLanes>& v) {
-      for (int l = 0; l < mad::kPescLanes; ++l) {
-        if (lanes > 0 ? l >= lanes : v[l] == 0) continue;
-        Labels lane = labels;
-        lane.insert(lane.begin(), {"lane", std::to_string(l)});
-        sink.Counter(name, help, std::move(lane), static_cast<double>(v[l]));
-      }
-    };
-    counter("fabric_switch_port_sync_header_errors_total", kSyncHelp,
-            c.sync_header_errors);
-    counter("fabric_switch_port_unknown_blocks_total", kUnknownBlocksHelp,
-            c.unknown_blocks);
-    if (c.layout == mad::PescLayout::kRsFec) {
-      counter("fabric_switch_port_fec_corrected_symbols_total",
-              kCorrSymbolsHelp, c.port_fec_corrected_symbols);
-      counter("fabric_switch_port_fec_corrected_blocks_total", kCorrBlocksHelp,
-              c.port_fec_correctable_blocks);
-      counter("fabric_switch_port_fec_uncorrectable_blocks_total",
-              kUncorrBlocksHelp, c.port_fec_uncorrectable_blocks);
-      per_lane("fabric_switch_port_fec_lane_corrected_symbols_total",
-               kLaneCorrSymbolsHelp, c.fec_corrected_symbols);
-      return;
-    }
-    double corrected = 0, uncorrectable = 0;
-    for (int l = 0; l < mad::kPescLanes; ++l) {
-      corrected += c.fec_correctable_blocks[l];
-      uncorrectable += c.fec_uncorrectable_blocks[l];
-    }
-    counter("fabric_switch_port_fec_corrected_blocks_total", kCorrBlocksHelp,
-            corrected);
-    counter("fabric_switch_port_fec_uncorrectable_blocks_total",
-            kUncorrBlocksHelp, uncorrectable);
-    per_lane("fabric_switch_port_phy_lane_errors_total", kLaneErrorsHelp,
-             c.error_detection);
-    per_lane("fabric_switch_port_fec_lane_corrected_blocks_total",
-             kLaneCorrBlocksHelp, c.fec_correctable_blocks);
-    per_lane("fabric_switch_port_fec_lane_uncorrectable_blocks_total",
-             kLaneUncorrBlocksHelp, c.fec_uncorrectable_blocks);
+    // The link memory of switches gone from the sweep goes with them.
+    std::erase_if(links_, [&](const auto& entry) {
+      return !health_.count(entry.first.first);
+    });
   }
 
   CollectorEnv env_;
@@ -453,6 +360,11 @@ class FabricCollector : public Collector {
     int unanswered = 0;
   };
   std::map<std::uint64_t, SwitchHealth> health_;
+  struct LinkMemory {
+    int state = 0;  // PortState at the last sweep that read it
+    std::uint64_t downs = 0;
+  };
+  std::map<std::pair<std::uint64_t, int>, LinkMemory> links_;  // guid, port
   bool open_failed_ = false;
   bool open_ok_ = true;  // HoldActivePort's verdict when it found no port
 };

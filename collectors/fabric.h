@@ -17,7 +17,10 @@
 // counters (fabric_switch_port_fec_*_total, _sync_header_errors_total,
 // _unknown_blocks_total, per lane where the layout has them); per switch
 // fabric_switch_mad_failures_total and fabric_switch_unanswered_sweeps
-// (sweeps in a row it answered nothing: FabricSwitchUnresponsive); and the
+// (sweeps in a row it answered nothing: FabricSwitchUnresponsive); per port
+// fabric_switch_port_link_down_transitions_total (PortState leaving ACTIVE
+// between two sweeps: FabricPortFlapping where the switch's firmware does
+// not count LinkDowned; a flap shorter than one sweep is missed); and the
 // sweep's health: fabric_sweep_mads_total{result},
 // fabric_sweep_unreachable_nodes and fabric_sweep_pesc_unsupported_switches
 // (a PMA without PESC is counted there once per sweep, never logged per

@@ -12,6 +12,7 @@
 #include "collectors/transceiver.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
+#include "collectors/ib_link.h"
 #include "collectors/sm.h"
 #endif
 
@@ -32,6 +33,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
 #if FABRICMON_WITH_RDMA
     SmCollectorSpec(),
     FabricCollectorSpec(),
+    IbLinkCollectorSpec(),
 #endif
   };
   return table;

@@ -191,6 +191,7 @@ class RoceCollector final : public Collector {
                      "driver (ETHTOOL_GDRVINFO).",
                      With(Base(t), {{"driver", r->driver}}), 1);
           EmitEthtoolMetrics(ParseEthtoolStats(r->names, r->values), t, sink);
+          CollectLink(t, sink);
         } else {
           // ENODEV: the netdev went away since discovery, a race rather
           // than a broken source.
@@ -223,6 +224,19 @@ class RoceCollector final : public Collector {
     if (hw_address.empty()) return false;
     auto r = reader_->Read("class/net/" + netdev, "address");
     return r.ok() && TrimValue(*r) != hw_address;
+  }
+
+  // Link speed against the link modes (ethtool link settings); a source or
+  // driver without them is "nothing to say", not a failure.
+  void CollectLink(const RoceNetdev& t, MetricSink& sink) {
+    EthtoolLinkResult r = ethtool_->Link(t.netdev);
+    if (r.ok()) {
+      EmitLinkMetrics(*r, t, sink);
+    } else if (r.error() != std::errc::operation_not_supported &&
+               r.error() != std::errc::no_such_device) {
+      sink.Skip("ethtool link settings " + t.netdev + ": " +
+                r.error().message());
+    }
   }
 
   void CollectFec(const RoceNetdev& t, MetricSink& sink) {
@@ -498,6 +512,31 @@ void EmitPhyMetrics(const RoceEthtoolStats& s, const Labels& base,
           "Raw physical errors per lane before FEC correction. ethtool "
           "rx_err_lane_<lane>_phy.",
           With(base, {{"lane", std::to_string(l)}}), s.phy_lane_errors[l]);
+  }
+}
+
+void EmitLinkMetrics(const EthtoolLink& link, const RoceNetdev& w,
+                     MetricSink& sink) {
+  const Labels base = Base(w);
+  auto bytes = [](std::uint64_t mbps) { return mbps * 1e6 / 8; };
+  if (link.speed_mbps) {
+    sink.Gauge("fabric_roce_link_speed_bytes_per_second",
+               "Active link speed (ethtool link settings speed, Mb/s x "
+               "10^6 / 8); absent while unknown (link down).",
+               base, bytes(*link.speed_mbps));
+  }
+  if (const auto v = CapableMbps(link)) {
+    sink.Gauge("fabric_roce_link_speed_capable_bytes_per_second",
+               "Fastest link mode this end advertises (or, with "
+               "auto-negotiation off, supports), from the mode's name "
+               "(100000baseCR4/Full: 100 Gb/s).",
+               base, bytes(*v));
+  }
+  if (const auto v = FastestMbps(link.partner)) {
+    sink.Gauge("fabric_roce_link_partner_speed_capable_bytes_per_second",
+               "Fastest link mode the link partner advertised "
+               "(auto-negotiation; absent when it advertised none).",
+               base, bytes(*v));
   }
 }
 

@@ -15,7 +15,10 @@
 //     same ethtool statistics (corrected bits, per-lane raw errors, symbol
 //     and CRC errors, link-down events), and the active FEC mode with the
 //     FEC corrected/uncorrectable block statistics over ethtool netlink
-//     (sources/ethtool_netlink.h) where the kernel and driver have them.
+//     (sources/ethtool_netlink.h) where the kernel and driver have them;
+//     the link's active speed against the fastest link mode this end and
+//     its link partner advertise (EthtoolSource::Link: the
+//     ETHTOOL_GLINKSETTINGS ioctl, or `<ethtool_dir>/<netdev>.link`).
 // Absent sources give absent metrics (never zeros). See docs/roce.md and the
 // "## roce" section of docs/metrics.md.
 //
@@ -89,6 +92,11 @@ void EmitEthtoolMetrics(const RoceEthtoolStats& stats, const RoceNetdev& where,
 // `base` = the netdev's device/port/netdev labels.
 void EmitPhyMetrics(const RoceEthtoolStats& stats, const Labels& base,
                     MetricSink& sink);
+
+// Writes the link speed samples of one netdev (ethtool link settings):
+// active speed, the fastest this end and its link partner can do.
+void EmitLinkMetrics(const EthtoolLink& link, const RoceNetdev& where,
+                     MetricSink& sink);
 
 // Writes the ethtool-netlink FEC samples of one netdev.
 void EmitFecMetrics(const EthtoolFec& fec, const RoceNetdev& where,

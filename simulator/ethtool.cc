@@ -91,6 +91,47 @@ EthtoolResult SimEthtoolStats(const Cluster& c, int host,
   return s;
 }
 
+namespace {
+
+// "<speed>baseCR<lanes>/Full" modes of a port: its nominal width at its lane
+// rate, and half of that.
+std::string Modes(const Port& p) {
+  const int lanes = std::max(1, p.nominal_lanes);
+  const auto mbps = static_cast<std::uint64_t>(lanes * p.lane_gbps * 1000);
+  std::string out;
+  for (const std::uint64_t m : {mbps / 2, mbps}) {
+    if (m == 0) continue;
+    out += (out.empty() ? "" : " ") + std::to_string(m) + "baseCR" +
+           std::to_string(lanes) + "/Full";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> SimEthtoolLinkText(const Cluster& c, int host,
+                                              const std::string& netdev) {
+  const Port* port = c.FindNetdevPort(host, netdev);
+  if (!port) return std::nullopt;
+  const Port* peer = port->peer >= 0
+                         ? &c.ports()[static_cast<std::size_t>(port->peer)]
+                         : nullptr;
+  std::string text = "Settings for " + netdev + ":\n";
+  text += "\tSupported link modes:   " + Modes(*port) + "\n";
+  text += "\tAdvertised link modes:  " + Modes(*port) + "\n";
+  text += "\tLink partner advertised link modes:  " +
+          (peer && port->up ? Modes(*peer) : std::string("Not reported")) +
+          "\n";
+  text += "\tSpeed: " +
+          (port->up ? std::to_string(static_cast<std::uint64_t>(
+                          port->lanes * port->lane_gbps * 1000)) +
+                          "Mb/s"
+                    : std::string("Unknown!")) +
+          "\n";
+  text += "\tDuplex: Full\n\tAuto-negotiation: on\n";
+  return text;
+}
+
 std::string EthtoolText(const EthtoolStats& stats) {
   std::string out = "NIC statistics:\n";
   const std::size_t n = std::min(stats.names.size(), stats.values.size());

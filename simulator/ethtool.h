@@ -14,6 +14,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "simulator/model.h"
@@ -36,5 +37,14 @@ EthtoolResult SimEthtoolStats(const Cluster& cluster, int host,
 // "     name: value" line each): the dump the renderer writes per netdev
 // (<host>/ethtool/<netdev>) for the daemon's file-backed EthtoolSource.
 std::string EthtoolText(const EthtoolStats& stats);
+
+// The link settings of `netdev` on `host` as `ethtool <netdev>` prints them
+// (sources/ethtool_link.h ParseEthtoolLinkText reads it back): speed = the
+// lanes the link runs x lane rate ("Unknown!" while down); this end and its
+// link partner (the switch port) each advertise their nominal width at their
+// lane rate and half of it. The renderer writes it to
+// <host>/ethtool/<netdev>.link. nullopt for another host's netdev.
+std::optional<std::string> SimEthtoolLinkText(const Cluster& cluster, int host,
+                                              const std::string& netdev);
 
 }  // namespace fabric::sim

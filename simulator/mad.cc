@@ -109,9 +109,9 @@ void FillPortInfo(const Cluster& c, const Port& p, std::uint8_t* data) {
   pi.master_sm_base_lid = cl_hton16(c.master_sm().lid);
   pi.capability_mask =
       cl_hton32(p.host >= 0 ? 0xa751e848u : kSwitchCapabilityMask);
-  if (p.host < 0) {
-    pi.capability_mask2 = cl_hton16(kCapabilityMask2PortInfoExtended);
-  }
+  // ConnectX-7 and Quantum-2 both report PortInfoExtended (FEC mode): the
+  // node's own port reads PESC in the RS-FEC layout too (collector ib_link).
+  pi.capability_mask2 = cl_hton16(kCapabilityMask2PortInfoExtended);
   pi.local_port_num = static_cast<std::uint8_t>(p.port_num);
   // Width: 1x always, up to the port's nominal width (Supported = Enabled);
   // Active: what the link trained to.

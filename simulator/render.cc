@@ -266,16 +266,19 @@ bool SysfsRenderer::RenderDumps(const Cluster& cluster, const Device& device,
                                 std::string* error) {
   // A removed HCA's netdev is gone: no dumps, so readers see ENODEV (ethtool)
   // or "no DCB" (the device is gone from class/ anyway).
-  std::optional<std::string> ethtool, dcb, eeprom;
+  std::optional<std::string> ethtool, link, dcb, eeprom;
   if (device.present) {
     const EthtoolResult stats = SimEthtoolStats(cluster, host_, device.netdev);
     if (!stats.ok()) return true;  // not this host's netdev
     ethtool = EthtoolText(*stats);
+    link = SimEthtoolLinkText(cluster, host_, device.netdev);
     dcb = SimDcbText(cluster, host_, device.netdev);
     eeprom = SimModuleEepromText(cluster, host_, device.netdev);
   }
   return RenderDump(kEthtoolDir, device.netdev, ethtool ? &*ethtool : nullptr,
                     &ethtool_written_, error) &&
+         RenderDump(kEthtoolDir, device.netdev + ".link",
+                    link ? &*link : nullptr, &link_written_, error) &&
          RenderDump(kDcbDir, device.netdev, dcb ? &*dcb : nullptr,
                     &dcb_written_, error) &&
          RenderDump(kEepromDir, device.netdev, eeprom ? &*eeprom : nullptr,
@@ -316,6 +319,7 @@ void SysfsRenderer::Remove() {
   fs::remove_all(root_, ec);
   written_.clear();
   ethtool_written_.clear();
+  link_written_.clear();
   dcb_written_.clear();
   eeprom_written_.clear();
 }

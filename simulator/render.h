@@ -83,6 +83,7 @@ class SysfsRenderer {
   std::uint64_t serial_ = 0;
   std::map<std::string, Files> written_;  // top dir (device/netdev) -> files
   std::map<std::string, std::string> ethtool_written_;  // netdev -> dump
+  std::map<std::string, std::string> link_written_;     // netdev.link -> text
   std::map<std::string, std::string> dcb_written_;      // netdev -> dump
   std::map<std::string, std::string> eeprom_written_;   // netdev -> image
 };

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "sources/ethtool_link.h"
 #include "sources/ethtool_parse.h"
 #include "sources/fd_read.h"
 
@@ -33,6 +34,19 @@ EthtoolResult FileEthtoolSource::Stats(const std::string& netdev) {
   EthtoolText parsed = ParseEthtoolText(text);
   parsed.stats.skipped_lines = parsed.bad_lines;
   return std::move(parsed.stats);
+}
+
+EthtoolLinkResult FileEthtoolSource::Link(const std::string& netdev) {
+  if (!UsableName(netdev)) return Errno(ENODEV);
+  std::string text;
+  if (const int e = ReadWholeFile(dir_ + "/" + netdev + ".link",
+                                  kMaxEthtoolDumpBytes, &text)) {
+    if (e == ENOENT || e == ENOTDIR) return std::errc::operation_not_supported;
+    return Errno(e);
+  }
+  auto link = ParseEthtoolLinkText(text);
+  if (!link) return Errno(EBADMSG);
+  return std::move(*link);
 }
 
 std::unique_ptr<EthtoolSource> MakeFileEthtoolSource(const std::string& dir) {

@@ -35,6 +35,10 @@ class FileEthtoolSource final : public EthtoolSource {
  public:
   explicit FileEthtoolSource(std::string dir) : dir_(std::move(dir)) {}
   EthtoolResult Stats(const std::string& netdev) override;
+  // `<dir>/<netdev>.link`: what `ethtool <netdev>` prints
+  // (ParseEthtoolLinkText). No such file: operation_not_supported (a dump
+  // without link settings); a text with none of them: EBADMSG.
+  EthtoolLinkResult Link(const std::string& netdev) override;
   const std::string& dir() const { return dir_; }
 
  private:

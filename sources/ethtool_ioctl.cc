@@ -8,9 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <span>
 
 namespace fabric {
 namespace {
@@ -140,6 +142,71 @@ EthtoolResult IoctlEthtoolSource::Stats(const std::string& netdev) {
   stats.hw_address = HwAddress(netdev);
   stats.values.assign(st->data, st->data + n);
   return stats;
+}
+
+EthtoolLinkResult IoctlEthtoolSource::Link(const std::string& netdev) {
+  if (fd_ < 0) return socket_error_;
+  if (netdev.empty() || netdev.size() >= IFNAMSIZ ||
+      netdev.find('/') != std::string::npos) {
+    return Errno(EINVAL);
+  }
+  if (link_modes_.empty()) {
+    // The kernel's link mode names, the same for every netdev.
+    alignas(8) std::uint8_t
+        sset_buf[sizeof(ethtool_sset_info) + sizeof(std::uint32_t)] = {};
+    auto* sset = reinterpret_cast<ethtool_sset_info*>(sset_buf);
+    sset->cmd = ETHTOOL_GSSET_INFO;
+    sset->sset_mask = 1ULL << ETH_SS_LINK_MODES;
+    std::uint32_t n = 0;
+    if (int e = Ioctl(netdev, sset_buf)) return Errno(e);
+    if (sset->sset_mask & (1ULL << ETH_SS_LINK_MODES)) {
+      std::memcpy(&n, sset_buf + sizeof(ethtool_sset_info), sizeof(n));
+    }
+    if (n == 0 || n > 1024) return Errno(EOPNOTSUPP);
+    std::vector<std::uint8_t> buf(sizeof(ethtool_gstrings) +
+                                  std::size_t{n} * ETH_GSTRING_LEN);
+    auto* gs = reinterpret_cast<ethtool_gstrings*>(buf.data());
+    gs->cmd = ETHTOOL_GSTRINGS;
+    gs->string_set = ETH_SS_LINK_MODES;
+    gs->len = n;
+    if (int e = Ioctl(netdev, buf.data())) return Errno(e);
+    const char* base = reinterpret_cast<const char*>(gs->data);
+    for (std::uint32_t i = 0; i < std::min(n, gs->len); ++i) {
+      const char* str = base + std::size_t{i} * ETH_GSTRING_LEN;
+      link_modes_.emplace_back(str, strnlen(str, ETH_GSTRING_LEN));
+    }
+  }
+  // The handshake: the kernel answers a request with nwords 0 with minus
+  // the number of u32 words each of the three masks takes.
+  constexpr int kMaxWords = 127;  // link_mode_masks_nwords is an s8
+  alignas(8) std::uint8_t buf[sizeof(ethtool_link_settings) +
+                              3 * kMaxWords * sizeof(std::uint32_t)] = {};
+  auto* ls = reinterpret_cast<ethtool_link_settings*>(buf);
+  ls->cmd = ETHTOOL_GLINKSETTINGS;
+  if (int e = Ioctl(netdev, buf)) return Errno(e);
+  const int nwords = -ls->link_mode_masks_nwords;
+  if (ls->cmd != ETHTOOL_GLINKSETTINGS || nwords <= 0 || nwords > kMaxWords) {
+    return Errno(EPROTO);
+  }
+  std::memset(buf, 0, sizeof(buf));
+  ls->cmd = ETHTOOL_GLINKSETTINGS;
+  ls->link_mode_masks_nwords = static_cast<std::int8_t>(nwords);
+  if (int e = Ioctl(netdev, buf)) return Errno(e);
+  if (ls->link_mode_masks_nwords != nwords) return Errno(EAGAIN);
+  EthtoolLink link;
+  if (ls->speed != 0 &&
+      ls->speed != static_cast<std::uint32_t>(SPEED_UNKNOWN)) {
+    link.speed_mbps = ls->speed;
+  }
+  std::uint32_t words[3 * kMaxWords];
+  std::memcpy(words, buf + sizeof(ethtool_link_settings),
+              3 * nwords * sizeof(std::uint32_t));
+  const auto n = static_cast<std::size_t>(nwords);
+  const std::span<const std::uint32_t> all(words, 3 * n);
+  link.supported = LinkModeNames(all.subspan(0, n), link_modes_);
+  link.advertised = LinkModeNames(all.subspan(n, n), link_modes_);
+  link.partner = LinkModeNames(all.subspan(2 * n, n), link_modes_);
+  return link;
 }
 
 std::string IoctlEthtoolSource::HwAddress(const std::string& netdev) {

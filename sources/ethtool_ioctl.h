@@ -1,6 +1,7 @@
 // The real EthtoolSource: SIOCETHTOOL ioctls on a datagram socket
 // (ETHTOOL_GDRVINFO, ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS, ETHTOOL_GSTATS),
-// the same kernel path `ethtool -S` uses, without shelling out.
+// the same kernel path `ethtool -S` uses, without shelling out; and
+// ETHTOOL_GLINKSETTINGS for the link's speed and modes (`ethtool <netdev>`).
 //
 // The socket is created in the constructor, so the source reads netdevs of
 // the network namespace the constructing thread was in (tests construct one
@@ -33,6 +34,9 @@ class IoctlEthtoolSource final : public EthtoolSource {
   IoctlEthtoolSource& operator=(const IoctlEthtoolSource&) = delete;
 
   EthtoolResult Stats(const std::string& netdev) override;
+  // ETHTOOL_GLINKSETTINGS (the nwords handshake: two ioctls), its mask bits
+  // named by the kernel's ETH_SS_LINK_MODES strings, read once per source.
+  EthtoolLinkResult Link(const std::string& netdev) override;
 
   // Number of ioctl() calls made so far (for the benchmark's syscall count).
   std::uint64_t ioctl_count() const { return ioctls_.load(); }
@@ -49,6 +53,7 @@ class IoctlEthtoolSource final : public EthtoolSource {
     std::vector<std::string> names;
   };
   std::map<std::string, StringTable, std::less<>> strings_;
+  std::vector<std::string> link_modes_;  // ETH_SS_LINK_MODES, by bit
   std::atomic<std::uint64_t> ioctls_{0};
 };
 

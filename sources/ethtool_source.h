@@ -1,9 +1,10 @@
 // EthtoolSource: where the roce collector gets a netdev's driver statistics
-// (what `ethtool -S <netdev>` prints). The real implementation
-// (sources/ethtool_ioctl.h) uses the SIOCETHTOOL ioctl; the file-backed
-// one (sources/ethtool_file.h) reads `ethtool -S` text dumps; the
-// simulator and the tests provide their own. The collector only ever sees this
-// interface, so a fabric without NICs can still drive every code path above it.
+// (what `ethtool -S <netdev>` prints) and link settings (`ethtool <netdev>`).
+// The real implementation (sources/ethtool_ioctl.h) uses the SIOCETHTOOL ioctl;
+// the file-backed one (sources/ethtool_file.h) reads `ethtool -S` text dumps;
+// the simulator and the tests provide their own. The collector only ever sees
+// this interface, so a fabric without NICs can still drive every code path
+// above it.
 //
 // Contract for implementations:
 //   - Stats() never throws. A netdev that does not exist or cannot be
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "sources/ethtool_link.h"
 
 namespace fabric {
 
@@ -44,11 +46,19 @@ struct EthtoolStats {
 
 // The statistics, or e.g. ENODEV for an unknown netdev.
 using EthtoolResult = Result<EthtoolStats>;
+using EthtoolLinkResult = Result<EthtoolLink>;
 
 class EthtoolSource {
  public:
   virtual ~EthtoolSource() = default;
   virtual EthtoolResult Stats(const std::string& netdev) = 0;
+  // The link's active speed and link modes (sources/ethtool_link.h), what
+  // `ethtool <netdev>` prints. operation_not_supported from a source that
+  // has none (the default: fakes, and drivers without link settings); same
+  // errors as Stats() otherwise.
+  virtual EthtoolLinkResult Link(const std::string& /*netdev*/) {
+    return std::errc::operation_not_supported;
+  }
 };
 
 }  // namespace fabric

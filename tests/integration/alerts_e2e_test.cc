@@ -24,7 +24,9 @@
 //    saturated switch counter, which the IB side's PerfMgr clears
 //    (ClearedByPerfMgr);
 //  - steady fires no alert at all over the same observation time.
-//  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1.
+//  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1, and,
+//    with the daemons on the simulator's MADs, FabricPortLinkDowngraded for
+//    that host port (its ib_link collector reads both ends of the cable).
 //  - killing the IB side's master OpenSM fires one FabricSmFailover.
 //  - counter-saturation fires one FabricPortCounterSaturated for the port,
 //    not one per saturated field, and no alert twice for that port.
@@ -802,6 +804,45 @@ TEST(AlertsE2eTest, LinkDegradedFiresForTheDegradedPort) {
     EXPECT_EQ(a.labels.at("device"), "mlx5_5") << Describe(firing);
     EXPECT_EQ(a.labels.at("port"), "1") << Describe(firing);
   }
+}
+
+// link-degraded on the simulator's MADs (issue 28): host0 mlx5_5 runs 2 of
+// its 4 lanes. Its own ib_link collector reads both ends of the cable (4x
+// each: PortInfo, the far end one hop out) and sysfs says 2x, so
+// FabricPortLinkDowngraded fires for that host port; the sweep fires it
+// for the switch port at the other end. Nothing else fires it.
+TEST(AlertsE2eTest, LinkDegradedOnMadsFiresDowngradedForItsLinkOnly) {
+  REQUIRE_STACK();
+  Stack stack("link-degraded", {}, /*with_ib=*/false, /*standby_sm=*/false,
+              /*sim_mad=*/true);
+  ASSERT_EQ(stack.error(), "");
+  std::vector<Alert> firing;
+  const bool host_fired = Stack::WaitFor(
+      [&] {
+        firing.clear();
+        bool host = false;
+        for (auto& a : stack.Alerts()) {
+          if (a.name != "FabricPortLinkDowngraded" || a.state != "firing") {
+            continue;
+          }
+          host = host || a.labels.count("device") > 0;
+          firing.push_back(a);
+        }
+        return host;
+      },
+      kFireTimeout);
+  ASSERT_TRUE(host_fired) << Describe(stack.Alerts());
+  for (const auto& a : firing) {
+    if (a.labels.count("device")) {
+      EXPECT_EQ(a.labels.at("instance"), stack.target(0)) << Describe(firing);
+      EXPECT_EQ(a.labels.at("device"), "mlx5_5") << Describe(firing);
+      EXPECT_EQ(a.labels.at("port"), "1") << Describe(firing);
+    } else {
+      EXPECT_EQ(a.labels.count("switch_guid"), 1u) << Describe(firing);
+    }
+  }
+  // One host port and at most the one switch port at its other end.
+  EXPECT_LE(firing.size(), 2u) << Describe(firing);
 }
 
 TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {

@@ -130,13 +130,33 @@ TEST_F(EthtoolNetnsTest, DcbOnVethIsUnsupportedAndTheMetricIsAbsent) {
     EXPECT_TRUE(c->Collect(sink));
     EXPECT_EQ(sink.skipped(), 0u);
     auto fams = sink.Take();
-    ASSERT_EQ(fams.size(), 1u);
-    EXPECT_EQ(fams[0].name, "fabric_roce_netdev_info");
+    // The netdev and its link speed (veth: 10 Gb/s, no link modes, so no
+    // capable speed to compare it with).
+    ASSERT_EQ(fams.size(), 2u);
+    EXPECT_EQ(fams[0].name, "fabric_roce_link_speed_bytes_per_second");
+    EXPECT_EQ(fams[0].metric.at(0).gauge.value, 10e9 / 8);
+    EXPECT_EQ(fams[1].name, "fabric_roce_netdev_info");
     bool veth = false;
-    for (const auto& l : fams[0].metric.at(0).label) {
+    for (const auto& l : fams[1].metric.at(0).label) {
       veth |= l.name == "driver" && l.value == "veth";
     }
     EXPECT_TRUE(veth);
+  });
+}
+
+// ETHTOOL_GLINKSETTINGS on the veth (the nwords handshake, the kernel's
+// link mode names): veth reports 10000 Mb/s and no link modes; a netdev
+// that does not exist is ENODEV.
+TEST_F(EthtoolNetnsTest, LinkSettingsOfTheVeth) {
+  InNetns([] {
+    IoctlEthtoolSource source;
+    EthtoolLinkResult r = source.Link("va");
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r->speed_mbps, 10000u);
+    EXPECT_TRUE(r->supported.empty());
+    EXPECT_TRUE(r->partner.empty());
+    EXPECT_FALSE(CapableMbps(*r));
+    EXPECT_EQ(source.Link("nosuchdev0").error(), std::errc::no_such_device);
   });
 }
 

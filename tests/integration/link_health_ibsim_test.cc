@@ -11,8 +11,21 @@
 //  - LinkDowngraded: one uplink (leaf2[3] - spine0[3]) whose ends' enabled
 //    speeds differ in the topology file trains at SDR while both ends can do
 //    DDR; FabricPortLinkDowngraded fires for its two ports and no other.
+//    The daemon's own host link (hca1[1] - leaf1[1]) gets different enabled
+//    speeds too: collector ib_link reads both of its ends (the far end one
+//    hop out) as the sweep reads the switch end. It cannot be made to run
+//    below them on ibsim: OpenSM's PortInfo Set to a CA port makes ibsim
+//    0.10 retrain the link at the CA's own fastest enabled speed (checked
+//    with smpquery before and after OpenSM: SDR, then QDR), so it runs AT
+//    the host's best and the rules must stay quiet for it. The host-side
+//    downgrade fires on the simulator (alerts_e2e_test) and in promtool
+//    (host_link_health_test.yml). ibsim has no PESC: the host's PMA is
+//    counted unsupported.
 //  - Flapping: leaf2[1] unlinked and relinked three times fires
-//    FabricPortFlapping for that port only.
+//    FabricPortFlapping for that port only, from the link-downs the sweep
+//    itself saw (ibsim never counts LinkDownedCounter): the test waits for
+//    the sweep to see each down before relinking, so a 1 s sweep sees all
+//    three.
 //  - Unresponsive: `Error "leaf2" 100` makes leaf2 drop every MAD;
 //    FabricSwitchUnresponsive fires for leaf2 only, and the other switches
 //    keep answering every sweep.
@@ -65,6 +78,9 @@ std::string ReadText(const std::string& path) {
 // what both ends support: checked with smpquery after OpenSM came up.
 // Speed survives OpenSM, whose Set carries LinkSpeedEnabled 15 ("set to
 // supported"), which ibsim ignores.
+//
+// The daemon's own link (hca1[1] - leaf1[1]) gets the same masks, hca1[1]
+// `s=5`, leaf1[1] `s=3`: OpenSM's Set then retrains it at QDR (above).
 std::string DowngradedNetfile() {
   std::string net = FatTreeNetfile(4, 6);
   const auto add = [&](const std::string& line, const std::string& opt) {
@@ -74,6 +90,8 @@ std::string DowngradedNetfile() {
   };
   add("[3]\t\"spine0\"[3]", "\ts=5");  // in leaf2's section
   add("[3]\t\"leaf2\"[3]", "\ts=3");   // in spine0's section
+  add("[1]\t\"leaf1\"[1]", "\ts=5");   // in hca1's section
+  add("[1]\t\"hca1\"[1]", "\ts=3");    // in leaf1's section
   return net;
 }
 
@@ -165,7 +183,8 @@ class LinkHealthIbsim : public ::testing::Test {
     return std::nullopt;
   }
 
-  // Where `alert` is firing now.
+  // Where `alert` is firing now: (switch, port), or for a host port
+  // ("host " + device, port).
   Where Firing(const std::string& alert) {
     Where out;
     const auto r = sim::PromQuery(prom_port_, "ALERTS{alertname=\"" + alert +
@@ -173,8 +192,11 @@ class LinkHealthIbsim : public ::testing::Test {
     if (!r) return {{"<prometheus did not answer>", ""}};
     for (const auto& s : *r) {
       const auto sw = s.labels.find("switch");
+      const auto device = s.labels.find("device");
       const auto port = s.labels.find("port");
-      out.insert({sw == s.labels.end() ? "<no switch label>" : sw->second,
+      out.insert({sw != s.labels.end()       ? sw->second
+                  : device != s.labels.end() ? "host " + device->second
+                                             : "<no switch or device label>",
                   port == s.labels.end() ? "" : port->second});
     }
     return out;
@@ -198,47 +220,96 @@ class LinkHealthIbsim : public ::testing::Test {
   std::unique_ptr<sim::Session> prometheus_;
 };
 
+// The switch_guid label of switch `name` in a scrape.
+std::string SwitchGuid(const Samples& s, const std::string& name) {
+  const std::regex re("^fabric_switch_info\\{.*switch=\"" + name +
+                      "\",switch_guid=\"([^\"]+)\"");
+  for (const auto& [k, v] : s) {
+    std::smatch m;
+    if (std::regex_search(k, m, re)) return m[1];
+  }
+  return "<no fabric_switch_info for " + name + ">";
+}
+
 class LinkHealthDowngradedIbsim : public LinkHealthIbsim {
  protected:
   LinkHealthDowngradedIbsim() : LinkHealthIbsim(DowngradedNetfile()) {}
 };
 
 TEST_F(LinkHealthDowngradedIbsim, SpeedBelowBothEndsFiresForThatLinkOnly) {
-  // What the sweep read (lane rates in bytes/s: SDR 2.5 Gb/s, DDR 5, QDR
-  // 10): the link at SDR, leaf2's end capable of QDR, spine0's of DDR.
-  const Samples s = ScrapeUntil([](const Samples& x) {
+  // What the sweep and ib_link read (lane rates in bytes/s: SDR 2.5 Gb/s,
+  // DDR 5, QDR 10): the uplink at SDR, leaf2's end capable of QDR,
+  // spine0's of DDR; the host link at QDR (ibsim's retrain), hca1's end
+  // capable of QDR, leaf1's of DDR, read by the host one hop out.
+  const auto has = [](const Samples& x, const std::string& prefix) {
     for (const auto& [k, v] : x) {
-      if (k.rfind("fabric_switch_port_lane_rate_capable_bytes_per_second{"
-                  "port=\"3\",switch=\"spine0\"",
-                  0) == 0) {
-        return true;
-      }
+      if (k.rfind(prefix, 0) == 0) return true;
     }
     return false;
+  };
+  const Samples s = ScrapeUntil([&](const Samples& x) {
+    return has(x,
+               "fabric_switch_port_lane_rate_capable_bytes_per_second{"
+               "port=\"3\",switch=\"spine0\"") &&
+           has(x, "fabric_port_remote_lane_rate_capable_bytes_per_second{");
   });
+  std::string device;  // the daemon's CA as libibumad names it
   for (const auto& [k, v] : s) {
     const bool leaf2 = k.find("port=\"3\",switch=\"leaf2\"") != k.npos;
     const bool spine = k.find("port=\"3\",switch=\"spine0\"") != k.npos;
+    const bool leaf1 = k.find("port=\"1\",switch=\"leaf1\"") != k.npos;
     if (k.rfind("fabric_switch_port_lane_rate_bytes_per_second{", 0) == 0 &&
-        (leaf2 || spine)) {
-      EXPECT_EQ(v, 2.5e9 / 8) << k;
+        (leaf2 || spine || leaf1)) {
+      EXPECT_EQ(v, leaf1 ? 10e9 / 8 : 2.5e9 / 8) << k;
     }
     if (k.rfind("fabric_switch_port_lane_rate_capable_bytes_per_second{", 0) ==
         0) {
-      EXPECT_EQ(v, leaf2 ? 10e9 / 8 : spine ? 5e9 / 8 : 2.5e9 / 8) << k;
+      EXPECT_EQ(v, leaf2              ? 10e9 / 8
+                   : (spine || leaf1) ? 5e9 / 8
+                                      : 2.5e9 / 8)
+          << k;
     }
+    // The host's own port: ib_link.
+    std::smatch m;
+    static const std::regex kHostRate(
+        R"re(^fabric_port_lane_rate_bytes_per_second\{device="([^"]+)",port="1"\})re");
+    if (std::regex_search(k, m, kHostRate)) {
+      device = m[1];
+      EXPECT_EQ(v, 10e9 / 8) << k;
+    }
+    if (k.rfind("fabric_port_lane_rate_capable_bytes_per_second{", 0) == 0) {
+      EXPECT_EQ(v, 10e9 / 8) << k;
+    }
+    if (k.rfind("fabric_port_remote_lane_rate_capable_bytes_per_second{", 0) ==
+        0) {
+      EXPECT_EQ(v, 5e9 / 8) << k;
+    }
+    // ibsim's PMA has no PESC: counted, nothing exported.
+    EXPECT_EQ(k.rfind("fabric_port_fec_", 0), std::string::npos) << k;
   }
+  ASSERT_FALSE(device.empty()) << "no fabric_port_lane_rate_bytes_per_second";
+  const auto unsupported = s.find("fabric_ib_link_pesc_unsupported_ports");
+  ASSERT_NE(unsupported, s.end());
+  EXPECT_EQ(unsupported->second, 1);
   // The rules had every linked switch port to judge (its expected rate
   // recorded), so "no other port" below is a verdict, not missing data.
   ASSERT_TRUE(
       PromUntil("fabric:switch_port_expected_lane_rate_bytes_per_second",
                 [](const auto& r) { return r.size() >= 12; }));
+  // The host's port was judged too: the lower of its two ends' best.
+  ASSERT_TRUE(
+      PromUntil("fabric:port_expected_lane_rate_bytes_per_second{device=\"" +
+                    device + "\"} == 625000000",
+                [](const auto& r) { return r.size() == 1; }));
   ExpectFiresExactly("FabricPortLinkDowngraded",
                      {{"leaf2", "3"}, {"spine0", "3"}});
   const auto what =
       sim::PromQuery(prom_port_, "fabric:switch_port_link_downgraded");
   ASSERT_TRUE(what);
   for (const auto& r : *what) EXPECT_EQ(r.labels.at("what"), "speed");
+  const auto host = sim::PromQuery(prom_port_, "fabric:port_link_downgraded");
+  ASSERT_TRUE(host);
+  EXPECT_TRUE(host->empty());
 }
 
 TEST_F(LinkHealthIbsim, RepeatedUnlinkReLinkFiresFlappingForThatPortOnly) {
@@ -250,27 +321,26 @@ TEST_F(LinkHealthIbsim, RepeatedUnlinkReLinkFiresFlappingForThatPortOnly) {
     }
     return std::nullopt;
   };
-  // Prometheus holds the counter at 0 before the first flap, so increase()
-  // sees all three.
+  // Prometheus holds the sweep's count at 0 before the first flap, so
+  // increase() sees all three.
   ASSERT_TRUE(PromUntil(
-      "fabric_switch_port_errors_total{error=\"link_downed\",switch=\"leaf2\","
+      "fabric_switch_port_link_down_transitions_total{switch=\"leaf2\","
       "port=\"1\"} == 0",
       [](const auto& r) { return r.size() == 1; }));
   for (int flap = 1; flap <= 3; ++flap) {
     fabric_.Console("Unlink \"leaf2\"[1]");
-    // The sweep sees the port go down (PortInfo by directed route)...
-    ScrapeUntil([&](const Samples& x) {
+    // The sweep sees the port go down (PortInfo by directed route) and
+    // counts it; ibsim (0.10 and upstream HEAD) never touches
+    // LinkDownedCounter on Unlink, so the switch's own count stays 0.
+    const Samples down = ScrapeUntil([&](const Samples& x) {
       const auto v = port_state(x);
       return v && *v != 4;
     });
-    // ...and, as a real switch counts the link-down in LinkDownedCounter,
-    // so does this one: ibsim (0.10 and upstream HEAD) never touches
-    // LinkDownedCounter on Unlink, so the test counts it for it. Without
-    // this the shipped rule (which reads the switch's counter) cannot see
-    // a flap on ibsim.
-    fabric_.Console(
-        "PerformanceSet \"leaf2\"[1] PortCounters.LinkDownedCounter=" +
-        std::to_string(flap));
+    const auto seen =
+        down.find("fabric_switch_port_link_down_transitions_total{" + sel +
+                  "," + "switch_guid=\"" + SwitchGuid(down, "leaf2") + "\"}");
+    ASSERT_NE(seen, down.end());
+    EXPECT_EQ(seen->second, flap);
     fabric_.Console("ReLink \"leaf2\"[1]");
     // OpenSM brings it back to ACTIVE (trap 128, then its sweep).
     ScrapeUntil([&](const Samples& x) { return port_state(x) == 4.0; });

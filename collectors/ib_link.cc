@@ -1,0 +1,263 @@
+#include "collectors/ib_link.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "collectors/link_phy.h"
+#include "config/yaml_keys.h"
+#include "sources/mad/codec.h"
+#include "sources/mad/mad_transport.h"
+#include "sources/mad/sweep.h"
+
+namespace fabric {
+namespace {
+
+constexpr char kRemoteLanesHelp[] =
+    "The port at the other end of this port's cable: widest link width it "
+    "supports and has enabled (its PortInfo LinkWidthSupported & Enabled, "
+    "one hop by directed route), in lanes.";
+constexpr char kRemoteSpeedHelp[] =
+    "The port at the other end of this port's cable: fastest lane speed it "
+    "supports and has enabled (its PortInfo LinkSpeed[Ext]Supported & "
+    "Enabled), bytes per second per lane.";
+constexpr char kUnsupportedHelp[] =
+    "ACTIVE local IB ports whose PMA has no PortExtendedSpeedsCounters "
+    "(0x1F): no FEC/PHY counters are exported for them.";
+
+using Support = mad::PescSwitchState::Support;
+
+// What one port's PMA said about PESC, for as long as the port keeps its
+// LID (a new LID is a new SM assignment: asked again).
+struct PescMemory {
+  std::uint16_t lid = 0;
+  Support support = Support::kUnknown;
+  mad::PescLayout layout = mad::PescLayout::kNone;
+};
+
+class IbLinkCollector : public Collector {
+ public:
+  IbLinkCollector(CollectorEnv env, IbLinkSettings settings,
+                  mad::LocalPortLister ports)
+      : env_(std::move(env)), settings_(settings), ports_(std::move(ports)) {}
+
+  std::string_view Name() const override { return "ib_link"; }
+
+  bool Collect(MetricSink& sink) override {
+    if (!env_.mad) return true;  // no MAD service (not the live system)
+    std::string error;
+    const auto view = ports_(&error);
+    bool ok = error.empty();
+    if (!ok) sink.Skip("ib_link: " + error);
+    const MadOptions options = settings_.mad.Apply({});
+    mad::LivePorts live = mad::FindLivePorts(view, "", 0, env_.mad, options);
+    if (!live.unopenable.empty()) {
+      if (!open_failed_) {
+        spdlog::warn("ib_link: cannot open MAD port {}",
+                     live.unopenable.front());
+      }
+      ok = false;
+    }
+    open_failed_ = !live.unopenable.empty();
+    int unsupported = 0;
+    std::map<std::pair<std::string, int>, PescMemory> kept;
+    for (auto& [port, transport] : live.active) {
+      const Labels labels = {{"device", port.ca},
+                             {"port", std::to_string(port.port)}};
+      Reader r{*transport, options, sink, port};
+      const auto info = r.OwnPortInfo();
+      if (!info) continue;
+      EmitLinkSpeed(sink, kHostPortFamilies, labels, info->info);
+      if (const auto remote = r.RemotePortInfo()) {
+        EmitRemote(sink, labels, *remote);
+      }
+      if (!settings_.pesc) continue;
+      PescMemory& m = kept[{port.ca, port.port}];
+      m = pesc_[{port.ca, port.port}];
+      if (m.lid != port.lid) m = PescMemory{.lid = port.lid};
+      if (m.support == Support::kUnknown) r.ChooseLayout(*info, &m);
+      std::optional<mad::PortExtendedSpeedsCounters> c;
+      if (m.support != Support::kUnsupported) c = r.Pesc(m.layout);
+      if (m.support == Support::kSupported && !c) {
+        r.Skip("PortExtendedSpeedsCounters", "no answer or a MAD status");
+      }
+      if (m.support == Support::kUnknown) {
+        m.support = c ? Support::kSupported : Support::kUnsupported;
+      }
+      if (m.support == Support::kUnsupported) ++unsupported;
+      if (c) {
+        EmitPesc(sink, kHostPortFamilies, labels, *c, PescLanes(&info->info));
+      }
+    }
+    pesc_ = std::move(kept);
+    if (settings_.pesc && !live.active.empty()) {
+      sink.Gauge("fabric_ib_link_pesc_unsupported_ports", kUnsupportedHelp, {},
+                 unsupported);
+    }
+    return ok;
+  }
+
+ private:
+  struct OwnInfo {
+    mad::PortInfo info;
+    std::uint16_t capability_mask2 = 0;
+  };
+
+  // The MADs of one local port, each waited for (a handful per port).
+  struct Reader {
+    MadTransport& transport;
+    const MadOptions& options;
+    MetricSink& sink;
+    const mad::LocalPort& port;
+
+    std::optional<Mad> Get(std::uint16_t dlid, const Mad& mad, const char* what,
+                           bool quiet = false) {
+      const MadResult r = transport.Send({.dlid = dlid, .mad = mad}, options);
+      if (r.ok()) return *r;
+      if (!quiet) Skip(what, r.error().message());
+      return std::nullopt;
+    }
+    void Skip(const char* what, const std::string& why) {
+      sink.Skip("ib_link: " + port.ca + " port " + std::to_string(port.port) +
+                ": " + what + ": " + why);
+    }
+    std::uint32_t PortMod() const {
+      return static_cast<std::uint32_t>(port.port);
+    }
+
+    std::optional<OwnInfo> OwnPortInfo() {
+      const auto r =
+          Get(0, mad::DrSmpGet(mad::kAttrPortInfo, PortMod(), {}), "PortInfo");
+      if (!r) return std::nullopt;
+      std::string error;
+      auto info = mad::DecodePortInfo(*r, &error);
+      auto cap2 = mad::DecodePortInfoCapabilityMask2(*r, &error);
+      if (!info || !cap2) {
+        Skip("PortInfo", error);
+        return std::nullopt;
+      }
+      return OwnInfo{*info, *cap2};
+    }
+
+    // The far end's PortInfo: NodeInfo one hop out names the port the SMP
+    // came in by. Quiet when nothing answers (no cable: not bad input).
+    std::optional<mad::PortInfo> RemotePortInfo() {
+      const mad::DrPath path = {static_cast<std::uint8_t>(port.port)};
+      const auto ni = Get(0, mad::DrSmpGet(mad::kAttrNodeInfo, 0, path),
+                          "remote NodeInfo", true);
+      if (!ni) return std::nullopt;
+      std::string error;
+      const auto node = mad::DecodeNodeInfo(*ni, &error);
+      if (!node) {
+        Skip("remote NodeInfo", error);
+        return std::nullopt;
+      }
+      const auto pi =
+          Get(0,
+              mad::DrSmpGet(mad::kAttrPortInfo,
+                            static_cast<std::uint32_t>(node->local_port), path),
+              "remote PortInfo", true);
+      if (!pi) return std::nullopt;
+      auto info = mad::DecodePortInfo(*pi, &error);
+      if (!info) Skip("remote PortInfo", error);
+      return info;
+    }
+
+    // The layout, as perfquery -T picks it; unsupported when the port says
+    // it has no PESC or its PMA has no ClassPortInfo.
+    void ChooseLayout(const OwnInfo& own, PescMemory* m) {
+      const std::uint32_t cap = own.info.capability_mask;
+      m->support = Support::kUnsupported;
+      if (!(cap & mad::kCapabilityHasExtendedSpeeds) || port.lid == 0) return;
+      const auto r =
+          Get(port.lid, mad::PmaClassPortInfoGet(), "PMA ClassPortInfo", true);
+      std::string error;
+      const auto cpi =
+          r ? mad::DecodePmaClassPortInfo(*r, &error) : std::nullopt;
+      if (!cpi) return;
+      std::optional<mad::PortInfoExtended> ext;
+      if (mad::PescNeedsPortInfoExtended(cap, own.capability_mask2, *cpi)) {
+        const auto e =
+            Get(0, mad::DrSmpGet(mad::kAttrPortInfoExtended, PortMod(), {}),
+                "PortInfoExtended", true);
+        if (e) ext = mad::DecodePortInfoExtended(*e, &error);
+      }
+      m->layout = mad::ChoosePescLayout(cap, *cpi, ext);
+      m->support = Support::kUnknown;  // the first PESC read decides
+    }
+
+    // PESC in `layout`; a status or no answer gives nullopt, quietly while
+    // the PMA is still being probed (the caller knows).
+    std::optional<mad::PortExtendedSpeedsCounters> Pesc(
+        mad::PescLayout layout) {
+      const auto r =
+          Get(port.lid, mad::PescGet(static_cast<std::uint8_t>(port.port)),
+              "PortExtendedSpeedsCounters", true);
+      if (!r) return std::nullopt;
+      std::string error;
+      return mad::DecodePortExtendedSpeedsCounters(*r, layout, &error);
+    }
+  };
+
+  static void EmitRemote(MetricSink& sink, const Labels& labels,
+                         const mad::PortInfo& remote) {
+    if (const int lanes = mad::CapableLanes(remote); lanes > 0) {
+      sink.Gauge("fabric_port_remote_link_width_capable_lanes",
+                 kRemoteLanesHelp, labels, lanes);
+    }
+    if (const double gbps = mad::CapableLaneGbps(remote); gbps > 0) {
+      sink.Gauge("fabric_port_remote_lane_rate_capable_bytes_per_second",
+                 kRemoteSpeedHelp, labels, gbps * 1e9 / 8);
+    }
+  }
+
+  CollectorEnv env_;
+  IbLinkSettings settings_;
+  mad::LocalPortLister ports_;
+  std::map<std::pair<std::string, int>, PescMemory> pesc_;  // ca, port
+  bool open_failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
+                                               const CollectorConfig& config,
+                                               mad::LocalPortLister ports) {
+  return std::make_unique<IbLinkCollector>(
+      env, SettingsAs<IbLinkSettings>(config), std::move(ports));
+}
+
+std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
+                                               const CollectorConfig& config) {
+  return MakeIbLinkCollector(
+      env, config, env.local_ports ? env.local_ports : mad::LocalIbPorts);
+}
+
+CollectorSpec IbLinkCollectorSpec() {
+  using namespace config_keys;
+  CollectorSpec spec;
+  spec.name = "ib_link";
+  spec.interval = std::chrono::seconds(30);
+  spec.timeout = std::chrono::seconds(10);
+  spec.keys = {kMadTimeoutKey, kMadRetriesKey, "pesc"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig&) {
+    IbLinkSettings s;
+    ForEachKey(node, path,
+               [&](const std::string& key, const YAML::Node& value,
+                   const std::string& key_path, const YAML::Mark&) {
+                 if (ReadMadKey(key, value, key_path, s.mad)) return;
+                 if (key == "pesc") s.pesc = Bool(value, key_path);
+               });
+    return std::make_shared<SettingsOf<IbLinkSettings>>(s);
+  };
+  spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
+    return MakeIbLinkCollector(env, config);
+  };
+  return spec;
+}
+
+}  // namespace fabric
