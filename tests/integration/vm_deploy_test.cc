@@ -4,7 +4,8 @@
 // Alertmanager, and beside it a real Prometheus (the remote_write
 // alternative) on the same targets and rules.
 //  - every target is scraped by exactly one vmagent (none twice, none
-//    missed), also after one vmagent restarts;
+//    missed), also after one vmagent restarts; steady fires no alert under
+//    vmalert (nor under Prometheus);
 //  - every recording rule gives the same series and values under vmalert as
 //    under Prometheus (values within 5 %: the two scrape the daemons at
 //    their own instants, and MetricsQL's rate() does not extrapolate), and
@@ -91,6 +92,17 @@ TEST(VmDeployTest, EveryTargetScrapedOnceAlsoAfterAVmagentRestarts) {
       << why;
   std::printf("before the restart: %s\n", why.c_str());
   ExpectEachScrapedOnce(stack);
+  // steady fires nothing, under vmalert as under Prometheus (by now both
+  // have evaluated every rule for 20 s with `for: 2s`).
+  auto names = [](const std::vector<vm::Alert>& alerts) {
+    std::set<std::string> out;
+    for (const auto& a : alerts) out.insert(a.name);
+    return out;
+  };
+  EXPECT_EQ(names(vm::FiringAlerts(stack.vmalert_port())),
+            std::set<std::string>());
+  EXPECT_EQ(names(vm::FiringAlerts(stack.prometheus_port())),
+            std::set<std::string>());
   stack.RestartVmagent(1);
   EXPECT_TRUE(
       testing::WaitFor([&] { return SplitOnce(stack, &why); }, seconds(30)))

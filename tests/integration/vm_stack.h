@@ -222,10 +222,11 @@ class Stack {
   }
 
   ~Stack() {
-    // Stop the scrapers and evaluators before what they talk to.
+    // VM_STACK_HOLD=N keeps the stack up N s more, to query it by hand.
     if (const char* hold = std::getenv("VM_STACK_HOLD")) {
       std::this_thread::sleep_for(seconds(std::atoi(hold)));
     }
+    // Stop the scrapers and evaluators before what they talk to.
     prometheus_.reset();
     vmalert_.reset();
     vmagents_.clear();
