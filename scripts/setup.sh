@@ -19,6 +19,9 @@ PACKAGES=(
   python3 hyperfine time valgrind
   # amtool checks dashboards/alertmanager/ (rules_promtool_test).
   prometheus-alertmanager
+  # victoria-metrics, vmagent, vmalert: the deploy/victoriametrics stack
+  # (vm_deploy_test, bench/vm_sizing.py).
+  victoria-metrics
   ibsim-utils opensm infiniband-diags
   # fabricmon-bench: results.json (nlohmann), its report checked in headless
   # Chromium, its push checked against a real Pushgateway.
@@ -55,5 +58,6 @@ fi
 # start their own instances on loopback, so the packaged ones are not needed.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now prometheus prometheus-node-exporter \
-    prometheus-alertmanager prometheus-pushgateway >/dev/null 2>&1 || true
+    prometheus-alertmanager prometheus-pushgateway victoria-metrics \
+    >/dev/null 2>&1 || true
 fi
