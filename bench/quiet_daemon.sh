@@ -3,8 +3,10 @@
 # CPU per second of running against the CPU of one node_exporter scrape,
 # and its wake-ups per second, both daemons running side by side.
 #
-# Usage: bench/quiet_daemon.sh [FABRICMON_BINARY] [SECONDS] [TREE] [WARMUP]
-#   defaults: build/fabricmon, 30, tests/fixtures/real/sysfs-gpud-h100, 2
+# Usage: [FABRICMON_CONFIG=FILE] bench/quiet_daemon.sh [FABRICMON_BINARY]
+#          [SECONDS] [TREE] [WARMUP]
+#   defaults: build/fabricmon, 30, tests/fixtures/real/sysfs-gpud-h100, 2;
+#   FABRICMON_CONFIG /dev/null (the built-in defaults)
 #
 # Method:
 #   fabricmon --config /dev/null (the built-in defaults: congestion every
@@ -28,6 +30,10 @@
 #     scrapes.
 #   fabricmon wake-ups per second: voluntary_ctxt_switches summed over
 #     /proc/PID/task/*/status, delta over the window / its length.
+#   fabricmon reads per second: read system calls (read, pread, readv:
+#     syscr in /proc/PID/io, every thread), delta over the window / its
+#     length; on a real HCA each counters/ or hw_counters/ read is a
+#     firmware query. The 15 s scrapes' own reads are a few per scrape.
 #   Targets (issue 10): ratio <= 0.3 (goal 0.15), <= 20 wake-ups/s.
 #   Side by side, the floor (bench/read_floor.c): one thread that only
 #     wakes every 100 ms to pread the 3 congestion files of every port and,
@@ -73,7 +79,8 @@ shopt -u nullglob
 
 fm_port=$(bench_free_port)
 ne_port=$(bench_free_port)
-bench_spawn "$BENCH_TMP/fabricmon.log" "$BIN" --config /dev/null \
+CONFIG="${FABRICMON_CONFIG:-/dev/null}"
+bench_spawn "$BENCH_TMP/fabricmon.log" "$BIN" --config "$CONFIG" \
   --sysfs.root "$TREE" --web.listen-address "127.0.0.1:$fm_port"
 fm_pid=$BENCH_SPAWNED
 bench_spawn "$BENCH_TMP/node_exporter.log" "$NODE_EXPORTER" \
@@ -126,6 +133,7 @@ t0=$(now_us)
 fm_ticks0=$(bench_stat_ticks "$fm_pid")
 fm_ns0=$(bench_sched_ns "$fm_pid")
 fm_wake0=$(bench_wakeups "$fm_pid")
+fm_reads0=$(awk '/^syscr:/ {print $2}' "/proc/$fm_pid/io")
 floor_ns0=$(bench_sched_ns "$floor_pid")
 wake_ns0=$(bench_sched_ns "$wake_pid")
 scrape_costs=()
@@ -142,18 +150,20 @@ sleep_until $((t0 + SECONDS_WINDOW * 1000000))
 fm_ticks1=$(bench_stat_ticks "$fm_pid")
 fm_ns1=$(bench_sched_ns "$fm_pid")
 fm_wake1=$(bench_wakeups "$fm_pid")
+fm_reads1=$(awk '/^syscr:/ {print $2}' "/proc/$fm_pid/io")
 floor_ns1=$(bench_sched_ns "$floor_pid")
 wake_ns1=$(bench_sched_ns "$wake_pid")
 t1=$(now_us)
 kill -0 "$fm_pid" 2>/dev/null || bench_die "fabricmon exited during the window"
 kill -0 "$floor_pid" 2>/dev/null || bench_die "read_floor exited during the window: $(cat "$BENCH_TMP/read_floor.log")"
 
-python3 - "$TREE:$WARMUP" "$t0" "$t1" "$fm_ticks0" "$fm_ticks1" "$(getconf CLK_TCK)" \
+FM_READS=$((fm_reads1 - fm_reads0)) FM_CONFIG="$CONFIG" \
+  python3 - "$TREE:$WARMUP" "$t0" "$t1" "$fm_ticks0" "$fm_ticks1" "$(getconf CLK_TCK)" \
   "$fm_ns0" "$fm_ns1" "$fm_wake0" "$fm_wake1" "$SETTLE" \
   "$((ne_idle1 - ne_idle0))" "$((i1 - i0))" "$floor_ns0" "$floor_ns1" \
   "$((wake_ns1 - wake_ns0))" \
   "$(head -1 "$BENCH_TMP/read_floor.log")" "${scrape_costs[@]}" <<'PY'
-import statistics, sys
+import os, statistics, sys
 
 tree, warmup = sys.argv[1].rsplit(":", 1)
 t0, t1 = int(sys.argv[2]) / 1e6, int(sys.argv[3]) / 1e6
@@ -174,9 +184,10 @@ ms = lambda s: s * 1e3
 verdict = lambda ok: "met" if ok else "NOT met"
 print("tree: %s; window %.1f s after a %s s warm-up, %d scrape(s) of each daemon 15 s apart"
       % (tree, window, warmup, len(scrapes)))
-print("fabricmon (--config /dev/null) CPU per second of running: %.2f ms/s "
+print("fabricmon (--config %s) CPU per second of running: %.2f ms/s "
       "(schedstat, all threads); %.2f ms/s from /proc/PID/stat utime+stime "
-      "(10 ms ticks: +-%.2f ms/s)" % (ms(fm_cpu), ms(fm_cpu_stat), ms(1.0 / hz / window)))
+      "(10 ms ticks: +-%.2f ms/s)" % (os.environ["FM_CONFIG"], ms(fm_cpu),
+                                  ms(fm_cpu_stat), ms(1.0 / hz / window)))
 print("node_exporter one scrape: %.2f ms CPU (median; each: %s; idle %.2f ms/s, "
       "%.2f ms of it taken out per scrape)"
       % (ms(ne_scrape), ", ".join("%.2f" % ms(s) for s in scrapes),
@@ -192,4 +203,6 @@ print("floor (bench/read_floor.c: %s; wake-ups and preads only): %.2f ms/s, "
          wake_only / ne_scrape, ms(fm_cpu - floor), (fm_cpu - floor) / ne_scrape))
 print("fabricmon wake-ups: %.1f per second (voluntary context switches, all threads; "
       "target <= 20: %s)" % (wakeups, verdict(wakeups <= 20)))
+print("fabricmon reads: %.1f per second (read system calls, /proc/PID/io "
+      "syscr, all threads)" % (int(os.environ["FM_READS"]) / window))
 PY

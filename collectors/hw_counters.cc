@@ -235,6 +235,8 @@ class HwCountersCollector final : public Collector {
 
 }  // namespace
 
+std::span<const std::string_view> QCounter32Names() { return kQCounters32; }
+
 bool IsQCounter32(std::string_view counter) {
   return std::find(std::begin(kQCounters32), std::end(kQCounters32), counter) !=
          std::end(kQCounters32);
@@ -289,6 +291,7 @@ std::unique_ptr<Collector> MakeHwCountersCollector(
 CollectorSpec HwCountersCollectorSpec() {
   CollectorSpec spec;
   spec.name = "hw_counters";
+  spec.interval = kCounterPollInterval;
   spec.make = MakeHwCountersCollector;
   return spec;
 }

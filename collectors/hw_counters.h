@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -33,13 +34,17 @@ CollectorSpec HwCountersCollectorSpec();
 // True for the mlx5 hw_counters that are 32-bit Q-counters (list from
 // counters-and-probes.md B.1c / kernel mlx5 counters.c).
 bool IsQCounter32(std::string_view counter);
+// Those counters' names.
+std::span<const std::string_view> QCounter32Names();
 
 // Turns successive raw 32-bit samples into a monotonically increasing 64-bit
 // value.
 //   - first sample of a key: exported as read;
 //   - raw < last and the increase a wrap would imply (2^32 - last + raw) is
 //     below 2^31: a wrap, add 2^32 (at mlx5 rates a counter cannot advance
-//     2^31 within a poll);
+//     2^31 within a poll: at the default 5 s interval that is 429 M events
+//     a second on one Q-counter, above a ConnectX-7's message rate; a
+//     longer `interval` lowers that bound in proportion);
 //   - raw < last otherwise: a genuine reset (firmware reset); start over from
 //     raw, and Prometheus sees an ordinary counter reset;
 //   - raw above 2^32-1: the kernel reports it as 64-bit after all; pass it

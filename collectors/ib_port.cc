@@ -554,6 +554,7 @@ std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
 CollectorSpec IbPortCollectorSpec() {
   CollectorSpec spec;
   spec.name = "ib_port";
+  spec.interval = kCounterPollInterval;
   spec.make = MakeIbPortCollector;
   return spec;
 }

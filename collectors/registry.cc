@@ -9,6 +9,7 @@
 #include "collectors/opensm.h"
 #include "collectors/probe.h"
 #include "collectors/roce.h"
+#include "collectors/series_names.h"
 #include "collectors/transceiver.h"
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
@@ -19,23 +20,28 @@
 namespace fabric {
 
 const std::vector<CollectorSpec>& CollectorSpecs() {
-  static const std::vector<CollectorSpec> table = {
-    IbPortCollectorSpec(),
-    HwCountersCollectorSpec(),
-    CongestionCollectorSpec(),
-    RoceCollectorSpec(),
-    TransceiverCollectorSpec(),
-    NicIdentityCollectorSpec(),
-    FabricClassCollectorSpec(),
-    OpensmCollectorSpec(),
-    ProbeCollectorSpec(),
-    BenchAgentCollectorSpec(),
+  static const std::vector<CollectorSpec> table = [] {
+    std::vector<CollectorSpec> specs = {
+      IbPortCollectorSpec(),
+      HwCountersCollectorSpec(),
+      CongestionCollectorSpec(),
+      RoceCollectorSpec(),
+      TransceiverCollectorSpec(),
+      NicIdentityCollectorSpec(),
+      FabricClassCollectorSpec(),
+      OpensmCollectorSpec(),
+      ProbeCollectorSpec(),
+      BenchAgentCollectorSpec(),
 #if FABRICMON_WITH_RDMA
-    SmCollectorSpec(),
-    FabricCollectorSpec(),
-    IbLinkCollectorSpec(),
+      SmCollectorSpec(),
+      FabricCollectorSpec(),
+      IbLinkCollectorSpec(),
 #endif
-  };
+    };
+    // What their include/exclude can match (collectors/series_names.h).
+    for (auto& spec : specs) spec.series = KnownSeries(spec.name);
+    return specs;
+  }();
   return table;
 }
 

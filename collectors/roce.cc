@@ -662,6 +662,7 @@ std::unique_ptr<Collector> MakeRoceCollector(const CollectorEnv& env,
 CollectorSpec RoceCollectorSpec() {
   CollectorSpec spec;
   spec.name = "roce";
+  spec.interval = kCounterPollInterval;
   spec.keys = {"netdevs", "dcb_dir"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {

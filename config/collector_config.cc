@@ -7,7 +7,8 @@ bool CollectorConfig::operator==(const CollectorConfig& o) const {
       settings == o.settings ||
       (settings && o.settings && settings->Equals(*o.settings));
   return enabled == o.enabled && interval == o.interval &&
-         timeout == o.timeout && devices == o.devices && same_settings;
+         timeout == o.timeout && devices == o.devices && series == o.series &&
+         same_settings;
 }
 
 }  // namespace fabric

@@ -59,6 +59,33 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   return out;
 }
 
+// An include/exclude list of globs (core/counter_filter.h); a bad glob is an
+// error, one that matches nothing the collector knows a warning.
+std::vector<std::string> SeriesPatterns(const YAML::Node& node,
+                                        const std::string& key,
+                                        const CollectorKeys& spec,
+                                        std::vector<std::string>* warnings) {
+  if (node.IsNull()) return {};
+  if (!node.IsSequence()) {
+    Fail(key, node.Mark(),
+         "expected a list of metric or counter names (globs, e.g. "
+         "[\"fabric_port_multicast_*\", \"rx_*_requests\"])");
+  }
+  std::vector<std::string> out;
+  for (const auto& item : node) {
+    std::string pattern = Scalar(item, key);
+    std::string why;
+    if (!ValidCounterGlob(pattern, &why)) {
+      Fail(key, item.Mark(), Quote(pattern) + " is not a valid glob: " + why);
+    }
+    std::string warning =
+        UnknownSeriesWarning(key, item.Mark().line + 1, pattern, spec.series);
+    if (!warning.empty()) warnings->push_back(std::move(warning));
+    out.push_back(std::move(pattern));
+  }
+  return out;
+}
+
 constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
 
 // One collector's generic keys from its mapping (null = not in the file),
@@ -66,11 +93,14 @@ constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
 // collector's own are errors.
 CollectorConfig Generic(const YAML::Node& node, const std::string& path,
                         const CollectorKeys& spec,
-                        DeviceFilterOverride* devices) {
+                        DeviceFilterOverride* devices,
+                        std::vector<std::string>* warnings) {
   CollectorConfig out;
   out.enabled = spec.enabled;
   out.interval = spec.interval;
   out.timeout = spec.timeout;
+  std::vector<std::string> include, exclude;
+  const bool filters = !spec.series.empty();
   ForEachKey(node, path,
              [&](const std::string& key, const YAML::Node& value,
                  const std::string& key_path, const YAML::Mark& key_mark) {
@@ -82,14 +112,20 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
                  out.timeout = Duration(value, key_path, kMinTimeout);
                } else if (key == "devices") {
                  *devices = Devices(value, key_path);
+               } else if (filters && key == "include") {
+                 include = SeriesPatterns(value, key_path, spec, warnings);
+               } else if (filters && key == "exclude") {
+                 exclude = SeriesPatterns(value, key_path, spec, warnings);
                } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
                           spec.keys.end()) {
                  std::string expected = kGenericKeys;
+                 if (filters) expected += ", include, exclude";
                  for (const auto& k : spec.keys) expected += ", " + k;
                  Fail(key_path, key_mark,
                       "unknown key (expected " + expected + ")");
                }
              });
+  out.series = CounterFilter(std::move(include), std::move(exclude));
   return out;
 }
 
@@ -175,7 +211,7 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
     auto it = written.find(spec.name);
     const YAML::Node node = it == written.end() ? YAML::Node() : it->second;
     DeviceFilterOverride devices;
-    CollectorConfig cc = Generic(node, path, spec, &devices);
+    CollectorConfig cc = Generic(node, path, spec, &devices, &config.warnings);
     cc.devices =
         DeviceFilter(devices.include.value_or(config.devices.include()),
                      devices.exclude.value_or(config.devices.exclude()));
@@ -273,6 +309,23 @@ bool ValidLogLevel(std::string_view level) {
     if (level == l) return true;
   }
   return false;
+}
+
+std::string UnknownSeriesWarning(const std::string& key, int line,
+                                 const std::string& pattern,
+                                 const std::vector<std::string>& known) {
+  for (const auto& name : known) {
+    if (GlobMatches(pattern, name)) return "";
+  }
+  std::string out = "config warning: " + key + " (line " +
+                    std::to_string(line) + "): " + Quote(pattern) +
+                    " matches no metric or counter name this collector knows "
+                    "(a counter of a driver it has not seen is still "
+                    "matched when it appears)";
+  if (pattern.find(".*") != std::string::npos) {
+    out += "; patterns are globs, not regexes: \"*\" not \".*\"";
+  }
+  return out;
 }
 
 bool ValidDevicePatterns(const std::vector<std::string>& patterns,

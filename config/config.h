@@ -52,6 +52,10 @@ struct Config {
   // The effective settings of every collector the parser was given, by
   // name (defaults for those the file does not mention).
   std::map<std::string, CollectorConfig, std::less<>> collectors;
+  // What is valid but likely not meant, one message each, naming the key and
+  // line as errors do: an include/exclude pattern that matches nothing the
+  // collector knows. `--check-config` prints them and still exits 0.
+  std::vector<std::string> warnings;
 
   // The effective settings of collector `name`; disabled for a name the
   // parser was not given.
@@ -90,6 +94,12 @@ bool ValidEthtoolDir(std::string_view dir);
 
 // Checks a log level name (trace, debug, info, warn, error, critical, off).
 bool ValidLogLevel(std::string_view level);
+
+// The warning for an include/exclude `pattern` at key `key` (line `line`,
+// 1-based) when it matches none of `known` (CollectorKeys::series), else "".
+std::string UnknownSeriesWarning(const std::string& key, int line,
+                                 const std::string& pattern,
+                                 const std::vector<std::string>& known);
 
 // Checks that every entry is a valid ECMAScript regex; on failure names the
 // first bad entry in *bad.

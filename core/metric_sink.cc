@@ -179,6 +179,7 @@ void AssignLabels(Labels& to, LabelRefs from) {
 
 void MetricSink::Counter(std::string_view name, std::string_view help,
                          const Labels& labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
     m->label = labels;
     m->counter.value = value;
@@ -187,6 +188,7 @@ void MetricSink::Counter(std::string_view name, std::string_view help,
 
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        const Labels& labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
     m->label = labels;
     m->gauge.value = value;
@@ -195,6 +197,7 @@ void MetricSink::Gauge(std::string_view name, std::string_view help,
 
 void MetricSink::Counter(std::string_view name, std::string_view help,
                          Labels&& labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
     m->label = std::move(labels);
     m->counter.value = value;
@@ -203,6 +206,7 @@ void MetricSink::Counter(std::string_view name, std::string_view help,
 
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        Labels&& labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
     m->label = std::move(labels);
     m->gauge.value = value;
@@ -211,6 +215,7 @@ void MetricSink::Gauge(std::string_view name, std::string_view help,
 
 void MetricSink::Counter(std::string_view name, std::string_view help,
                          LabelRefs labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Counter)) {
     AssignLabels(m->label, labels);
     m->counter.value = value;
@@ -219,6 +224,7 @@ void MetricSink::Counter(std::string_view name, std::string_view help,
 
 void MetricSink::Gauge(std::string_view name, std::string_view help,
                        LabelRefs labels, double value) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Gauge)) {
     AssignLabels(m->label, labels);
     m->gauge.value = value;
@@ -228,6 +234,7 @@ void MetricSink::Gauge(std::string_view name, std::string_view help,
 void MetricSink::Histogram(
     std::string_view name, std::string_view help, const Labels& labels,
     const prometheus::ClientMetric::Histogram& histogram) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Histogram)) {
     m->label = labels;
     m->histogram = histogram;
@@ -237,11 +244,26 @@ void MetricSink::Histogram(
 void MetricSink::Summary(std::string_view name, std::string_view help,
                          const Labels& labels, std::uint64_t count,
                          double sum) {
+  if (!Wanted(name, labels)) return;
   if (auto* m = Next(name, help, prometheus::MetricType::Summary)) {
     m->label = labels;
     m->summary.sample_count = count;
     m->summary.sample_sum = sum;
   }
+}
+
+template <typename LabelList>
+bool MetricSink::Wanted(std::string_view name, const LabelList& labels) {
+  if (gate_ == nullptr) return true;
+  std::string_view counter;
+  for (const auto& label : labels) {
+    const auto& [label_name, value] = label;
+    if (IsCounterLabel(label_name)) {
+      counter = value;
+      break;
+    }
+  }
+  return gate_->Allows(name, counter);
 }
 
 void MetricSink::Recycle(std::vector<prometheus::MetricFamily>&& families) {

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/counter_filter.h"
+
 namespace fabric {
 
 // A sample's labels, {name, value} each: the prometheus-cpp type itself, so a
@@ -86,6 +88,11 @@ class MetricSink {
   void Summary(std::string_view name, std::string_view help,
                const Labels& labels, std::uint64_t count, double sum);
 
+  // Drops, from now on, every sample `gate` does not allow (the collector's
+  // include/exclude lists) before it is stored; null = keep all. The gate
+  // must outlive the sink's use.
+  void Gate(CounterGate* gate) { gate_ = gate; }
+
   // Records that one input (a file, a value) was skipped. `what` is for the
   // debug log only; the count is what gets exported.
   void Skip(std::string_view what);
@@ -115,6 +122,9 @@ class MetricSink {
                 prometheus::MetricType type);
   // The next sample of `name`, fresh or recycled (labels left to fill in),
   // or null on a type conflict.
+  // False when the gate drops a sample of `name` with these labels.
+  template <typename LabelList>
+  bool Wanted(std::string_view name, const LabelList& labels);
   prometheus::ClientMetric* Next(std::string_view name, std::string_view help,
                                  prometheus::MetricType type);
 
@@ -128,6 +138,7 @@ class MetricSink {
   std::unordered_map<std::string, prometheus::MetricFamily, NameHash,
                      std::equal_to<>>
       spare_;
+  CounterGate* gate_ = nullptr;
   std::uint64_t skipped_ = 0;
   std::vector<std::string> reasons_;  // capped, for logging
 };

@@ -34,7 +34,11 @@ std::vector<NamedCollector> BuildCollectors(
   for (const auto& spec : CollectorSpecs()) {
     CollectorConfig cc = config.Collector(spec.name);
     if (!cc.enabled || (want && !want(spec.name))) continue;
-    out.push_back({spec.name, cc, spec.make(env, cc)});
+    NamedCollector& c = out.emplace_back();
+    c.name = spec.name;
+    c.config = cc;
+    c.collector = spec.make(env, cc);
+    if (!cc.series.empty()) c.gate = std::make_shared<CounterGate>(cc.series);
   }
   return out;
 }
@@ -219,6 +223,7 @@ std::shared_ptr<Snapshot> RunCollection(const NamedCollector& c,
   auto snap = std::make_shared<Snapshot>();
   snap->collector = name;
   MetricSink sink;
+  sink.Gate(c.gate.get());
   NamedCollector::Published& published = *c.published;
   if (published.before && published.before.use_count() == 1) {
     // Ours alone: whoever held it last is done with it (their release

@@ -26,6 +26,10 @@ struct NamedCollector {
   std::shared_ptr<Collector> collector;
   // Lives and dies with `collector`: a rebuilt collector starts afresh.
   std::shared_ptr<SampleOrder> order = std::make_shared<SampleOrder>();
+  // The collector's include/exclude applied to every sample
+  // (core/counter_filter.h); null when it keeps everything. Like `order`,
+  // used by one collection at a time.
+  std::shared_ptr<CounterGate> gate;
   // The two snapshots RunCollection made last, so that it can recycle the
   // older one's storage once nothing else holds it (MetricSink::Recycle).
   struct Published {

@@ -67,6 +67,9 @@ ReloadFiles LoadReloadFiles(const Options& options) {
       out.config.reset();
       return out;
     }
+    for (const auto& warning : out.config->warnings) {
+      spdlog::warn("reload: {}", warning);
+    }
     out.security =
         http::LoadSecurity(options.web_config_file.value_or(""), &out.error);
   } catch (const std::exception& e) {

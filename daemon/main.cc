@@ -98,6 +98,15 @@ int Main(int argc, char** argv) {
       std::filesystem::exists(options.config_path, ec)
           ? options.config_path
           : options.config_path + " absent, built-in defaults";
+  for (const auto& warning : config->warnings) {
+    // Printed even at log_level error/off under --check-config: it is part
+    // of the command's answer.
+    if (options.check_config) {
+      std::cerr << warning << "\n";
+    } else {
+      spdlog::warn("{}", warning);
+    }
+  }
   if (options.check_config) {
     if (options.web_config_file &&
         !http::LoadSecurity(*options.web_config_file, &error)) {

@@ -8,7 +8,8 @@
 # entry (group `fabricmon` owns /dev/infiniband/umad*), the example config as
 # the conffile /etc/fabricmon/fabricmon.yaml, /etc/default/fabricmon (the
 # unit's extra arguments) as a conffile, dashboards, rules and runbooks
-# under /usr/share/fabricmon/. Depends come from dpkg-shlibdeps. The
+# under /usr/share/fabricmon/, packaging/fleet.yaml as an example config.
+# Depends come from dpkg-shlibdeps. The
 # maintainer scripts are in packaging/debian/ (what they do: docs/install.md).
 include(GNUInstallDirs)
 # cpack (and `make install`) install what is built instead of building the
@@ -38,6 +39,10 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/dashboards/alertmanager/
         DESTINATION ${share}/alertmanager)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/runbooks/
         DESTINATION ${share}/runbooks)
+# The series-budget profile (docs/series-budget.md), next to the example
+# config: copied to /etc/fabricmon by whoever wants it, never a conffile.
+install(FILES ${CMAKE_SOURCE_DIR}/packaging/fleet.yaml
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME fabricmon)

@@ -187,10 +187,17 @@ for ((i = 0; i < hosts; i++)); do
   # PFC/ethtool statistics and the DCB configuration: the simulator's
   # `ethtool -S` and `dcb` dumps of the host.
   root="$(realpath "$sim")/host$i"
+  # Counters every 1 s (shipped: 5 s): the tour's faults last a minute and
+  # are scraped every few seconds.
   cat >"$work/fabricmon-$i.yaml" <<YAML
 ethtool_dir: "$root/ethtool"
 collectors:
+  ib_port:
+    interval: 1s
+  hw_counters:
+    interval: 1s
   roce:
+    interval: 1s
     dcb_dir: "$root/dcb"
 $mad_yaml
   probe:

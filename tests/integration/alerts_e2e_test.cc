@@ -317,7 +317,12 @@ class Stack {
       std::ofstream(config)
           << "ethtool_dir: " << (root / "ethtool").string() << "\n"
           << "collectors:\n  congestion:\n    interval: 200ms\n"
-          << "  roce:\n    dcb_dir: " << (root / "dcb").string() << "\n"
+          // The scenarios' faults and Prometheus' 1 s scrapes are timed
+          // for 1 s counter polls (the default is 5 s).
+          << "  ib_port:\n    interval: 1s\n"
+          << "  hw_counters:\n    interval: 1s\n"
+          << "  roce:\n    interval: 1s\n    dcb_dir: "
+          << (root / "dcb").string() << "\n"
           << "  probe:\n    enabled: true\n    interval: 100ms\n"
           << "    listen_address: \"127.0.0.1:" << probe_base + h << "\"\n"
           << "    key_file: " << key.string()

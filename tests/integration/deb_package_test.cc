@@ -209,6 +209,8 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
       "test -f /usr/share/fabricmon/dashboards/fabric-overview.json\n"
       "test -f /usr/share/fabricmon/rules/alerting_rules.yml\n"
       "test -f /usr/share/fabricmon/runbooks/README.md\n"
+      "/usr/bin/fabricmon --check-config --config "
+      "/usr/share/doc/fabricmon/examples/fleet.yaml\n"
       "dpkg-query -W -f='${Conffiles}\\n' fabricmon | "
       "grep -q ' /etc/fabricmon/fabricmon.yaml '\n"
       "dpkg-query -W -f='${Conffiles}\\n' fabricmon | "

@@ -99,7 +99,10 @@ TEST(ConfigTest, EmptyDocumentGivesDefaults) {
   EXPECT_TRUE(config->devices.exclude().empty());
   CollectorConfig c = config->Collector("ib_port");
   EXPECT_TRUE(c.enabled);
-  EXPECT_EQ(c.interval, seconds(1));
+  // Raw counters every 5 s (kCounterPollInterval), read every 15-30 s.
+  EXPECT_EQ(c.interval, seconds(5));
+  EXPECT_EQ(config->Collector("hw_counters").interval, seconds(5));
+  EXPECT_EQ(config->Collector("roce").interval, seconds(5));
   EXPECT_EQ(c.timeout, seconds(5));
   EXPECT_TRUE(
       SettingsAs<RoceSettings>(config->Collector("roce")).netdevs.empty());
@@ -174,7 +177,8 @@ TEST(ConfigTest, CongestionWindowAndTick) {
   // Only the congestion collector has them.
   EXPECT_THAT(bad("collectors:\n  ib_port:\n    window: 30s\n"),
               HasSubstr("collectors.ib_port.window (line 3): unknown key "
-                        "(expected enabled, interval, timeout, devices)"));
+                        "(expected enabled, interval, timeout, devices, "
+                        "include, exclude)"));
   EXPECT_THAT(bad("collectors:\n  congestion:\n    windows: 30s\n"),
               HasSubstr("collectors.congestion.windows (line 3): unknown key "
                         "(expected enabled, interval, timeout, devices, "
