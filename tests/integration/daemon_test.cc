@@ -271,9 +271,10 @@ TEST_F(DaemonTest, DeviceRemovedWhileRunningKeepsServing) {
   WriteFile(config_,
             "collectors:\n  ib_port:\n    interval: 100ms\n"
             "  hw_counters:\n    interval: 100ms\n"
-            // Polled every minute by default: its series of a removed
+            // Polled every minute by default: their series of a removed
             // device would linger that long.
-            "  nic_identity:\n    interval: 1s\n");
+            "  nic_identity:\n    interval: 1s\n"
+            "  fabric_class:\n    interval: 1s\n");
   Process daemon({"--config", config_, "--sysfs.root", root.string(),
                   "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
