@@ -94,14 +94,14 @@ int main(int argc, char** argv) {
   const double cpu = CpuSeconds() - cpu0;
   int repeated = 0;
   for (const auto& [key, n] : tables) repeated += n > 1;
-  std::printf("nodes discovered %zu, bad traced %d, good traced %d, "
-              "unplaced %zu\n",
-              topo.nodes.size(), report.bad_traced, report.good_traced,
-              report.unplaced.size());
+  std::printf(
+      "nodes discovered %zu, bad traced %d, good traced %d, "
+      "unplaced %zu\n",
+      topo.nodes.size(), report.bad_traced, report.good_traced,
+      report.unplaced.size());
   std::printf("mads %s total %llu\n", cost.Text().c_str(),
-              static_cast<unsigned long long>(cost.discovery_mads +
-                                              cost.switch_info +
-                                              cost.lft_blocks));
+              static_cast<unsigned long long>(
+                  cost.discovery_mads + cost.switch_info + cost.lft_blocks));
   std::printf("tables read twice: %d\n", repeated);
   std::printf("wall %.3f s, cpu %.3f s\n", wall, cpu);
   return repeated == 0 && report.unplaced.empty() ? 0 : 1;
