@@ -136,6 +136,45 @@ TEST(LocateSim, RanksTheCableTheBadPairsShareOnAFatTree) {
             std::string::npos);
 }
 
+TEST(LocateSim, PairsWithUnknownPortsAreListedNotDropped) {
+  auto tree = std::make_shared<FatTree>(kK, kHostsPerLeaf);
+  const int leaf = tree->NodeOfName("leaf1-0");
+  std::vector<ProbePair> pairs = Pairs(*tree, leaf, kHostsPerLeaf + 2);
+  // A bad pair the join could not map (RoCE, no pair info) and one whose
+  // LID no port of this fabric has.
+  ProbePair roce = Pair(*tree, 0, 1, true);
+  roce.mapped = false;
+  roce.unmapped_reason = "no LID for a side";
+  roce.peer = "roce-peer";
+  ProbePair stale = Pair(*tree, 0, 1, true);
+  stale.dst_lid = 999;
+  stale.peer = "gone-peer";
+  pairs.push_back(roce);
+  pairs.push_back(stale);
+  auto counted = Count(tree);
+  LocateOptions options;
+  options.mad = Fast();
+  Report report;
+  mad::Topology topo;
+  FabricCost cost;
+  LocateLinks(*counted->transport, options, pairs, &report, &topo, &cost);
+  std::map<std::string, std::string> why;
+  for (const UnplacedPair& u : report.unplaced) why[u.peer] = u.why;
+  EXPECT_EQ(why.size(), 2u);
+  EXPECT_EQ(why["roce-peer"], "no LID for a side");
+  EXPECT_NE(why["gone-peer"].find("destination LID 999 not found"),
+            std::string::npos)
+      << why["gone-peer"];
+  EXPECT_EQ(report.bad_traced, report.bad - 2);
+  // The rest still finds the cable; the unplaced pairs voted for nothing.
+  ASSERT_FALSE(report.ranked.empty());
+  EXPECT_EQ(report.ranked[0].a_name + report.ranked[0].b_name, "leaf1-0agg1-1");
+  const std::string table = FormatTable(report);
+  EXPECT_NE(table.find("bad pair not placed: instance=host0 -> roce-peer"),
+            std::string::npos)
+      << table;
+}
+
 TEST(LocateSim, LinkListsTheLidsTheTablesSendOutOfThePort) {
   auto tree = std::make_shared<FatTree>(kK, kHostsPerLeaf);
   auto counted = Count(tree);
