@@ -42,6 +42,18 @@ void OwnLids(const mad::Topology& topo, std::vector<LinkDestination>* dests) {
   }
 }
 
+// Why the fabric is unknown, "" when discovery reached it: a local port
+// whose own NodeInfo went unanswered would otherwise read as "no such
+// switch" or "LID not found".
+std::string DiscoveryFailure(const mad::Topology& topo) {
+  if (!topo.nodes.empty()) return "";
+  return "discovery reached no node: the local port's NodeInfo got no "
+         "answer (" +
+         std::to_string(topo.stats.timeouts) + " timeouts, " +
+         std::to_string(topo.stats.errors) +
+         " errors; a larger --mad-timeout-ms?)";
+}
+
 }  // namespace
 
 std::string FabricCost::Text() const {
@@ -87,6 +99,14 @@ void LocateLinks(MadTransport& transport, const LocateOptions& options,
   }
   if (bad.empty()) return;  // nothing to trace: no MAD sent
   *topology = mad::Discover(transport, options.mad);
+  if (const std::string why = DiscoveryFailure(*topology); !why.empty()) {
+    for (const ProbePair* p : bad) {
+      report->unplaced.push_back({p->prober, p->peer, p->verdict.reason, why});
+    }
+    AddCost(*topology, mad::RouteTracer(transport, options.mad), cost);
+    report->trace_stats = cost->Text();
+    return;
+  }
   mad::RouteTracer tracer(transport, options.mad);
   tracer.SetTopology(topology);
   std::vector<mad::RoutePair> route_pairs;
@@ -139,6 +159,11 @@ bool LocateLink(MadTransport& transport, const MadOptions& options,
   mad::RouteTracer tracer(transport, options);
   tracer.SetTopology(&topo);
   report->link = link;
+  if (std::string why = DiscoveryFailure(topo); !why.empty()) {
+    AddCost(topo, tracer, cost);
+    *error = std::move(why);
+    return false;
+  }
   const std::vector<std::uint16_t> lids =
       tracer.LidsOutOf(link.guid, link.port, error);
   AddCost(topo, tracer, cost);

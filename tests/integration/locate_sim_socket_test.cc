@@ -60,8 +60,8 @@ TEST(LocateSimSocket, LinkListsTheLidsTheSimulatorRoutesOutOfAPort) {
     return Binary("fabricmon-locate") + " --json --link " +
            Hex(leaf_port.guid) + ":" + std::to_string(port) +
            " --sim-mad-socket " + sock.string() + " --sim-port-guid " +
-           Hex(local->guid) + " 2>>" + (dir / "locate.err").string() +
-           "; echo \"rc=$?\"";
+           Hex(local->guid) + " --mad-timeout-ms 5000 2>>" +
+           (dir / "locate.err").string() + "; echo \"rc=$?\"";
   };
   // One shell: start the simulator (its pid only is killed), wait for its
   // socket, run the locator twice, stop the simulator.

@@ -249,6 +249,34 @@ TEST(LocateSim, UnreadableTablesListThePairsAndBlameNoLink) {
   EXPECT_TRUE(lr.destinations.empty());
 }
 
+TEST(LocateSim, AFabricThatNeverAnswersIsSaidSo) {
+  const FatTree tree(kK, kHostsPerLeaf);
+  auto silent = sim::MakeAnsweringMadTransport(
+      [](std::uint16_t, const Mad&, std::uint32_t*) -> MadResult {
+        return std::errc::timed_out;
+      },
+      {});
+  LocateOptions options;
+  options.mad = Fast();
+  Report report;
+  mad::Topology topo;
+  FabricCost cost;
+  const std::vector<ProbePair> pairs = {Pair(tree, 0, 5, true),
+                                        Pair(tree, 1, 5, false)};
+  LocateLinks(*silent, options, pairs, &report, &topo, &cost);
+  ASSERT_EQ(report.unplaced.size(), 1u);
+  EXPECT_NE(report.unplaced[0].why.find("discovery reached no node"),
+            std::string::npos)
+      << report.unplaced[0].why;
+  EXPECT_TRUE(report.ranked.empty());
+  LinkReport lr;
+  std::string error;
+  EXPECT_FALSE(LocateLink(*silent, Fast(), {tree.nodes()[20].guid, 1}, pairs,
+                          &lr, &cost, &error));
+  EXPECT_NE(error.find("discovery reached no node"), std::string::npos)
+      << error;
+}
+
 // The cluster model answers the tables too: a route within a rail stays
 // on its leaf; across rails it goes by the spine.
 TEST(LocateSim, ClusterModelRoutesWithinAndAcrossRails) {
