@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "locate/counters.h"
 #include "simulator/model.h"
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/paths.h"
@@ -19,13 +20,6 @@ namespace fabric::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%016llx",
-                static_cast<unsigned long long>(v));
-  return buf;
-}
 
 TEST(LocateSimSocket, LinkListsTheLidsTheSimulatorRoutesOutOfAPort) {
   const fs::path dir = fs::temp_directory_path() /
@@ -58,9 +52,9 @@ TEST(LocateSimSocket, LinkListsTheLidsTheSimulatorRoutesOutOfAPort) {
   const fs::path sock = dir / "mad.sock";
   auto locate = [&](int port) {
     return Binary("fabricmon-locate") + " --json --link " +
-           Hex(leaf_port.guid) + ":" + std::to_string(port) +
+           locate::GuidText(leaf_port.guid) + ":" + std::to_string(port) +
            " --sim-mad-socket " + sock.string() + " --sim-port-guid " +
-           Hex(local->guid) + " --mad-timeout-ms 5000 2>>" +
+           locate::GuidText(local->guid) + " --mad-timeout-ms 5000 2>>" +
            (dir / "locate.err").string() + "; echo \"rc=$?\"";
   };
   // One shell: start the simulator (its pid only is killed), wait for its

@@ -96,6 +96,20 @@ MadOptions Fast() {
   return o;
 }
 
+// LocateLinks with the tests' MAD options.
+struct Located {
+  Report report;
+  mad::Topology topo;
+  FabricCost cost;
+};
+Located Locate(MadTransport& transport, const std::vector<ProbePair>& pairs) {
+  LocateOptions options;
+  options.mad = Fast();
+  Located l;
+  LocateLinks(transport, options, pairs, &l.report, &l.topo, &l.cost);
+  return l;
+}
+
 TEST(LocateSim, RanksTheCableTheBadPairsShareOnAFatTree) {
   auto tree = std::make_shared<FatTree>(kK, kHostsPerLeaf);
   ASSERT_EQ(tree->switches(), 20);
@@ -106,12 +120,7 @@ TEST(LocateSim, RanksTheCableTheBadPairsShareOnAFatTree) {
   for (const ProbePair& p : pairs) bad += p.verdict.verdict == Verdict::kBad;
   ASSERT_GT(bad, 4);
   auto counted = Count(tree);
-  LocateOptions options;
-  options.mad = Fast();
-  Report report;
-  mad::Topology topo;
-  FabricCost cost;
-  LocateLinks(*counted->transport, options, pairs, &report, &topo, &cost);
+  auto [report, topo, cost] = Locate(*counted->transport, pairs);
   EXPECT_EQ(topo.nodes.size(), 36u);
   EXPECT_EQ(report.bad, bad);
   EXPECT_EQ(report.bad_traced, bad);
@@ -152,12 +161,7 @@ TEST(LocateSim, PairsWithUnknownPortsAreListedNotDropped) {
   pairs.push_back(roce);
   pairs.push_back(stale);
   auto counted = Count(tree);
-  LocateOptions options;
-  options.mad = Fast();
-  Report report;
-  mad::Topology topo;
-  FabricCost cost;
-  LocateLinks(*counted->transport, options, pairs, &report, &topo, &cost);
+  auto [report, topo, cost] = Locate(*counted->transport, pairs);
   std::map<std::string, std::string> why;
   for (const UnplacedPair& u : report.unplaced) why[u.peer] = u.why;
   EXPECT_EQ(why.size(), 2u);
@@ -224,12 +228,7 @@ TEST(LocateSim, UnreadableTablesListThePairsAndBlameNoLink) {
   const std::vector<ProbePair> pairs = Pairs(*tree, leaf, kHostsPerLeaf + 2);
   tree->SilenceTables(tree->NodeOfName("agg1-1"));
   auto counted = Count(tree);
-  LocateOptions options;
-  options.mad = Fast();
-  Report report;
-  mad::Topology topo;
-  FabricCost cost;
-  LocateLinks(*counted->transport, options, pairs, &report, &topo, &cost);
+  auto [report, topo, cost] = Locate(*counted->transport, pairs);
   EXPECT_EQ(report.bad_traced, 0);
   EXPECT_EQ(static_cast<int>(report.unplaced.size()), report.bad);
   EXPECT_TRUE(report.ranked.empty());
@@ -256,14 +255,9 @@ TEST(LocateSim, AFabricThatNeverAnswersIsSaidSo) {
         return std::errc::timed_out;
       },
       {});
-  LocateOptions options;
-  options.mad = Fast();
-  Report report;
-  mad::Topology topo;
-  FabricCost cost;
   const std::vector<ProbePair> pairs = {Pair(tree, 0, 5, true),
                                         Pair(tree, 1, 5, false)};
-  LocateLinks(*silent, options, pairs, &report, &topo, &cost);
+  auto [report, topo, cost] = Locate(*silent, pairs);
   ASSERT_EQ(report.unplaced.size(), 1u);
   EXPECT_NE(report.unplaced[0].why.find("discovery reached no node"),
             std::string::npos)
