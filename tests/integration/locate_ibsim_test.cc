@@ -246,6 +246,11 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
         if (a != b) each(a, la, b, lb);
       }
     }
+    // One more lossy pair whose ports are unknown (no pair info: a peer
+    // off the fabric): listed as not placed, never dropped.
+    if (family != "fabric_probe_pair_info") {
+      each(std::string("hca0"), 0, std::string("offfabric"), 0);
+    }
   };
   auto labels = [](const std::string& a, const std::string& b) {
     return "instance=\"" + a + ":9100\",job=\"fabricmon\",peer=\"" + b +
@@ -265,7 +270,7 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
             [](int i) { return 150.0 * i; });
   });
   series("fabric_probe_lost", "counter", [&](auto a, int, auto b, int) {
-    const bool lossy = bad.count({a, b}) > 0;
+    const bool lossy = bad.count({a, b}) > 0 || b == "offfabric";
     samples("fabric_probe_lost_total", labels(a, b),
             [lossy](int i) { return lossy ? 30.0 * i : 0.0; });
   });
@@ -318,10 +323,18 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
       {Binary("fabricmon-locate"), "--prometheus",
        "http://127.0.0.1:" + std::to_string(port), "--window", "30m", "--json"},
       "hca1");
-  ASSERT_EQ(locate.exit_code, 0) << locate.out << locate.err;
+  // 7: ranked, with one bad pair that could not be placed (listed).
+  ASSERT_EQ(locate.exit_code, 7) << locate.out << locate.err;
   const auto j = nlohmann::json::parse(locate.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << locate.out;
-  EXPECT_EQ(j["pairs"]["bad"], static_cast<int>(bad.size()));
+  EXPECT_EQ(j["pairs"]["bad"], static_cast<int>(bad.size()) + 1);
+  EXPECT_EQ(j["pairs"]["bad_traced"], static_cast<int>(bad.size()));
+  ASSERT_EQ(j["unplaced_bad_pairs"].size(), 1u) << locate.out;
+  EXPECT_EQ(j["unplaced_bad_pairs"][0]["peer"], "offfabric");
+  EXPECT_EQ(j["unplaced_bad_pairs"][0]["why"], "no fabric_probe_pair_info");
+  EXPECT_NE(locate.err.find("1 bad pairs could not be placed"),
+            std::string::npos)
+      << locate.err;
   ASSERT_FALSE(j["links"].empty()) << locate.out;
   const auto& top = j["links"][0];
   std::set<std::pair<std::string, int>> ends = {
