@@ -5,14 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <random>
 
 namespace fabric::sim {
 
-FatTree::FatTree(int k, int hosts_per_leaf) {
-  const int half = k / 2;
-  const int leaves = k * half, aggs = k * half, cores = half * half;
-  switches_ = leaves + aggs + cores;
-  hosts_ = leaves * hosts_per_leaf;
+void FatTree::MakeNodes(
+    const std::vector<std::pair<std::string, int>>& switches) {
+  switches_ = static_cast<int>(switches.size());
   nodes_.resize(hosts_ + switches_);
   auto make = [&](int n, bool sw, std::string name, int ports) {
     Node& node = nodes_[n];
@@ -22,19 +21,41 @@ FatTree::FatTree(int k, int hosts_per_leaf) {
     node.guid = (sw ? 0x0002c90300b00000ULL : 0x0002c90300a00000ULL) + n;
     node.ports.assign(ports + 1, {-1, 0});
   };
-  const int leaf0 = hosts_, agg0 = hosts_ + leaves, core0 = agg0 + aggs;
   for (int h = 0; h < hosts_; ++h)
     make(h, false, "host" + std::to_string(h), 1);
-  for (int pod = 0; pod < k; ++pod) {
-    for (int i = 0; i < half; ++i) {
-      const std::string at = std::to_string(pod) + "-" + std::to_string(i);
-      make(leaf0 + pod * half + i, true, "leaf" + at, hosts_per_leaf + half);
-      make(agg0 + pod * half + i, true, "agg" + at, k);
+  for (int s = 0; s < switches_; ++s) {
+    make(hosts_ + s, true, switches[s].first, switches[s].second);
+  }
+}
+
+void FatTree::Finish() {
+  lid_node_.assign(nodes_.size() + 1, -1);
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    lid_node_[nodes_[n].lid] = static_cast<int>(n);
+  }
+  Route();
+}
+
+FatTree::FatTree(int k, int hosts_per_leaf) {
+  const int half = k / 2;
+  const int leaves = k * half, aggs = k * half, cores = half * half;
+  hosts_ = leaves * hosts_per_leaf;
+  // Switch order: leaves, aggs (pod by pod), cores.
+  std::vector<std::pair<std::string, int>> switches;
+  for (const char* kind : {"leaf", "agg"}) {
+    for (int pod = 0; pod < k; ++pod) {
+      for (int i = 0; i < half; ++i) {
+        switches.emplace_back(
+            kind + std::to_string(pod) + "-" + std::to_string(i),
+            kind[0] == 'l' ? hosts_per_leaf + half : k);
+      }
     }
   }
   for (int c = 0; c < cores; ++c) {
-    make(core0 + c, true, "core" + std::to_string(c), k);
+    switches.emplace_back("core" + std::to_string(c), k);
   }
+  MakeNodes(switches);
+  const int leaf0 = hosts_, agg0 = hosts_ + leaves, core0 = agg0 + aggs;
   for (int h = 0; h < hosts_; ++h) {
     Connect(h, 1, leaf0 + h / hosts_per_leaf, h % hosts_per_leaf + 1);
   }
@@ -48,11 +69,60 @@ FatTree::FatTree(int k, int hosts_per_leaf) {
       }
     }
   }
-  lid_node_.assign(nodes_.size() + 1, -1);
-  for (std::size_t n = 0; n < nodes_.size(); ++n) {
-    lid_node_[nodes_[n].lid] = static_cast<int>(n);
+  Finish();
+}
+
+FatTree FatTree::Random(int switches, int ports, int hosts,
+                        std::uint32_t seed) {
+  FatTree t;
+  t.hosts_ = hosts;
+  std::vector<std::pair<std::string, int>> names;
+  for (int s = 0; s < switches; ++s) {
+    names.emplace_back("sw" + std::to_string(s), ports);
   }
-  Route();
+  t.MakeNodes(names);
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % n); };
+  auto free_port = [&](int node) {
+    const auto& p = t.nodes_[node].ports;
+    for (std::size_t i = 1; i < p.size(); ++i) {
+      if (p[i].first < 0) return static_cast<int>(i);
+    }
+    return 0;
+  };
+  auto linked = [&](int a, int b) {
+    for (const auto& [peer, port] : t.nodes_[a].ports) {
+      if (peer == b) return true;
+    }
+    return false;
+  };
+  auto link = [&](int a, int b) {
+    const int pa = free_port(a), pb = free_port(b);
+    if (a == b || pa == 0 || pb == 0 || linked(a, b)) return false;
+    t.Connect(a, pa, b, pb);
+    return true;
+  };
+  // Connected first (each switch to an earlier one with a free port), then
+  // as many extra links again, then the hosts.
+  for (int s = 1; s < switches; ++s) {
+    for (int tries = 0; tries < 100 && !link(hosts + s, hosts + pick(s));) {
+      ++tries;
+    }
+  }
+  for (int i = 0; i < switches; ++i) {
+    link(hosts + pick(switches), hosts + pick(switches));
+  }
+  for (int h = 0; h < hosts; ++h) {
+    for (int tries = 0; tries < 100; ++tries) {
+      const int s = hosts + pick(switches);
+      if (const int p = free_port(s)) {
+        t.Connect(h, 1, s, p);
+        break;
+      }
+    }
+  }
+  t.Finish();
+  return t;
 }
 
 void FatTree::Connect(int a, int pa, int b, int pb) {

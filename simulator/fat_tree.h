@@ -33,6 +33,12 @@ namespace fabric::sim {
 class FatTree {
  public:
   FatTree(int k, int hosts_per_leaf);
+  // Not a fat tree: `switches` switches of `ports` ports linked at random
+  // (a random spanning tree, then random extra links, never two between
+  // one pair), `hosts` one-port HCAs on random free switch ports
+  // ("sw<i>", "host<i>"); the same seed, the same fabric. For tests that
+  // must not depend on one topology's symmetry.
+  static FatTree Random(int switches, int ports, int hosts, std::uint32_t seed);
 
   int switches() const { return switches_; }
   int hosts() const { return hosts_; }
@@ -63,6 +69,10 @@ class FatTree {
                    std::uint32_t* node) const;
 
  private:
+  FatTree() = default;
+  // Names, LIDs and GUIDs of hosts_ hosts then switches_ switches.
+  void MakeNodes(const std::vector<std::pair<std::string, int>>& switches);
+  void Finish();  // the LID index and the routes
   void Route();
   void Connect(int a, int pa, int b, int pb);
 
