@@ -41,7 +41,7 @@ def answer(query):
         return vector(lambda a, b, lossy: "600")
     if "fabric_probe_lost_total" in query:
         return vector(lambda a, b, lossy: "120" if lossy else "0")
-    if "fabric_probe_network_rtt_seconds_bucket" in query:
+    if "fabric_probe_network_rtt_seconds" in query:  # quantile or sum/count
         return vector(lambda a, b, lossy: "8e-06")
     if "fabric_probe_pair_info" in query:
         return vector(lambda a, b, lossy: "1",
