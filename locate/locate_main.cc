@@ -4,7 +4,9 @@
 // (and good ones', to clear links) over the switches' LFTs, votes as 007
 // does, and joins the top links' switch counters. An operator's tool, run
 // where the fabric sweep runs: it opens umad in process, behind the MAD
-// broker's allow-list, as fabricmon-mad does.
+// broker's allow-list, as fabricmon-mad does (or asks fabricmon-sim's MAD
+// socket with --sim-mad-socket). --link SWITCH_GUID:PORT answers the other
+// way round: the destinations routed out of that port (locate/link.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -14,14 +16,15 @@
 #include <sstream>
 
 #include "locate/counters.h"
+#include "locate/link.h"
 #include "locate/pairs.h"
 #include "locate/prometheus.h"
 #include "locate/report.h"
+#include "locate/run.h"
 #include "locate/score.h"
-#include "locate/trace.h"
+#include "simulator/mad_socket.h"
 #include "sources/mad/discovery.h"
 #include "sources/mad/mad_cli.h"
-#include "sources/mad/routes.h"
 #include "sources/mad/umad_transport.h"
 
 using namespace fabric;
@@ -39,6 +42,26 @@ enum Exit {
   kFabricFailed = 6,      // no local IB port, or no bad pair traced
   kSomeUnplaced = 7,      // ranked, but some bad pairs have no path
 };
+
+// The MADs' way out: the local umad port behind the broker's allow-list,
+// or fabricmon-sim's MAD socket (the simulated fabric). nullptr with *error.
+std::unique_ptr<MadTransport> OpenFabric(const mad::MadCli& cli,
+                                         const std::string& sim_socket,
+                                         const std::string& sim_port_guid,
+                                         std::string* error) {
+  if (!sim_socket.empty()) {
+    std::uint64_t guid = 0;
+    try {
+      guid = std::stoull(sim_port_guid, nullptr, 16);
+    } catch (const std::exception&) {
+      *error = "--sim-port-guid wants the local port GUID in hex";
+      return nullptr;
+    }
+    return sim::ConnectMadSocket(sim_socket, guid, error);
+  }
+  mad::LocalPort local;
+  return mad::OpenOperatorMad(cli, &local, error);
+}
 
 int Fail(int status, const std::string& message) {
   std::cerr << "fabricmon-locate: " << message << "\n";
@@ -70,15 +93,16 @@ int main(int argc, char** argv) {
   int query_timeout_ms = 30000;
   Thresholds thresholds;
   double rtt_floor_us = thresholds.rtt_excess_floor_seconds * 1e6;
-  int top = 10, max_good = 2000, clear_min_good = 1;
+  LocateOptions lo;
   bool json = false;
+  std::string link_text, sim_socket, sim_port_guid;
   mad::MadCli mad_cli;
   app.add_option("--prometheus", url,
-                 "Prometheus or VictoriaMetrics base URL (http[s]://...)")
-      ->required();
+                 "Prometheus or VictoriaMetrics base URL (http[s]://...); "
+                 "optional with --link");
   app.add_option("--window", window, "PromQL duration to judge (30m)");
   app.add_option("--baseline", baseline,
-                 "a pair's usual RTT: the median over this range before the "
+                 "a pair's usual RTT: the mean over this range before the "
                  "window (1d)");
   app.add_option("--basic-auth-user", auth.user);
   app.add_option("--basic-auth-password-file", password_file);
@@ -98,32 +122,51 @@ int main(int argc, char** argv) {
                  "... and by at least this (50 us)");
   app.add_option("--min-probes", thresholds.min_probes,
                  "fewer probes in the window: no verdict (10)");
-  app.add_option("--top", top, "links to show (10)");
-  app.add_option("--max-good-pairs", max_good,
+  app.add_option("--top", lo.top, "links to show (10)");
+  app.add_option("--max-good-pairs", lo.max_good,
                  "good pairs traced to clear links (2000)");
-  app.add_option("--clear-min-good", clear_min_good,
+  app.add_option("--clear-min-good", lo.clear_min_good,
                  "good pairs that clear a link with no bad one (1)");
+  app.add_option("--link", link_text,
+                 "SWITCH_GUID:PORT: the destinations routed out of that port "
+                 "and their traffic, instead of ranking links");
   app.add_flag("--json", json, "JSON for tools instead of the table");
   mad_cli.AddTo(app);
+  app.add_option("--sim-mad-socket", sim_socket,
+                 "ask fabricmon-sim's MAD socket instead of umad");
+  app.add_option("--sim-port-guid", sim_port_guid,
+                 "with --sim-mad-socket: the local port GUID (hex)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : kUsage;
   }
+  lo.mad = mad_cli.Options();
   thresholds.rtt_excess_floor_seconds = rtt_floor_us * 1e-6;
   std::string error;
-  const auto purl = ParseUrl(url, &error);
-  if (!purl) return Fail(kUsage, "--prometheus: " + error);
+  std::optional<LinkSpec> link;
+  if (!link_text.empty()) {
+    link = ParseLinkSpec(link_text, &error);
+    if (!link) return Fail(kUsage, error);
+  }
+  if (url.empty() && !link) return Fail(kUsage, "--prometheus is required");
+  std::optional<PromUrl> purl;
+  if (!url.empty()) {
+    purl = ParseUrl(url, &error);
+    if (!purl) return Fail(kUsage, "--prometheus: " + error);
+  }
   if (!password_file.empty()) {
     auth.password = ReadSecret(password_file, &error);
     if (!error.empty()) return Fail(kUsage, error);
   }
-  if (top < 1 || max_good < 0 || clear_min_good < 1) {
+  if (lo.top < 1 || lo.max_good < 0 || lo.clear_min_good < 1) {
     return Fail(kUsage, "--top and --clear-min-good want >= 1");
   }
-  const Prometheus prom(*purl, auth,
-                        std::chrono::milliseconds(query_timeout_ms));
+  std::optional<Prometheus> prom;
+  if (purl) {
+    prom.emplace(*purl, auth, std::chrono::milliseconds(query_timeout_ms));
+  }
   // One evaluation time for every query, so they see the same window.
   const double now = std::chrono::duration<double>(
                          std::chrono::system_clock::now().time_since_epoch())
@@ -131,7 +174,7 @@ int main(int argc, char** argv) {
   auto query = [&](const std::string& promql,
                    std::vector<PromSample>* out) -> int {
     QueryError kind;
-    auto r = prom.Query(promql, now, &kind, &error);
+    auto r = prom->Query(promql, now, &kind, &error);
     if (!r) {
       return Fail(kPrometheusFailed,
                   (kind == QueryError::kUnreachable ? "Prometheus unreachable: "
@@ -143,46 +186,57 @@ int main(int argc, char** argv) {
   };
 
   // (1) The pairs and their verdicts.
-  const PairQueries q = MakePairQueries(window, baseline);
-  PairAnswers answers;
-  for (auto [promql, out] : {std::pair{&q.sent, &answers.sent},
-                             {&q.lost, &answers.lost},
-                             {&q.rtt, &answers.rtt},
-                             {&q.baseline, &answers.baseline},
-                             {&q.info, &answers.info}}) {
-    if (int rc = query(*promql, out)) return rc;
+  std::vector<ProbePair> pairs;
+  if (prom) {
+    const PairQueries q = MakePairQueries(window, baseline);
+    PairAnswers answers;
+    for (auto [promql, out] : {std::pair{&q.sent, &answers.sent},
+                               {&q.lost, &answers.lost},
+                               {&q.rtt, &answers.rtt},
+                               {&q.baseline, &answers.baseline},
+                               {&q.info, &answers.info}}) {
+      if (int rc = query(*promql, out)) return rc;
+    }
+    if (answers.sent.empty() && !link) {
+      return Fail(kNoProbeData, "no probe data in the last " + window +
+                                    " (fabric_probe_sent_total has no series)");
+    }
+    pairs = JoinPairs(answers, thresholds);
   }
-  if (answers.sent.empty()) {
-    return Fail(kNoProbeData, "no probe data in the last " + window +
-                                  " (fabric_probe_sent_total has no series)");
+
+  if (link) {
+    // --link: the LFT answers; the window's series join what exists.
+    LinkReport lr;
+    lr.window = window;
+    lr.queried = prom.has_value();
+    const LinkQueries lq = MakeLinkQueries(window, *link);
+    std::vector<PromSample> xmit, wait, lids, rcv;
+    if (prom) {
+      for (auto [promql, out] : {std::pair{&lq.xmit_bytes, &xmit},
+                                 {&lq.xmit_wait, &wait},
+                                 {&lq.host_lids, &lids},
+                                 {&lq.host_rcv_bytes, &rcv}}) {
+        if (int rc = query(*promql, out)) return rc;
+      }
+    }
+    auto transport = OpenFabric(mad_cli, sim_socket, sim_port_guid, &error);
+    if (!transport) return Fail(kFabricFailed, error);
+    FabricCost cost;
+    const bool ok =
+        LocateLink(*transport, lo.mad, *link, pairs, &lr, &cost, &error);
+    std::fprintf(stderr, "stats locate %s\n", cost.Text().c_str());
+    if (!ok) return Fail(kFabricFailed, error);
+    lr.xmit_bytes = SumOf(xmit);
+    lr.xmit_wait = SumOf(wait);
+    JoinHostTraffic(lids, rcv, &lr.destinations);
+    std::fputs((json ? FormatLinkJson(lr) : FormatLinkTable(lr)).c_str(),
+               stdout);
+    return kLocated;
   }
-  const std::vector<ProbePair> pairs = JoinPairs(answers, thresholds);
+
   Report report;
   report.window = window;
-  report.pairs = static_cast<int>(pairs.size());
-  std::vector<const ProbePair*> bad, good;
-  for (const ProbePair& p : pairs) {
-    switch (p.verdict.verdict) {
-      case Verdict::kBad:
-        ++report.bad;
-        if (p.mapped) {
-          bad.push_back(&p);
-        } else {
-          report.unplaced.push_back(
-              {p.prober, p.peer, p.verdict.reason, p.unmapped_reason});
-        }
-        break;
-      case Verdict::kGood:
-        ++report.good;
-        if (p.mapped && static_cast<int>(good.size()) < max_good) {
-          good.push_back(&p);
-        }
-        break;
-      case Verdict::kUnknown:
-        ++report.unknown;
-        break;
-    }
-  }
+  CountVerdicts(pairs, &report);
   if (report.bad == 0) {
     std::fputs((json ? FormatJson(report) : FormatTable(report)).c_str(),
                stdout);
@@ -190,71 +244,30 @@ int main(int argc, char** argv) {
                 "no pair is bad in the last " + window + ": nothing to locate");
   }
 
-  // (2) The fabric and the paths.
-  mad::LocalPort local;
-  auto transport = mad::OpenOperatorMad(mad_cli, &local, &error);
+  // (2)-(3) The fabric, the paths and the vote.
+  auto transport = OpenFabric(mad_cli, sim_socket, sim_port_guid, &error);
   if (!transport) return Fail(kFabricFailed, error);
-  const MadOptions options = mad_cli.Options();
-  const mad::Topology topo = mad::Discover(*transport, options);
-  mad::RouteTracer tracer(*transport, options);
-  tracer.SetTopology(&topo);
-  std::vector<mad::RoutePair> route_pairs;
-  for (const auto* list : {&bad, &good}) {
-    for (const ProbePair* p : *list) {
-      route_pairs.push_back({p->src_lid, p->dst_lid});
-    }
-  }
-  const std::vector<PairPath> paths = TraceBothWays(tracer, route_pairs);
-  std::vector<PathObservation> observations;
-  for (std::size_t i = 0; i < paths.size(); ++i) {
-    const bool is_bad = i < bad.size();
-    if (!paths[i].ok()) {
-      if (is_bad) {
-        report.unplaced.push_back({bad[i]->prober, bad[i]->peer,
-                                   bad[i]->verdict.reason, paths[i].error});
-      }
-      continue;
-    }
-    ++(is_bad ? report.bad_traced : report.good_traced);
-    observations.push_back(
-        {is_bad ? Verdict::kBad : Verdict::kGood, paths[i].links});
-  }
-  const mad::RouteStats& rs = tracer.stats();
-  report.trace_stats =
-      "discovery_mads " +
-      std::to_string(topo.stats.ok + topo.stats.timeouts + topo.stats.errors) +
-      " switch_info " + std::to_string(rs.switch_info_reads) + " lft_blocks " +
-      std::to_string(rs.lft_block_reads) + " failed " +
-      std::to_string(rs.failed_reads);
+  report = Report();
+  report.window = window;
+  mad::Topology topo;
+  FabricCost cost;
+  LocateLinks(*transport, lo, pairs, &report, &topo, &cost);
   std::fprintf(stderr, "stats locate %s\n", report.trace_stats.c_str());
 
-  // (3) The vote.
-  ScoreOptions so;
-  so.clear_min_good = clear_min_good;
-  const Scores scores = ScoreLinks(observations, so);
-  report.cleared = static_cast<int>(scores.cleared.size());
-  std::set<std::uint64_t> switches;
-  for (const LinkScore& s : scores.ranked) {
-    if (static_cast<int>(report.ranked.size()) >= top) break;
-    RankedLink r;
-    r.score = s;
-    for (auto [end, name] :
-         {std::pair{&s.link.a, &r.a_name}, {&s.link.b, &r.b_name}}) {
-      if (const mad::FabricNode* n = topo.Find(end->guid)) {
-        *name = n->description;
-        if (n->type == 2) switches.insert(end->guid);
-      }
-    }
-    report.ranked.push_back(std::move(r));
-  }
-
   // (4) The top links' counters; a failure here costs the counters only.
+  std::set<std::uint64_t> switches;
+  for (const RankedLink& r : report.ranked) {
+    for (const LinkEnd* end : {&r.score.link.a, &r.score.link.b}) {
+      const mad::FabricNode* n = topo.Find(end->guid);
+      if (n && n->type == 2) switches.insert(end->guid);
+    }
+  }
   if (!switches.empty()) {
     std::map<LinkEnd, PortCounters> counters;
     for (const CounterQuery& cq :
          MakeCounterQueries(window, {switches.begin(), switches.end()})) {
       QueryError kind;
-      const auto r = prom.Query(cq.promql, now, &kind, &error);
+      const auto r = prom->Query(cq.promql, now, &kind, &error);
       if (!r) {
         std::cerr << "fabricmon-locate: counters: " << error << "\n";
         continue;

@@ -197,7 +197,11 @@ std::optional<std::vector<PromSample>> Prometheus::Query(
   r.target = target;
   r.user = auth_.user;
   r.password = auth_.password;
-  r.ca_file = auth_.insecure_skip_verify ? "" : auth_.ca_file;
+  // https always verifies the server unless told not to: against
+  // --tls-ca-file, else the system's CAs.
+  r.ca_file = auth_.insecure_skip_verify ? ""
+              : auth_.ca_file.empty()    ? std::string(kSystemCaFile)
+                                         : auth_.ca_file;
   r.cert_file = auth_.cert_file;
   r.key_file = auth_.key_file;
   r.server_name = auth_.server_name;
@@ -214,11 +218,22 @@ std::optional<std::vector<PromSample>> Prometheus::Query(
   // Prometheus answers 400/422/503 with a JSON error body: show its text.
   if (answer->status != 200) {
     *kind = QueryError::kHttp;
+    // Prometheus' JSON error text, else the first line of whatever it is.
     std::string detail;
     ParseVector(answer->body, &detail);
-    *error = "HTTP " + std::to_string(answer->status) +
-             (answer->status == 401 ? " (needs --basic-auth-user?)" : "") +
-             (detail.empty() ? "" : ": " + detail);
+    if (!detail.starts_with("status is not")) {
+      detail = answer->body.substr(0, answer->body.find('\n')).substr(0, 120);
+      for (char& c : detail) {
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+      }
+    }
+    *error =
+        "HTTP " + std::to_string(answer->status) +
+        (answer->status == 401
+             ? (auth_.user.empty() ? " (needs --basic-auth-user?)"
+                                   : " (wrong --basic-auth-user or password?)")
+             : "") +
+        (detail.empty() ? "" : ": " + detail);
     return std::nullopt;
   }
   auto samples = ParseVector(answer->body, &why);

@@ -41,9 +41,13 @@ std::optional<std::vector<PromSample>> ParseVector(std::string_view body,
 // percent-encoding for a form body / query string.
 std::string UrlEncode(std::string_view s);
 
+// Debian's bundle of the system's trusted CAs (ca-certificates).
+inline constexpr char kSystemCaFile[] = "/etc/ssl/certs/ca-certificates.crt";
+
 struct PromAuth {
-  std::string user, password;         // basic auth when user is set
-  std::string ca_file;                // verify the server against it
+  std::string user, password;  // basic auth when user is set
+  // Verify an https server against this CA; "" = kSystemCaFile.
+  std::string ca_file;
   std::string cert_file, key_file;    // client certificate
   std::string server_name;            // the name to verify, if not host
   bool insecure_skip_verify = false;  // TLS without verification

@@ -23,6 +23,9 @@ PACKAGES=(
   # (vm_deploy_test, bench/vm_sizing.py).
   victoria-metrics
   ibsim-utils opensm infiniband-diags
+  # The openssl CLI makes the tests' certificates (MakeTestCa); fabricmon-
+  # locate verifies https against ca-certificates' bundle by default.
+  openssl ca-certificates
   # fabricmon-bench: results.json (nlohmann), its report checked in headless
   # Chromium, its push checked against a real Pushgateway.
   nlohmann-json3-dev chromium prometheus-pushgateway

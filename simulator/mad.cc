@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <thread>
 #include <unordered_map>
 
+#include "simulator/routing.h"
 #include "simulator/runner.h"
 
 namespace fabric::sim {
@@ -177,6 +179,54 @@ std::vector<const Port*> NodeOf(const Cluster& c, const Port& p) {
   return out;
 }
 
+// The model's InfiniBand switches as a routing graph as the fabric is now
+// (a down link carries no route); *index = the switch of `sw`'s device.
+MinHopRouting ClusterRouting(const Cluster& c, const Port& sw, int* index) {
+  std::map<std::string, int> switches;
+  for (const Port& p : c.ports()) {
+    if (p.host < 0 && p.link_layer == LinkLayer::kInfiniBand) {
+      switches.try_emplace(p.device, static_cast<int>(switches.size()));
+    }
+  }
+  std::vector<std::vector<int>> peers(switches.size());
+  std::map<std::uint16_t, std::pair<int, int>> owners;
+  for (const Port& p : c.ports()) {
+    const auto s = switches.find(p.device);
+    if (p.host >= 0 || s == switches.end()) continue;
+    owners[p.lid] = {s->second, 0};
+    auto& row = peers[s->second];
+    if (static_cast<int>(row.size()) <= p.port_num)
+      row.resize(p.port_num + 1, -1);
+    if (!p.up || p.peer < 0) continue;
+    const Port& q = c.ports()[p.peer];
+    if (q.host >= 0) {
+      if (q.lid != 0) owners[q.lid] = {s->second, p.port_num};
+    } else if (const auto t = switches.find(q.device); t != switches.end()) {
+      row[p.port_num] = t->second;
+    }
+  }
+  *index = switches.at(sw.device);
+  return MinHopRouting(std::move(peers), std::move(owners));
+}
+
+// SwitchInfo and LinearForwardingTable at the switch of port `sw`: false
+// for other attributes.
+bool FillSwitchTables(const Cluster& c, const Port& sw, ib_net16_t attr,
+                      std::uint32_t attr_mod, std::uint8_t* data) {
+  if (sw.host >= 0 ||
+      (attr != IB_MAD_ATTR_SWITCH_INFO && attr != IB_MAD_ATTR_LIN_FWD_TBL)) {
+    return false;
+  }
+  int index = 0;
+  const MinHopRouting routing = ClusterRouting(c, sw, &index);
+  if (attr == IB_MAD_ATTR_SWITCH_INFO) {
+    FillSwitchInfo(routing, data);
+  } else {
+    FillLftBlock(routing, index, attr_mod, data);
+  }
+  return true;
+}
+
 // A directed-route SMP from `local_port`: walks initial_path over the
 // model's links and answers at the node it reaches.
 MadResult AnswerDirected(const Cluster& c, const Mad& request, int local_port) {
@@ -212,6 +262,10 @@ MadResult AnswerDirected(const Cluster& c, const Mad& request, int local_port) {
   }
   const auto ports = NodeOf(c, *at);
   const int num = static_cast<int>(cl_ntoh32(smp->attr_mod) & 0xff);
+  if (FillSwitchTables(c, *at, smp->attr_id, cl_ntoh32(smp->attr_mod),
+                       r->data)) {
+    return response;
+  }
   switch (smp->attr_id) {
     case IB_MAD_ATTR_NODE_INFO:
       FillNodeInfo(c, ports, *at, r->data);
@@ -472,6 +526,9 @@ MadResult AnswerMad(const Cluster& c, std::uint16_t dlid, const Mad& request,
       FillPortInfoExtended(smp->data);
       return response;
     }
+    if (FillSwitchTables(c, *ports[0], hdr->attr_id, attr_mod, smp->data)) {
+      return response;
+    }
   } else if (hdr->mgmt_class == IB_MCLASS_PERF) {
     auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(response.data());
     const std::uint8_t port_select = pm->data[1];
@@ -595,6 +652,12 @@ MadResult SwitchFarm::Answer(std::uint16_t dlid, const Mad& request,
     std::memcpy(pm->data, &pc, sizeof(pc));
   }
   return response;
+}
+
+std::unique_ptr<MadTransport> MakeAnsweringMadTransport(
+    std::function<MadResult(std::uint16_t, const Mad&, std::uint32_t*)> answer,
+    SimMadOptions options) {
+  return std::make_unique<SimMadTransport>(std::move(answer), options);
 }
 
 std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(

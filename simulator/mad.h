@@ -9,7 +9,12 @@
 //                                (saturating at 2^32-1, as the PMA does).
 //   PortCountersExtended (0x1D)  64-bit data/packet counters.
 //   NodeDescription (0x10)       the device's node_desc or the switch name.
-// NodeInfo, NodeDescription and PortInfo also by directed route (SubnDir
+//   SwitchInfo (0x12), LinearForwardingTable (0x19) at a switch: min-hop
+//                                routes over the IB switches as the model
+//                                is now (simulator/routing.h), so routes
+//                                and fabricmon-locate work on it.
+// NodeInfo, NodeDescription, PortInfo and the switch tables also by
+// directed route (SubnDir
 // 0x81) from SimMadOptions::local_port, hop by hop over the model's links
 // (a down link or a port that does not exist: no answer), as fabric
 // discovery and the switch sweep send them; a switch answers PortInfo for
@@ -82,6 +87,15 @@ class SwitchFarm {
 
 std::unique_ptr<MadTransport> MakeSwitchFarmMadTransport(
     std::shared_ptr<const SwitchFarm> farm, SimMadOptions options);
+
+// Any responder through the same service model: `answer` computes the
+// response to a MAD at a DLID and names the node serving it (*node, for
+// per_node_limit); an error result is a MAD nobody answers.
+std::unique_ptr<MadTransport> MakeAnsweringMadTransport(
+    std::function<MadResult(std::uint16_t dlid, const Mad& mad,
+                            std::uint32_t* node)>
+        answer,
+    SimMadOptions options);
 
 // The response to `request` at `dlid` computed from `cluster` (exposed for
 // tests): invalid_argument for a malformed request, host_unreachable for a

@@ -91,6 +91,16 @@ class SocketMadTransport : public MadTransport {
 
 }  // namespace
 
+MadSocketServer::MadSocketServer(const LiveRunner& runner)
+    : answer_(
+          [&runner](std::uint64_t guid, std::uint16_t dlid, const Mad& mad) {
+            MadResult answer = std::errc::host_unreachable;
+            runner.WithCluster([&](const Cluster& c) {
+              answer = AnswerMad(c, dlid, mad, LocalPortIndex(c, guid));
+            });
+            return answer;
+          }) {}
+
 MadSocketServer::~MadSocketServer() { Stop(); }
 
 bool MadSocketServer::Start(const std::string& path, std::string* error) {
@@ -158,10 +168,7 @@ void MadSocketServer::Serve() {
         static_cast<std::uint16_t>((request[12] << 8) | request[13]);
     Mad mad;
     std::memcpy(mad.data(), request + kHeaderSize, kMadSize);
-    MadResult answer = std::errc::host_unreachable;
-    runner_.WithCluster([&](const Cluster& c) {
-      answer = AnswerMad(c, dlid, mad, LocalPortIndex(c, guid));
-    });
+    const MadResult answer = answer_(guid, dlid, mad);
     if (!answer.ok()) continue;  // no answer, as on the fabric
     // A client that went away (or an unbound one) just misses its answer.
     if (::sendto(fd_, answer->data(), kMadSize, MSG_DONTWAIT | MSG_NOSIGNAL,

@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,7 +44,14 @@ class LiveRunner;
 
 class MadSocketServer {
  public:
-  explicit MadSocketServer(const LiveRunner& runner) : runner_(runner) {}
+  // The answer to a MAD at `dlid` leaving by the port `local_port_guid`;
+  // an error result: no answer.
+  using Answerer = std::function<MadResult(std::uint64_t local_port_guid,
+                                           std::uint16_t dlid, const Mad&)>;
+  // Answers from the running model (locked per MAD).
+  explicit MadSocketServer(const LiveRunner& runner);
+  // Answers from anything else (bench/fat_tree_socket.cc: the fat tree).
+  explicit MadSocketServer(Answerer answer) : answer_(std::move(answer)) {}
   ~MadSocketServer();  // Stop()
   MadSocketServer(const MadSocketServer&) = delete;
   MadSocketServer& operator=(const MadSocketServer&) = delete;
@@ -61,7 +69,7 @@ class MadSocketServer {
   void Loop();
   void Serve();
 
-  const LiveRunner& runner_;
+  Answerer answer_;
   std::string path_;
   int fd_ = -1;
   int wake_fd_ = -1;

@@ -284,6 +284,45 @@ void RouteTracer::Fetch(
   stats_.mads.retries += s.retries;
 }
 
+std::vector<std::uint16_t> RouteTracer::LidsOutOf(std::uint64_t switch_guid,
+                                                  int port,
+                                                  std::string* error) {
+  const FabricNode* n = topology_ ? topology_->Find(switch_guid) : nullptr;
+  if (!n || n->type != 2) {
+    *error = Printf("no switch with GUID 0x%016llx in the fabric",
+                    static_cast<unsigned long long>(switch_guid));
+    return {};
+  }
+  if (port < 1 || port > n->num_ports) {
+    *error = Printf("\"%s\" has ports 1..%d, not %d", n->description.c_str(),
+                    n->num_ports, port);
+    return {};
+  }
+  auto failure = [&](const FailedReads& failed) {
+    *error = "cannot read the forwarding table of \"" + n->description +
+             "\": " + failed.begin()->second;
+    return std::vector<std::uint16_t>{};
+  };
+  FailedReads failed;
+  if (!tables_[switch_guid].has_info) Fetch({{switch_guid, {}}}, &failed);
+  if (!failed.empty()) return failure(failed);
+  const SwitchInfo& si = tables_[switch_guid].info;
+  // The entries ibroute prints: unicast LIDs up to LinearFDBTop.
+  const std::uint32_t last = std::min<std::uint32_t>(si.linear_fdb_top, 0xbfff);
+  std::vector<std::uint32_t> blocks;
+  for (std::uint32_t b = 0; b <= last / kLftBlockLids; ++b) blocks.push_back(b);
+  Fetch({{switch_guid, blocks}}, &failed);
+  if (!failed.empty()) return failure(failed);
+  std::vector<std::uint16_t> out;
+  const SwitchTables& t = tables_[switch_guid];
+  for (std::uint32_t lid = 1; lid <= last; ++lid) {
+    if (t.blocks.at(lid / kLftBlockLids).ports[lid % kLftBlockLids] == port) {
+      out.push_back(static_cast<std::uint16_t>(lid));
+    }
+  }
+  return out;
+}
+
 TraceResult RouteTracer::Trace(std::uint16_t src_lid, std::uint16_t dst_lid) {
   return TraceAll({{src_lid, dst_lid}}).front();
 }

@@ -101,6 +101,14 @@ class RouteTracer {
   // Switches and LFT blocks held (for tests and the stats line).
   std::size_t cached_blocks() const;
 
+  // The other way round (`fabricmon-locate --link`): the destination LIDs
+  // whose entry in the LFT of switch `switch_guid` is `port`, ascending,
+  // from every block up to its LinearFDBTop (each read once, cached as for
+  // routes). Empty with *error when the switch is unknown or a table
+  // cannot be read: a partial list would blame the wrong hosts.
+  std::vector<std::uint16_t> LidsOutOf(std::uint64_t switch_guid, int port,
+                                       std::string* error);
+
  private:
   struct SwitchTables {
     bool has_info = false;

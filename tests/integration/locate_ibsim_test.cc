@@ -78,8 +78,13 @@ class LocateIbsim : public ::testing::Test {
     return lids;
   }
 
-  // The cables ibtracert's route SRC -> DST crosses.
+  // The cables ibtracert's route SRC -> DST crosses (asked once per pair).
   std::vector<Crossing> Route(int src, int dst) {
+    auto& cached = routes_[{src, dst}];
+    if (cached.empty()) cached = Ibtracert(src, dst);
+    return cached;
+  }
+  std::vector<Crossing> Ibtracert(int src, int dst) {
     const ToolOutput r = fabric_.Run(
         {"ibtracert", std::to_string(src), std::to_string(dst)}, "hca1");
     std::vector<Crossing> out;
@@ -99,9 +104,101 @@ class LocateIbsim : public ::testing::Test {
     return out;
   }
 
+  // Switch name -> (node GUID, LID), from `fabricmon-mad` discovery.
+  std::map<std::string, std::pair<std::string, int>> Switches() {
+    const ToolOutput d = fabric_.Run({Binary("fabricmon-mad")}, "hca1");
+    std::map<std::string, std::pair<std::string, int>> out;
+    const std::regex re(
+        R"re(^node (0x[0-9a-f]+) type 2 lid (\d+) ports \d+ "(.*)"$)re");
+    std::istringstream in(d.out);
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (std::regex_match(line, m, re)) out[m[3]] = {m[1], std::stoi(m[2])};
+    }
+    return out;
+  }
+
+  // The oracle: the LIDs the real `ibroute` lists with out port `port` in
+  // the LFT of the switch at `lid`.
+  std::set<int> IbrouteLids(int lid, int port) {
+    const ToolOutput r = fabric_.Run({"ibroute", std::to_string(lid)}, "hca1");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::set<int> out;
+    const std::regex re(R"re(^0x([0-9a-f]+) (\d+) : .*)re");
+    std::istringstream in(r.out);
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (std::regex_match(line, m, re) && std::stoi(m[2]) == port) {
+        out.insert(std::stoi(m[1], nullptr, 16));
+      }
+    }
+    return out;
+  }
+
+  // `fabricmon-locate --link GUID:PORT --json` (extra arguments after).
+  nlohmann::json Link(const std::string& guid, int port,
+                      std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {Binary("fabricmon-locate"), "--link",
+                                     guid + ":" + std::to_string(port),
+                                     "--json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const ToolOutput r = fabric_.Run(argv, "hca1");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out, nullptr, false);
+  }
+
+  static std::set<int> LidsOf(const nlohmann::json& j) {
+    std::set<int> out;
+    if (j.is_object() && j["destinations"].is_array()) {
+      for (const auto& d : j["destinations"]) out.insert(d["lid"].get<int>());
+    }
+    return out;
+  }
+
   IbsimFabric fabric_;
   pid_t prometheus_ = -1;
+  std::map<std::pair<int, int>, std::vector<Crossing>> routes_;
 };
+
+TEST_F(LocateIbsim, LinkListsExactlyTheLidsTheLftSendsOutOfThePort) {
+  const auto switches = Switches();
+  ASSERT_EQ(switches.size(), static_cast<std::size_t>(kSwitches));
+  const std::map<std::string, int> hcas = HcaLids();
+  // Every port of a leaf (host ports and uplinks) and of a spine (down to
+  // every leaf), against ibroute's dump of the same table.
+  int compared = 0, listed = 0;
+  for (const auto& [name, ports] :
+       {std::pair<std::string, int>{"leaf0", 4}, {"spine0", 6}}) {
+    const auto& [guid, lid] = switches.at(name);
+    for (int port = 1; port <= ports; ++port) {
+      const std::set<int> want = IbrouteLids(lid, port);
+      const nlohmann::json j = Link(guid, port);
+      ASSERT_FALSE(j.is_discarded());
+      EXPECT_EQ(LidsOf(j), want) << name << "[" << port << "]\n" << j.dump();
+      ++compared;
+      listed += static_cast<int>(want.size());
+      // Each LID is named after the node that has it.
+      for (const auto& d : j["destinations"]) {
+        const std::string n = d["name"];
+        if (n.rfind("hca", 0) == 0) EXPECT_EQ(hcas.at(n), d["lid"]) << n;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 10);
+  EXPECT_GT(listed, 0);
+  // Bad input: no such switch, no such port, not a GUID:PORT.
+  for (const std::string& bad :
+       {std::string("0x1234:1"), switches.at("leaf0").first + ":99",
+        std::string("x:1")}) {
+    const ToolOutput r =
+        fabric_.Run({Binary("fabricmon-locate"), "--link", bad}, "hca1");
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("fabricmon-locate: "), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
 
 TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
   const std::map<std::string, int> lids = HcaLids();
@@ -148,6 +245,11 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
         if (a != b) each(a, la, b, lb);
       }
     }
+    // One more lossy pair whose ports are unknown (no pair info: a peer
+    // off the fabric): listed as not placed, never dropped.
+    if (family != "fabric_probe_pair_info") {
+      each(std::string("hca0"), 0, std::string("offfabric"), 0);
+    }
   };
   auto labels = [](const std::string& a, const std::string& b) {
     return "instance=\"" + a + ":9100\",job=\"fabricmon\",peer=\"" + b +
@@ -167,7 +269,7 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
             [](int i) { return 150.0 * i; });
   });
   series("fabric_probe_lost", "counter", [&](auto a, int, auto b, int) {
-    const bool lossy = bad.count({a, b}) > 0;
+    const bool lossy = bad.count({a, b}) > 0 || b == "offfabric";
     samples("fabric_probe_lost_total", labels(a, b),
             [lossy](int i) { return lossy ? 30.0 * i : 0.0; });
   });
@@ -216,10 +318,18 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
       {Binary("fabricmon-locate"), "--prometheus",
        "http://127.0.0.1:" + std::to_string(port), "--window", "30m", "--json"},
       "hca1");
-  ASSERT_EQ(locate.exit_code, 0) << locate.out << locate.err;
+  // 7: ranked, with one bad pair that could not be placed (listed).
+  ASSERT_EQ(locate.exit_code, 7) << locate.out << locate.err;
   const auto j = nlohmann::json::parse(locate.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << locate.out;
-  EXPECT_EQ(j["pairs"]["bad"], static_cast<int>(bad.size()));
+  EXPECT_EQ(j["pairs"]["bad"], static_cast<int>(bad.size()) + 1);
+  EXPECT_EQ(j["pairs"]["bad_traced"], static_cast<int>(bad.size()));
+  ASSERT_EQ(j["unplaced_bad_pairs"].size(), 1u) << locate.out;
+  EXPECT_EQ(j["unplaced_bad_pairs"][0]["peer"], "offfabric");
+  EXPECT_EQ(j["unplaced_bad_pairs"][0]["why"], "no fabric_probe_pair_info");
+  EXPECT_NE(locate.err.find("1 bad pairs could not be placed"),
+            std::string::npos)
+      << locate.err;
   ASSERT_FALSE(j["links"].empty()) << locate.out;
   const auto& top = j["links"][0];
   std::set<std::pair<std::string, int>> ends = {
@@ -232,6 +342,32 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
   if (j["links"].size() > 1) {
     EXPECT_GT(top["votes"].get<double>(), j["links"][1]["votes"].get<double>());
   }
+
+  // --link on the chosen cable's leaf end: the same LIDs as ibroute's, and
+  // the probe pairs toward them whose routes cross it are exactly the
+  // lossy ones crossing that way.
+  const auto switches = Switches();
+  const auto& [leaf_guid, leaf_lid] = switches.at(chosen.from);
+  const nlohmann::json l =
+      Link(leaf_guid, chosen.out,
+           {"--prometheus", "http://127.0.0.1:" + std::to_string(port)});
+  ASSERT_FALSE(l.is_discarded());
+  EXPECT_EQ(LidsOf(l), IbrouteLids(leaf_lid, chosen.out));
+  int crossing = 0;
+  for (const auto& d : l["destinations"]) {
+    EXPECT_EQ(d["pairs"], d["bad_pairs"]) << d.dump();
+    crossing += d["pairs"].get<int>();
+  }
+  int want_crossing = 0;  // ibtracert: ordered pairs leaving by that port
+  for (const auto& [a, la] : lids) {
+    for (const auto& [b, lb] : lids) {
+      if (a == b) continue;
+      for (const Crossing& c : Route(la, lb)) {
+        want_crossing += c.from == chosen.from && c.out == chosen.out;
+      }
+    }
+  }
+  EXPECT_EQ(crossing, want_crossing) << l.dump();
 
   // Unreachable Prometheus and no bad pair: their exit codes.
   const ToolOutput down = fabric_.Run(

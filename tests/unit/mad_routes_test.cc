@@ -423,6 +423,45 @@ TEST(MadRoutes, BadTablesLoopsAndSilenceAreErrorsNotCrashes) {
   EXPECT_EQ(tracer.Trace(1, 2).error, "no topology");
 }
 
+TEST(MadRoutes, LidsOutOfAPortAreExactlyItsLftEntries) {
+  Net net = MakeNet();
+  LftTransport t(&net);
+  RouteTracer tracer(t, Fast());
+  tracer.SetTopology(&net.topo);
+  std::string error;
+  // leaf0's uplink: every LID not on leaf0 (2, 11, 12); 255s and the
+  // switch's own port-0 entry are not listed.
+  EXPECT_EQ(tracer.LidsOutOf(kLeaf0, 3, &error),
+            (std::vector<std::uint16_t>{2, 11, 12}))
+      << error;
+  EXPECT_EQ(tracer.LidsOutOf(kLeaf0, 2, &error),
+            (std::vector<std::uint16_t>{3}));
+  EXPECT_EQ(tracer.LidsOutOf(kSpine, 1, &error),
+            (std::vector<std::uint16_t>{1, 3, 10}));
+  // Blocks past LinearFDBTop are not read; each block once, then cached.
+  net.top[kLeaf1] = 100;
+  EXPECT_EQ(tracer.LidsOutOf(kLeaf1, 1, &error),
+            (std::vector<std::uint16_t>{2}));
+  EXPECT_EQ((t.asked[{kLeaf1, kAttrLinearForwardingTable, 1}]), 1);
+  EXPECT_EQ(t.asked.count({kLeaf1, kAttrLinearForwardingTable, 2}), 0u);
+  const int before = t.total;
+  EXPECT_EQ(tracer.LidsOutOf(kLeaf1, 3, &error),
+            (std::vector<std::uint16_t>{1, 3, 10, 12}));
+  EXPECT_EQ(t.total, before);
+  // Not a switch, no such port, a switch that does not answer: an error,
+  // never a partial list.
+  EXPECT_TRUE(tracer.LidsOutOf(kHca0, 1, &error).empty());
+  EXPECT_NE(error.find("no switch"), std::string::npos) << error;
+  EXPECT_TRUE(tracer.LidsOutOf(kSpine, 3, &error).empty());
+  EXPECT_NE(error.find("ports 1..2"), std::string::npos) << error;
+  tracer.Invalidate();
+  t.silent.insert(kSpine);
+  EXPECT_TRUE(tracer.LidsOutOf(kSpine, 1, &error).empty());
+  EXPECT_NE(error.find("cannot read the forwarding table of \"spine\""),
+            std::string::npos)
+      << error;
+}
+
 TEST(MadRoutes, GenerationIgnoresDiscoveryOrder) {
   Net net = MakeNet();
   Topology reversed;
