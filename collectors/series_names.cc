@@ -151,6 +151,9 @@ std::vector<std::string> KnownSeries(std::string_view collector) {
             "fabric_roce_trust_info",
             "fabric_roce_gid_entries",
             "fabric_roce_optional_counter_total",
+            "fabric_roce_link_speed_bytes_per_second",
+            "fabric_roce_link_speed_capable_bytes_per_second",
+            "fabric_roce_link_partner_speed_capable_bytes_per_second",
         },
         {kOptionalCounters});
   }
@@ -182,6 +185,7 @@ std::vector<std::string> KnownSeries(std::string_view collector) {
             "fabric_switch_port_phy_lane_errors_total",
             "fabric_switch_port_fec_lane_corrected_blocks_total",
             "fabric_switch_port_fec_lane_uncorrectable_blocks_total",
+            "fabric_switch_port_link_down_transitions_total",
             "fabric_switch_mad_failures_total",
             "fabric_switch_unanswered_sweeps",
             "fabric_sweep_pesc_unsupported_switches",

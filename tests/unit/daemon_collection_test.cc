@@ -68,11 +68,15 @@ TEST(CollectionTest, ReloadKeepsOnlyUnchangedCollectors) {
       SameCollectorSettings(base, Parse("log_level: debug\n"), "ib_port"));
   EXPECT_TRUE(SameCollectorSettings(
       base, Parse("listen_address: \"127.0.0.1:1\"\n"), "ib_port"));
-  Config slower = Parse("collectors:\n  ib_port:\n    interval: 5s\n");
+  Config slower = Parse("collectors:\n  ib_port:\n    interval: 2s\n");
   EXPECT_FALSE(SameCollectorSettings(base, slower, "ib_port"));
   EXPECT_TRUE(SameCollectorSettings(base, slower, "hw_counters"));
   EXPECT_FALSE(SameCollectorSettings(base, Parse("devices:\n  exclude: [x]\n"),
                                      "hw_counters"));
+  // Other series lists: rebuilt, with a new gate.
+  EXPECT_FALSE(SameCollectorSettings(
+      base, Parse("collectors:\n  hw_counters:\n    exclude: [rx_*]\n"),
+      "hw_counters"));
   EXPECT_FALSE(
       SameCollectorSettings(base, Parse("sysfs_root: /other\n"), "ib_port"));
   // Another ethtool source: roce/congestion must be rebuilt.
