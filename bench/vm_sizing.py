@@ -104,7 +104,8 @@ def parse_fleet(path, step, peers_per_host):
             out.append(row)
         # One full histogram per local rail: the first pair's buckets.
         if pair_hist:
-            buckets = next(iter(pair_hist.values()))
+            buckets = [b for b in next(iter(pair_hist.values()))
+                       if b[0].startswith("fabric_probe_rtt_seconds_bucket")]
             for rail in rules_scale.IB_DEVICES:
                 for b in buckets:
                     s = re.sub(r'peer="[^"]+",transport="udp"',
@@ -156,6 +157,8 @@ class Fleet:
 
 def serve(fleet):
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # vmagent keeps its connections
+
         def do_GET(self):
             m = re.match(r"^/t/(\d+)/metrics", self.path)
             if not m or int(m.group(1)) >= len(fleet.names):
@@ -166,13 +169,17 @@ def serve(fleet):
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            try:
+                self.wfile.write(body)
+            except OSError:
+                pass  # a scrape that timed out: counted by vmagent
 
         def log_message(self, *args):
             pass
 
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
+        request_queue_size = 2048  # every target may connect at once
 
     server = Server(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -311,12 +318,16 @@ def main():
         # Warm-up: every target scraped once, then measure.
         end = time.time() + 600
         while time.time() < end:
-            r = json.load(urllib.request.urlopen(
-                "http://127.0.0.1:%d/api/v1/query?query=%s" % (
-                    vm_port, urllib.parse.quote('count(up{job="fabricmon"})'))))
-            got = r["data"]["result"]
-            if got and int(float(got[0]["value"][1])) == len(fleet.names):
-                break
+            try:
+                r = json.load(urllib.request.urlopen(
+                    "http://127.0.0.1:%d/api/v1/query?query=%s" % (
+                        vm_port, urllib.parse.quote('count(up{job="fabricmon"})')),
+                    timeout=30))
+                got = r["data"]["result"]
+                if got and int(float(got[0]["value"][1])) == len(fleet.names):
+                    break
+            except OSError:
+                pass
             time.sleep(5)
         print("warm at %s" % time.strftime("%H:%M:%S"), flush=True)
         start_t = time.time()
@@ -325,6 +336,12 @@ def main():
         elapsed = time.time() - start_t
         vm1, agents1 = metrics(vm_port), [metrics(p) for p in agent_ports]
         alert = metrics(alert_port)
+        scrapes = sum(total(a1, "vm_promscrape_scrapes_total") -
+                      total(a0, "vm_promscrape_scrapes_total")
+                      for a0, a1 in zip(agents0, agents1))
+        failed = sum(total(a1, "vm_promscrape_scrapes_failed_total") -
+                     total(a0, "vm_promscrape_scrapes_failed_total")
+                     for a0, a1 in zip(agents0, agents1))
         rows = total(vm1, "vm_rows_inserted_total") - total(vm0, "vm_rows_inserted_total")
         active = total(vm1, "vm_cache_entries", 'type="storage/hour_metric_ids"')
         vm_cpu = total(vm1, "process_cpu_seconds_total") - total(vm0, "process_cpu_seconds_total")
@@ -338,10 +355,14 @@ def main():
             return size / n if n else float("nan"), size, n
 
         bps, size, stored = bytes_per_sample(vm1)
-        urllib.request.urlopen("http://127.0.0.1:%d/internal/force_flush" % vm_port)
-        urllib.request.urlopen("http://127.0.0.1:%d/internal/force_merge" % vm_port)
-        time.sleep(60)
-        bps_merged, size_merged, stored_merged = bytes_per_sample(metrics(vm_port))
+        try:  # a busy server may refuse it (503): then the run's figure only
+            urllib.request.urlopen(
+                "http://127.0.0.1:%d/internal/force_merge" % vm_port, timeout=60)
+            time.sleep(60)
+            bps_merged, size_merged, stored_merged = bytes_per_sample(
+                metrics(vm_port))
+        except OSError:
+            bps_merged, size_merged, stored_merged = float("nan"), 0, 0
         rss = {"victoria-metrics": total(vm1, "process_resident_memory_bytes"),
                "vmalert": total(alert, "process_resident_memory_bytes")}
         for i, a in enumerate(agents1):
@@ -355,6 +376,12 @@ def main():
             g = groups.setdefault(m.group(2), {})
             q = re.search(r'quantile="([^"]+)"', k)
             g[m.group(1) or ("q" + q.group(1) if q else "")] = v
+        for k, v in alert.items():  # failed evaluations, per group
+            m = re.match(r'vmalert_(alerting|recording)_rules_errors_total\{'
+                         r'.*group="([^"]+)"', k)
+            if m:
+                g = groups.setdefault(m.group(2), {})
+                g["errors"] = g.get("errors", 0) + v
         lines = [
             "Fleet: %d GPUs (%d nodes), %d switch ports in %d sweep shards, "
             "%d probe peers per rail; scrape %d s, rules every %d s; "
@@ -368,7 +395,9 @@ def main():
             "| targets | %d |" % len(fleet.names),
             "| series served | %d |" % series,
             "| active series in VictoriaMetrics (with recorded) | %d |" % active,
-            "| samples/s ingested | %.0f |" % (rows / elapsed),
+            "| samples/s ingested (served: series / scrape interval) | %.0f (%.0f) |"
+            % (rows / elapsed, series / args.scrape),
+            "| scrapes failed (generator starved, timed out) | %d of %d |" % (failed, scrapes),
             "| victoria-metrics CPU per 1 M samples | %.2f s |" % (vm_cpu / rows * 1e6),
             "| vmagents' CPU per 1 M samples | %.2f s |" % (agent_cpu / rows * 1e6),
             "| bytes per sample on disk (end of run) | %.2f (%d B / %d) |" % (bps, size, stored),
@@ -376,12 +405,13 @@ def main():
         ]
         for name, v in sorted(rss.items()):
             lines.append("| RSS %s | %.0f MiB |" % (name, v / 2**20))
-        lines += ["", "| rule group | evaluations | mean (s) | median (s) | p99 (s) |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "| rule group | evaluations | rule errors | mean (s) | median (s) | p99 (s) |",
+                  "|---|---|---|---|---|---|"]
         for g, v in sorted(groups.items()):
             n = v.get("_count", 0)
-            lines.append("| %s | %d | %.3f | %.3f | %.3f |" % (
-                g, n, v.get("_sum", 0) / n if n else float("nan"),
+            lines.append("| %s | %d | %d | %.3f | %.3f | %.3f |" % (
+                g, n, v.get("errors", 0),
+                v.get("_sum", 0) / n if n else float("nan"),
                 v.get("q0.5", float("nan")), v.get("q0.99", float("nan"))))
         text = "\n".join(lines) + "\n"
         print(text)
