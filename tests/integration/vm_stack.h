@@ -85,18 +85,20 @@ struct Alert {
   std::map<std::string, std::string> labels;
 };
 
-// Firing alerts from a Prometheus-style /api/v1/alerts (Prometheus, vmalert).
-inline std::vector<Alert> FiringAlerts(int port) {
+// Alerts from a JSON answer: `path` is the list of alerts in it ("" for the
+// top level), each with its `labels`; `state`, where present, must be
+// "firing".
+inline std::vector<Alert> ParseAlerts(const std::optional<std::string>& body,
+                                      const std::string& path) {
   std::vector<Alert> out;
-  auto body = HttpGetOk(port, "/api/v1/alerts");
   if (!body) return out;
   namespace pt = boost::property_tree;
   pt::ptree tree;
   try {
     std::istringstream in(*body);
     pt::read_json(in, tree);
-    for (const auto& [_, a] : tree.get_child("data.alerts")) {
-      if (a.get<std::string>("state") != "firing") continue;
+    for (const auto& [_, a] : path.empty() ? tree : tree.get_child(path)) {
+      if (a.get<std::string>("state", "firing") != "firing") continue;
       Alert alert;
       for (const auto& [k, v] : a.get_child("labels")) {
         alert.labels[k] = v.data();
@@ -109,27 +111,15 @@ inline std::vector<Alert> FiringAlerts(int port) {
   return out;
 }
 
+// Firing alerts from a Prometheus-style /api/v1/alerts (Prometheus, vmalert).
+inline std::vector<Alert> FiringAlerts(int port) {
+  return ParseAlerts(HttpGetOk(port, "/api/v1/alerts"), "data.alerts");
+}
+
 // Active alerts Alertmanager received (/api/v2/alerts).
 inline std::vector<Alert> AlertmanagerAlerts(int port) {
-  std::vector<Alert> out;
-  auto body = HttpGetOk(port, "/api/v2/alerts?active=true&silenced=false");
-  if (!body) return out;
-  namespace pt = boost::property_tree;
-  pt::ptree tree;
-  try {
-    std::istringstream in(*body);
-    pt::read_json(in, tree);
-    for (const auto& [_, a] : tree) {
-      Alert alert;
-      for (const auto& [k, v] : a.get_child("labels")) {
-        alert.labels[k] = v.data();
-      }
-      alert.name = alert.labels["alertname"];
-      out.push_back(alert);
-    }
-  } catch (const std::exception&) {
-  }
-  return out;
+  return ParseAlerts(
+      HttpGetOk(port, "/api/v2/alerts?active=true&silenced=false"), "");
 }
 
 // "instance" values of a vmagent's active targets (/api/v1/targets).
