@@ -195,8 +195,10 @@ TEST(SimRender, EthtoolDumpOfTheRoceNetdevOutsideClass) {
   SysfsRenderer r(tmp.path(), 0);
   std::string error;
   ASSERT_TRUE(r.Render(c, &error)) << error;
-  // One dump per RoCE netdev, at <root>/ethtool/<netdev>, and nothing else.
-  EXPECT_EQ(Entries(tmp.path() / "ethtool"), std::set<std::string>{"bond0"});
+  // One dump per RoCE netdev, at <root>/ethtool/<netdev>, its link settings
+  // beside it (<netdev>.link), and nothing else.
+  const std::set<std::string> files_want{"bond0", "bond0.link"};
+  EXPECT_EQ(Entries(tmp.path() / "ethtool"), files_want);
   const fs::path dump = tmp.path() / "ethtool/bond0";
   EXPECT_EQ(Read(dump).rfind("NIC statistics:\n     rx_packets: ", 0), 0u);
   for (int i = 0; i < 20; ++i) c.Step();  // t = 2 s of storm
@@ -213,7 +215,7 @@ TEST(SimRender, EthtoolDumpOfTheRoceNetdevOutsideClass) {
   EXPECT_NE(Read(dump).find("     tx_prio3_pause: 20000\n"), std::string::npos);
   EXPECT_EQ(files.Stats("eth0").error(), std::errc::no_such_device);
   // Replaced by rename: no temp files left in ethtool/ or staging.
-  EXPECT_EQ(Entries(tmp.path() / "ethtool"), std::set<std::string>{"bond0"});
+  EXPECT_EQ(Entries(tmp.path() / "ethtool"), files_want);
   EXPECT_TRUE(fs::is_empty(tmp.path() / ".sim-staging"));
 }
 
