@@ -281,7 +281,11 @@ if [[ -n "$duration" ]]; then
   end=$((SECONDS + duration))
   while ((SECONDS < end)); do
     for pid in "${pids[@]}"; do
-      kill -0 "$pid" 2>/dev/null || { echo "demo.sh: process $pid died" >&2; exit 1; }
+      if ! kill -0 "$pid" 2>/dev/null; then
+        echo "demo.sh: process $pid died; the last lines of its logs:" >&2
+        tail -n 5 "$work"/*.log >&2 || true
+        exit 1
+      fi
     done
     sleep 1
   done
