@@ -74,7 +74,7 @@ TEST(MixedFabricE2e, AlertForTheMixedHostOnlyAndInventoryCounts) {
     }
   }
   const int port_base = sim::FreePortRange(sim::PidSpread(33915), 4);
-  const int prom_port = sim::FreePortRange(port_base + 4, 1);
+  const int prom_port = sim::FreePortRange(port_base + 4, 2);  // + Alertmanager
   ASSERT_GT(port_base, 0);
   const std::string log =
       std::filesystem::temp_directory_path() /

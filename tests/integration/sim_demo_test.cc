@@ -56,7 +56,7 @@ class SimDemo : public ::testing::Test {
       MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
     }
     port_base_ = sim::FreePortRange(sim::PidSpread(33915), 2);
-    prom_port_ = sim::FreePortRange(port_base_ + 2, 1);
+    prom_port_ = sim::FreePortRange(port_base_ + 2, 2);  // + Alertmanager
     ASSERT_GT(port_base_, 0);
     log_ = fs::temp_directory_path() /
            ("sim_demo_test." + std::to_string(getpid()) + ".log");

@@ -31,7 +31,7 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
     MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
   }
   const int port_base = sim::FreePortRange(sim::PidSpread(31915), 4);
-  int prom_port = sim::FreePortRange(port_base + 4, 1);
+  int prom_port = sim::FreePortRange(port_base + 4, 2);  // + Alertmanager
   ASSERT_GT(port_base, 0);
   const std::string log =
       std::filesystem::temp_directory_path() /
