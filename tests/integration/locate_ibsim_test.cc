@@ -12,6 +12,8 @@
 // once, no scrapes to wait for) and serves it from a real Prometheus on
 // loopback. Which pairs lose is decided with the real `ibtracert` (the
 // oracle), not with fabricmon's tracer; the locator traces with its own.
+// locate_probe_ibsim_test.cc does the same with real probe daemons; this
+// one keeps what needs history (ten minutes) and --link's traffic join.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -152,6 +154,52 @@ std::string FatTreeNetfile(int switches, int hcas) {
     out << "Switch\t" << leaves << " \"spine" << s << "\"\n";
     for (int l = 0; l < leaves; ++l) {
       out << "[" << l + 1 << "]\t\"leaf" << l << "\"[" << most + 1 + s << "]\n";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string RandomNetfile(unsigned seed, int switches, int hcas,
+                          int extra_links) {
+  switches = std::max(1, switches);
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) {
+    return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng));
+  };
+  // ports[s]: what each port of switch s (1-based, in order) connects to.
+  std::vector<std::vector<std::string>> ports(switches);
+  std::set<std::pair<int, int>> joined;
+  auto cable = [&](int a, int b) {
+    joined.insert({std::min(a, b), std::max(a, b)});
+    const int pa = static_cast<int>(ports[a].size()) + 1;
+    const int pb = static_cast<int>(ports[b].size()) + 1;
+    ports[a].push_back("\"sw" + std::to_string(b) + "\"[" + std::to_string(pb) +
+                       "]");
+    ports[b].push_back("\"sw" + std::to_string(a) + "\"[" + std::to_string(pa) +
+                       "]");
+  };
+  for (int s = 1; s < switches; ++s) cable(s, pick(s));
+  const int possible = switches * (switches - 1) / 2;
+  for (int added = 0;
+       added < extra_links && static_cast<int>(joined.size()) < possible;) {
+    const int a = pick(switches), b = pick(switches);
+    if (a == b || joined.count({std::min(a, b), std::max(a, b)})) continue;
+    cable(a, b);
+    ++added;
+  }
+  std::ostringstream out;
+  for (int h = 0; h < hcas; ++h) {
+    const int s = pick(switches);
+    ports[s].push_back("\"hca" + std::to_string(h) + "\"[1]");
+    out << "Hca\t1 \"hca" << h << "\"\n[1]\t\"sw" << s << "\"["
+        << ports[s].size() << "]\n\n";
+  }
+  for (int s = 0; s < switches; ++s) {
+    out << "Switch\t" << std::max<std::size_t>(ports[s].size(), 1) << " \"sw"
+        << s << "\"\n";
+    for (std::size_t p = 0; p < ports[s].size(); ++p) {
+      out << "[" << p + 1 << "]\t" << ports[s][p] << "\n";
     }
     out << "\n";
   }

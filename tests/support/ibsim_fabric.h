@@ -35,6 +35,13 @@ inline constexpr char kUmad2Sim[] =
 // "leaf0" with every HCA. The first node in the file is hca0.
 std::string FatTreeNetfile(int switches, int hcas);
 
+// A random connected fabric in ibnetdiscover format, the same for the same
+// `seed`: `switches` switches "sw<i>" joined by a random spanning tree plus
+// `extra_links` more switch-to-switch cables (no two between one pair), and
+// `hcas` one-port HCAs "hca<i>" on random switches; hca0 comes first.
+std::string RandomNetfile(unsigned seed, int switches, int hcas,
+                          int extra_links);
+
 // Tools the harness needs that are not on PATH ("" when all are there).
 std::string MissingIbTools();
 
