@@ -659,7 +659,7 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                  } else if (key == "port") {
                    port = true;
                    rail.port = static_cast<int>(Integer(
-                       value, key_path, 1, 255, "an RDMA port number, 1.."));
+                       value, key_path, 1, 255, "an RDMA port in 1..255"));
                  } else if (key == "listen_port") {
                    listen_port = true;
                    rail.listen_port = static_cast<int>(
