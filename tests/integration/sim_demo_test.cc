@@ -2,7 +2,8 @@
 // the shipped rules, Alertmanager), prints alerts as they fire with their
 // runbook, stops cleanly at the end of --duration, on SIGTERM or on Ctrl-C
 // (SIGINT), leaves no process of its session behind and removes its temp
-// dir.
+// dir; a port taken between its check and the bind moves the process to
+// the next free port (--auto-ports) or fails clearly (a port given).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -230,6 +231,49 @@ TEST_F(SimDemo, EndsAfterDurationWithStatusZero) {
   ASSERT_FALSE(simdir.empty()) << Slurp(log_);
   EXPECT_FALSE(fs::exists(simdir));
   EXPECT_FALSE(fs::exists(logs));
+}
+
+// A port taken between demo.sh's check and the daemon's bind (a socket
+// bound but not listening looks free to the check, as a port another test
+// binds a moment later does): with --auto-ports the daemon starts again on
+// the next free port, which the ports file reports; without, a port given
+// explicitly fails with the daemon's own error.
+TEST_F(SimDemo, PortTakenBeforeTheBindMovesOnOrFailsClearly) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int taken = ntohs(addr.sin_port);
+  {
+    sim::Session demo(
+        DemoCommand("--quiet --port-base " + std::to_string(taken)), log_);
+    ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
+    EXPECT_NE(port0_, taken);
+    EXPECT_NE(Slurp(log_).find("fabricmon host0: port " +
+                               std::to_string(taken) + " was taken meanwhile"),
+              std::string::npos)
+        << Slurp(log_);
+    std::string why;
+    EXPECT_TRUE(sim::StopDemo(demo, &why)) << why;
+  }
+  const std::string explicit_port =
+      SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
+      " --hosts 2 --quiet --port-base " + std::to_string(taken);
+  sim::Session demo(explicit_port, log_);
+  const int status = demo.Wait(90s);
+  close(fd);
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Slurp(log_);
+  EXPECT_NE(Slurp(log_).find("fabricmon host0 did not start on port " +
+                             std::to_string(taken)),
+            std::string::npos)
+      << Slurp(log_);
+  EXPECT_NE(Slurp(log_).find("Address already in use"), std::string::npos)
+      << Slurp(log_);
 }
 
 TEST_F(SimDemo, RejectsBadArguments) {
