@@ -175,8 +175,15 @@ std::optional<std::vector<std::string>> NetdevsOfFabricPort(
       out.push_back(name);
     }
   };
+  // An IB port has no RoCE netdevs and a RoCE port no IPoIB ones: skip
+  // the scan of every netdev (or of the GID table) the link layer rules
+  // out; with none readable, look both ways.
+  const std::string link_layer = Trimmed(sysfs.Read(dir + "link_layer"));
   // IPoIB: the netdevs whose address carries this port's GID.
-  if (auto g0 = ParseGidText(Trimmed(sysfs.Read(dir + "gids/0")))) {
+  auto g0 = link_layer == "Ethernet"
+                ? std::nullopt
+                : ParseGidText(Trimmed(sysfs.Read(dir + "gids/0")));
+  if (g0) {
     for (const auto& ifname :
          sysfs.List("class/net").value_or(std::vector<std::string>{})) {
       const std::string net = "class/net/" + ifname + "/";
@@ -186,8 +193,10 @@ std::optional<std::vector<std::string>> NetdevsOfFabricPort(
     }
   }
   // RoCE: the netdevs the GID table names, in GID index order.
-  auto indexes =
-      sysfs.List(dir + "gid_attrs/ndevs").value_or(std::vector<std::string>{});
+  auto indexes = link_layer == "InfiniBand"
+                     ? std::vector<std::string>{}
+                     : sysfs.List(dir + "gid_attrs/ndevs")
+                           .value_or(std::vector<std::string>{});
   std::sort(indexes.begin(), indexes.end(),
             [](const std::string& a, const std::string& b) {
               return a.size() != b.size() ? a.size() < b.size() : a < b;
