@@ -1,6 +1,7 @@
 #include "collectors/probe.h"
 
 #include <net/if.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -112,7 +113,26 @@ struct Core {
       : settings(std::move(s)),
         rail(std::move(r)),
         interval(i),
-        sysfs(std::move(fs)) {}
+        sysfs(std::move(fs)),
+        listen(rail.device.empty() ? rail.listen_address : "") {}
+
+  // io thread: a `device` rail's address found again (empty with `error`
+  // when it could not be). A new address closes the socket bound to the
+  // old one and opens the rail on the new one.
+  void Rebind(const std::string& address, const std::string& error) {
+    {
+      MutexLock lock(mu);
+      if (stopped) return;
+      resolve_error = error;
+      // The same address: nothing to do (Collect() retries a failed open).
+      if (address == listen) return;
+      if (engine) engine->Stop();
+      engine.reset();
+      listen = address;
+      open_error = address.empty() ? error : "not started";
+    }
+    Open();
+  }
 
   // io thread: loads the key, binds, starts the engine. Errors are kept
   // for Collect() to report.
@@ -125,8 +145,12 @@ struct Core {
           "no key (collectors.probe.key_file is loaded at config load)";
       return;
     }
-    auto listen = probe::ParseListenAddress(rail.listen_address, &error);
-    if (!listen) {
+    if (listen.empty()) {
+      open_error = resolve_error;
+      return;
+    }
+    auto endpoint = probe::ParseListenAddress(listen, &error);
+    if (!endpoint) {
       open_error = error;
       return;
     }
@@ -139,12 +163,12 @@ struct Core {
     options.per_peer_histograms = settings.per_peer_histograms;
     options.labels = RailLabels(rail);
     std::vector<std::unique_ptr<probe::Transport>> transports;
-    transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
+    transports.push_back(std::make_unique<probe::UdpTransport>(*io, *endpoint));
     if (settings.transport != "udp") {
       // The verbs transport where this host has an active RDMA port; `auto`
       // keeps to UDP without one, `rdma` reports why.
       std::string why;
-      auto rdma = probe::MakeRdmaTransport(*io, rail.listen_address, &why);
+      auto rdma = probe::MakeRdmaTransport(*io, listen, &why);
       if (rdma) {
         transports.push_back(std::move(rdma));
       } else if (settings.transport == "rdma") {
@@ -175,6 +199,11 @@ struct Core {
   const std::shared_ptr<const Sysfs> sysfs;  // names the ports probes use
   boost::asio::io_context* io = nullptr;
   Mutex mu;  // io thread vs poll thread
+  // Where the rail binds: its listen_address, or for a `device` rail the
+  // address last found (empty: none, why in resolve_error).
+  std::string listen GUARDED_BY(mu);
+  std::string resolve_error GUARDED_BY(mu) =
+      "its device's address is not looked up yet";
   std::shared_ptr<Engine> engine GUARDED_BY(mu);
   std::string open_error GUARDED_BY(mu) = "not started";
   bool stopped GUARDED_BY(mu) = false;
@@ -186,29 +215,46 @@ class RailProber {
  public:
   RailProber(const ProbeSettings& settings, ProbeRail rail,
              std::chrono::microseconds interval, TextFileReader read_text_file,
-             std::shared_ptr<const Sysfs> sysfs)
+             std::shared_ptr<const Sysfs> sysfs,
+             InterfaceAddressLister list_addresses)
       : rail_(rail),
         max_peers_(settings.max_peers),
         read_text_file_(std::move(read_text_file)),
         what_(rail.name.empty() ? "probe: " : "probe rail " + rail.name + ": "),
         configured_(Configured(rail.peers)),
+        sysfs_(sysfs),
+        list_addresses_(std::move(list_addresses)),
+        wanted_(Wanted(rail)),
         core_(std::make_shared<Core>(settings, std::move(rail), interval,
                                      std::move(sysfs))) {}
 
   void Start(boost::asio::io_context& io) {
     core_->io = &io;
+    if (!rail_.device.empty()) {
+      std::optional<RailBinding> binding;
+      std::string error;
+      const std::string listen = Resolve(&binding, &error);
+      core_->Rebind(listen, error);
+    }
     core_->Open();
   }
   void Stop() { core_->Close(); }
 
   // `reread`: SIGHUP came since the last collection.
   bool Collect(MetricSink& sink, bool reread) {
+    if (!rail_.device.empty()) Follow(sink);
     std::shared_ptr<Engine> engine;
     std::string error;
     {
       MutexLock lock(core_->mu);
       engine = core_->engine;
       error = core_->open_error;
+    }
+    if (!rail_.name.empty()) {
+      sink.Gauge("fabric_probe_rail_up",
+                 "1 when the rail's socket is bound and probing, else 0 "
+                 "(the collector's skip reasons say why).",
+                 RailLabels(rail_), engine ? 1.0 : 0.0);
     }
     if (!engine) {
       if (!core_->io) {
@@ -235,6 +281,73 @@ class RailProber {
   }
 
  private:
+  // The address and UDP port a `device` rail asks for: its listen_address's
+  // (an address of any: the port's choice), else listen_port.
+  static std::pair<std::string, int> Wanted(const ProbeRail& rail) {
+    auto endpoint =
+        rail.listen_address.empty()
+            ? std::nullopt
+            : probe::ParseListenAddress(rail.listen_address, nullptr);
+    if (!endpoint) return {"", rail.listen_port};
+    const auto address = endpoint->address();
+    return {
+        address.is_unspecified() ? "" : CanonicalAddress(address.to_string()),
+        endpoint->port()};
+  }
+
+  // A `device` rail's listen address now ("10.0.0.1:10916",
+  // "[fd00::1]:10916"), or empty with *error.
+  std::string Resolve(std::optional<RailBinding>* binding,
+                      std::string* error) const {
+    error->clear();
+    if (!sysfs_) {
+      *error = "no sysfs tree to find " + rail_.device + " in";
+      return "";
+    }
+    const auto addresses = list_addresses_(error);
+    if (!error->empty()) return "";
+    *binding = BindingOfFabricPort(*sysfs_, addresses, rail_.device, rail_.port,
+                                   wanted_.first, error);
+    if (!*binding) return "";
+    const RailBinding& b = **binding;
+    return (b.ipv6 ? "[" + b.address + "]" : b.address) + ":" +
+           std::to_string(wanted_.second);
+  }
+
+  // Poll thread: finds a `device` rail's address again and, when it (or
+  // why there is none) changed, logs it and hands it to the io thread.
+  void Follow(MetricSink& sink) {
+    std::optional<RailBinding> binding;
+    std::string error;
+    const std::string listen = Resolve(&binding, &error);
+    if (listen != posted_listen_ || error != posted_error_) {
+      if (error.empty()) {
+        spdlog::info("probe rail {}: {} port {} is {}, listening on {}",
+                     rail_.name, rail_.device, rail_.port, binding->netdev,
+                     listen);
+      } else {
+        spdlog::error("probe rail {}: {}", rail_.name, error);
+      }
+      posted_listen_ = listen;
+      posted_error_ = error;
+      if (core_->io) {
+        boost::asio::post(*core_->io, [core = core_, listen, error] {
+          core->Rebind(listen, error);
+        });
+      }
+    }
+    if (!binding) return;
+    sink.Gauge("fabric_probe_rail_info",
+               "A rail named by RDMA device and port: the netdev and "
+               "address it probes from (always 1).",
+               Labels{{"rail", rail_.name},
+                      {"device", rail_.device},
+                      {"port", std::to_string(rail_.port)},
+                      {"netdev", binding->netdev},
+                      {"address", binding->address}},
+               1.0);
+  }
+
   // The configured peers plus the peers file, resolved.
   void UpdatePeers(Engine& engine, MetricSink& sink, bool reread) {
     bool changed = !applied_.has_value();
@@ -338,6 +451,9 @@ class RailProber {
   const std::string what_;  // prefix of its skip reasons
   // `peers`, parsed (config validation keeps them within max_peers).
   const std::vector<probe::Peer> configured_;
+  const std::shared_ptr<const Sysfs> sysfs_;  // finds a `device` rail's netdev
+  const InterfaceAddressLister list_addresses_;
+  const std::pair<std::string, int> wanted_;  // see Wanted()
   std::shared_ptr<Core> core_;
 
   // Poll thread only.
@@ -348,6 +464,8 @@ class RailProber {
   FileStamp file_stamp_;
   bool file_read_ = false;
   std::string file_error_;
+  // What Follow() last handed to the io thread.
+  std::string posted_listen_, posted_error_;
 };
 
 class ProbeCollector final : public Collector {
@@ -355,11 +473,13 @@ class ProbeCollector final : public Collector {
   ProbeCollector(const ProbeSettings& settings,
                  std::chrono::microseconds interval,
                  const TextFileReader& read_text_file,
-                 const std::shared_ptr<const Sysfs>& sysfs)
+                 const std::shared_ptr<const Sysfs>& sysfs,
+                 const InterfaceAddressLister& list_addresses)
       : interval_(interval) {
     for (auto& rail : RailsOf(settings)) {
-      rails_.push_back(std::make_unique<RailProber>(
-          settings, std::move(rail), interval, read_text_file, sysfs));
+      rails_.push_back(std::make_unique<RailProber>(settings, std::move(rail),
+                                                    interval, read_text_file,
+                                                    sysfs, list_addresses));
     }
   }
 
@@ -425,9 +545,15 @@ std::vector<ProbeRail> RailsOf(const ProbeSettings& settings) {
 
 std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config) {
+  return MakeProbeCollector(env, config, SystemInterfaceAddresses);
+}
+
+std::unique_ptr<Collector> MakeProbeCollector(
+    const CollectorEnv& env, const CollectorConfig& config,
+    InterfaceAddressLister list_addresses) {
   return std::make_unique<ProbeCollector>(SettingsAs<ProbeSettings>(config),
                                           config.interval, env.read_text_file,
-                                          env.sysfs);
+                                          env.sysfs, list_addresses);
 }
 
 namespace {
@@ -463,23 +589,51 @@ bool RailName(const std::string& name) {
          });
 }
 
-// `rails`: a list of {name, listen_address, peers, peers_file}; names and
-// listen addresses unique (two rails on one socket would be one rail).
+// A rail's `device`, `port` and `listen_port` against its listen_address:
+// either names the rail, a device rail's listen_address is one address (it
+// must be the port's, checked when the rail opens) and its port is given
+// once.
+void CheckRailDevice(const ProbeRail& rail, bool listen, bool port,
+                     bool listen_port, const std::string& at,
+                     const YAML::Mark& mark) {
+  using namespace config_keys;
+  if (rail.device.empty()) {
+    if (!listen) {
+      Fail(at + ".listen_address", mark, "is required (or device and port)");
+    }
+    if (port) Fail(at + ".port", mark, "needs device");
+    if (listen_port) Fail(at + ".listen_port", mark, "needs device");
+    return;
+  }
+  if (listen && listen_port) {
+    Fail(at + ".listen_port", mark,
+         "is listen_address's port too: give one of them");
+  }
+  const auto endpoint = probe::ParseListenAddress(rail.listen_address, nullptr);
+  if (listen && endpoint && endpoint->address().is_unspecified()) {
+    Fail(at + ".listen_address", mark,
+         "with device, must be the port's address (or use listen_port)");
+  }
+}
+
+// `rails`: a list of {name, listen_address | device, port, listen_port,
+// peers, peers_file}; names, listen addresses and device ports unique (two
+// rails on one socket would be one rail).
 std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                                   const std::string& path) {
   using namespace config_keys;
   if (!node.IsSequence() || node.size() == 0) {
     Fail(path, node.Mark(),
-         "must be a non-empty list of {name, listen_address, peers, "
-         "peers_file}");
+         "must be a non-empty list of {name, listen_address or device and "
+         "port, peers, peers_file}");
   }
   std::vector<ProbeRail> rails;
-  std::set<std::string> names, addresses;
+  std::set<std::string> names, addresses, ports;
   for (std::size_t i = 0; i < node.size(); ++i) {
     const std::string at = path + "[" + std::to_string(i) + "]";
     const YAML::Node item = node[i];
     ProbeRail rail;
-    bool listen = false;
+    bool listen = false, port = false, listen_port = false;
     ForEachKey(item, at,
                [&](const std::string& key, const YAML::Node& value,
                    const std::string& key_path, const YAML::Mark& mark) {
@@ -496,25 +650,48 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                    rail.peers = PeerList(value, key_path, mark);
                  } else if (key == "peers_file") {
                    rail.peers_file = Scalar(value, key_path);
+                 } else if (key == "device") {
+                   rail.device = Scalar(value, key_path);
+                   if (!RailName(rail.device)) {
+                     Fail(key_path, mark,
+                          "must be an RDMA device name such as mlx5_0");
+                   }
+                 } else if (key == "port") {
+                   port = true;
+                   rail.port = static_cast<int>(Integer(
+                       value, key_path, 1, 255, "an RDMA port in 1..255"));
+                 } else if (key == "listen_port") {
+                   listen_port = true;
+                   rail.listen_port = static_cast<int>(
+                       Integer(value, key_path, 1, 65535, "a UDP port"));
                  } else {
                    Fail(key_path, mark,
                         "unknown key (a rail has name, listen_address, "
-                        "peers, peers_file)");
+                        "device, port, listen_port, peers, peers_file)");
                  }
                });
     if (rail.name.empty()) Fail(at + ".name", item.Mark(), "is required");
-    if (!listen) Fail(at + ".listen_address", item.Mark(), "is required");
+    CheckRailDevice(rail, listen, port, listen_port, at, item.Mark());
     if (!names.insert(rail.name).second) {
       Fail(at + ".name", item.Mark(), "repeats rail " + Quote(rail.name));
     }
-    std::string error;
-    const auto endpoint =
-        probe::ParseListenAddress(rail.listen_address, &error);
-    std::ostringstream key;
-    key << *endpoint;
-    if (!addresses.insert(key.str()).second) {
-      Fail(at + ".listen_address", item.Mark(),
-           "is another rail's too (" + rail.listen_address + ")");
+    if (!rail.device.empty()) {
+      if (!port) rail.port = 1;  // most HCAs have one
+      if (!listen) rail.listen_address.clear();
+      const std::string id = rail.device + " port " + std::to_string(rail.port);
+      if (!ports.insert(id).second) {
+        Fail(at + ".device", item.Mark(), "is another rail's too (" + id + ")");
+      }
+    }
+    if (listen) {
+      const auto endpoint =
+          probe::ParseListenAddress(rail.listen_address, nullptr);
+      std::ostringstream key;
+      key << *endpoint;
+      if (!addresses.insert(key.str()).second) {
+        Fail(at + ".listen_address", item.Mark(),
+             "is another rail's too (" + rail.listen_address + ")");
+      }
     }
     rails.push_back(std::move(rail));
   }
@@ -583,8 +760,8 @@ CollectorSpec ProbeCollectorSpec() {
                });
     if (!s.rails.empty() && !per_rail_keys.empty()) {
       Fail(Join(path, per_rail_keys.front()), rails_mark,
-           "is per rail when `rails` is set (rails[].listen_address, "
-           ".peers, .peers_file)");
+           "is per rail when `rails` is set (rails[].listen_address or "
+           ".device, .peers, .peers_file)");
     }
     for (std::size_t i = 0; i < s.rails.size() || i == 0; ++i) {
       const auto& peers = s.rails.empty() ? s.peers : s.rails[i].peers;
@@ -618,7 +795,9 @@ CollectorSpec ProbeCollectorSpec() {
     }
     return std::make_shared<SettingsOf<ProbeSettings>>(s);
   };
-  spec.make = MakeProbeCollector;
+  spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
+    return MakeProbeCollector(env, config);
+  };
   return spec;
 }
 

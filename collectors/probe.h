@@ -14,7 +14,11 @@
 //
 // Per rail (`rails`, issue 29): one engine, socket and peer list per rail,
 // each series labelled with its rail; without `rails`, one engine of the
-// top-level `listen_address` and peers, unlabelled.
+// top-level `listen_address` and peers, unlabelled. A rail may be named by
+// its RDMA `device` and `port` instead of (or as well as) its address: each
+// collection finds that port's netdev and address again
+// (sources/netdev_address.h) and, when the address changed (DHCP, a renamed
+// netdev), closes the rail's socket and binds it to the new one.
 //
 // Event-driven: Start(io) loads the key, binds the socket and runs the
 // schedule and responder on `io`; Collect() re-reads `peers_file` when it
@@ -36,6 +40,7 @@
 
 #include "auth/key_file.h"
 #include "collectors/collector.h"
+#include "sources/netdev_address.h"
 
 namespace fabric {
 
@@ -46,12 +51,22 @@ inline constexpr int kDefaultMaxPeers = 2048;
 // The largest `max_peers` accepted.
 inline constexpr long long kMaxPeersLimit = 100'000;
 
+// The probe port when none is given.
+inline constexpr int kDefaultProbePort = 10916;
+
 // One rail (`collectors.probe.rails[]`, issue 29): a local port or
 // address with its own responder and its own peers. Its series carry
 // `rail="<name>"`.
 struct ProbeRail {
   std::string name;
+  // Empty when `device` is set without it: the address is the port's.
   std::string listen_address = ":10916";
+  // `device` / `port`: the RDMA port whose netdev address the rail binds
+  // (empty / 0: the rail is its `listen_address`).
+  std::string device;
+  int port = 0;
+  // `listen_port`: the UDP port of a `device` rail without listen_address.
+  int listen_port = kDefaultProbePort;
   std::vector<std::string> peers;
   std::string peers_file;
   bool operator==(const ProbeRail&) const = default;
@@ -97,6 +112,11 @@ std::vector<ProbeRail> RailsOf(const ProbeSettings& settings);
 
 std::unique_ptr<Collector> MakeProbeCollector(const CollectorEnv& env,
                                               const CollectorConfig& config);
+// The same with the interface addresses `device` rails are looked up in
+// (tests; the one above uses SystemInterfaceAddresses).
+std::unique_ptr<Collector> MakeProbeCollector(
+    const CollectorEnv& env, const CollectorConfig& config,
+    InterfaceAddressLister list_addresses);
 // The registry row: disabled by default.
 CollectorSpec ProbeCollectorSpec();
 

@@ -6,6 +6,7 @@
 #   scripts/demo.sh [--hosts N] [--scenario S | --timeline FILE]
 #                   [--duration SECONDS] [--port-base P] [--prom-port P]
 #                   [--am-port P] [--scrape-interval 2s] [--shipped-for]
+#                   [--auto-ports] [--ports-file FILE]
 #                   [--quiet] [--build DIR] [-- fabricmon-sim args]
 #
 # Starts one fabricmon-sim writing N live host trees (default 4) and playing
@@ -24,6 +25,15 @@
 # the banner; --shipped-for keeps the shipped durations). Runs until Ctrl-C
 # (or --duration), then stops everything it started, by pid, and removes
 # its temp dirs. Arguments after `--` go to fabricmon-sim (e.g. --load 0.5).
+#
+# Ports are checked free before they are used, and each process is watched
+# until it listens: one that finds its port taken meanwhile (another program
+# bound it in between) is started again on the next free port when the port
+# was chosen here (Prometheus's and Alertmanager's by default; every port
+# with --auto-ports, which also skips busy ports instead of failing);
+# a port given explicitly fails clearly. --ports-file FILE receives the
+# ports in use once everything listens (lines daemons=P0 P1 ..,
+# prometheus=P, alertmanager=P): tests run with --auto-ports and read it.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -36,11 +46,13 @@ quiet=""
 duration=""
 port_base=10915
 prom_port=""
+auto_ports=""
+ports_file=""
 scrape_interval=2s
 build="${BUILD_DIR:-$here/build}"
 sim_args=()
 
-usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,6 +64,8 @@ while [[ $# -gt 0 ]]; do
     --prom-port) prom_port="$2"; shift 2 ;;
     --am-port) am_port="$2"; shift 2 ;;
     --shipped-for) shipped_for=1; shift ;;
+    --auto-ports) auto_ports=1; shift ;;
+    --ports-file) ports_file="$2"; shift 2 ;;
     --quiet) quiet=1; shift ;;
     --scrape-interval) scrape_interval="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
@@ -68,6 +82,23 @@ fi
 
 # Ports: is something listening on 127.0.0.1:$1?
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# The ports this run has given out so far (" P1 P2 ").
+given=" "
+# The first port >= $1 that is free and not given out yet.
+next_free() {
+  local p="$1"
+  while port_busy "$p" || [[ "$given" == *" $p "* ]]; do p=$((p + 1)); done
+  echo "$p"
+}
+# Is process $2 the one listening on 127.0.0.1:$1? (Without ss: is it
+# alive and is something listening there.)
+listens() {
+  if command -v ss >/dev/null; then
+    ss -Hltnp "sport = :$1" 2>/dev/null | grep -q "pid=$2,"
+  else
+    kill -0 "$2" 2>/dev/null && port_busy "$1"
+  fi
+}
 
 if [[ ! -x "$build/fabricmon" || ! -x "$build/fabricmon-sim" ]]; then
   echo "demo.sh: building fabricmon into $build ..." >&2
@@ -82,30 +113,43 @@ for bin in "$prometheus_bin" "$alertmanager_bin"; do
   fi
 done
 
+daemon_ports=()
 for ((i = 0; i < hosts; i++)); do
-  if port_busy $((port_base + i)); then
-    echo "demo.sh: port $((port_base + i)) is in use; try --port-base" >&2
+  port=$((port_base + i))
+  if [[ -n "$auto_ports" ]]; then
+    port=$(next_free "$port_base")
+  elif port_busy "$port"; then
+    echo "demo.sh: port $port is in use; try --port-base" >&2
     exit 1
   fi
+  daemon_ports+=("$port")
+  given+="$port "
 done
 prom_given="$prom_port"
+prom_auto="$auto_ports"
 if [[ -z "$prom_port" ]]; then
-  prom_port=9090
-  while port_busy "$prom_port"; do prom_port=$((prom_port + 1)); done
+  prom_auto=1
+  prom_port=$(next_free 9090)
+elif [[ -n "$auto_ports" ]]; then
+  prom_port=$(next_free "$prom_port")
 elif port_busy "$prom_port"; then
   echo "demo.sh: port $prom_port is in use" >&2
   exit 1
 fi
+given+="$prom_port "
+am_auto="$auto_ports"
 if [[ -z "$am_port" ]]; then
+  am_auto=1
   # 9093, or next to an explicit --prom-port (tests pick free ports there).
   if [[ -n "$prom_given" ]]; then am_port=$((prom_port + 1)); else am_port=9093; fi
-  while port_busy "$am_port" || ((am_port == prom_port)); do
-    am_port=$((am_port + 1))
-  done
+  am_port=$(next_free "$am_port")
+elif [[ -n "$auto_ports" ]]; then
+  am_port=$(next_free "$am_port")
 elif port_busy "$am_port"; then
   echo "demo.sh: port $am_port is in use" >&2
   exit 1
 fi
+given+="$am_port "
 # Probes: each daemon answers UDP probes on probe_base+i (UDP ports; a TCP
 # listener on the same number does not matter) and probes the others
 # through fabricmon-sim, which carries them as the simulated fabric would
@@ -139,6 +183,49 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# start_listening NAME PORT AUTO LOG COMMAND...: runs COMMAND (each @PORT@
+# in its arguments replaced by the port) with its output to LOG and waits
+# until it listens on 127.0.0.1:PORT. Between the check that a port is free
+# and the bind, another program may take it (the parallel test suite does):
+# the process then dies of "address already in use", and when AUTO is set
+# it is started again on the next free port. Sets $port to the port it
+# listens on and adds its pid to pids; exits on any other failure.
+start_listening() {
+  local name="$1" auto="$3" log="$4" tries=0 pid taken
+  port="$2"
+  shift 4
+  while :; do
+    "${@//@PORT@/$port}" >"$log" 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do
+      if listens "$port" "$pid"; then
+        pids+=("$pid")
+        return 0
+      fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      pids+=("$pid")  # cleanup stops it
+      echo "demo.sh: $name did not listen on port $port within 60 s; its log:" >&2
+      tail -n 5 "$log" >&2 || true
+      exit 1
+    fi
+    wait "$pid" 2>/dev/null || true
+    if [[ -n "$auto" ]] && ((++tries < 20)) &&
+      grep -qi "address already in use" "$log"; then
+      taken="$port"
+      port=$(next_free $((port + 1)))
+      given+="$port "
+      echo "demo.sh: $name: port $taken was taken meanwhile; using $port" >&2
+      continue
+    fi
+    echo "demo.sh: $name did not start on port $port; the last lines of its log:" >&2
+    tail -n 5 "$log" >&2 || true
+    exit 1
+  done
+}
+
 # The daemons reach the simulated fabric's SMs and switches through the
 # simulator's MAD socket: the model runs in fabricmon-sim, so the MADs go
 # there (simulator/mad_socket.h), as they would go to the fabric.
@@ -168,7 +255,6 @@ if "$build/fabricmon" --check-config --config "$work/mad-check.yaml" \
 fi
 targets=""
 for ((i = 0; i < hosts; i++)); do
-  port=$((port_base + i))
   # The sm collector every 5 s with a 15 s stall_after (shipped: 60 s and
   # 60 s), so that the tour's one-minute sm-hung and sm-failover show;
   # host0 is the sweep node (fabric collector: switch ports, every SM),
@@ -206,11 +292,12 @@ $mad_yaml
     key_file: "$work/probe.key"
     peers_file: "$root/probe-peers"
 YAML
-  "$build/fabricmon" --config "$work/fabricmon-$i.yaml" \
+  start_listening "fabricmon host$i" "${daemon_ports[i]}" "$auto_ports" \
+    "$work/fabricmon-$i.log" \
+    "$build/fabricmon" --config "$work/fabricmon-$i.yaml" \
     --sysfs.root "$sim/host$i" --sim.mad-socket "$sim/mad.sock" \
-    --web.listen-address "127.0.0.1:$port" --log.level warn \
-    >"$work/fabricmon-$i.log" 2>&1 &
-  pids+=($!)
+    --web.listen-address "127.0.0.1:@PORT@" --log.level warn
+  daemon_ports[i]=$port
   targets+="      - targets: ['127.0.0.1:$port']
         labels: {host: host$i}
 "
@@ -231,11 +318,11 @@ done
   printf 'receivers:\n  - name: demo\n'
   cat "$here/dashboards/alertmanager/inhibit_rules.yml"
 } >"$work/alertmanager.yml"
-"$alertmanager_bin" --config.file="$work/alertmanager.yml" \
+start_listening Alertmanager "$am_port" "$am_auto" "$work/alertmanager.log" \
+  "$alertmanager_bin" --config.file="$work/alertmanager.yml" \
   --storage.path="$work/alertmanager-data" \
-  --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address= \
-  >"$work/alertmanager.log" 2>&1 &
-pids+=($!)
+  --web.listen-address="127.0.0.1:@PORT@" --cluster.listen-address=
+am_port=$port
 
 cat >"$work/prometheus.yml" <<YAML
 global:
@@ -253,14 +340,24 @@ scrape_configs:
     static_configs:
 $targets
 YAML
-"$prometheus_bin" --config.file="$work/prometheus.yml" \
+start_listening Prometheus "$prom_port" "$prom_auto" "$work/prometheus.log" \
+  "$prometheus_bin" --config.file="$work/prometheus.yml" \
   --storage.tsdb.path="$work/prometheus-data" \
-  --web.listen-address="127.0.0.1:$prom_port" \
-  >"$work/prometheus.log" 2>&1 &
-pids+=($!)
+  --web.listen-address="127.0.0.1:@PORT@"
+prom_port=$port
+
+if [[ -n "$ports_file" ]]; then
+  printf 'daemons=%s\nprometheus=%s\nalertmanager=%s\n' "${daemon_ports[*]}" \
+    "$prom_port" "$am_port" >"$ports_file.tmp"
+  mv "$ports_file.tmp" "$ports_file"
+fi
 
 echo "fabricmon demo: $hosts simulated host(s), scenario ${timeline:-$scenario}"
-echo "  daemons:    http://127.0.0.1:$port_base/metrics .. :$((port_base + hosts - 1))"
+if ((daemon_ports[hosts - 1] - daemon_ports[0] == hosts - 1)); then
+  echo "  daemons:    http://127.0.0.1:${daemon_ports[0]}/metrics .. :${daemon_ports[hosts - 1]}"
+else
+  echo "  daemons:    http://127.0.0.1:<port>/metrics, ports ${daemon_ports[*]}"
+fi
 echo "  sysfs:      $sim/host<i>"
 echo "  logs:       $work"
 echo "  Prometheus: http://127.0.0.1:$prom_port (rules: dashboards/prometheus/)"

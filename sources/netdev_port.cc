@@ -1,5 +1,6 @@
 #include "sources/netdev_port.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "sources/sysfs_parse.h"
@@ -134,6 +135,84 @@ std::optional<NetdevPort> FabricPortOfNetdev(const Sysfs& sysfs,
   }
   if (ipoib_gid) *error = ifname + ": no RDMA port has its GID";
   return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> NetdevsOfFabricPort(
+    const Sysfs& sysfs, const std::string& device, int port,
+    std::string* error) {
+  error->clear();
+  const std::string what = device + " port " + std::to_string(port);
+  if (device.empty() || device.find('/') != std::string::npos ||
+      device == "." || device == "..") {
+    *error = "bad RDMA device name \"" + device + "\"";
+    return std::nullopt;
+  }
+  const std::string base = "class/infiniband/" + device + "/";
+  if (!sysfs.IsDirectory(base)) {
+    const auto devices = sysfs.List("class/infiniband");
+    std::string have;
+    for (const auto& d : devices.value_or(std::vector<std::string>{})) {
+      have += (have.empty() ? "" : ", ") + d;
+    }
+    *error = "no RDMA device " + device + " (this host has " +
+             (have.empty() ? std::string("none") : have) + ")";
+    return std::nullopt;
+  }
+  const std::string dir = base + "ports/" + std::to_string(port) + "/";
+  if (!sysfs.IsDirectory(dir)) {
+    std::string have;
+    for (const auto& p :
+         sysfs.List(base + "ports").value_or(std::vector<std::string>{})) {
+      have += (have.empty() ? "" : ", ") + p;
+    }
+    *error = device + " has no port " + std::to_string(port) +
+             " (ports: " + (have.empty() ? std::string("none") : have) + ")";
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& name) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) {
+      out.push_back(name);
+    }
+  };
+  // An IB port has no RoCE netdevs and a RoCE port no IPoIB ones: skip
+  // the scan of every netdev (or of the GID table) the link layer rules
+  // out; with none readable, look both ways.
+  const std::string link_layer = Trimmed(sysfs.Read(dir + "link_layer"));
+  // IPoIB: the netdevs whose address carries this port's GID.
+  auto g0 = link_layer == "Ethernet"
+                ? std::nullopt
+                : ParseGidText(Trimmed(sysfs.Read(dir + "gids/0")));
+  if (g0) {
+    for (const auto& ifname :
+         sysfs.List("class/net").value_or(std::vector<std::string>{})) {
+      const std::string net = "class/net/" + ifname + "/";
+      if (Trimmed(sysfs.Read(net + "type")) != "32") continue;
+      auto gid = IpoibAddressGid(Trimmed(sysfs.Read(net + "address")));
+      if (gid && *gid == *g0) add(ifname);
+    }
+  }
+  // RoCE: the netdevs the GID table names, in GID index order.
+  auto indexes = link_layer == "InfiniBand"
+                     ? std::vector<std::string>{}
+                     : sysfs.List(dir + "gid_attrs/ndevs")
+                           .value_or(std::vector<std::string>{});
+  std::sort(indexes.begin(), indexes.end(),
+            [](const std::string& a, const std::string& b) {
+              return a.size() != b.size() ? a.size() < b.size() : a < b;
+            });
+  for (const auto& index : indexes) {
+    const std::string ndev =
+        Trimmed(sysfs.Read(dir + "gid_attrs/ndevs/" + index));
+    if (!ndev.empty()) add(ndev);
+  }
+  if (out.empty()) {
+    *error = what +
+             " has no netdev (no IPoIB netdev carries its GID, no RoCE GID "
+             "names one)";
+    return std::nullopt;
+  }
+  return out;
 }
 
 }  // namespace fabric

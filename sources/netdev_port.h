@@ -8,6 +8,7 @@
 //   - RoCE: the port whose GID table names the netdev
 //     (`gid_attrs/ndevs/<i>`); its GID is the first such entry.
 // Anything else (lo, a plain NIC, a veth) has no fabric port: nullopt.
+// NetdevsOfFabricPort is the reverse (a probe rail named by device/port).
 //
 // Read through Sysfs (sources/sysfs.h), so recorded trees and the test fake
 // work; the text parsers are pure.
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sources/sysfs.h"
 
@@ -52,5 +54,15 @@ std::optional<Gid> IpoibAddressGid(std::string_view address);
 std::optional<NetdevPort> FabricPortOfNetdev(const Sysfs& sysfs,
                                              const std::string& ifname,
                                              std::string* error);
+
+// The netdevs of RDMA port `device`/`port`, the reverse of
+// FabricPortOfNetdev: every IPoIB netdev whose hardware address carries the
+// port's `gids/0` (a parent and its P_Key children), then every netdev the
+// port's GID table names (RoCE), each once, in that order. nullopt with a
+// clear *error when the device or port does not exist or no netdev belongs
+// to the port.
+std::optional<std::vector<std::string>> NetdevsOfFabricPort(
+    const Sysfs& sysfs, const std::string& device, int port,
+    std::string* error);
 
 }  // namespace fabric

@@ -73,19 +73,20 @@ TEST(MixedFabricE2e, AlertForTheMixedHostOnlyAndInventoryCounts) {
       MISSING_DEPENDENCY(std::string(bin) + " not installed");
     }
   }
-  const int port_base = sim::FreePortRange(sim::PidSpread(33915), 4);
-  const int prom_port = sim::FreePortRange(port_base + 4, 2);  // + Alertmanager
-  ASSERT_GT(port_base, 0);
   const std::string log =
       std::filesystem::temp_directory_path() /
       ("mixed_fabric_e2e_test." + std::to_string(getpid()) + ".log");
+  const std::string ports_file = log + ".ports";
   sim::Session demo(SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
                         " --hosts 4 --timeline " + SourceDir() +
                         "/scenarios/mixed-fabric.yaml --duration 300"
-                        " --scrape-interval 1s --port-base " +
-                        std::to_string(port_base) + " --prom-port " +
-                        std::to_string(prom_port),
+                        " --scrape-interval 1s" +
+                        sim::DemoPortArgs(2, ports_file),
                     log);
+  const auto ports = sim::WaitDemoPorts(demo, ports_file, 90s);
+  std::remove(ports_file.c_str());
+  ASSERT_TRUE(ports) << "demo.sh did not start; see " << log;
+  const int prom_port = ports->prometheus;
 
   // The alert, once the collectors' first classification, the 1 s rules and
   // the shortened 20 s `for:` have passed.

@@ -15,7 +15,12 @@
 // two veth pairs, one per rail (px0-py0 169.254.95.0/30, px1-py1
 // 169.254.96.0/30), each daemon with `rails` r0 and r1, one per address.
 // Each rail probes its own peer with its own responder, and its pair info
-// names that rail's ports at both ends.
+// names that rail's ports at both ends. ProbeRailsByDeviceNetnsTest: the
+// same with each rail given by RDMA device and port instead of address
+// (r0 a fake RoCE port naming px0/py0, r1 a fake IPoIB port whose netdev
+// px1/py1 carries its GID): each daemon finds the rail's netdev and its
+// address in its namespace and binds it; a rail on a device this host
+// lacks is down (fabric_probe_rail_up 0) while the others probe.
 //
 // Topology (addresses link-local, inside namespaces this test creates):
 //   ns A: fabricmon A, pa 169.254.91.1/30
@@ -171,6 +176,27 @@ void FakeRocePort(const fs::path& sysfs, const std::string& dev,
   std::ofstream(port / "gids/0")
       << "fe80:0000:0000:0000:0000:0000:0000:" << gid_tail << "\n";
   std::ofstream(port / "gid_attrs/ndevs/0") << ndev << "\n";
+}
+
+// A fake IPoIB port `dev` port 1 (LID `lid`) behind netdev `ndev`, whose
+// hardware address carries the port's GID fe80::2:c903:0:`gid_tail`, so
+// both the reverse lookup (device/port to netdev) and the port exchange
+// name it.
+void FakeIpoibPort(const fs::path& sysfs, const std::string& dev,
+                   const std::string& ndev, const std::string& guid,
+                   const std::string& gid_tail, int lid) {
+  const fs::path port = sysfs / "class/infiniband" / dev / "ports/1";
+  fs::create_directories(port / "gids");
+  fs::create_directories(sysfs / "class/net" / ndev);
+  std::ofstream(sysfs / "class/infiniband" / dev / "node_guid") << guid << "\n";
+  std::ofstream(port / "link_layer") << "InfiniBand\n";
+  std::ofstream(port / "lid") << "0x" << std::hex << lid << "\n";
+  std::ofstream(port / "gids/0")
+      << "fe80:0000:0000:0000:0002:c903:0000:" << gid_tail << "\n";
+  std::ofstream(sysfs / "class/net" / ndev / "type") << "32\n";
+  std::ofstream(sysfs / "class/net" / ndev / "address")
+      << "00:00:10:87:fe:80:00:00:00:00:00:00:00:02:c9:03:00:00:"
+      << gid_tail.substr(0, 2) << ":" << gid_tail.substr(2, 2) << "\n";
 }
 
 // Median of the observations between two scrapes of histogram `name` with
@@ -585,6 +611,10 @@ TEST_F(ProbeNetnsTest, DefaultDaemonExportsAtMostEightSeriesPerPair) {
 
 class ProbeRailsNetnsTest : public ::testing::Test {
  protected:
+  ProbeRailsNetnsTest() = default;
+  // `by_device`: rails named by device/port (see the file comment).
+  explicit ProbeRailsNetnsTest(bool by_device) : by_device_(by_device) {}
+
   void SetUp() override {
     if (::geteuid() != 0) MISSING_DEPENDENCY("needs root to create netns");
     if (!Sh("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
@@ -609,6 +639,13 @@ class ProbeRailsNetnsTest : public ::testing::Test {
             "ip -n " + y_ + " link set py" + rail + " up"}) {
         ASSERT_TRUE(Sh(c)) << c;
       }
+      if (by_device_ && r == 1) {
+        FakeIpoibPort(dir_ / "sysfs", "ib_x1", "px1", "0000:0000:0000:0a01",
+                      "0a01", 0x11);
+        FakeIpoibPort(dir_ / "sysfs", "ib_y1", "py1", "0000:0000:0000:0b01",
+                      "0b01", 0x21);
+        continue;
+      }
       FakeRocePort(dir_ / "sysfs", "rxe_x" + rail, "px" + rail,
                    "0000:0000:0000:0a0" + rail, "0a0" + rail);
       FakeRocePort(dir_ / "sysfs", "rxe_y" + rail, "py" + rail,
@@ -616,8 +653,8 @@ class ProbeRailsNetnsTest : public ::testing::Test {
     }
     std::ofstream(dir_ / "key") << kKey;
     ::chmod((dir_ / "key").c_str(), 0600);
-    dx_ = Start(x_, "x", "1", "2");
-    dy_ = Start(y_, "y", "2", "1");
+    dx_ = Start(x_, "x", "1", "2", "x");
+    dy_ = Start(y_, "y", "2", "1", "y");
     ASSERT_TRUE(Ready(dx_, kMetricsPort) && Ready(dy_, kMetricsPort));
   }
 
@@ -636,18 +673,28 @@ class ProbeRailsNetnsTest : public ::testing::Test {
   }
 
   // A daemon whose rail r<k> listens on 169.254.(95+k).<own> and probes
-  // .<other> on the same rail.
+  // .<other> on the same rail; by device, its rails are host `host`'s
+  // devices and X has a rail r9 on a device no host has.
   Daemon Start(const std::string& ns, const std::string& name,
-               const std::string& own, const std::string& other) {
+               const std::string& own, const std::string& other,
+               const std::string& host) {
     const fs::path config = dir_ / (name + ".yaml");
     std::ofstream out(config);
     out << DaemonConfigHead() << "    probe_timeout: 200ms\n"
         << "    key_file: " << (dir_ / "key").string() << "\n    rails:\n";
     for (int r = 0; r < 2; ++r) {
       const std::string net = "169.254." + std::to_string(95 + r) + ".";
-      out << "      - name: r" << r << "\n        listen_address: \"" << net
-          << own << ":10916\"\n        peers: [\"" << net << other
-          << ":10916\"]\n";
+      out << "      - name: r" << r << "\n";
+      if (by_device_) {
+        out << "        device: " << (r == 0 ? "rxe_" : "ib_") << host << r
+            << "\n        port: 1\n        listen_port: 10916\n";
+      } else {
+        out << "        listen_address: \"" << net << own << ":10916\"\n";
+      }
+      out << "        peers: [\"" << net << other << ":10916\"]\n";
+    }
+    if (by_device_ && host == "x") {
+      out << "      - name: r9\n        device: mlx5_9\n";
     }
     out.close();
     return Spawn(ns, config, dir_ / (name + ".log"), dir_ / "sysfs",
@@ -662,12 +709,65 @@ class ProbeRailsNetnsTest : public ::testing::Test {
                        : std::map<std::string, double>{}};
   }
 
+  // Each rail probes its own peer and its pair info names its ports at both
+  // ends; returns X's last scrape.
+  Scrape CheckEachRailProbesItsPeerAndNamesItsPorts();
+
+  const bool by_device_ = false;
   std::string x_, y_;
   fs::path dir_;
   Daemon dx_, dy_;
 };
 
+class ProbeRailsByDeviceNetnsTest : public ProbeRailsNetnsTest {
+ protected:
+  ProbeRailsByDeviceNetnsTest() : ProbeRailsNetnsTest(true) {}
+};
+
 TEST_F(ProbeRailsNetnsTest, EachRailProbesItsPeerAndNamesItsPorts) {
+  CheckEachRailProbesItsPeerAndNamesItsPorts();
+}
+
+// By device: the same, each rail on its own port's netdev address, the IB
+// rail's pair info with both ends' LIDs and port GUIDs, and the rail on a
+// missing device down, saying so, without stopping the others.
+TEST_F(ProbeRailsByDeviceNetnsTest, EachRailBindsItsPortsNetdevAddress) {
+  const Scrape x = CheckEachRailProbesItsPeerAndNamesItsPorts();
+  EXPECT_EQ(x.Get("fabric_probe_rail_info{address=\"169.254.95.1\",device="
+                  "\"rxe_x0\",netdev=\"px0\",port=\"1\",rail=\"r0\"}"),
+            1);
+  EXPECT_EQ(x.Get("fabric_probe_rail_info{address=\"169.254.96.1\",device="
+                  "\"ib_x1\",netdev=\"px1\",port=\"1\",rail=\"r1\"}"),
+            1);
+  EXPECT_EQ(x.Get("fabric_probe_rail_up{rail=\"r0\"}"), 1);
+  EXPECT_EQ(x.Get("fabric_probe_rail_up{rail=\"r1\"}"), 1);
+  EXPECT_EQ(x.Get("fabric_probe_rail_up{rail=\"r9\"}"), 0);
+  std::string ib_info;
+  for (const auto& [series, value] : x.samples) {
+    if (series.rfind("fabric_probe_pair_info{", 0) == 0 &&
+        series.find("rail=\"r1\"") != std::string::npos) {
+      ib_info = series;
+    }
+  }
+  for (const char* label : {"local_lid=\"17\"", "remote_lid=\"33\"",
+                            "local_port_guid=\"0x0002c90300000a01\"",
+                            "remote_port_guid=\"0x0002c90300000b01\""}) {
+    EXPECT_NE(ib_info.find(label), std::string::npos)
+        << label << " in " << ib_info;
+  }
+  std::ifstream log(dx_.log);
+  const std::string text((std::istreambuf_iterator<char>(log)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("probe rail r9: no RDMA device mlx5_9"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("probe rail r1: ib_x1 port 1 is px1, listening on "
+                      "169.254.96.1:10916"),
+            std::string::npos)
+      << text;
+}
+
+Scrape ProbeRailsNetnsTest::CheckEachRailProbesItsPeerAndNamesItsPorts() {
   // The pair info of rail r<k> in a scrape of X.
   auto pair_info = [](const Scrape& s, int r) {
     const std::string peer = "peer=\"169.254." + std::to_string(95 + r) +
@@ -698,7 +798,10 @@ TEST_F(ProbeRailsNetnsTest, EachRailProbesItsPeerAndNamesItsPorts) {
     const std::string k = std::to_string(r);
     EXPECT_GT(x.Get(count(r)), 100) << "rail r" << k;
     const std::string info = pair_info(x, r);
-    ASSERT_FALSE(info.empty()) << "no pair info on rail r" << k;
+    if (info.empty()) {
+      ADD_FAILURE() << "no pair info on rail r" << k;
+      continue;
+    }
     // Its own rail's ports at both ends, not the other rail's.
     EXPECT_NE(info.find("local_node_guid=\"0x0000000000000a0" + k + "\""),
               std::string::npos)
@@ -724,6 +827,7 @@ TEST_F(ProbeRailsNetnsTest, EachRailProbesItsPeerAndNamesItsPorts) {
       EXPECT_NE(series.find("rail=\"r"), std::string::npos) << series;
     }
   }
+  return x;
 }
 
 }  // namespace

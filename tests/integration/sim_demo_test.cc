@@ -2,7 +2,8 @@
 // the shipped rules, Alertmanager), prints alerts as they fire with their
 // runbook, stops cleanly at the end of --duration, on SIGTERM or on Ctrl-C
 // (SIGINT), leaves no process of its session behind and removes its temp
-// dir.
+// dir; a port taken between its check and the bind moves the process to
+// the next free port (--auto-ports) or fails clearly (a port given).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -29,12 +30,6 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-std::string DemoCommand(int port_base, int prom_port, const std::string& more) {
-  return SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
-         " --hosts 2 --port-base " + std::to_string(port_base) +
-         " --prom-port " + std::to_string(prom_port) + " " + more;
-}
-
 // A directory the demo printed: "sysfs: <dir>/host<i>" or "logs: <dir>".
 std::string PrintedDir(const std::string& log, const std::string& pattern) {
   std::smatch m;
@@ -55,22 +50,33 @@ class SimDemo : public ::testing::Test {
     if (!fs::exists("/usr/bin/prometheus")) {
       MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
     }
-    port_base_ = sim::FreePortRange(sim::PidSpread(33915), 2);
-    prom_port_ = sim::FreePortRange(port_base_ + 2, 2);  // + Alertmanager
-    ASSERT_GT(port_base_, 0);
     log_ = fs::temp_directory_path() /
            ("sim_demo_test." + std::to_string(getpid()) + ".log");
+    ports_file_ = log_ + ".ports";
   }
   void TearDown() override {
+    std::remove(ports_file_.c_str());
     // Keep the log only when something failed (its path is in the message).
     if (!HasFailure() && !log_.empty()) std::remove(log_.c_str());
   }
-  // Waits until both daemons answer and Prometheus is ready.
+  // demo.sh with two hosts, choosing its ports itself (it reports them in
+  // ports_file_), and `more`.
+  std::string DemoCommand(const std::string& more) const {
+    return SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
+           " --hosts 2" + sim::DemoPortArgs(0, ports_file_) + more;
+  }
+  // Waits for the demo's ports, then until both daemons answer and
+  // Prometheus is ready.
   bool WaitUp(sim::Session& demo) {
+    auto ports = sim::WaitDemoPorts(demo, ports_file_, 90s);
+    if (!ports || ports->daemons.size() != 2) return false;
+    port0_ = ports->daemons[0];
+    port1_ = ports->daemons[1];
+    prom_port_ = ports->prometheus;
     const auto end = std::chrono::steady_clock::now() + 30s;
     while (std::chrono::steady_clock::now() < end && demo.running()) {
-      if (fabric::testing::HttpGetOk(port_base_, "/metrics") &&
-          fabric::testing::HttpGetOk(port_base_ + 1, "/metrics") &&
+      if (fabric::testing::HttpGetOk(port0_, "/metrics") &&
+          fabric::testing::HttpGetOk(port1_, "/metrics") &&
           fabric::testing::HttpGetOk(prom_port_, "/-/ready")) {
         return true;
       }
@@ -78,12 +84,12 @@ class SimDemo : public ::testing::Test {
     }
     return false;
   }
-  int port_base_ = -1, prom_port_ = -1;
-  std::string log_;
+  int port0_ = -1, port1_ = -1, prom_port_ = -1;
+  std::string log_, ports_file_;
 };
 
 TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
-  sim::Session demo(DemoCommand(port_base_, prom_port_, ""), log_);
+  sim::Session demo(DemoCommand(""), log_);
   const pid_t sid = demo.pid();
   ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
   // Serving starts before the first poll has published (slow under a
@@ -93,7 +99,7 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   std::optional<std::string> metrics;
   const auto until = std::chrono::steady_clock::now() + 20s;
   do {
-    metrics = fabric::testing::HttpGetOk(port_base_ + 1, "/metrics");
+    metrics = fabric::testing::HttpGetOk(port1_, "/metrics");
     if (metrics && metrics->find(series) != std::string::npos) break;
     std::this_thread::sleep_for(100ms);
   } while (std::chrono::steady_clock::now() < until);
@@ -111,7 +117,7 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
   EXPECT_TRUE(sim::SessionProcesses(sid).empty());
   EXPECT_FALSE(fs::exists(simdir));
   EXPECT_FALSE(fs::exists(logs));
-  EXPECT_FALSE(fabric::testing::HttpGetOk(port_base_, "/metrics"));
+  EXPECT_FALSE(fabric::testing::HttpGetOk(port0_, "/metrics"));
   EXPECT_FALSE(fabric::testing::HttpGetOk(prom_port_, "/-/ready"));
   EXPECT_NE(Slurp(log_).find("Prometheus: http://127.0.0.1:" +
                              std::to_string(prom_port_)),
@@ -122,9 +128,7 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
 // with the shipped inhibit rules, and prints each alert as it fires with
 // the runbook to open (scripts/demo_alerts.py).
 TEST_F(SimDemo, PrintsAlertsAsTheyFireWithTheirRunbook) {
-  sim::Session demo(
-      DemoCommand(port_base_, prom_port_, "--scenario congestion-hotspot"),
-      log_);
+  sim::Session demo(DemoCommand("--scenario congestion-hotspot"), log_);
   const pid_t sid = demo.pid();
   ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
   const std::regex am("Alertmanager: http://127.0.0.1:(\\d+)");
@@ -171,8 +175,7 @@ TEST_F(SimDemo, SmAndProbeLossAlertsFire) {
            "  - scenario: sm-failover\n"
            "    start: 100s\n";
   }
-  sim::Session demo(
-      DemoCommand(port_base_, prom_port_, "--timeline " + timeline), log_);
+  sim::Session demo(DemoCommand("--timeline " + timeline), log_);
   const pid_t sid = demo.pid();
   ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
   auto fired = [](const std::string& alert, const std::string& where) {
@@ -217,7 +220,7 @@ TEST_F(SimDemo, SmAndProbeLossAlertsFire) {
 }
 
 TEST_F(SimDemo, EndsAfterDurationWithStatusZero) {
-  sim::Session demo(DemoCommand(port_base_, prom_port_, "--duration 3"), log_);
+  sim::Session demo(DemoCommand("--duration 3"), log_);
   const pid_t sid = demo.pid();
   const int status = demo.Wait(60s);
   ASSERT_NE(status, -1) << "demo.sh --duration 3 did not end";
@@ -230,8 +233,51 @@ TEST_F(SimDemo, EndsAfterDurationWithStatusZero) {
   EXPECT_FALSE(fs::exists(logs));
 }
 
+// A port taken between demo.sh's check and the daemon's bind (a socket
+// bound but not listening looks free to the check, as a port another test
+// binds a moment later does): with --auto-ports the daemon starts again on
+// the next free port, which the ports file reports; without, a port given
+// explicitly fails with the daemon's own error.
+TEST_F(SimDemo, PortTakenBeforeTheBindMovesOnOrFailsClearly) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int taken = ntohs(addr.sin_port);
+  {
+    sim::Session demo(
+        DemoCommand("--quiet --port-base " + std::to_string(taken)), log_);
+    ASSERT_TRUE(WaitUp(demo)) << Slurp(log_);
+    EXPECT_NE(port0_, taken);
+    EXPECT_NE(Slurp(log_).find("fabricmon host0: port " +
+                               std::to_string(taken) + " was taken meanwhile"),
+              std::string::npos)
+        << Slurp(log_);
+    std::string why;
+    EXPECT_TRUE(sim::StopDemo(demo, &why)) << why;
+  }
+  const std::string explicit_port =
+      SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
+      " --hosts 2 --quiet --port-base " + std::to_string(taken);
+  sim::Session demo(explicit_port, log_);
+  const int status = demo.Wait(90s);
+  close(fd);
+  ASSERT_NE(status, -1);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << Slurp(log_);
+  EXPECT_NE(Slurp(log_).find("fabricmon host0 did not start on port " +
+                             std::to_string(taken)),
+            std::string::npos)
+      << Slurp(log_);
+  EXPECT_NE(Slurp(log_).find("Address already in use"), std::string::npos)
+      << Slurp(log_);
+}
+
 TEST_F(SimDemo, RejectsBadArguments) {
-  sim::Session demo(DemoCommand(port_base_, prom_port_, "--hosts zero"), log_);
+  sim::Session demo(DemoCommand("--hosts zero"), log_);
   const int status = demo.Wait(30s);
   ASSERT_NE(status, -1);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2);

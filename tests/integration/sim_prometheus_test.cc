@@ -30,19 +30,20 @@ TEST(SimPrometheus, RatesMatchOfferedLoadAndHotspotIsVisible) {
   if (!std::filesystem::exists("/usr/bin/prometheus")) {
     MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
   }
-  const int port_base = sim::FreePortRange(sim::PidSpread(31915), 4);
-  int prom_port = sim::FreePortRange(port_base + 4, 2);  // + Alertmanager
-  ASSERT_GT(port_base, 0);
   const std::string log =
       std::filesystem::temp_directory_path() /
       ("sim_prometheus_test." + std::to_string(getpid()) + ".log");
+  const std::string ports_file = log + ".ports";
   sim::Session demo(SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
                         " --hosts 4 --scenario congestion-hotspot"
-                        " --duration 75 --scrape-interval 1s --port-base " +
-                        std::to_string(port_base) + " --prom-port " +
-                        std::to_string(prom_port) +
+                        " --duration 75 --scrape-interval 1s" +
+                        sim::DemoPortArgs(1, ports_file) +
                         " -- --period 200ms --duty-cycle 0.5 --load 0.8",
                     log);
+  const auto ports = sim::WaitDemoPorts(demo, ports_file, 90s);
+  std::remove(ports_file.c_str());
+  ASSERT_TRUE(ports) << "demo.sh did not start; see " << log;
+  const int prom_port = ports->prometheus;
 
   // Wait until Prometheus holds 18+ s of samples for every target.
   const auto deadline = std::chrono::steady_clock::now() + 60s;

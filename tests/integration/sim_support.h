@@ -1,6 +1,7 @@
 // Helpers for the simulator's integration tests: ranges of loopback ports,
-// Prometheus instant queries (HTTP through tests/support/http.h), and running a
-// script in its own session so the test can prove every process it started is
+// the ports scripts/demo.sh chose (--auto-ports, --ports-file), Prometheus
+// instant queries (HTTP through tests/support/http.h), and running a script
+// in its own session so the test can prove every process it started is
 // gone. Thread-safety: none needed (test-only, single thread).
 #pragma once
 
@@ -45,7 +46,9 @@ inline bool PortFree(int port) {
 // (each gtest case is its own process) do not race for the same ports.
 inline int PidSpread(int from) { return from + (getpid() % 1000) * 8; }
 
-// First port p >= from with p .. p+count-1 all free on 127.0.0.1.
+// First port p >= from with p .. p+count-1 all free on 127.0.0.1. Free
+// now, not when the caller binds it: a process started later on it may
+// find it taken (the demo tests use DemoPortArgs instead).
 inline int FreePortRange(int from, int count) {
   for (int base = from; base < 60000; base += count) {
     bool ok = true;
@@ -53,6 +56,46 @@ inline int FreePortRange(int from, int count) {
     if (ok) return base;
   }
   return -1;
+}
+
+// Where scripts/demo.sh runs: the ports it wrote to --ports-file.
+struct DemoPorts {
+  std::vector<int> daemons;  // host0, host1, ...
+  int prometheus = -1;
+  int alertmanager = -1;
+};
+
+// demo.sh arguments that let it choose every port itself (--auto-ports:
+// busy ones are skipped, one taken between the check and the bind is
+// replaced) from start points spread by pid below the kernel's ephemeral
+// range (32768+, where other tests' port-0 sockets land), reporting them in
+// `ports_file`. `slot` keeps the tests that run demos apart (0..2).
+inline std::string DemoPortArgs(int slot, const std::string& ports_file) {
+  const int base = 20000 + slot * 4000 + (getpid() % 400) * 10;
+  return " --auto-ports --port-base " + std::to_string(base) + " --prom-port " +
+         std::to_string(base + 6) + " --ports-file " + ports_file + " ";
+}
+
+// The ports file's "key=value" lines; nullopt when one is missing.
+inline std::optional<DemoPorts> ParseDemoPorts(const std::string& text) {
+  DemoPorts out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq);
+    std::istringstream values(line.substr(eq + 1));
+    int port = 0;
+    while (values >> port) {
+      if (key == "daemons") out.daemons.push_back(port);
+      if (key == "prometheus") out.prometheus = port;
+      if (key == "alertmanager") out.alertmanager = port;
+    }
+  }
+  if (out.daemons.empty() || out.prometheus <= 0 || out.alertmanager <= 0) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 struct Sample {
@@ -174,6 +217,25 @@ class Session {
   pid_t pid_ = -1;
   pid_t sid_done_ = -1;
 };
+
+// Waits up to `limit` for `demo` to write `ports_file` (it does once every
+// process it started listens); nullopt when it exits first or time runs
+// out.
+inline std::optional<DemoPorts> WaitDemoPorts(Session& demo,
+                                              const std::string& ports_file,
+                                              std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream in(ports_file);
+    if (in) {
+      std::stringstream text;
+      text << in.rdbuf();
+      if (auto ports = ParseDemoPorts(text.str())) return ports;
+    }
+    if (demo.Wait(std::chrono::seconds(1)) != -1) return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 // Stops a scripts/demo.sh session with SIGINT (its trap stops what it
 // started, by pid); false, with the reason, when it does not exit within

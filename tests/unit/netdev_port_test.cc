@@ -1,6 +1,7 @@
 // sources/netdev_port: which RDMA port a netdev belongs to, on fake sysfs
 // trees laid out as the kernel lays them out (IPoIB: the GID in the
-// hardware address; RoCE: gid_attrs/ndevs), and bad input.
+// hardware address; RoCE: gid_attrs/ndevs), and bad input; the reverse,
+// the netdevs of a device/port (NetdevsOfFabricPort).
 #include "sources/netdev_port.h"
 
 #include <gtest/gtest.h>
@@ -102,6 +103,77 @@ TEST(NetdevPort, ParsersRefuseWhatIsNotAGidOrAnIpoibAddress) {
   EXPECT_EQ(FormatGid(*IpoibAddressGid(
                 "80:00:00:48:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2:c3")),
             kGid);
+}
+
+constexpr char kIpoibAddress[] =
+    "00:00:10:87:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2:c3\n";
+
+// The reverse: mlx5_1 port 1's IPoIB netdevs are those whose address
+// carries its GID (the parent and its P_Key child), not mlx5_0's.
+TEST(NetdevsOfFabricPort, IpoibNetdevsCarryThePortsGid) {
+  FakeSysfs fs;
+  IbPort(fs);
+  fs.File("class/net/ib1/type", "32\n");
+  fs.File("class/net/ib1/address", kIpoibAddress);
+  fs.File("class/net/ib1.8001/type", "32\n");
+  fs.File("class/net/ib1.8001/address", kIpoibAddress);
+  fs.File("class/net/ib0/type", "32\n");
+  fs.File("class/net/ib0/address",
+          "00:00:10:87:fe:80:00:00:00:00:00:00:00:02:c9:03:00:a1:b2:c9\n");
+  fs.File("class/net/eth0/type", "1\n");
+  fs.File("class/net/eth0/address", "52:54:00:12:34:56\n");
+  std::string error;
+  auto netdevs = NetdevsOfFabricPort(fs, "mlx5_1", 1, &error);
+  ASSERT_TRUE(netdevs) << error;
+  EXPECT_EQ(*netdevs, (std::vector<std::string>{"ib1", "ib1.8001"}));
+  netdevs = NetdevsOfFabricPort(fs, "mlx5_0", 1, &error);
+  ASSERT_TRUE(netdevs) << error;
+  EXPECT_EQ(*netdevs, (std::vector<std::string>{"ib0"}));
+}
+
+// RoCE: the netdevs the GID table names, once each, in GID index order
+// (index 10 after index 2); unused entries (EINVAL) are skipped.
+TEST(NetdevsOfFabricPort, RoceNetdevsAreThoseItsGidTableNames) {
+  FakeSysfs fs;
+  const std::string p = "class/infiniband/mlx5_2/ports/1/";
+  fs.File(p + "gid_attrs/ndevs/10", "vlan7\n");
+  fs.File(p + "gid_attrs/ndevs/2", "eth2\n");
+  fs.File(p + "gid_attrs/ndevs/3", "eth2\n");
+  fs.Fail(p + "gid_attrs/ndevs/4", EINVAL);
+  fs.File(p + "gids/0", "0000:0000:0000:0000:0000:0000:0000:0000\n");
+  std::string error;
+  auto netdevs = NetdevsOfFabricPort(fs, "mlx5_2", 1, &error);
+  ASSERT_TRUE(netdevs) << error;
+  EXPECT_EQ(*netdevs, (std::vector<std::string>{"eth2", "vlan7"}));
+  // An Ethernet port has no IPoIB netdevs: every netdev is not read for
+  // them (the lookup runs every collection).
+  fs.File(p + "link_layer", "Ethernet\n");
+  const std::size_t before = fs.calls().size();
+  netdevs = NetdevsOfFabricPort(fs, "mlx5_2", 1, &error);
+  ASSERT_TRUE(netdevs) << error;
+  EXPECT_EQ(netdevs->size(), 2u);
+  for (std::size_t i = before; i < fs.calls().size(); ++i) {
+    EXPECT_EQ(fs.calls()[i].find("class/net"), std::string::npos)
+        << fs.calls()[i];
+  }
+}
+
+TEST(NetdevsOfFabricPort, MissingDevicePortOrNetdevSaysWhich) {
+  FakeSysfs fs;
+  IbPort(fs);
+  std::string error;
+  EXPECT_FALSE(NetdevsOfFabricPort(fs, "mlx5_9", 1, &error));
+  EXPECT_EQ(error, "no RDMA device mlx5_9 (this host has mlx5_0, mlx5_1)");
+  EXPECT_FALSE(NetdevsOfFabricPort(fs, "mlx5_1", 2, &error));
+  EXPECT_EQ(error, "mlx5_1 has no port 2 (ports: 1)");
+  EXPECT_FALSE(NetdevsOfFabricPort(fs, "mlx5_1", 1, &error));
+  EXPECT_NE(error.find("mlx5_1 port 1 has no netdev"), std::string::npos)
+      << error;
+  EXPECT_FALSE(NetdevsOfFabricPort(fs, "../net", 1, &error));
+  EXPECT_NE(error.find("bad RDMA device name"), std::string::npos) << error;
+  FakeSysfs empty;
+  EXPECT_FALSE(NetdevsOfFabricPort(empty, "mlx5_0", 1, &error));
+  EXPECT_EQ(error, "no RDMA device mlx5_0 (this host has none)");
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 // key, bad values naming key and line, the key file required and checked),
 // and the collector made through the registry probing a second instance
 // over loopback, with the peers file re-read when it changes; rails
-// (issue 29): parsed and validated, and one collector probing on two.
+// (issue 29): parsed and validated, one collector probing on two, and a
+// rail named by RDMA device/port binding its netdev's address (following it
+// when it changes, saying why when there is none).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -11,12 +13,14 @@
 #include <boost/asio/post.hpp>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "collectors/probe.h"
 #include "collectors/registry.h"
 #include "config/config.h"
+#include "tests/support/fake_sysfs.h"
 
 namespace fabric {
 namespace {
@@ -334,8 +338,8 @@ TEST_F(ProbeCollectorTest, RailsAndPerPeerHistograms) {
                   "      - name: r1\n        listen_address: "
                   "\"10.0.0.1:1\"\n"));
   EXPECT_NE(error.find("rails[1].listen_address"), std::string::npos) << error;
-  EXPECT_TRUE(bad("    rails:\n" + r0 + "        device: mlx5_0\n"));
-  EXPECT_NE(error.find("rails[0].device"), std::string::npos) << error;
+  EXPECT_TRUE(bad("    rails:\n" + r0 + "        devices: mlx5_0\n"));
+  EXPECT_NE(error.find("rails[0].devices"), std::string::npos) << error;
   EXPECT_TRUE(bad("    rails:\n" + r0 + "        peers: [\"::1:80\"]\n"));
   EXPECT_TRUE(bad("    max_peers: 1\n    rails:\n" + r0 +
                   "        peers: [\"a:1\", \"b:1\"]\n"));
@@ -343,6 +347,184 @@ TEST_F(ProbeCollectorTest, RailsAndPerPeerHistograms) {
   EXPECT_TRUE(bad("    peers: [\"a:1\"]\n    rails:\n" + r0));
   EXPECT_NE(error.find("is per rail"), std::string::npos) << error;
   EXPECT_TRUE(bad("    per_peer_histograms: maybe\n"));
+}
+
+// Rails named by RDMA device and port: parsed, the port defaulting to 1
+// and the UDP port to listen_port's; bad combinations name their key.
+TEST_F(ProbeCollectorTest, RailsByDeviceAndPort) {
+  std::string error;
+  auto config = ParseConfig(
+      "collectors:\n"
+      "  probe:\n"
+      "    rails:\n"
+      "      - name: rail0\n"
+      "        device: mlx5_0\n"
+      "        peers: [\"10.0.0.2\"]\n"
+      "      - name: rail1\n"
+      "        device: mlx5_1\n"
+      "        port: 2\n"
+      "        listen_port: 10917\n"
+      "      - name: rail2\n"
+      "        device: mlx5_2\n"
+      "        listen_address: \"10.0.2.1:10916\"\n",
+      AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  const auto& s = SettingsAs<ProbeSettings>(config->Collector("probe"));
+  ASSERT_EQ(s.rails.size(), 3u);
+  EXPECT_EQ(s.rails[0].device, "mlx5_0");
+  EXPECT_EQ(s.rails[0].port, 1);
+  EXPECT_EQ(s.rails[0].listen_address, "");
+  EXPECT_EQ(s.rails[0].listen_port, kDefaultProbePort);
+  EXPECT_EQ(s.rails[1].port, 2);
+  EXPECT_EQ(s.rails[1].listen_port, 10917);
+  EXPECT_EQ(s.rails[2].listen_address, "10.0.2.1:10916");
+
+  auto bad = [&](const std::string& rail) {
+    return !ParseConfig("collectors:\n  probe:\n    rails:\n" + rail,
+                        AllCollectorKeys(), &error);
+  };
+  const std::string r0 = "      - name: r0\n        device: mlx5_0\n";
+  const std::string r1 = "      - name: r1\n        device: mlx5_0\n";
+  // Two rails on one port, spelled with and without the default port.
+  EXPECT_TRUE(bad(r0 + r1 + "        port: 1\n"));
+  EXPECT_NE(error.find("rails[1].device"), std::string::npos) << error;
+  EXPECT_NE(error.find("mlx5_0 port 1"), std::string::npos) << error;
+  EXPECT_FALSE(bad(r0 + r1 + "        port: 2\n")) << error;
+  EXPECT_TRUE(bad(r0 + "        port: 0\n"));
+  EXPECT_NE(error.find("rails[0].port"), std::string::npos) << error;
+  EXPECT_TRUE(bad(r0 + "        device: \"../x\"\n"));
+  EXPECT_TRUE(bad("      - name: r0\n        device: \"mlx5/0\"\n"));
+  EXPECT_NE(error.find("rails[0].device"), std::string::npos) << error;
+  EXPECT_TRUE(bad(r0 + "        listen_address: \":10916\"\n"));
+  EXPECT_NE(error.find("must be the port's address"), std::string::npos)
+      << error;
+  EXPECT_TRUE(bad(r0 + "        listen_address: \"10.0.0.1:1\"\n"
+                       "        listen_port: 2\n"));
+  EXPECT_NE(error.find("rails[0].listen_port"), std::string::npos) << error;
+  const std::string plain =
+      "      - name: r0\n        listen_address: \"10.0.0.1:1\"\n";
+  EXPECT_TRUE(bad(plain + "        port: 1\n"));
+  EXPECT_NE(error.find("rails[0].port"), std::string::npos) << error;
+  EXPECT_TRUE(bad(plain + "        listen_port: 1\n"));
+  EXPECT_NE(error.find("rails[0].listen_port"), std::string::npos) << error;
+  EXPECT_TRUE(bad("      - name: r0\n        port: 1\n"));
+  EXPECT_NE(error.find("rails[0].listen_address"), std::string::npos) << error;
+}
+
+// A rail named by device/port on a fake RoCE port whose netdev is `lo`
+// binds the address the lister gives lo, probes a plain collector from
+// it, moves when that address changes, and says why when it has none.
+TEST_F(ProbeCollectorTest, DeviceRailBindsAndFollowsItsNetdevsAddress) {
+  const int base = 23000 + (::getpid() + 29) % 20000;
+  auto fake = std::make_shared<testing::FakeSysfs>();
+  fake->File("class/infiniband/rxe0/ports/1/gid_attrs/ndevs/0", "lo\n");
+  auto address = std::make_shared<std::string>("127.0.0.3");
+  std::mutex mu;
+  InterfaceAddressLister lister = [&mu, address](std::string*) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<InterfaceAddress> out = {{"eth0", "192.0.2.1", false, false}};
+    if (!address->empty()) out.push_back({"lo", *address, false, false});
+    return out;
+  };
+  auto settings = [&](ProbeRail rail) {
+    ProbeSettings s;
+    s.transport = "udp";
+    s.probe_timeout = 200ms;
+    s.key_file = key_;
+    s.key = Key(32, 0xaa);
+    s.rails = {rail};
+    CollectorConfig c;
+    c.interval = 1ms;
+    c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
+    return c;
+  };
+  ProbeRail by_device;
+  by_device.name = "r0";
+  by_device.device = "rxe0";
+  by_device.port = 1;
+  by_device.listen_address = "";
+  by_device.listen_port = base;
+  by_device.peers = {"127.0.0.1:" + std::to_string(base + 1)};
+  ProbeRail plain;
+  plain.name = "p";
+  plain.listen_address = "127.0.0.1:" + std::to_string(base + 1);
+  CollectorEnv env;
+  env.sysfs = fake;
+  auto a = MakeProbeCollector(env, settings(by_device), lister);
+  auto b = MakeProbeCollector(env, settings(plain), lister);
+  boost::asio::io_context io;
+  std::thread runner = RunBoth(*a, *b, io);
+  const std::string count = "fabric_probe_rtt_seconds_count{peer=\"127.0.0.1:" +
+                            std::to_string(base + 1) +
+                            "\",rail=\"r0\",transport=\"udp\"}";
+  // Collects `a` until `done` holds of its text; returns the text.
+  auto until = [&](auto done) {
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+      MetricSink sink;
+      a->Collect(sink);
+      text = ToText(sink.Take());
+      if (done(text)) break;
+      std::this_thread::sleep_for(50ms);
+    }
+    return text;
+  };
+  auto info = [](const std::string& ip) {
+    return "fabric_probe_rail_info{address=\"" + ip +
+           "\",device=\"rxe0\",netdev=\"lo\",port=\"1\",rail=\"r0\"} 1";
+  };
+  auto answered = [&](const std::string& text) {
+    return text.find(count) != std::string::npos &&
+           text.find(count + " 0\n") == std::string::npos;
+  };
+  std::string text = until([&](const std::string& t) {
+    return answered(t) && t.find(info("127.0.0.3")) != std::string::npos;
+  });
+  EXPECT_TRUE(answered(text)) << text;
+  EXPECT_NE(text.find(info("127.0.0.3")), std::string::npos) << text;
+  EXPECT_NE(text.find("fabric_probe_rail_up{rail=\"r0\"} 1"), std::string::npos)
+      << text;
+
+  // The address goes away: the rail closes and says why.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    address->clear();
+  }
+  text = until([](const std::string& t) {
+    return t.find("fabric_probe_rail_up{rail=\"r0\"} 0") != std::string::npos;
+  });
+  EXPECT_NE(text.find("fabric_probe_rail_up{rail=\"r0\"} 0"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("fabric_probe_rail_info"), std::string::npos) << text;
+  {
+    MetricSink sink;
+    EXPECT_FALSE(a->Collect(sink));
+    bool said = false;
+    for (const auto& r : sink.skip_reasons()) {
+      said |= r.find("rxe0 port 1: netdev lo has no IPv4") != std::string::npos;
+    }
+    EXPECT_TRUE(said);
+  }
+
+  // A new address: the rail binds it and probes again.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    *address = "127.0.0.4";
+  }
+  text = until([&](const std::string& t) {
+    return t.find(info("127.0.0.4")) != std::string::npos &&
+           t.find("fabric_probe_rail_up{rail=\"r0\"} 1") != std::string::npos &&
+           answered(t);
+  });
+  EXPECT_NE(text.find(info("127.0.0.4")), std::string::npos) << text;
+  EXPECT_TRUE(answered(text)) << text;
+
+  boost::asio::post(io, [&] {
+    a->Stop();
+    b->Stop();
+    io.stop();
+  });
+  runner.join();
 }
 
 // One collector with two rails on loopback addresses probes a second one
