@@ -68,6 +68,7 @@
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/paths.h"
 #include "tests/support/prom_api.h"
+#include "tests/support/sim_host_config.h"
 
 extern char** environ;
 
@@ -313,25 +314,14 @@ class Stack {
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
       std::ofstream(config)
-          << "ethtool_dir: " << (root / "ethtool").string() << "\n"
-          << "collectors:\n  congestion:\n    interval: 200ms\n"
-          // The scenarios' faults and Prometheus' 1 s scrapes are timed
-          // for 1 s counter polls (the default is 5 s).
-          << "  ib_port:\n    interval: 1s\n"
-          << "  hw_counters:\n    interval: 1s\n"
-          << "  roce:\n    interval: 1s\n    dcb_dir: "
-          << (root / "dcb").string() << "\n"
+          << testing::SimHostConfig(root)
           << "  probe:\n    enabled: true\n    interval: 100ms\n"
           << "    listen_address: \"127.0.0.1:" << probe_base + h << "\"\n"
           << "    key_file: " << key.string()
           << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\"]\n"
           << "  bench_agent:\n    enabled: " << (h == 0 ? "true" : "false")
           << "\n    listen_address: \"127.0.0.1:" << probe_base + 2
-          << "\"\n    key_file: " << key.string()
-          << "\n"
-          // The simulator's transceiver images (module EEPROM).
-          << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
-          << (root / "eeprom").string() << "\n";
+          << "\"\n    key_file: " << key.string() << "\n";
       std::vector<std::string> argv = {testing::Binary("fabricmon"),
                                        "--config",
                                        config.string(),

@@ -27,6 +27,7 @@
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 #include "tests/support/prom_api.h"
+#include "tests/support/sim_host_config.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing::vm {
@@ -137,13 +138,15 @@ class Stack {
   // 5 m, 1 h, ...), so a stack that has run for a minute has full windows:
   // with less data than its window, Prometheus' rate() divides by the whole
   // window and MetricsQL's by the data's span, which is a start-up artefact,
-  // not a difference in meaning.
-  Stack(const std::string& scenario, int hosts, bool short_windows = false) {
+  // not a difference in meaning. `sim_args` are appended to fabricmon-sim's
+  // command line.
+  Stack(const std::string& scenario, int hosts, bool short_windows = false,
+        const std::vector<std::string>& sim_args = {}) {
     dir_ = fs::temp_directory_path() /
            ("fabricmon_vm_" + std::to_string(getpid()) + "_" + scenario);
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "rules");
-    if (!StartDaemons(scenario, hosts)) return;
+    if (!StartDaemons(scenario, hosts, sim_args)) return;
     prom::WriteFastRules(dir_ / "rules", short_windows);
     vm_port_ = StartVictoriaMetrics("vm", &vm_);
     prom_vm_port_ = StartVictoriaMetrics("vm-prometheus", &prom_vm_);
@@ -235,10 +238,13 @@ class Stack {
                                           (dir_ / (name + ".log")).string());
   }
 
-  bool StartDaemons(const std::string& scenario, int hosts) {
-    sim_ = Start("sim", {Binary("fabricmon-sim"), "--out",
+  bool StartDaemons(const std::string& scenario, int hosts,
+                    const std::vector<std::string>& sim_args) {
+    sim_ = Start("sim",
+                 Append({Binary("fabricmon-sim"), "--out",
                          (dir_ / "sim").string(), "--scenario", scenario,
-                         "--hosts", std::to_string(hosts), "--tick", "100ms"});
+                         "--hosts", std::to_string(hosts), "--tick", "100ms"},
+                        sim_args));
     std::string json;
     for (int h = 0; h < hosts; ++h) {
       const fs::path root = dir_ / "sim" / ("host" + std::to_string(h));
@@ -249,12 +255,7 @@ class Stack {
       }
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
-      std::ofstream(config)
-          << "ethtool_dir: " << (root / "ethtool").string() << "\n"
-          << "collectors:\n  congestion:\n    interval: 200ms\n"
-          << "  roce:\n    dcb_dir: " << (root / "dcb").string() << "\n"
-          << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
-          << (root / "eeprom").string() << "\n";
+      std::ofstream(config) << SimHostConfig(root);
       const std::string name = "fabricmon" + std::to_string(h);
       daemons_.push_back(Start(
           name,
