@@ -28,12 +28,8 @@ int main(int argc, char** argv) {
         std::uint32_t node = 0;
         return tree->Answer(dlid, mad, &node);
       });
-  // Blocked before the server's thread starts, so only sigwait sees them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // Before the server's thread starts, so only sigwait sees them.
+  const sigset_t stop = sim::BlockStopSignals();
   std::string error;
   if (!server.Start(argv[1], &error)) {
     std::fprintf(stderr, "fat_tree_socket: %s\n", error.c_str());

@@ -376,11 +376,16 @@ def main():
             g = groups.setdefault(m.group(2), {})
             q = re.search(r'quantile="([^"]+)"', k)
             g[m.group(1) or ("q" + q.group(1) if q else "")] = v
-        for k, v in alert.items():  # failed evaluations, per group
-            m = re.match(r'vmalert_(alerting|recording)_rules_errors_total\{'
-                         r'.*group="([^"]+)"', k)
+        # Rules in error, per group: vmalert 1.79 has no per-group error
+        # counter, only a gauge per rule (vmalert_alerting_rules_error,
+        # vmalert_recording_rules_error: 1 while its last evaluation failed)
+        # and the all-groups vmalert_execution_errors_total; later releases
+        # name a counter per rule vmalert_*_rules_errors_total. Both count.
+        for k, v in alert.items():
+            m = re.match(r'vmalert_(alerting|recording)_rules_errors?'
+                         r'(_total)?\{.*group="([^"]+)"', k)
             if m:
-                g = groups.setdefault(m.group(2), {})
+                g = groups.setdefault(m.group(3), {})
                 g["errors"] = g.get("errors", 0) + v
         lines = [
             "Fleet: %d GPUs (%d nodes), %d switch ports in %d sweep shards, "
@@ -402,6 +407,9 @@ def main():
             "| vmagents' CPU per 1 M samples | %.2f s |" % (agent_cpu / rows * 1e6),
             "| bytes per sample on disk (end of run) | %.2f (%d B / %d) |" % (bps, size, stored),
             "| bytes per sample after force_merge | %.2f (%d B / %d) |" % (bps_merged, size_merged, stored_merged),
+            "| failed rule evaluations (vmalert_execution_errors_total) | %d of %d |"
+            % (total(alert, "vmalert_execution_errors_total"),
+               total(alert, "vmalert_execution_total")),
         ]
         for name, v in sorted(rss.items()):
             lines.append("| RSS %s | %.0f MiB |" % (name, v / 2**20))

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "collectors/link_phy.h"
+#include "collectors/mad_ports.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/discovery.h"
@@ -64,7 +65,7 @@ class FabricCollector : public Collector {
       : env_(std::move(env)),
         config_(std::move(config)),
         settings_(std::move(settings)),
-        ports_(std::move(ports)) {}
+        ports_("fabric", env_, settings_.mad, std::move(ports)) {}
 
   std::string_view Name() const override { return "fabric"; }
 
@@ -72,14 +73,14 @@ class FabricCollector : public Collector {
 
  private:
   bool CollectOnce(MetricSink& sink) {
-    if (!env_.mad) return true;  // no MAD service (not the live system)
+    if (!ports_.available()) return true;
     if (!HoldActivePort(sink)) return open_ok_;
     const double now = env_.clock();
     const auto deadline =
         std::chrono::steady_clock::now() +
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
             config_.timeout * 9 / 10);
-    MadOptions options = settings_.mad.Apply({});
+    MadOptions options = ports_.options();
     options.max_outstanding = settings_.max_outstanding;
     options.deadline = deadline;
     const double every =
@@ -113,7 +114,7 @@ class FabricCollector : public Collector {
   // False when there is no port to sweep from this time; open_ok_ then
   // says whether that is a failure (NoPortIsFine).
   bool HoldActivePort(MetricSink& sink) {
-    const MadOptions options = settings_.mad.Apply({});
+    const MadOptions options = ports_.options();
     if (transport_) {
       mad::LocalPort now = held_;
       if (!mad::RefreshFromPortInfo(*transport_, options, &now)) return true;
@@ -127,11 +128,8 @@ class FabricCollector : public Collector {
       transport_.reset();
       topology_.reset();
     }
-    std::string error;
-    const auto view = ports_(&error);
-    if (!error.empty()) sink.Skip("fabric: " + error);
-    mad::LivePorts live = mad::FindLivePorts(
-        view, settings_.ca, settings_.ca_port, env_.mad, options);
+    auto [view, error, live] =
+        ports_.Find(sink, settings_.ca, settings_.ca_port);
     for (const auto& w : live.waiting)
       sink.Skip("fabric: " + w + ": not ACTIVE");
     if (!live.active.empty()) {
@@ -346,7 +344,7 @@ class FabricCollector : public Collector {
   CollectorEnv env_;
   CollectorConfig config_;
   FabricSettings settings_;
-  mad::LocalPortLister ports_;
+  MadPorts ports_;
   std::unique_ptr<MadTransport> transport_;
   mad::LocalPort held_;  // transport_'s port, as its PortInfo last said
   std::unique_ptr<mad::Topology> topology_;
@@ -376,12 +374,6 @@ std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
                                                mad::LocalPortLister ports) {
   return std::make_unique<FabricCollector>(
       env, config, SettingsAs<FabricSettings>(config), std::move(ports));
-}
-
-std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config) {
-  return MakeFabricCollector(
-      env, config, env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec FabricCollectorSpec() {

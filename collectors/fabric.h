@@ -67,12 +67,10 @@ struct FabricSettings {
   bool operator==(const FabricSettings&) const = default;
 };
 
-std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config);
-// The same with the local port list injected (tests; real: LocalIbPorts).
-std::unique_ptr<Collector> MakeFabricCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config,
-                                               mad::LocalPortLister ports);
+// `ports`: the local port list, injected in tests (null: the env's).
+std::unique_ptr<Collector> MakeFabricCollector(
+    const CollectorEnv& env, const CollectorConfig& config,
+    mad::LocalPortLister ports = nullptr);
 CollectorSpec FabricCollectorSpec();
 
 }  // namespace fabric

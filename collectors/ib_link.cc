@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "collectors/link_phy.h"
+#include "collectors/mad_ports.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/mad_transport.h"
@@ -40,20 +41,19 @@ struct PescMemory {
 
 class IbLinkCollector : public Collector {
  public:
-  IbLinkCollector(CollectorEnv env, IbLinkSettings settings,
+  IbLinkCollector(const CollectorEnv& env, IbLinkSettings settings,
                   mad::LocalPortLister ports)
-      : env_(std::move(env)), settings_(settings), ports_(std::move(ports)) {}
+      : settings_(settings),
+        ports_("ib_link", env, settings.mad, std::move(ports)) {}
 
   std::string_view Name() const override { return "ib_link"; }
 
   bool Collect(MetricSink& sink) override {
-    if (!env_.mad) return true;  // no MAD service (not the live system)
-    std::string error;
-    const auto view = ports_(&error);
-    bool ok = error.empty();
-    if (!ok) sink.Skip("ib_link: " + error);
-    const MadOptions options = settings_.mad.Apply({});
-    mad::LivePorts live = mad::FindLivePorts(view, "", 0, env_.mad, options);
+    if (!ports_.available()) return true;
+    MadPorts::Found found = ports_.Find(sink);
+    bool ok = found.error.empty();
+    mad::LivePorts& live = found.live;
+    const MadOptions options = ports_.options();
     if (!live.unopenable.empty()) {
       if (!open_failed_) {
         spdlog::warn("ib_link: cannot open MAD port {}",
@@ -214,9 +214,8 @@ class IbLinkCollector : public Collector {
     }
   }
 
-  CollectorEnv env_;
   IbLinkSettings settings_;
-  mad::LocalPortLister ports_;
+  MadPorts ports_;
   std::map<std::pair<std::string, int>, PescMemory> pesc_;  // ca, port
   bool open_failed_ = false;
 };
@@ -228,12 +227,6 @@ std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
                                                mad::LocalPortLister ports) {
   return std::make_unique<IbLinkCollector>(
       env, SettingsAs<IbLinkSettings>(config), std::move(ports));
-}
-
-std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config) {
-  return MakeIbLinkCollector(
-      env, config, env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec IbLinkCollectorSpec() {

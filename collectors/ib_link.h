@@ -43,12 +43,10 @@ struct IbLinkSettings {
   bool operator==(const IbLinkSettings&) const = default;
 };
 
-std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config);
-// The same with the local port list injected (tests; real: LocalIbPorts).
-std::unique_ptr<Collector> MakeIbLinkCollector(const CollectorEnv& env,
-                                               const CollectorConfig& config,
-                                               mad::LocalPortLister ports);
+// `ports`: the local port list, injected in tests (null: the env's).
+std::unique_ptr<Collector> MakeIbLinkCollector(
+    const CollectorEnv& env, const CollectorConfig& config,
+    mad::LocalPortLister ports = nullptr);
 CollectorSpec IbLinkCollectorSpec();
 
 }  // namespace fabric

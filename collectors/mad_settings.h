@@ -1,6 +1,6 @@
-// The per-MAD keys every collector that sends MADs (sm, fabric) accepts
-// under its `collectors.<name>` mapping, read in one place so they mean and
-// check the same everywhere:
+// The per-MAD keys every collector that sends MADs (sm, fabric, ib_link)
+// accepts under its `collectors.<name>` mapping, read in one place so they mean
+// and check the same everywhere:
 //   mad_timeout  duration, per try (default 500ms, at least 1ms)
 //   mad_retries  tries after the first, 0 to 20 (default 2)
 // Not a collector: a helper of the MAD collectors' settings parsers.

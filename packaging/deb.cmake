@@ -8,7 +8,10 @@
 # entry (group `fabricmon` owns /dev/infiniband/umad*), the example config as
 # the conffile /etc/fabricmon/fabricmon.yaml, /etc/default/fabricmon (the
 # unit's extra arguments) as a conffile, dashboards, rules and runbooks
-# under /usr/share/fabricmon/, packaging/fleet.yaml as an example config.
+# under /usr/share/fabricmon/, the VictoriaMetrics deployment
+# (deploy/victoriametrics/: units, defaults, scrape configs; installed by
+# hand where wanted, docs/deploy.md) as /usr/share/fabricmon/victoriametrics/,
+# packaging/fleet.yaml as an example config.
 # Depends come from dpkg-shlibdeps. The
 # maintainer scripts are in packaging/debian/ (what they do: docs/install.md).
 include(GNUInstallDirs)
@@ -39,6 +42,10 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/dashboards/alertmanager/
         DESTINATION ${share}/alertmanager)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/runbooks/
         DESTINATION ${share}/runbooks)
+# Shipped as files, not as active units: the vmagent/vmalert units run on
+# the metrics hosts, not on every node this package monitors.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/deploy/victoriametrics/
+        DESTINATION ${share}/victoriametrics)
 # The series-budget profile (docs/series-budget.md), next to the example
 # config: copied to /etc/fabricmon by whoever wants it, never a conffile.
 install(FILES ${CMAKE_SOURCE_DIR}/packaging/fleet.yaml

@@ -208,4 +208,13 @@ std::unique_ptr<MadTransport> ConnectMadSocket(const std::string& path,
   return std::make_unique<SocketMadTransport>(fd, local_port_guid);
 }
 
+sigset_t BlockStopSignals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  return stop;
+}
+
 }  // namespace fabric::sim

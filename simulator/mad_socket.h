@@ -29,6 +29,8 @@
 // client transport is a MadTransport: one Run() at a time.
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -76,6 +78,13 @@ class MadSocketServer {
   std::thread thread_;
   std::atomic<std::uint64_t> answered_{0}, ignored_{0};
 };
+
+// Blocks SIGINT and SIGTERM in the calling thread and returns them, for
+// sigwait / sigtimedwait: a process that serves MADs (fabricmon-sim,
+// bench/fat_tree_socket.cc) calls it before it starts the server's or any
+// other thread, so the threads inherit the mask and only the waiting main
+// thread sees a stop signal (and stops the server in order).
+sigset_t BlockStopSignals();
 
 // A transport whose MADs fabricmon-sim answers at `path`, leaving by the
 // simulated HCA port whose port GUID is `local_port_guid` (as its sysfs

@@ -186,13 +186,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Block the stop signals before the runner thread exists so only
-  // sigtimedwait below sees them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Before the runner thread exists, so only sigtimedwait below sees them.
+  const sigset_t stop_signals = fabric::sim::BlockStopSignals();
 
   // Renaming hundreds of files per tick is cheap on tmpfs but forces
   // write-out on ext4 (replace-via-rename), which can lag real time badly.

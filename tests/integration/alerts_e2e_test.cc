@@ -67,6 +67,8 @@
 #include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/paths.h"
+#include "tests/support/prom_api.h"
+#include "tests/support/sim_host_config.h"
 
 extern char** environ;
 
@@ -258,10 +260,7 @@ class IbSide {
   int master_ = -1;
 };
 
-struct Alert {
-  std::string name, state;
-  std::map<std::string, std::string> labels;
-};
+using testing::prom::Alert;
 
 // The whole stack for one scenario.
 class Stack {
@@ -315,25 +314,14 @@ class Stack {
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
       std::ofstream(config)
-          << "ethtool_dir: " << (root / "ethtool").string() << "\n"
-          << "collectors:\n  congestion:\n    interval: 200ms\n"
-          // The scenarios' faults and Prometheus' 1 s scrapes are timed
-          // for 1 s counter polls (the default is 5 s).
-          << "  ib_port:\n    interval: 1s\n"
-          << "  hw_counters:\n    interval: 1s\n"
-          << "  roce:\n    interval: 1s\n    dcb_dir: "
-          << (root / "dcb").string() << "\n"
+          << testing::SimHostConfig(root)
           << "  probe:\n    enabled: true\n    interval: 100ms\n"
           << "    listen_address: \"127.0.0.1:" << probe_base + h << "\"\n"
           << "    key_file: " << key.string()
           << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\"]\n"
           << "  bench_agent:\n    enabled: " << (h == 0 ? "true" : "false")
           << "\n    listen_address: \"127.0.0.1:" << probe_base + 2
-          << "\"\n    key_file: " << key.string()
-          << "\n"
-          // The simulator's transceiver images (module EEPROM).
-          << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
-          << (root / "eeprom").string() << "\n";
+          << "\"\n    key_file: " << key.string() << "\n";
       std::vector<std::string> argv = {testing::Binary("fabricmon"),
                                        "--config",
                                        config.string(),
@@ -383,16 +371,7 @@ class Stack {
       targets_.push_back(ib_->target());
     }
     // Prometheus with the shipped rules, `for:` shortened.
-    for (const char* f : {"recording_rules.yml", "alerting_rules.yml"}) {
-      std::string text =
-          ReadFile(Src(std::string("dashboards/prometheus/") + f));
-      text = std::regex_replace(text, std::regex(R"(\bfor: \w+)"), "for: 2s");
-      // The 5 m memory group evaluates every second here, so it has run
-      // before the first assertion.
-      text = std::regex_replace(text, std::regex(R"(\binterval: \w+)"),
-                                "interval: 1s");
-      std::ofstream(dir_ / f) << text;
-    }
+    testing::prom::WriteFastRules(dir_);
     std::string targets;
     for (const auto& t : targets_) {
       targets += (targets.empty() ? "'" : ", '") + t + "'";
@@ -416,7 +395,7 @@ class Stack {
             [&] {
               auto r = Query("count(up{job=\"fabricmon\"} == 1)");
               return r && r->size() == 1 &&
-                     r->front().second == std::to_string(targets_.size());
+                     r->front().text == std::to_string(targets_.size());
             },
             seconds(20))) {
       error_ = "prometheus never scraped every daemon: " +
@@ -440,56 +419,13 @@ class Stack {
   const std::string& target(int host) const { return targets_[host]; }
   IbSide* ib() { return ib_.get(); }
 
-  // Instant query; each result is (labels as text, value).
-  std::optional<
-      std::vector<std::pair<std::map<std::string, std::string>, std::string>>>
-  Query(const std::string& expr) {
-    auto body = testing::HttpGetOk(
-        prom_port_, "/api/v1/query?query=" + testing::UrlEncode(expr));
-    if (!body) return std::nullopt;
-    pt::ptree tree;
-    std::istringstream in(*body);
-    try {
-      pt::read_json(in, tree);
-    } catch (...) {
-      return std::nullopt;
-    }
-    if (tree.get<std::string>("status", "") != "success") return std::nullopt;
-    std::vector<std::pair<std::map<std::string, std::string>, std::string>> out;
-    const auto& data = tree.get_child("data");
-    if (data.get<std::string>("resultType") == "scalar") {
-      out.push_back({{}, data.get_child("result").back().second.data()});
-      return out;
-    }
-    for (const auto& [_, r] : data.get_child("result")) {
-      std::map<std::string, std::string> labels;
-      for (const auto& [k, v] : r.get_child("metric")) labels[k] = v.data();
-      out.push_back({labels, r.get_child("value").back().second.data()});
-    }
-    return out;
+  // Instant query (tests/support/prom_api.h).
+  std::optional<std::vector<testing::prom::Sample>> Query(
+      const std::string& expr) {
+    return testing::prom::Query(prom_port_, expr);
   }
 
-  std::vector<Alert> Alerts() {
-    std::vector<Alert> out;
-    auto body = testing::HttpGetOk(prom_port_, "/api/v1/alerts");
-    if (!body) return out;
-    pt::ptree tree;
-    std::istringstream in(*body);
-    try {
-      pt::read_json(in, tree);
-    } catch (...) {
-      return out;
-    }
-    for (const auto& [_, a] : tree.get_child("data.alerts")) {
-      Alert alert;
-      alert.state = a.get<std::string>("state");
-      for (const auto& [k, v] : a.get_child("labels"))
-        alert.labels[k] = v.data();
-      alert.name = alert.labels["alertname"];
-      out.push_back(alert);
-    }
-    return out;
-  }
+  std::vector<Alert> Alerts() { return testing::prom::Alerts(prom_port_); }
 
   template <typename F>
   static bool WaitFor(F&& done, Clock::duration timeout) {
@@ -777,7 +713,7 @@ TEST(AlertsE2eTest, CongestionHotspotFiresForVictimOnly) {
       "fabric_port_transmit_wait_peak_ratio{device=\"mlx5_0\",instance=\"" +
       stack.target(0) + "\"}");
   ASSERT_TRUE(peak && peak->size() == 1);
-  EXPECT_GT(std::stod(peak->front().second), 0.3);
+  EXPECT_GT(peak->front().value, 0.3);
 }
 
 TEST(AlertsE2eTest, SteadyFiresNothing) {
@@ -795,7 +731,7 @@ TEST(AlertsE2eTest, SteadyFiresNothing) {
   // And it was really evaluating: the congestion peaks are there.
   auto peaks = stack.Query("count(fabric_port_transmit_wait_peak_ratio)");
   ASSERT_TRUE(peaks && peaks->size() == 1);
-  EXPECT_EQ(peaks->front().second, "18");  // 2 hosts x 9 ports
+  EXPECT_EQ(peaks->front().text, "18");  // 2 hosts x 9 ports
 }
 
 TEST(AlertsE2eTest, LinkDegradedFiresForTheDegradedPort) {
@@ -862,7 +798,7 @@ TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {
   // The PFC series exist on both hosts (read from the ethtool dumps).
   auto pfc = stack.Query("count(fabric_pfc_pause_frames_total)");
   ASSERT_TRUE(pfc && pfc->size() == 1) << "no fabric_pfc_pause_frames_total";
-  EXPECT_EQ(pfc->front().second, "32");  // 2 hosts x 8 priorities x rx/tx
+  EXPECT_EQ(pfc->front().text, "32");  // 2 hosts x 8 priorities x rx/tx
   const auto firing = stack.WaitFiring("FabricPfcPauseStorm");
   ASSERT_FALSE(firing.empty()) << Describe(stack.Alerts());
   std::printf("FabricPfcPauseStorm firing: %s\n", Describe(firing).c_str());
@@ -885,7 +821,7 @@ TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {
                   stack.target(0) + "\"}[2m]) > 0");
   ASSERT_TRUE(moved.has_value());
   ASSERT_EQ(moved->size(), 1u);
-  const auto& labels = moved->front().first;
+  const auto& labels = moved->front().labels;
   EXPECT_EQ(labels.at("device"), "mlx5_bond_0");
   EXPECT_EQ(labels.at("netdev"), "bond0");
   EXPECT_EQ(labels.at("priority"), "3");
@@ -1021,7 +957,7 @@ TEST(AlertsE2eTest, SmFailoverFiresOnceWhenTheMasterIsKilled) {
   // The new master is the standby: one MASTER again.
   auto masters = stack.Query("max(fabric_sm_masters)");
   ASSERT_TRUE(masters && masters->size() == 1);
-  EXPECT_EQ(masters->front().second, "1");
+  EXPECT_EQ(masters->front().text, "1");
 }
 
 }  // namespace

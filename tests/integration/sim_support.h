@@ -14,8 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <boost/property_tree/json_parser.hpp>
-#include <boost/property_tree/ptree.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "tests/support/http.h"
+#include "tests/support/prom_api.h"
 
 namespace fabric::testing::sim {
 
@@ -98,36 +97,12 @@ inline std::optional<DemoPorts> ParseDemoPorts(const std::string& text) {
   return out;
 }
 
-struct Sample {
-  std::map<std::string, std::string> labels;
-  double value = 0;
-};
+using prom::Sample;
 
 // Instant query; nullopt when Prometheus is not answering or errs.
 inline std::optional<std::vector<Sample>> PromQuery(int port,
                                                     const std::string& expr) {
-  auto body = fabric::testing::HttpGetOk(
-      port, "/api/v1/query?query=" + fabric::testing::UrlEncode(expr));
-  if (!body) return std::nullopt;
-  namespace pt = boost::property_tree;
-  pt::ptree tree;
-  try {
-    std::istringstream in(*body);
-    pt::read_json(in, tree);
-    if (tree.get<std::string>("status") != "success") return std::nullopt;
-    std::vector<Sample> out;
-    for (const auto& [_, r] : tree.get_child("data.result")) {
-      Sample s;
-      for (const auto& [k, v] : r.get_child("metric")) s.labels[k] = v.data();
-      auto it = r.get_child("value").begin();
-      ++it;
-      s.value = std::stod(it->second.data());
-      out.push_back(std::move(s));
-    }
-    return out;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  return prom::Query(port, expr);
 }
 
 // Pids of every live process in session `sid`.

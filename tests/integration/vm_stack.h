@@ -6,8 +6,8 @@
 // shipped rules -> Alertmanager. Beside it, the alternative: a real Prometheus
 // on the same file_sd file with the shipped prometheus-remote-write.yml (one
 // server: modulus 1) evaluating the same rules and remote-writing to a second
-// victoria-metrics. Rules as in alerts_e2e_test: every `for:` 2 s, every
-// group every 1 s; scrapes every 1 s.
+// victoria-metrics. Rules as in alerts_e2e_test (prom::WriteFastRules):
+// every `for:` 2 s, every group every 1 s; scrapes every 1 s.
 // Thread-safety: none needed (test-only, single thread).
 #pragma once
 
@@ -26,6 +26,8 @@
 #include "tests/integration/sim_support.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
+#include "tests/support/prom_api.h"
+#include "tests/support/sim_host_config.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing::vm {
@@ -73,66 +75,40 @@ inline std::string Join(const std::vector<std::string>& argv) {
 using Series = std::map<std::map<std::string, std::string>, double>;
 
 inline std::optional<Series> Query(int port, const std::string& expr) {
-  auto r = sim::PromQuery(port, expr);
+  auto r = prom::Query(port, expr);
   if (!r) return std::nullopt;
   Series out;
   for (auto& s : *r) out[s.labels] = s.value;
   return out;
 }
 
-struct Alert {
-  std::string name;
-  std::map<std::string, std::string> labels;
-};
+using prom::Alert;
 
-// Alerts from a JSON answer: `path` is the list of alerts in it ("" for the
-// top level), each with its `labels`; `state`, where present, must be
-// "firing".
-inline std::vector<Alert> ParseAlerts(const std::optional<std::string>& body,
-                                      const std::string& path) {
-  std::vector<Alert> out;
-  if (!body) return out;
-  namespace pt = boost::property_tree;
-  pt::ptree tree;
-  try {
-    std::istringstream in(*body);
-    pt::read_json(in, tree);
-    for (const auto& [_, a] : path.empty() ? tree : tree.get_child(path)) {
-      if (a.get<std::string>("state", "firing") != "firing") continue;
-      Alert alert;
-      for (const auto& [k, v] : a.get_child("labels")) {
-        alert.labels[k] = v.data();
-      }
-      alert.name = alert.labels["alertname"];
-      out.push_back(alert);
-    }
-  } catch (const std::exception&) {
-  }
-  return out;
+// The firing ones of `alerts`.
+inline std::vector<Alert> Firing(std::vector<Alert> alerts) {
+  std::erase_if(alerts, [](const Alert& a) { return a.state != "firing"; });
+  return alerts;
 }
 
 // Firing alerts from a Prometheus-style /api/v1/alerts (Prometheus, vmalert).
 inline std::vector<Alert> FiringAlerts(int port) {
-  return ParseAlerts(HttpGetOk(port, "/api/v1/alerts"), "data.alerts");
+  return Firing(prom::Alerts(port));
 }
 
 // Active alerts Alertmanager received (/api/v2/alerts).
 inline std::vector<Alert> AlertmanagerAlerts(int port) {
-  return ParseAlerts(
-      HttpGetOk(port, "/api/v2/alerts?active=true&silenced=false"), "");
+  const auto json =
+      prom::GetJson(port, "/api/v2/alerts?active=true&silenced=false");
+  return json ? Firing(prom::ParseAlerts(*json, "")) : std::vector<Alert>{};
 }
 
 // "instance" values of a vmagent's active targets (/api/v1/targets).
 inline std::optional<std::set<std::string>> ActiveTargets(int port) {
-  auto body = HttpGetOk(port, "/api/v1/targets?state=active");
-  if (!body) return std::nullopt;
-  namespace pt = boost::property_tree;
-  pt::ptree tree;
+  const auto json = prom::GetJson(port, "/api/v1/targets?state=active");
+  if (!json) return std::nullopt;
   try {
-    std::istringstream in(*body);
-    pt::read_json(in, tree);
     std::set<std::string> out;
-    for (const auto& [_, t] : tree.get_child("data.activeTargets")) {
+    for (const auto& [_, t] : json->get_child("data.activeTargets")) {
       out.insert(t.get<std::string>("labels.instance"));
     }
     return out;
@@ -162,14 +138,16 @@ class Stack {
   // 5 m, 1 h, ...), so a stack that has run for a minute has full windows:
   // with less data than its window, Prometheus' rate() divides by the whole
   // window and MetricsQL's by the data's span, which is a start-up artefact,
-  // not a difference in meaning.
-  Stack(const std::string& scenario, int hosts, bool short_windows = false) {
+  // not a difference in meaning. `sim_args` are appended to fabricmon-sim's
+  // command line.
+  Stack(const std::string& scenario, int hosts, bool short_windows = false,
+        const std::vector<std::string>& sim_args = {}) {
     dir_ = fs::temp_directory_path() /
            ("fabricmon_vm_" + std::to_string(getpid()) + "_" + scenario);
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "rules");
-    if (!StartDaemons(scenario, hosts)) return;
-    WriteRules(short_windows);
+    if (!StartDaemons(scenario, hosts, sim_args)) return;
+    prom::WriteFastRules(dir_ / "rules", short_windows);
     vm_port_ = StartVictoriaMetrics("vm", &vm_);
     prom_vm_port_ = StartVictoriaMetrics("vm-prometheus", &prom_vm_);
     // vmalert restores its alerts' state from VictoriaMetrics at start.
@@ -260,10 +238,13 @@ class Stack {
                                           (dir_ / (name + ".log")).string());
   }
 
-  bool StartDaemons(const std::string& scenario, int hosts) {
-    sim_ = Start("sim", {Binary("fabricmon-sim"), "--out",
+  bool StartDaemons(const std::string& scenario, int hosts,
+                    const std::vector<std::string>& sim_args) {
+    sim_ = Start("sim",
+                 Append({Binary("fabricmon-sim"), "--out",
                          (dir_ / "sim").string(), "--scenario", scenario,
-                         "--hosts", std::to_string(hosts), "--tick", "100ms"});
+                         "--hosts", std::to_string(hosts), "--tick", "100ms"},
+                        sim_args));
     std::string json;
     for (int h = 0; h < hosts; ++h) {
       const fs::path root = dir_ / "sim" / ("host" + std::to_string(h));
@@ -274,12 +255,7 @@ class Stack {
       }
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
-      std::ofstream(config)
-          << "ethtool_dir: " << (root / "ethtool").string() << "\n"
-          << "collectors:\n  congestion:\n    interval: 200ms\n"
-          << "  roce:\n    dcb_dir: " << (root / "dcb").string() << "\n"
-          << "  transceiver:\n    interval: 1s\n    eeprom_dir: "
-          << (root / "eeprom").string() << "\n";
+      std::ofstream(config) << SimHostConfig(root);
       const std::string name = "fabricmon" + std::to_string(h);
       daemons_.push_back(Start(
           name,
@@ -304,21 +280,6 @@ class Stack {
     std::ofstream(dir_ / "targets.json")
         << "[{\"targets\": [" << json << "]}]\n";
     return true;
-  }
-
-  void WriteRules(bool short_windows) {
-    for (const char* f : {"recording_rules.yml", "alerting_rules.yml"}) {
-      std::string text =
-          ReadFile(Src(std::string("dashboards/prometheus/") + f));
-      text = std::regex_replace(text, std::regex(R"(\bfor: \w+)"), "for: 2s");
-      text = std::regex_replace(text, std::regex(R"(\binterval: \w+)"),
-                                "interval: 1s");
-      if (short_windows) {
-        text =
-            std::regex_replace(text, std::regex(R"(\[\d+[smhd]\])"), "[20s]");
-      }
-      std::ofstream(dir_ / "rules" / f) << text;
-    }
   }
 
   // The shipped scrape config, every 1 s, on this stack's file_sd file.
