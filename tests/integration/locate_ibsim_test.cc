@@ -40,13 +40,7 @@ namespace fs = std::filesystem;
 constexpr int kSwitches = 8;  // 2 spines, 6 leaves
 constexpr int kHcas = 12;
 
-// One directed cable crossing of an ibtracert route: "leaf0"[3] -> ...
-struct Crossing {
-  std::string from;
-  int out = 0;
-  std::string to;
-  int in = 0;
-};
+using Crossing = TracertHop;
 
 class LocateIbsim : public ::testing::Test {
  protected:
@@ -87,23 +81,11 @@ class LocateIbsim : public ::testing::Test {
     return cached;
   }
   std::vector<Crossing> Ibtracert(int src, int dst) {
-    const ToolOutput r = fabric_.Run(
-        {"ibtracert", std::to_string(src), std::to_string(dst)}, "hca1");
-    std::vector<Crossing> out;
-    const std::regex from_re(R"re(^From .*"(.*)"$)re");
-    const std::regex hop_re(R"re(^\[(\d+)\] -> .*\}\[(\d+)\] .*"(.*)"$)re");
-    std::istringstream in(r.out);
-    std::string line, at;
-    std::smatch m;
-    while (std::getline(in, line)) {
-      if (std::regex_match(line, m, from_re)) {
-        at = m[1];
-      } else if (std::regex_match(line, m, hop_re)) {
-        out.push_back({at, std::stoi(m[1]), m[3], std::stoi(m[2])});
-        at = m[3];
-      }
-    }
-    return out;
+    return ParseIbtracert(
+        fabric_
+            .Run({"ibtracert", std::to_string(src), std::to_string(dst)},
+                 "hca1")
+            .out);
   }
 
   // Switch name -> (node GUID, LID), from `fabricmon-mad` discovery.

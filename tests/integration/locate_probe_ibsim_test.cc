@@ -27,9 +27,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,8 +51,6 @@
 #include "tests/support/paths.h"
 #include "tests/support/udp_relay.h"
 #include "tests/support/wait.h"
-
-extern char** environ;
 
 namespace fabric::testing {
 namespace {
@@ -104,10 +100,7 @@ class LocateProbeIbsim : public ::testing::Test {
     for (auto& r : relays_) r->Stop();
     relays_.clear();
     for (Host& h : hosts_) {
-      if (h.daemon > 0) {
-        ::kill(h.daemon, SIGTERM);
-        ::waitpid(h.daemon, nullptr, 0);
-      }
+      if (fabric_) fabric_->StopClient(h.daemon);
       if (!h.ns.empty()) Sh("ip netns del " + h.ns);
     }
     fabric_.reset();  // ibsim, OpenSM, Prometheus
@@ -249,12 +242,13 @@ class LocateProbeIbsim : public ::testing::Test {
       out << "      - \"" << RelayIp(i) << ":" << 20000 + j << "\"\n";
     }
     out.close();
-    h.daemon = SpawnDaemon(
+    // Not a client of ibsim: no umad2sim in its environment.
+    h.daemon = fabric_->StartProcess(
         {"ip", "netns", "exec", h.ns, Binary("fabricmon"), "--config",
          config.string(), "--sysfs.root", sysfs.string(),
          "--web.listen-address", HostIp(i) + ":" + std::to_string(kMetricsPort),
          "--log.level", "warn"},
-        dir() / (h.name + ".log"));
+        (dir() / (h.name + ".log")).string());
     ASSERT_GT(h.daemon, 0);
   }
 
@@ -295,31 +289,6 @@ class LocateProbeIbsim : public ::testing::Test {
     char lid[16];
     std::snprintf(lid, sizeof(lid), "0x%x", h.lid);
     std::ofstream(port / "lid") << lid << "\n";
-  }
-
-  // Without umad2sim in its environment: the daemons never touch ibsim.
-  static pid_t SpawnDaemon(const std::vector<std::string>& argv,
-                           const fs::path& log) {
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<char*> env;
-    for (char** e = environ; *e; ++e) {
-      if (std::string_view(*e).rfind("LD_PRELOAD=", 0) != 0) env.push_back(*e);
-    }
-    env.push_back(nullptr);
-    pid_t pid = -1;
-    if (posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), env.data()) !=
-        0) {
-      pid = -1;
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
   }
 
   void StartPrometheus() {
@@ -370,18 +339,8 @@ class LocateProbeIbsim : public ::testing::Test {
         {"ibtracert", std::to_string(src), std::to_string(dst)}, "hca1");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     std::set<Cable> out;
-    const std::regex from_re(R"re(^From .*"(.*)"$)re");
-    const std::regex hop_re(R"re(^\[(\d+)\] -> .*\}\[(\d+)\] .*"(.*)"$)re");
-    std::istringstream in(r.out);
-    std::string line, at;
-    std::smatch m;
-    while (std::getline(in, line)) {
-      if (std::regex_match(line, m, from_re)) {
-        at = m[1];
-      } else if (std::regex_match(line, m, hop_re)) {
-        out.insert(MakeCable(at, std::stoi(m[1]), m[3], std::stoi(m[2])));
-        at = m[3];
-      }
+    for (const TracertHop& h : ParseIbtracert(r.out)) {
+      out.insert(MakeCable(h.from, h.out, h.to, h.in));
     }
     routes_[key] = out;
     return out;

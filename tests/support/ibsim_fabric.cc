@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -206,6 +207,25 @@ std::string RandomNetfile(unsigned seed, int switches, int hcas,
   return out.str();
 }
 
+std::vector<TracertHop> ParseIbtracert(const std::string& out) {
+  static const std::regex from_re(R"re(^From .*"(.*)"$)re");
+  static const std::regex hop_re(
+      R"re(^\[(\d+)\] -> .*\}\[(\d+)\] .*"(.*)"$)re");
+  std::vector<TracertHop> hops;
+  std::istringstream in(out);
+  std::string line, at;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_match(line, m, from_re)) {
+      at = m[1];
+    } else if (std::regex_match(line, m, hop_re)) {
+      hops.push_back({at, std::stoi(m[1]), m[3], std::stoi(m[2])});
+      at = m[3];
+    }
+  }
+  return hops;
+}
+
 std::string MissingIbTools() {
   std::string missing;
   for (const char* tool : {"ibsim", "opensm", "sminfo", "perfquery",
@@ -369,6 +389,20 @@ pid_t IbsimFabric::StartClient(const std::vector<std::string>& argv,
       ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   const pid_t pid =
       Spawn(argv, MergedEnv(ClientEnv(sim_host)), -1, out, out, dir_);
+  if (out >= 0) ::close(out);
+  if (pid > 0) clients_.push_back(pid);
+  return pid;
+}
+
+pid_t IbsimFabric::StartProcess(const std::vector<std::string>& argv,
+                                const std::string& log) {
+  std::vector<std::string> env;
+  for (const std::string& e : MergedEnv({})) {
+    if (e.rfind("LD_PRELOAD=", 0) != 0) env.push_back(e);
+  }
+  const int out =
+      ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t pid = Spawn(argv, env, -1, out, out, dir_);
   if (out >= 0) ::close(out);
   if (pid > 0) clients_.push_back(pid);
   return pid;

@@ -42,6 +42,17 @@ std::string FatTreeNetfile(int switches, int hcas);
 std::string RandomNetfile(unsigned seed, int switches, int hcas,
                           int extra_links);
 
+// One cable an `ibtracert` route crosses: "leaf0"[3] -> "spine1"[1].
+struct TracertHop {
+  std::string from;
+  int out = 0;
+  std::string to;
+  int in = 0;
+};
+// The hops of ibtracert's output (stdout), in order; names are the node
+// descriptions it prints in quotes.
+std::vector<TracertHop> ParseIbtracert(const std::string& out);
+
 // Tools the harness needs that are not on PATH ("" when all are there).
 std::string MissingIbTools();
 
@@ -94,10 +105,14 @@ class IbsimFabric {
   ToolOutput Run(const std::vector<std::string>& argv,
                  const std::string& sim_host = "") const;
   // Starts a long-running client (e.g. the fabricmon daemon) attached as
-  // `sim_host`, stdout+stderr to `log`; killed by StopClient or the
+  // `sim_host`, stdout+stderr to `log`; stopped by StopClient or the
   // destructor. Returns its pid (-1 on failure).
   pid_t StartClient(const std::vector<std::string>& argv,
                     const std::string& sim_host, const std::string& log);
+  // The same for a process that is not a client of the fabric: no
+  // umad2sim in its environment (LD_PRELOAD removed).
+  pid_t StartProcess(const std::vector<std::string>& argv,
+                     const std::string& log);
   // SIGTERM, then SIGKILL after 10 s; reaps it.
   void StopClient(pid_t pid);
 
