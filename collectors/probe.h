@@ -88,6 +88,9 @@ struct ProbeSettings {
   // `listen_address`, `peers` and `peers_file`, without a `rail` label
   // (the configuration before rails).
   std::vector<ProbeRail> rails;
+  // `trace_interval`: how often each IP peer's probe flow is path-traced
+  // (probe/path_trace.h; fabric_probe_path_info). 0: never.
+  std::chrono::microseconds trace_interval = std::chrono::minutes(5);
   bool operator==(const ProbeSettings&) const = default;
 };
 
