@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
                                {&q.lost, &answers.lost},
                                {&q.rtt, &answers.rtt},
                                {&q.baseline, &answers.baseline},
-                               {&q.info, &answers.info}}) {
+                               {&q.info, &answers.info},
+                               {&q.path, &answers.path}}) {
       if (int rc = query(*promql, out)) return rc;
     }
     if (answers.sent.empty() && !link) {
