@@ -120,8 +120,9 @@ struct TracedPath {
 };
 
 // A rail's path traces (fabric_probe_path_info): every peer in turn, one
-// trace at a time kTraceGap apart, a round every `interval`. Runs on the
-// io thread; Emit() on the poll thread reads the results under mu_.
+// trace at a time kTraceGap apart, a round every `interval`. A series for
+// each peer behind at least one router (its last successful trace). Runs
+// on the io thread; Emit() on the poll thread reads the results under mu_.
 class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
  public:
   TraceSchedule(boost::asio::io_context& io, probe::UdpTransport* udp,
@@ -235,6 +236,12 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
     MutexLock lock(mu_);
     if (!r.ok) {
       ++failures_;
+      return;
+    }
+    if (r.hops.empty()) {
+      // On our link: no router between, nothing for a path to add to the
+      // pair's own series (and no 9th series for the pair).
+      paths_.erase(name);
       return;
     }
     TracedPath p;

@@ -16,6 +16,12 @@
 // each series labelled with its rail; without `rails`, one engine of the
 // top-level `listen_address` and peers, unlabelled.
 //
+// Path traces (issue 29 item 4, probe/path_trace.h): every
+// `trace_interval` each rail traces its peers' probe flows on its own
+// socket, one peer at a time, and exports fabric_probe_path_info{peer,
+// src,dst,path,hops} for each peer behind a router, plus
+// fabric_probe_path_trace_failures_total.
+//
 // Event-driven: Start(io) loads the key, binds the socket and runs the
 // schedule and responder on `io`; Collect() re-reads `peers_file` when it
 // changed (or after SIGHUP), resolves peer names, emits the statistics and
