@@ -11,6 +11,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <cctype>
 #include <csignal>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -97,6 +98,8 @@ Labels RailLabels(const ProbeRail& rail) {
 // of 6 (net.ipv4.icmp_ratelimit), so back-to-back traces of many peers
 // would read as silent hops.
 constexpr auto kTraceGap = std::chrono::seconds(1);
+// A losing peer is traced out of turn at most this often.
+constexpr auto kUrgentEvery = std::chrono::minutes(1);
 
 // The address the kernel would send from to `peer` (a routing lookup: a
 // UDP socket connected, nothing sent), or `bound` when that is specific.
@@ -153,6 +156,23 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
     if (tracer_) tracer_->Stop();
   }
 
+  // Any thread: trace these peers next (they started losing), each at
+  // most once a minute.
+  void TraceSoon(std::vector<std::string> names) {
+    boost::asio::post(io_, [self = shared_from_this(), names] {
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& n : names) {
+        auto& last = self->urgent_at_[n];
+        if (last != std::chrono::steady_clock::time_point{} &&
+            now - last < kUrgentEvery) {
+          continue;
+        }
+        last = now;
+        self->urgent_.push_back(n);
+      }
+    });
+  }
+
   // Any thread: the peers to trace from the next one on.
   void SetPeers(const std::vector<ResolvedPeer>& peers) {
     boost::asio::post(io_, [self = shared_from_this(), peers] {
@@ -202,6 +222,12 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
     return e;
   }
 
+  // The next round after `interval_`, unless a losing peer asks first.
+  void WaitRound() {
+    round_due_ = std::chrono::steady_clock::now() + interval_;
+    Wait(kTraceGap);
+  }
+
   void Wait(std::chrono::steady_clock::duration d) {
     timer_.expires_after(d);
     timer_.async_wait(
@@ -210,18 +236,32 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
         });
   }
 
-  // Traces the next peer of the round; after the last, waits a round.
+  // Traces the next peer of the round (a losing peer first); after the
+  // last, waits a round.
   void Next() {
+    if (urgent_.empty() && std::chrono::steady_clock::now() < round_due_) {
+      Wait(kTraceGap);
+      return;
+    }
     if (peers_.empty()) {
       Wait(kTraceGap);  // until the collector hands over the peers
       return;
     }
-    if (next_ >= peers_.size()) {
+    std::optional<std::pair<std::string, probe::Endpoint>> peer;
+    while (!peer && !urgent_.empty()) {
+      const std::string name = urgent_.front();
+      urgent_.pop_front();
+      for (const auto& p : peers_) {
+        if (p.first == name) peer = p;
+      }
+    }
+    if (!peer && next_ >= peers_.size()) {
       next_ = 0;
-      Wait(interval_);
+      WaitRound();
       return;
     }
-    auto [name, endpoint] = peers_[next_++];
+    if (!peer) peer = peers_[next_++];
+    auto [name, endpoint] = *peer;
     bool started = tracer_->Trace(
         endpoint, [self = shared_from_this(), name = name,
                    endpoint = endpoint](const probe::PathResult& r) {
@@ -264,6 +304,9 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
   std::vector<std::pair<std::string, probe::Endpoint>> peers_;
   std::size_t next_ = 0;
   bool stopped_ = false;
+  std::chrono::steady_clock::time_point round_due_{};  // the next round
+  std::deque<std::string> urgent_;                     // losing peers
+  std::map<std::string, std::chrono::steady_clock::time_point> urgent_at_;
 
   mutable Mutex mu_;
   std::map<std::string, TracedPath> paths_ GUARDED_BY(mu_);  // by peer name
@@ -420,7 +463,10 @@ class RailProber {
                "Peers in peers_file beyond collectors.probe.max_peers, not "
                "probed.",
                RailLabels(rail_), static_cast<double>(file_over_cap_));
-    if (traces_) traces_->Emit(sink, RailLabels(rail_));
+    if (traces_) {
+      traces_->Emit(sink, RailLabels(rail_));
+      TraceLosingPeers(*engine);
+    }
     if (engine->Emit(sink, &error)) return true;
     sink.Skip(what_ + error);
     return false;
@@ -472,6 +518,19 @@ class RailProber {
     if (!applied_ && resolved.size() == all.size()) applied_ = resolved;
     if (traces_) traces_->SetPeers(resolved);
     engine.SetPeers(std::move(resolved));
+  }
+
+  // Peers that lost probes since the last collection: trace them soon,
+  // while the loss lasts (their path may have moved onto a bad link).
+  void TraceLosingPeers(const Engine& engine) {
+    std::vector<std::string> losing;
+    auto lost = engine.LostByPeer();
+    for (const auto& [peer, n] : lost) {
+      auto it = lost_.find(peer);
+      if (it != lost_.end() && n > it->second) losing.push_back(peer);
+    }
+    lost_ = std::move(lost);
+    if (!losing.empty()) traces_->TraceSoon(std::move(losing));
   }
 
   bool ReadPeersFile(std::string* error) {
@@ -535,7 +594,8 @@ class RailProber {
 
   // Poll thread only.
   std::shared_ptr<Engine> applied_engine_;
-  std::shared_ptr<TraceSchedule> traces_;  // the engine's, as of Collect
+  std::shared_ptr<TraceSchedule> traces_;      // the engine's, as of Collect
+  std::map<std::string, std::uint64_t> lost_;  // per peer, last collection
   std::optional<std::vector<ResolvedPeer>> applied_;
   std::vector<probe::Peer> file_peers_;
   std::size_t file_over_cap_ = 0;  // the file's peers beyond max_peers
