@@ -30,11 +30,10 @@
 // shorter path, which is the tracer's weakness on a lossy link, not what
 // this test judges. With no fault, no pair is bad and no link stands out.
 //
-// Needs root, `ip`, `nft` and prometheus; skips outside CI without them
+// Needs root, `ip`, `nft`, curl and prometheus; skips outside CI without them
 // (MISSING_DEPENDENCY).
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -53,7 +52,6 @@
 
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
-#include "tests/support/http.h"
 #include "tests/support/paths.h"
 #include "tests/support/wait.h"
 
@@ -75,21 +73,15 @@ bool Sh(const std::string& cmd) {
   return ok;
 }
 
-// Runs `fn` on a thread inside netns `ns`.
-template <typename Fn>
-auto InNetns(const std::string& ns, Fn fn) -> decltype(fn()) {
-  decltype(fn()) result{};
-  std::thread t([&] {
-    int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
-      if (fd >= 0) ::close(fd);
-      return;
-    }
-    ::close(fd);
-    result = fn();
-  });
-  t.join();
-  return result;
+// GET http://127.0.0.1:PORT/PATH from inside netns `ns` (curl): the body,
+// or nullopt.
+std::optional<std::string> GetIn(const std::string& ns, int port,
+                                 const std::string& path) {
+  const auto r = testing::RunCommand(
+      "ip netns exec " + ns + " curl -sf --max-time 10 http://127.0.0.1:" +
+      std::to_string(port) + path);
+  if (r.exit_code != 0) return std::nullopt;
+  return r.out;
 }
 
 struct Host {
@@ -142,12 +134,8 @@ struct Fabric {
       ::_exit(127);
     }
     return testing::WaitFor(
-        [&] {
-          return InNetns(hosts[0].ns,
-                         [] { return testing::HttpGetOk(9090, "/-/ready"); })
-              .has_value();
-        },
-        60s, 200ms);
+        [&] { return GetIn(hosts[0].ns, 9090, "/-/ready").has_value(); }, 60s,
+        200ms);
   }
 
   // fabricmon-locate in hosts[0]'s namespace, judging loss only (RTTs on
@@ -383,8 +371,7 @@ struct Fabric {
 // fabric_probe_path_info of one daemon: peer address -> path label.
 std::map<std::string, std::string> TracedPaths(const Host& h) {
   std::map<std::string, std::string> out;
-  auto body = InNetns(
-      h.ns, [&] { return testing::HttpGetOk(kMetricsPort, "/metrics"); });
+  auto body = GetIn(h.ns, kMetricsPort, "/metrics");
   if (!body) return out;
   static const std::regex info(R"re(fabric_probe_path_info\{([^}]*)\} 1)re");
   static const std::regex dst(R"re(dst="([^"]*)")re");
@@ -414,7 +401,7 @@ class ProbeEcmpNetns : public ::testing::Test {
   }
   static bool HaveAll() {
     return ::geteuid() == 0 && Have("ip -V") && Have("nft --version") &&
-           ::access("/usr/bin/prometheus", X_OK) == 0;
+           Have("curl --version") && ::access("/usr/bin/prometheus", X_OK) == 0;
   }
   static void SetUpTestSuite() {
     if (!HaveAll()) return;
@@ -435,6 +422,7 @@ class ProbeEcmpNetns : public ::testing::Test {
     if (::geteuid() != 0) MISSING_DEPENDENCY("needs root to create netns");
     if (!Have("ip -V")) MISSING_DEPENDENCY("iproute2 `ip` not installed");
     if (!Have("nft --version")) MISSING_DEPENDENCY("nft (Debian nftables)");
+    if (!Have("curl --version")) MISSING_DEPENDENCY("curl not installed");
     if (::access("/usr/bin/prometheus", X_OK) != 0) {
       MISSING_DEPENDENCY("prometheus (Debian prometheus)");
     }

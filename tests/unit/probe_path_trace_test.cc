@@ -27,16 +27,21 @@ struct Record {
   sockaddr_storage name{};
   msghdr msg{};
 
+  static sock_extended_err Ee(std::uint8_t origin, int type, int code) {
+    sock_extended_err ee{};
+    ee.ee_errno = EHOSTUNREACH;
+    ee.ee_origin = origin;
+    ee.ee_type = static_cast<std::uint8_t>(type);
+    ee.ee_code = static_cast<std::uint8_t>(code);
+    return ee;
+  }
+
   // An IPv4 record: ICMP `type`/`code` from `offender` about a datagram to
   // `dest`:`port`. `offender_len` cuts the offender short (0: none).
   static Record V4(int type, int code, const char* offender, const char* dest,
                    int port, std::size_t offender_len = sizeof(sockaddr_in)) {
     Record r;
-    sock_extended_err ee{};
-    ee.ee_errno = EHOSTUNREACH;
-    ee.ee_origin = SO_EE_ORIGIN_ICMP;
-    ee.ee_type = static_cast<std::uint8_t>(type);
-    ee.ee_code = static_cast<std::uint8_t>(code);
+    sock_extended_err ee = Ee(SO_EE_ORIGIN_ICMP, type, code);
     sockaddr_in off{};
     off.sin_family = AF_INET;
     ::inet_pton(AF_INET, offender, &off.sin_addr);
@@ -53,10 +58,7 @@ struct Record {
   static Record V6(std::uint8_t origin, int type, int code,
                    const char* offender, const char* dest, int port) {
     Record r;
-    sock_extended_err ee{};
-    ee.ee_origin = origin;
-    ee.ee_type = static_cast<std::uint8_t>(type);
-    ee.ee_code = static_cast<std::uint8_t>(code);
+    sock_extended_err ee = Ee(origin, type, code);
     sockaddr_in6 off{};
     off.sin6_family = AF_INET6;
     ::inet_pton(AF_INET6, offender, &off.sin6_addr);
