@@ -185,6 +185,8 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
       for (const auto& p : peers) names.insert(p.peer.name);
       std::erase_if(self->paths_,
                     [&](const auto& e) { return !names.count(e.first); });
+      std::erase_if(self->urgent_at_,
+                    [&](const auto& e) { return !names.count(e.first); });
     });
   }
 
@@ -708,6 +710,21 @@ std::vector<std::string> PeerList(const YAML::Node& value,
   return peers;
 }
 
+// `trace_interval`: a duration, or zero ("0", "0s", "0m" ...) for off
+// (durations elsewhere are positive).
+std::chrono::microseconds TraceInterval(const YAML::Node& value,
+                                        const std::string& key_path) {
+  using namespace config_keys;
+  const std::string text = Scalar(value, key_path);
+  const std::size_t unit = text.find_first_not_of('0');
+  if (unit > 0 && (unit == std::string::npos ||
+                   std::set<std::string>{"us", "ms", "s", "m", "h"}.count(
+                       text.substr(unit)))) {
+    return std::chrono::microseconds(0);
+  }
+  return Duration(value, key_path);
+}
+
 // A rail name: what a label value and a log line can carry plainly.
 bool RailName(const std::string& name) {
   return !name.empty() && name.size() <= 64 &&
@@ -828,8 +845,7 @@ CollectorSpec ProbeCollectorSpec() {
                    rails_mark = mark;
                    s.rails = ParseRails(value, key_path);
                  } else if (key == "trace_interval") {
-                   s.trace_interval =
-                       Duration(value, key_path, std::chrono::microseconds(0));
+                   s.trace_interval = TraceInterval(value, key_path);
                  } else if (key == "per_peer_histograms") {
                    s.per_peer_histograms = Bool(value, key_path);
                  } else if (key == "max_peers") {
