@@ -338,16 +338,16 @@ struct Fabric {
   // source's edge router, `ip route get` with the flow's 5-tuple and the
   // interface it arrives by, hop after hop, each router's ingress address
   // (the `via` of the router before) in order.
-  std::vector<std::string> OraclePath(const Host& src,
-                                      const std::string& dst) const {
+  std::vector<std::string> OraclePath(const Host& src, const std::string& dst,
+                                      int sport = kProbePort) const {
     std::vector<std::string> path = {Gateway(src.edge)};
     Interface at{Edge(src.edge), src.port};
     static const std::regex via(R"( via (\S+) dev (\S+))");
     for (int guard = 0; guard < 8; ++guard) {
       const auto r = testing::RunCommand(
           "ip -n " + at.ns + " route get " + dst + " from " + src.address +
-          " iif " + at.dev + " ipproto udp sport " +
-          std::to_string(kProbePort) + " dport " + std::to_string(kProbePort));
+          " iif " + at.dev + " ipproto udp sport " + std::to_string(sport) +
+          " dport " + std::to_string(kProbePort));
       std::smatch m;
       if (r.exit_code != 0) {
         ADD_FAILURE() << "route get in " << at.ns << ": " << r.out;
@@ -474,6 +474,22 @@ TEST_F(ProbeEcmpNetns, TracedPathsEqualTheKernelsMultipathChoice) {
     }
   }
   EXPECT_EQ(flows, kEdges * kHostsPerEdge * (kEdges - 1) * kHostsPerEdge);
+  // The source port moves flows to other spines: a tracer that left from
+  // any other port than the probes' would trace other paths.
+  int moved = 0;
+  for (const Host& h : fabric_->hosts) {
+    for (const Host& p : fabric_->hosts) {
+      if (p.edge == h.edge) continue;
+      const auto probe = fabric_->OraclePath(h, p.address);
+      for (int sport = kProbePort + 1; sport < kProbePort + 4; ++sport) {
+        if (fabric_->OraclePath(h, p.address, sport) != probe) {
+          ++moved;
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_GT(moved, 0) << "the source port moves no flow: not a 5-tuple hash";
   // Spine ingress addresses are 10.(100+E).S.2: count distinct spines.
   std::set<char> spines;
   for (const auto& a : spines_used) spines.insert(a[a.size() - 3]);
