@@ -143,6 +143,7 @@ void LocateLinks(MadTransport* transport, const LocateOptions& options,
   }
   if (bad.empty() || !transport) {
     // Nothing to trace over LFTs (no MAD sent): the IP pairs' vote alone.
+    if (!transport) report->trace_stats = "no MAD (IP paths only)";
     Rank(observations, options, *topology, report);
     return;
   }
