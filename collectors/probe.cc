@@ -12,6 +12,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <cctype>
 #include <csignal>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "config/yaml_keys.h"
 #include "core/thread_annotations.h"
 #include "probe/engine.h"
+#include "probe/path_trace.h"
 #include "probe/peers.h"
 #include "probe/rdma_transport.h"
 #include "probe/udp_transport.h"
@@ -91,6 +93,228 @@ Labels RailLabels(const ProbeRail& rail) {
   if (rail.name.empty()) return {};
   return {{"rail", rail.name}};
 }
+
+// Between two traces of a rail: every router on a path answers each trace
+// once, and Linux routers answer a host about once a second after a burst
+// of 6 (net.ipv4.icmp_ratelimit), so back-to-back traces of many peers
+// would read as silent hops.
+constexpr auto kTraceGap = std::chrono::seconds(1);
+// A losing peer is traced out of turn at most this often.
+constexpr auto kUrgentEvery = std::chrono::minutes(1);
+
+// The address the kernel would send from to `peer` (a routing lookup: a
+// UDP socket connected, nothing sent), or `bound` when that is specific.
+std::string SourceAddress(const probe::Endpoint& bound,
+                          const probe::Endpoint& peer) {
+  if (!bound.address().is_unspecified()) return bound.address().to_string();
+  boost::asio::io_context io;
+  boost::asio::ip::udp::socket s(io);
+  boost::system::error_code ec;
+  s.open(peer.protocol(), ec);
+  if (!ec) s.connect(peer, ec);
+  if (ec) return "";
+  auto local = s.local_endpoint(ec);
+  return ec ? "" : local.address().to_string();
+}
+
+// The last traced path of one peer, as fabric_probe_path_info shows it.
+struct TracedPath {
+  std::string src, dst, path;
+  std::size_t hops = 0;
+};
+
+// A rail's path traces (fabric_probe_path_info): every peer in turn, one
+// trace at a time kTraceGap apart, a round every `interval`. A series for
+// each peer behind at least one router (its last successful trace). Runs
+// on the io thread; Emit() on the poll thread reads the results under mu_.
+class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
+ public:
+  TraceSchedule(boost::asio::io_context& io, probe::UdpTransport* udp,
+                std::chrono::microseconds interval)
+      : io_(io), udp_(udp), interval_(interval), timer_(io) {}
+
+  // io thread: hooks the tracer to the socket and starts the rounds.
+  void Start() {
+    tracer_ = std::make_shared<probe::PathTracer>(
+        io_,
+        [udp = udp_](const probe::Endpoint& peer,
+                     std::span<const std::uint8_t> payload, int ttl,
+                     std::string* error) {
+          return udp->SendTrace(peer, payload, ttl, error);
+        },
+        probe::TraceOptions{});
+    std::weak_ptr<probe::PathTracer> weak = tracer_;
+    udp_->SetIcmpHandler([weak](const probe::IcmpReport& r) {
+      if (auto t = weak.lock()) t->OnReport(r);
+    });
+    Wait(std::chrono::seconds(1));
+  }
+
+  // io thread.
+  void Stop() {
+    stopped_ = true;
+    timer_.cancel();
+    if (tracer_) tracer_->Stop();
+  }
+
+  // Any thread: trace these peers next (they started losing), each at
+  // most once a minute.
+  void TraceSoon(std::vector<std::string> names) {
+    boost::asio::post(io_, [self = shared_from_this(), names] {
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& n : names) {
+        auto& last = self->urgent_at_[n];
+        if (last != std::chrono::steady_clock::time_point{} &&
+            now - last < kUrgentEvery) {
+          continue;
+        }
+        last = now;
+        self->urgent_.push_back(n);
+      }
+    });
+  }
+
+  // Any thread: the peers to trace from the next one on.
+  void SetPeers(const std::vector<ResolvedPeer>& peers) {
+    boost::asio::post(io_, [self = shared_from_this(), peers] {
+      self->peers_.clear();
+      for (const auto& p : peers) {
+        self->peers_.push_back({p.peer.name, Plain(p.endpoint)});
+      }
+      MutexLock lock(self->mu_);
+      std::set<std::string> names;
+      for (const auto& p : peers) names.insert(p.peer.name);
+      std::erase_if(self->paths_,
+                    [&](const auto& e) { return !names.count(e.first); });
+      std::erase_if(self->urgent_at_,
+                    [&](const auto& e) { return !names.count(e.first); });
+    });
+  }
+
+  // Poll thread.
+  void Emit(MetricSink& sink, const Labels& rail) const {
+    MutexLock lock(mu_);
+    for (const auto& [peer, p] : paths_) {
+      Labels labels = rail;
+      labels.push_back({"peer", peer});
+      labels.push_back({"src", p.src});
+      labels.push_back({"dst", p.dst});
+      labels.push_back({"path", p.path});
+      labels.push_back({"hops", std::to_string(p.hops)});
+      sink.Gauge("fabric_probe_path_info",
+                 "The routers a peer's probe flow crosses (its last "
+                 "successful path trace, router addresses in order), "
+                 "always 1.",
+                 labels, 1.0);
+    }
+    sink.Counter("fabric_probe_path_trace_failures_total",
+                 "Path traces of peers' probe flows that found no path (a "
+                 "router with no address, unreachable, a send refused, too "
+                 "many hops).",
+                 rail, static_cast<double>(failures_));
+  }
+
+ private:
+  static probe::Endpoint Plain(const probe::Endpoint& e) {
+    const auto& a = e.address();
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+      return {boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped,
+                                               a.to_v6()),
+              e.port()};
+    }
+    return e;
+  }
+
+  // The next round after `interval_`, unless a losing peer asks first.
+  void WaitRound() {
+    round_due_ = std::chrono::steady_clock::now() + interval_;
+    Wait(kTraceGap);
+  }
+
+  void Wait(std::chrono::steady_clock::duration d) {
+    timer_.expires_after(d);
+    timer_.async_wait(
+        [self = shared_from_this()](boost::system::error_code ec) {
+          if (!ec && !self->stopped_) self->Next();
+        });
+  }
+
+  // Traces the next peer of the round (a losing peer first); after the
+  // last, waits a round.
+  void Next() {
+    if (urgent_.empty() && std::chrono::steady_clock::now() < round_due_) {
+      Wait(kTraceGap);
+      return;
+    }
+    if (peers_.empty()) {
+      Wait(kTraceGap);  // until the collector hands over the peers
+      return;
+    }
+    std::optional<std::pair<std::string, probe::Endpoint>> peer;
+    while (!peer && !urgent_.empty()) {
+      const std::string name = urgent_.front();
+      urgent_.pop_front();
+      for (const auto& p : peers_) {
+        if (p.first == name) peer = p;
+      }
+    }
+    if (!peer && next_ >= peers_.size()) {
+      next_ = 0;
+      WaitRound();
+      return;
+    }
+    if (!peer) peer = peers_[next_++];
+    auto [name, endpoint] = *peer;
+    bool started = tracer_->Trace(
+        endpoint, [self = shared_from_this(), name = name,
+                   endpoint = endpoint](const probe::PathResult& r) {
+          self->Record(name, endpoint, r);
+          if (!self->stopped_) self->Wait(kTraceGap);
+        });
+    if (!started) Wait(kTraceGap);
+  }
+
+  void Record(const std::string& name, const probe::Endpoint& peer,
+              const probe::PathResult& r) {
+    MutexLock lock(mu_);
+    if (!r.ok) {
+      ++failures_;
+      return;
+    }
+    if (r.hops.empty()) {
+      // On our link: no router between, nothing for a path to add to the
+      // pair's own series (and no 9th series for the pair).
+      paths_.erase(name);
+      return;
+    }
+    TracedPath p;
+    p.src = SourceAddress(udp_->local_endpoint(), peer);
+    p.dst = peer.address().to_string();
+    for (const auto& hop : r.hops) {
+      if (!p.path.empty()) p.path += ",";
+      p.path += hop.to_string();
+    }
+    p.hops = r.hops.size();
+    paths_[name] = p;
+  }
+
+  boost::asio::io_context& io_;
+  probe::UdpTransport* const udp_;  // owned by the engine, outlives Stop()
+  const std::chrono::microseconds interval_;
+  boost::asio::steady_timer timer_;
+  std::shared_ptr<probe::PathTracer> tracer_;
+  // io thread only.
+  std::vector<std::pair<std::string, probe::Endpoint>> peers_;
+  std::size_t next_ = 0;
+  bool stopped_ = false;
+  std::chrono::steady_clock::time_point round_due_{};  // the next round
+  std::deque<std::string> urgent_;                     // losing peers
+  std::map<std::string, std::chrono::steady_clock::time_point> urgent_at_;
+
+  mutable Mutex mu_;
+  std::map<std::string, TracedPath> paths_ GUARDED_BY(mu_);  // by peer name
+  std::uint64_t failures_ GUARDED_BY(mu_) = 0;
+};
 
 // What identifies a version of the peers file.
 struct FileStamp {
@@ -164,6 +388,7 @@ struct Core {
     options.labels = RailLabels(rail);
     std::vector<std::unique_ptr<probe::Transport>> transports;
     transports.push_back(std::make_unique<probe::UdpTransport>(*io, *endpoint));
+    auto* udp = static_cast<probe::UdpTransport*>(transports.front().get());
     if (settings.transport != "udp") {
       // The verbs transport where this host has an active RDMA port; `auto`
       // keeps to UDP without one, `rdma` reports why.
@@ -184,12 +409,21 @@ struct Core {
     }
     open_error.clear();
     engine = e;
+    StartTraces(udp);
+  }
+
+  // io thread, under mu: path traces on the engine's UDP socket.
+  void StartTraces(probe::UdpTransport* udp) REQUIRES(mu) {
+    if (settings.trace_interval.count() <= 0) return;
+    traces = std::make_shared<TraceSchedule>(*io, udp, settings.trace_interval);
+    traces->Start();
   }
 
   // io thread.
   void Close() {
     MutexLock lock(mu);
     stopped = true;
+    if (traces) traces->Stop();
     if (engine) engine->Stop();
   }
 
@@ -205,6 +439,7 @@ struct Core {
   std::string resolve_error GUARDED_BY(mu) =
       "its device's address is not looked up yet";
   std::shared_ptr<Engine> engine GUARDED_BY(mu);
+  std::shared_ptr<TraceSchedule> traces GUARDED_BY(mu);  // null: not tracing
   std::string open_error GUARDED_BY(mu) = "not started";
   bool stopped GUARDED_BY(mu) = false;
 };
@@ -248,6 +483,7 @@ class RailProber {
     {
       MutexLock lock(core_->mu);
       engine = core_->engine;
+      traces_ = core_->traces;
       error = core_->open_error;
     }
     if (!rail_.name.empty()) {
@@ -275,6 +511,10 @@ class RailProber {
                "Peers in peers_file beyond collectors.probe.max_peers, not "
                "probed.",
                RailLabels(rail_), static_cast<double>(file_over_cap_));
+    if (traces_) {
+      traces_->Emit(sink, RailLabels(rail_));
+      TraceLosingPeers(*engine);
+    }
     if (engine->Emit(sink, &error)) return true;
     sink.Skip(what_ + error);
     return false;
@@ -391,7 +631,21 @@ class RailProber {
     }
     if (applied_ && *applied_ == resolved) return;
     if (!applied_ && resolved.size() == all.size()) applied_ = resolved;
+    if (traces_) traces_->SetPeers(resolved);
     engine.SetPeers(std::move(resolved));
+  }
+
+  // Peers that lost probes since the last collection: trace them soon,
+  // while the loss lasts (their path may have moved onto a bad link).
+  void TraceLosingPeers(const Engine& engine) {
+    std::vector<std::string> losing;
+    auto lost = engine.LostByPeer();
+    for (const auto& [peer, n] : lost) {
+      auto it = lost_.find(peer);
+      if (it != lost_.end() && n > it->second) losing.push_back(peer);
+    }
+    lost_ = std::move(lost);
+    if (!losing.empty()) traces_->TraceSoon(std::move(losing));
   }
 
   bool ReadPeersFile(std::string* error) {
@@ -458,6 +712,8 @@ class RailProber {
 
   // Poll thread only.
   std::shared_ptr<Engine> applied_engine_;
+  std::shared_ptr<TraceSchedule> traces_;      // the engine's, as of Collect
+  std::map<std::string, std::uint64_t> lost_;  // per peer, last collection
   std::optional<std::vector<ResolvedPeer>> applied_;
   std::vector<probe::Peer> file_peers_;
   std::size_t file_over_cap_ = 0;  // the file's peers beyond max_peers
@@ -578,6 +834,21 @@ std::vector<std::string> PeerList(const YAML::Node& value,
     if (!probe::ParsePeer(p, &error)) Fail(key_path, mark, error);
   }
   return peers;
+}
+
+// `trace_interval`: a duration, or zero ("0", "0s", "0m" ...) for off
+// (durations elsewhere are positive).
+std::chrono::microseconds TraceInterval(const YAML::Node& value,
+                                        const std::string& key_path) {
+  using namespace config_keys;
+  const std::string text = Scalar(value, key_path);
+  const std::size_t unit = text.find_first_not_of('0');
+  if (unit > 0 && (unit == std::string::npos ||
+                   std::set<std::string>{"us", "ms", "s", "m", "h"}.count(
+                       text.substr(unit)))) {
+    return std::chrono::microseconds(0);
+  }
+  return Duration(value, key_path);
 }
 
 // A rail name: what a label value and a log line can carry plainly.
@@ -710,7 +981,7 @@ CollectorSpec ProbeCollectorSpec() {
   spec.keys = {"transport",  "listen_address", "probe_timeout",
                "peers",      "peers_file",     "key_file",
                "rate_limit", "max_peers",      "per_peer_histograms",
-               "rails"};
+               "rails",      "trace_interval"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     ProbeSettings s;
@@ -750,6 +1021,8 @@ CollectorSpec ProbeCollectorSpec() {
                  } else if (key == "rails") {
                    rails_mark = mark;
                    s.rails = ParseRails(value, key_path);
+                 } else if (key == "trace_interval") {
+                   s.trace_interval = TraceInterval(value, key_path);
                  } else if (key == "per_peer_histograms") {
                    s.per_peer_histograms = Bool(value, key_path);
                  } else if (key == "max_peers") {

@@ -20,6 +20,12 @@
 // (sources/netdev_address.h) and, when the address changed (DHCP, a renamed
 // netdev), closes the rail's socket and binds it to the new one.
 //
+// Path traces (issue 29 item 4, probe/path_trace.h): every
+// `trace_interval` each rail traces its peers' probe flows on its own
+// socket, one peer at a time, and exports fabric_probe_path_info{peer,
+// src,dst,path,hops} for each peer behind a router, plus
+// fabric_probe_path_trace_failures_total.
+//
 // Event-driven: Start(io) loads the key, binds the socket and runs the
 // schedule and responder on `io`; Collect() re-reads `peers_file` when it
 // changed (or after SIGHUP), resolves peer names, emits the statistics and
@@ -103,6 +109,9 @@ struct ProbeSettings {
   // `listen_address`, `peers` and `peers_file`, without a `rail` label
   // (the configuration before rails).
   std::vector<ProbeRail> rails;
+  // `trace_interval`: how often each IP peer's probe flow is path-traced
+  // (probe/path_trace.h; fabric_probe_path_info). 0: never.
+  std::chrono::microseconds trace_interval = std::chrono::minutes(5);
   bool operator==(const ProbeSettings&) const = default;
 };
 

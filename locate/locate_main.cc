@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
                                {&q.lost, &answers.lost},
                                {&q.rtt, &answers.rtt},
                                {&q.baseline, &answers.baseline},
-                               {&q.info, &answers.info}}) {
+                               {&q.info, &answers.info},
+                               {&q.path, &answers.path}}) {
       if (int rc = query(*promql, out)) return rc;
     }
     if (answers.sent.empty() && !link) {
@@ -244,14 +245,18 @@ int main(int argc, char** argv) {
                 "no pair is bad in the last " + window + ": nothing to locate");
   }
 
-  // (2)-(3) The fabric, the paths and the vote.
-  auto transport = OpenFabric(mad_cli, sim_socket, sim_port_guid, &error);
-  if (!transport) return Fail(kFabricFailed, error);
+  // (2)-(3) The fabric, the paths and the vote. Only IP-routed (RoCE) bad
+  // pairs: their traced paths are enough, no MAD.
+  std::unique_ptr<MadTransport> transport;
+  if (NeedsFabric(pairs)) {
+    transport = OpenFabric(mad_cli, sim_socket, sim_port_guid, &error);
+    if (!transport) return Fail(kFabricFailed, error);
+  }
   report = Report();
   report.window = window;
   mad::Topology topo;
   FabricCost cost;
-  LocateLinks(*transport, lo, pairs, &report, &topo, &cost);
+  LocateLinks(transport.get(), lo, pairs, &report, &topo, &cost);
   std::fprintf(stderr, "stats locate %s\n", report.trace_stats.c_str());
 
   // (4) The top links' counters; a failure here costs the counters only.

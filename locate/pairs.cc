@@ -12,7 +12,8 @@ namespace fabric::locate {
 namespace {
 
 bool PortLabel(const std::string& k) {
-  return k.starts_with("local_") || k.starts_with("remote_");
+  return k.starts_with("local_") || k.starts_with("remote_") || k == "src" ||
+         k == "dst" || k == "path" || k == "hops";
 }
 
 // (prober, peer) of a sample: the labels that name the pair.
@@ -55,6 +56,56 @@ std::string Label(const PromSample& s, const std::string& k) {
   return it == s.labels.end() ? "" : it->second;
 }
 
+// fabric_probe_path_info of the window: the paths of each pair, and of
+// each (src, dst) address pair whatever its prober.
+struct IpPaths {
+  std::map<Key, std::set<std::vector<std::string>>> by_pair;
+  std::map<std::pair<std::string, std::string>,
+           std::set<std::vector<std::string>>>
+      by_address;
+};
+
+IpPaths IpPathsOf(const std::vector<PromSample>& samples) {
+  IpPaths out;
+  for (const PromSample& s : samples) {
+    const std::string src = Label(s, "src"), dst = Label(s, "dst");
+    if (src.empty() || dst.empty()) continue;
+    std::vector<std::string> path = {src};
+    const std::string hops = Label(s, "path");
+    for (std::size_t at = 0; !hops.empty() && at <= hops.size();) {
+      const std::size_t comma = std::min(hops.find(',', at), hops.size());
+      path.push_back(hops.substr(at, comma - at));
+      at = comma + 1;
+    }
+    path.push_back(dst);
+    out.by_pair[KeyOf(s)].insert(path);
+    out.by_address[{src, dst}].insert(path);
+  }
+  return out;
+}
+
+// Puts an unmapped pair on its traced IP path (and the peer's path back),
+// or says why not.
+void PlaceOnIpPath(const IpPaths& ip, const Key& key, ProbePair* p) {
+  const auto it = ip.by_pair.find(key);
+  if (it == ip.by_pair.end()) return;  // the LID reason stands
+  if (it->second.size() > 1) {
+    p->unmapped_reason = "its traced path changed within the window";
+    return;
+  }
+  const std::vector<std::string>& path = *it->second.begin();
+  p->ip_links = IpLinks(path);
+  // The answers' way: the peer's own flow to the prober's address (the
+  // same 5-tuple as its answers), when it traced one path.
+  const auto back = ip.by_address.find({path.back(), path.front()});
+  if (back != ip.by_address.end() && back->second.size() == 1) {
+    for (const Link& l : IpLinks(*back->second.begin())) {
+      p->ip_links.push_back(l);
+    }
+  }
+  p->unmapped_reason.clear();
+}
+
 }  // namespace
 
 PairQueries MakePairQueries(const std::string& window,
@@ -77,6 +128,7 @@ PairQueries MakePairQueries(const std::string& window,
       rtt(w),
       rtt("[" + baseline + "] offset " + window),
       "last_over_time(fabric_probe_pair_info" + w + ")",
+      "last_over_time(fabric_probe_path_info" + w + ")",
   };
 }
 
@@ -102,6 +154,7 @@ std::vector<ProbePair> JoinPairs(const PairAnswers& a, const Thresholds& t) {
   for (const PromSample& s : a.info) {
     ports[KeyOf(s)].insert({Label(s, "local_lid"), Label(s, "remote_lid")});
   }
+  const IpPaths ip = IpPathsOf(a.path);
   std::vector<ProbePair> out;
   for (const auto& [key, n] : sent) {
     ProbePair p;
@@ -136,6 +189,7 @@ std::vector<ProbePair> JoinPairs(const PairAnswers& a, const Thresholds& t) {
         p.mapped = true;
       }
     }
+    if (!p.mapped) PlaceOnIpPath(ip, key, &p);
     out.push_back(std::move(p));
   }
   return out;

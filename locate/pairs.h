@@ -5,10 +5,13 @@
 // answers, so hostile or partial answers are unit-tested.
 //
 // A pair is the prober (every label of its series but __name__,
-// transport, le and the local_/remote_ port labels: instance, job, ...)
-// and its peer. Pairs whose ports give no LID (RoCE, a side that is not a
-// fabric port, no pair info, ports that changed within the window) are
-// kept, unmapped, with the reason: the report lists them.
+// transport, le, the local_/remote_ port labels and the path labels:
+// instance, job, ...) and its peer. Pairs whose ports give no LID (RoCE, a
+// side that is not a fabric port, no pair info, ports that changed within
+// the window) are kept, unmapped, with the reason; those with a traced IP
+// path (fabric_probe_path_info, one in the window) get its links, and the
+// peer's own trace back to the prober's address when it has one (answers
+// take that flow's path). Pairs with neither are listed by the report.
 //
 // Thread-safety: pure functions on values.
 #pragma once
@@ -23,14 +26,14 @@
 namespace fabric::locate {
 
 struct PairQueries {
-  std::string sent, lost, rtt, baseline, info;
+  std::string sent, lost, rtt, baseline, info, path;
 };
 // `window` and `baseline` are PromQL durations ("30m", "1d").
 PairQueries MakePairQueries(const std::string& window,
                             const std::string& baseline);
 
 struct PairAnswers {
-  std::vector<PromSample> sent, lost, rtt, baseline, info;
+  std::vector<PromSample> sent, lost, rtt, baseline, info, path;
 };
 
 struct ProbePair {
@@ -39,6 +42,9 @@ struct ProbePair {
   bool mapped = false;
   std::string unmapped_reason;
   std::uint16_t src_lid = 0, dst_lid = 0;  // when mapped
+  // Not mapped but IP-routed: the IP-level links of its traced path, and of
+  // the peer's path back when known (IpLinks); empty otherwise.
+  std::vector<Link> ip_links;
   PairMeasure measure;
   Classification verdict;
 };

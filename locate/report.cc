@@ -8,6 +8,7 @@ namespace fabric::locate {
 namespace {
 
 std::string End(const LinkEnd& e, const std::string& name) {
+  if (!e.ip.empty()) return e.ip;  // an IP-level link's end
   return (name.empty() ? GuidText(e.guid) : "\"" + name + "\"") + "[" +
          std::to_string(e.port) + "]";
 }
@@ -27,10 +28,13 @@ std::string CounterText(const PortCounters& c) {
 
 nlohmann::json EndJson(const LinkEnd& e, const std::string& name,
                        const PortCounters& counters) {
-  nlohmann::json j = {{"guid", GuidText(e.guid)},
-                      {"port", e.port},
-                      {"name", name},
-                      {"counters", nlohmann::json::object()}};
+  nlohmann::json j = {{"name", name}, {"counters", nlohmann::json::object()}};
+  if (e.ip.empty()) {
+    j["guid"] = GuidText(e.guid);
+    j["port"] = e.port;
+  } else {
+    j["address"] = e.ip;  // an IP-level link, a -> b
+  }
   for (const auto& [k, v] : counters) j["counters"][k] = v;
   return j;
 }
@@ -54,7 +58,9 @@ std::string FormatTable(const Report& r) {
     for (const RankedLink& l : r.ranked) {
       std::snprintf(buf, sizeof(buf), "%4d  %5.2f  %3d  %4d  ", rank++,
                     l.score.votes, l.score.bad_pairs, l.score.good_pairs);
-      out += buf + End(l.score.link.a, l.a_name) + " <-> " +
+      // IP-level links are directed (the hop a packet arrived by).
+      const char* between = l.score.link.a.ip.empty() ? " <-> " : " -> ";
+      out += buf + End(l.score.link.a, l.a_name) + between +
              End(l.score.link.b, l.b_name) + "\n";
       const std::string a = CounterText(l.a_counters);
       const std::string b = CounterText(l.b_counters);

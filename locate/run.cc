@@ -54,6 +54,30 @@ std::string DiscoveryFailure(const mad::Topology& topo) {
          " errors; a larger --mad-timeout-ms?)";
 }
 
+// The vote over every traced path, the top links named from the topology
+// (IP-level links by their addresses, in the report).
+void Rank(const std::vector<PathObservation>& observations,
+          const LocateOptions& options, const mad::Topology& topology,
+          Report* report) {
+  ScoreOptions so;
+  so.clear_min_good = options.clear_min_good;
+  const Scores scores = ScoreLinks(observations, so);
+  report->cleared = static_cast<int>(scores.cleared.size());
+  for (const LinkScore& s : scores.ranked) {
+    if (static_cast<int>(report->ranked.size()) >= options.top) break;
+    RankedLink r;
+    r.score = s;
+    for (auto [end, name] :
+         {std::pair{&s.link.a, &r.a_name}, {&s.link.b, &r.b_name}}) {
+      if (!end->ip.empty()) continue;
+      if (const mad::FabricNode* n = topology.Find(end->guid)) {
+        *name = n->description;
+      }
+    }
+    report->ranked.push_back(std::move(r));
+  }
+}
+
 }  // namespace
 
 std::string FabricCost::Text() const {
@@ -79,16 +103,36 @@ void CountVerdicts(const std::vector<ProbePair>& pairs, Report* report) {
   }
 }
 
-void LocateLinks(MadTransport& transport, const LocateOptions& options,
+bool NeedsFabric(const std::vector<ProbePair>& pairs) {
+  return std::any_of(pairs.begin(), pairs.end(), [](const ProbePair& p) {
+    return p.mapped && p.verdict.verdict == Verdict::kBad;
+  });
+}
+
+void LocateLinks(MadTransport* transport, const LocateOptions& options,
                  const std::vector<ProbePair>& pairs, Report* report,
                  mad::Topology* topology, FabricCost* cost) {
   CountVerdicts(pairs, report);
   std::vector<const ProbePair*> bad, good;
+  // IP-routed pairs vote on their traced links: no MAD needed.
+  std::vector<PathObservation> observations;
+  int ip_good = 0;
+  for (const ProbePair& p : pairs) {
+    if (p.mapped || p.ip_links.empty() ||
+        p.verdict.verdict == Verdict::kUnknown) {
+      continue;
+    }
+    const bool is_bad = p.verdict.verdict == Verdict::kBad;
+    if (!is_bad && ip_good >= options.max_good) continue;
+    ++(is_bad ? report->bad_traced : report->good_traced);
+    ip_good += is_bad ? 0 : 1;
+    observations.push_back({p.verdict.verdict, p.ip_links});
+  }
   for (const ProbePair& p : pairs) {
     if (p.verdict.verdict == Verdict::kBad) {
       if (p.mapped) {
         bad.push_back(&p);
-      } else {
+      } else if (p.ip_links.empty()) {
         report->unplaced.push_back(
             {p.prober, p.peer, p.verdict.reason, p.unmapped_reason});
       }
@@ -97,17 +141,23 @@ void LocateLinks(MadTransport& transport, const LocateOptions& options,
       good.push_back(&p);
     }
   }
-  if (bad.empty()) return;  // nothing to trace: no MAD sent
-  *topology = mad::Discover(transport, options.mad);
+  if (bad.empty() || !transport) {
+    // Nothing to trace over LFTs (no MAD sent): the IP pairs' vote alone.
+    if (!transport) report->trace_stats = "no MAD (IP paths only)";
+    Rank(observations, options, *topology, report);
+    return;
+  }
+  *topology = mad::Discover(*transport, options.mad);
   if (const std::string why = DiscoveryFailure(*topology); !why.empty()) {
     for (const ProbePair* p : bad) {
       report->unplaced.push_back({p->prober, p->peer, p->verdict.reason, why});
     }
-    AddCost(*topology, mad::RouteTracer(transport, options.mad), cost);
+    AddCost(*topology, mad::RouteTracer(*transport, options.mad), cost);
     report->trace_stats = cost->Text();
+    Rank(observations, options, *topology, report);
     return;
   }
-  mad::RouteTracer tracer(transport, options.mad);
+  mad::RouteTracer tracer(*transport, options.mad);
   tracer.SetTopology(topology);
   std::vector<mad::RoutePair> route_pairs;
   for (const auto* list : {&bad, &good}) {
@@ -116,7 +166,6 @@ void LocateLinks(MadTransport& transport, const LocateOptions& options,
     }
   }
   const std::vector<PairPath> paths = TraceBothWays(tracer, route_pairs);
-  std::vector<PathObservation> observations;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const bool is_bad = i < bad.size();
     if (!paths[i].ok()) {
@@ -134,22 +183,7 @@ void LocateLinks(MadTransport& transport, const LocateOptions& options,
   }
   AddCost(*topology, tracer, cost);
   report->trace_stats = cost->Text();
-  ScoreOptions so;
-  so.clear_min_good = options.clear_min_good;
-  const Scores scores = ScoreLinks(observations, so);
-  report->cleared = static_cast<int>(scores.cleared.size());
-  for (const LinkScore& s : scores.ranked) {
-    if (static_cast<int>(report->ranked.size()) >= options.top) break;
-    RankedLink r;
-    r.score = s;
-    for (auto [end, name] :
-         {std::pair{&s.link.a, &r.a_name}, {&s.link.b, &r.b_name}}) {
-      if (const mad::FabricNode* n = topology->Find(end->guid)) {
-        *name = n->description;
-      }
-    }
-    report->ranked.push_back(std::move(r));
-  }
+  Rank(observations, options, *topology, report);
 }
 
 bool LocateLink(MadTransport& transport, const MadOptions& options,

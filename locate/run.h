@@ -36,12 +36,22 @@ struct FabricCost {
 // The report's pair counts (total, bad, good, without a verdict).
 void CountVerdicts(const std::vector<ProbePair>& pairs, Report* report);
 
-// Steps 2-3 (CountVerdicts included; no MAD when no pair is bad). `report` gets
-// the pair counts, ranked links (names from the topology, no counters), cleared
-// links, unplaced bad pairs and the cost; `topology` the discovered fabric.
-void LocateLinks(MadTransport& transport, const LocateOptions& options,
+// Steps 2-3 (CountVerdicts included; no MAD when no mapped pair is bad).
+// `report` gets the pair counts, ranked links (names from the topology, no
+// counters), cleared links, unplaced bad pairs and the cost; `topology` the
+// discovered fabric. Pairs with IP links (RoCE, traced by the probers) vote on
+// those beside the IB pairs' cables; `transport` may be null when no mapped
+// pair is bad (NeedsFabric), and is then not used.
+void LocateLinks(MadTransport* transport, const LocateOptions& options,
                  const std::vector<ProbePair>& pairs, Report* report,
                  mad::Topology* topology, FabricCost* cost);
+inline void LocateLinks(MadTransport& transport, const LocateOptions& options,
+                        const std::vector<ProbePair>& pairs, Report* report,
+                        mad::Topology* topology, FabricCost* cost) {
+  LocateLinks(&transport, options, pairs, report, topology, cost);
+}
+// Whether LocateLinks needs the fabric: a bad pair is mapped to LIDs.
+bool NeedsFabric(const std::vector<ProbePair>& pairs);
 
 // --link: the destinations whose LFT entry at `link` is its port, named
 // from the topology, with the mapped pairs toward them whose route crosses

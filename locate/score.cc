@@ -49,6 +49,14 @@ Classification Classify(const PairMeasure& m, const Thresholds& t) {
 
 Link MakeLink(LinkEnd x, LinkEnd y) { return x <= y ? Link{x, y} : Link{y, x}; }
 
+std::vector<Link> IpLinks(const std::vector<std::string>& path) {
+  std::vector<Link> out;
+  for (std::size_t i = 1; i < path.size(); ++i) {
+    out.push_back({LinkEnd{0, 0, path[i - 1]}, LinkEnd{0, 0, path[i]}});
+  }
+  return out;
+}
+
 Scores ScoreLinks(const std::vector<PathObservation>& paths,
                   const ScoreOptions& options) {
   Scores out;

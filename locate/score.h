@@ -51,10 +51,15 @@ struct Classification {
 Classification Classify(const PairMeasure& m, const Thresholds& t);
 
 // One cable: the two ends (node GUID, port), the smaller end first, so that
-// a path traced A->B and one traced B->A name the same link.
+// a path traced A->B and one traced B->A name the same link. An IP-level
+// link (a RoCE path traced hop by hop, issue 29 item 4) has ends named by
+// address instead (guid and port 0), in the direction crossed: each hop
+// names the interface a packet arrived by, so the two directions of one
+// cable are two links.
 struct LinkEnd {
   std::uint64_t guid = 0;
   int port = 0;
+  std::string ip;  // IP-level links only
   auto operator<=>(const LinkEnd&) const = default;
 };
 struct Link {
@@ -63,6 +68,9 @@ struct Link {
 };
 // The link between two ends, ordered.
 Link MakeLink(LinkEnd x, LinkEnd y);
+// The IP-level links of a traced path: consecutive addresses of `path`
+// (the prober's address first, the routers', the peer's last), directed.
+std::vector<Link> IpLinks(const std::vector<std::string>& path);
 
 struct PathObservation {
   Verdict verdict = Verdict::kUnknown;  // kUnknown paths are ignored

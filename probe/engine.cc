@@ -593,6 +593,13 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
   return true;
 }
 
+std::map<std::string, std::uint64_t> Engine::LostByPeer() const {
+  MutexLock lock(mu_);
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [key, s] : stats_) out[key.first] += s.lost;
+  return out;
+}
+
 std::map<std::string, std::uint64_t> Engine::Totals() const {
   MutexLock lock(mu_);
   std::map<std::string, std::uint64_t> out;

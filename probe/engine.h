@@ -106,6 +106,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // For tests: totals by name ("sent", "lost", "received", "answered",
   // "rejected:<r>", "wakeups": timer ticks).
   std::map<std::string, std::uint64_t> Totals() const;
+  // Any thread: probes lost so far per peer (every transport), so that the
+  // collector can trace a pair's path when it starts losing.
+  std::map<std::string, std::uint64_t> LostByPeer() const;
 
  private:
   struct SeriesStats {

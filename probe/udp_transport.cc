@@ -195,6 +195,12 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     if (bound.address().is_v6()) {
       ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one));
     }
+    // ICMP errors to the error queue (path tracing reads Time Exceeded
+    // there). Best effort: without it traces fail, probes do not.
+    ::setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    if (bound.address().is_v6()) {
+      ::setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+    }
     socket.non_blocking(true, ec);
     {
       MutexLock lock(mu);
@@ -245,6 +251,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     std::array<Slot, kBatch> slots;
     std::array<mmsghdr, kBatch> msgs;
     for (int round = 0; round < 8 && fd >= 0; ++round) {
+      DrainErrors();
       for (unsigned i = 0; i < kBatch; ++i) {
         Slot& s = slots[i];
         s.iov = {s.buf.data(), s.buf.size()};
@@ -257,6 +264,9 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         msgs[i].msg_hdr.msg_controllen = s.control.size();
       }
       int n = ::recvmmsg(fd, msgs.data(), kBatch, MSG_DONTWAIT, nullptr);
+      // With IP_RECVERR every ICMP error also fails one receive with its
+      // errno (the error itself waits in the error queue): read on.
+      if (n < 0 && IcmpErrno(errno)) continue;
       if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           SetError(std::string("recvmmsg: ") + std::strerror(errno));
@@ -270,6 +280,8 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
         // any probe, so malformed.
         r.bytes =
             std::span<const std::uint8_t>(slots[i].buf.data(), msgs[i].msg_len);
+        // A peer's path trace that reached us: nothing to answer or count.
+        if (IsTracePayload(r.bytes)) continue;
         Endpoint source;
         std::memcpy(
             source.data(), &slots[i].from,
@@ -286,6 +298,64 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
       if (n < static_cast<int>(kBatch)) return false;
     }
     return fd >= 0;
+  }
+
+  static bool IcmpErrno(int e) {
+    return e == ECONNREFUSED || e == EHOSTUNREACH || e == ENETUNREACH ||
+           e == EHOSTDOWN || e == EPROTO || e == EMSGSIZE;
+  }
+
+  // Reads the error queue (bounded), handing ICMP errors to on_icmp.
+  void DrainErrors() {
+    for (int i = 0; i < 64 && fd >= 0; ++i) {
+      std::array<std::uint8_t, 64> buf;
+      alignas(cmsghdr) std::array<char, 256> control;
+      sockaddr_storage name;
+      iovec iov{buf.data(), buf.size()};
+      msghdr msg{};
+      msg.msg_name = &name;
+      msg.msg_namelen = sizeof(name);
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control.data();
+      msg.msg_controllen = control.size();
+      ssize_t n = ::recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+      if (n < 0) return;
+      auto report =
+          ParseErrorRecord(msg, std::span<const std::uint8_t>(
+                                    buf.data(), static_cast<std::size_t>(n)));
+      if (report && on_icmp) on_icmp(*report);
+    }
+  }
+
+  bool SendTrace(const Endpoint& to, std::span<const std::uint8_t> payload,
+                 int ttl, std::string* error) {
+    if (fd < 0) {
+      *error = "socket closed";
+      return false;
+    }
+    Endpoint e = ForSocket(to, v6);
+    const bool hop_limit =
+        to.address().is_v6() && !to.address().to_v6().is_v4_mapped();
+    alignas(cmsghdr) std::array<char, CMSG_SPACE(sizeof(int))> control{};
+    iovec iov{const_cast<std::uint8_t*>(payload.data()), payload.size()};
+    msghdr msg{};
+    msg.msg_name = e.data();
+    msg.msg_namelen = static_cast<socklen_t>(e.size());
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.data();
+    msg.msg_controllen = control.size();
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = hop_limit ? IPPROTO_IPV6 : IPPROTO_IP;
+    c->cmsg_type = hop_limit ? IPV6_HOPLIMIT : IP_TTL;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &ttl, sizeof(ttl));
+    if (::sendmsg(fd, &msg, MSG_DONTWAIT) < 0) {
+      *error = std::string("sendmsg: ") + std::strerror(errno);
+      return false;
+    }
+    return true;
   }
 
   bool SetLazy(bool on) {
@@ -340,6 +410,7 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
   Endpoint listen;
   Endpoint bound;
   Handlers handlers;
+  std::function<void(const IcmpReport&)> on_icmp;
   udp protocol = udp::v4();
   // The socket's descriptor while open, whether or not `socket` holds it.
   int fd = -1;
@@ -407,6 +478,17 @@ void UdpTransport::Poll() { state_->Poll(); }
 std::optional<std::uint64_t> UdpTransport::ReceiveDrops() const {
   if (!state_->counts_drops) return std::nullopt;
   return state_->drops.load();
+}
+
+bool UdpTransport::SendTrace(const Endpoint& peer,
+                             std::span<const std::uint8_t> payload, int ttl,
+                             std::string* error) {
+  return state_->SendTrace(peer, payload, ttl, error);
+}
+
+void UdpTransport::SetIcmpHandler(
+    std::function<void(const IcmpReport&)> handler) {
+  state_->on_icmp = std::move(handler);
 }
 
 Endpoint UdpTransport::local_endpoint() const { return state_->bound; }

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 
+#include "probe/path_trace.h"
 #include "probe/transport.h"
 
 namespace fabric::probe {
@@ -62,6 +63,15 @@ class UdpTransport : public Transport {
   bool SetLazyReceive(bool on) override;
   void Poll() override;
   std::optional<std::uint64_t> ReceiveDrops() const override;
+
+  // Path tracing (probe/path_trace.h) on this socket, so that trace
+  // datagrams share the probes' 5-tuple. io thread only.
+  // Sends `payload` to `peer` with IP TTL / IPv6 hop limit `ttl`.
+  bool SendTrace(const Endpoint& peer, std::span<const std::uint8_t> payload,
+                 int ttl, std::string* error);
+  // Every ICMP error the socket's error queue delivers (IP_RECVERR); the
+  // socket drops trace datagrams that reach it without a word.
+  void SetIcmpHandler(std::function<void(const IcmpReport&)> handler);
 
   // The bound address (port 0 resolved), for tests.
   Endpoint local_endpoint() const;

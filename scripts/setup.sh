@@ -23,6 +23,8 @@ PACKAGES=(
   # (vm_deploy_test, bench/vm_sizing.py).
   victoria-metrics
   ibsim-utils opensm infiniband-diags
+  # nft: probe_ecmp_netns_test's lossy router link (no tc actions, no netem).
+  nftables
   # The openssl CLI makes the tests' certificates (MakeTestCa); fabricmon-
   # locate verifies https against ca-certificates' bundle by default.
   openssl ca-certificates
