@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "collectors/mad_ports.h"
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/live_ports.h"
@@ -35,7 +36,9 @@ constexpr char kChangesHelp[] =
 class SmCollector : public Collector {
  public:
   SmCollector(CollectorEnv env, SmSettings settings, LocalPortLister ports)
-      : env_(std::move(env)), settings_(settings), ports_(std::move(ports)) {}
+      : env_(std::move(env)),
+        settings_(settings),
+        ports_("sm", env_, settings.mad, std::move(ports)) {}
 
   std::string_view Name() const override { return "sm"; }
 
@@ -48,20 +51,16 @@ class SmCollector : public Collector {
   };
 
   bool CollectOnce(MetricSink& sink) {
-    // No MAD service here (a build without rdma-core, or a recorded or
-    // simulated tree instead of the live system): nothing to ask.
-    if (!env_.mad) return true;
-    std::string error;
-    const std::vector<mad::LocalPort> view = ports_(&error);
-    bool ok = error.empty();  // libibumad itself failed
-    if (!ok) sink.Skip("sm: " + error);
-    const MadOptions options = settings_.mad.Apply({});
+    if (!ports_.available()) return true;
+    const MadOptions options = ports_.options();
     // Chosen again at every collection, from each port's own PortInfo: a
     // port the SM made ACTIVE after the daemon started is used from then
     // on, one that went down is dropped, and the SM LID a failover moved
     // is followed (libibumad's copy may lag, and under umad2sim never
     // moves).
-    mad::LivePorts live = mad::FindLivePorts(view, "", 0, env_.mad, options);
+    MadPorts::Found found = ports_.Find(sink);
+    bool ok = found.error.empty();  // libibumad itself failed
+    mad::LivePorts& live = found.live;
     for (const auto& w : live.waiting) sink.Skip("sm: " + w + ": not ACTIVE");
     if (!live.unopenable.empty()) {
       if (!open_failed_) {
@@ -202,7 +201,7 @@ class SmCollector : public Collector {
 
   CollectorEnv env_;
   SmSettings settings_;
-  LocalPortLister ports_;
+  MadPorts ports_;
   std::map<std::uint64_t, History> history_;
   std::set<std::uint16_t> queried_;  // this collection
   std::uint64_t masters_ = 0;        // answered MASTER, this collection
@@ -219,12 +218,6 @@ std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
                                            LocalPortLister ports) {
   return std::make_unique<SmCollector>(env, SettingsAs<SmSettings>(config),
                                        std::move(ports));
-}
-
-std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
-                                           const CollectorConfig& config) {
-  return MakeSmCollector(env, config,
-                         env.local_ports ? env.local_ports : mad::LocalIbPorts);
 }
 
 CollectorSpec SmCollectorSpec() {

@@ -37,14 +37,13 @@ struct SmSettings {
   bool operator==(const SmSettings&) const = default;
 };
 
-// The local ports to look at; injectable for tests (real: mad::LocalIbPorts).
+// The local ports to look at; injectable for tests (null: the env's lister,
+// else mad::LocalIbPorts; collectors/mad_ports.h).
 using LocalPortLister = mad::LocalPortLister;
 
 std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
-                                           const CollectorConfig& config);
-std::unique_ptr<Collector> MakeSmCollector(const CollectorEnv& env,
                                            const CollectorConfig& config,
-                                           LocalPortLister ports);
+                                           LocalPortLister ports = nullptr);
 CollectorSpec SmCollectorSpec();
 
 }  // namespace fabric
