@@ -342,7 +342,9 @@ struct Core {
 
   // io thread: a `device` rail's address found again (empty with `error`
   // when it could not be). A new address closes the socket bound to the
-  // old one and opens the rail on the new one.
+  // old one and opens the rail on the new one. The old socket's path traces
+  // stop with it: they send through it (a raw pointer into the engine), and
+  // would otherwise run on, unseen, after the engine is gone.
   void Rebind(const std::string& address, const std::string& error) {
     {
       MutexLock lock(mu);
@@ -350,6 +352,8 @@ struct Core {
       resolve_error = error;
       // The same address: nothing to do (Collect() retries a failed open).
       if (address == listen) return;
+      if (traces) traces->Stop();
+      traces.reset();
       if (engine) engine->Stop();
       engine.reset();
       listen = address;
