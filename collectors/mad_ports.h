@@ -1,5 +1,5 @@
-// The local IB ports a MAD collector (fabric, ib_link) sends from, found and
-// opened the same way by each: the lister says which ports exist (injected
+// The local IB ports a MAD collector (fabric, ib_link, sm) sends from, found
+// and opened the same way by each: the lister says which ports exist (injected
 // in tests; else CollectorEnv::local_ports, else libibumad's
 // mad::LocalIbPorts), and those ACTIVE now are opened through the daemon's
 // MAD transport (CollectorEnv::mad) with the collector's mad_timeout /
