@@ -509,6 +509,9 @@ class RailProber {
     if (engine != applied_engine_) {
       applied_engine_ = engine;
       applied_.reset();
+      // A new engine (a `device` rail rebound) counts losses from zero: the
+      // old engine's counts would hide its peers' first losses.
+      lost_.clear();
     }
     UpdatePeers(*engine, sink, reread);
     sink.Gauge("fabric_probe_peers_over_cap",
