@@ -405,10 +405,11 @@ class ProbeNetnsTest : public ::testing::Test {
   }
 
   static Scrape ScrapePublishedAfter(double unix_seconds,
-                                     const Daemon& d = env_->da) {
+                                     const Daemon& d = env_->da,
+                                     int port = kMetricsPort) {
     Scrape s;
     for (int i = 0; i < 200; ++i) {
-      s = Get(d);
+      s = Get(d, port);
       if (s.Get(kPublished) >= unix_seconds) return s;
       std::this_thread::sleep_for(100ms);
     }
@@ -504,9 +505,11 @@ TEST_F(ProbeNetnsTest, LossEqualsTheDropRate) {
 }
 
 TEST_F(ProbeNetnsTest, WrongKeyGetsNoAnswersAndIsCountedBadMac) {
+  // Snapshots published at least 1.5 s apart (a loaded machine publishes
+  // late: two scrapes 1.5 s apart may show the same one).
   Scrape b0 = Get(env_->db), c0 = Get(env_->dc, 19916);
-  std::this_thread::sleep_for(1500ms);
-  Scrape b1 = Get(env_->db), c1 = Get(env_->dc, 19916);
+  Scrape b1 = ScrapePublishedAfter(b0.Get(kPublished) + 1.5, env_->db);
+  Scrape c1 = ScrapePublishedAfter(c0.Get(kPublished) + 1.5, env_->dc, 19916);
   const std::string bad = "fabric_probe_rejected_total{reason=\"bad_mac\"}";
   EXPECT_GT(b1.Get(bad) - b0.Get(bad), 100);
   const std::string to_b = "peer=\"127.0.0.1:10916\",transport=\"udp\"";

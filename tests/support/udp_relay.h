@@ -46,7 +46,7 @@ class UdpRelay {
     counter_ = 0;
   }
   // Sends the last datagram forwarded upstream once more (a replay).
-  void ReplayLast() { replay_ = true; }
+  void ReplayLast() { ++replay_; }
 
   // The time the relay really added to a round trip: the median, over the
   // probes whose answers it sent back between two Unix times, of the probe's
@@ -65,7 +65,8 @@ class UdpRelay {
   int front_port_, upstream_port_;
   int front_fd_ = -1, upstream_fd_ = -1, wake_fd_ = -1;
   std::thread thread_;
-  std::atomic<bool> stop_{false}, replay_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> replay_{0};  // replays asked for, not yet sent
   std::atomic<std::int64_t> delay_us_{0};
   std::atomic<int> drop_every_{0};
   std::atomic<std::uint64_t> counter_{0}, forwarded_{0}, dropped_{0};
