@@ -397,7 +397,8 @@ struct Core {
       // The verbs transport where this host has an active RDMA port; `auto`
       // keeps to UDP without one, `rdma` reports why.
       std::string why;
-      auto rdma = probe::MakeRdmaTransport(*io, listen, &why);
+      auto rdma =
+          probe::MakeRdmaTransport(*io, {listen, rail.device, rail.port}, &why);
       if (rdma) {
         transports.push_back(std::move(rdma));
       } else if (settings.transport == "rdma") {

@@ -101,6 +101,14 @@ std::vector<RdmaPort> ListRdmaPorts(VerbsOps& ops, std::string* error) {
   return ports;
 }
 
+std::optional<RdmaPort> FindPort(std::span<const RdmaPort> ports,
+                                 std::string_view device, int port) {
+  for (const RdmaPort& p : ports) {
+    if (p.device == device && p.port == port) return p;
+  }
+  return std::nullopt;
+}
+
 std::optional<RdmaPort> PickPortForAddress(std::span<const RdmaPort> ports,
                                            std::string_view bind_address) {
   if (ports.empty()) return std::nullopt;

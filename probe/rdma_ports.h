@@ -50,6 +50,11 @@ std::vector<RdmaPort> ListRdmaPorts(VerbsOps& ops, std::string* error);
 std::optional<RdmaPort> PickPortForAddress(std::span<const RdmaPort> ports,
                                            std::string_view address);
 
+// Port `port` of `device` among `ports`; nullopt when it is not there (not
+// ACTIVE, or no such device).
+std::optional<RdmaPort> FindPort(std::span<const RdmaPort> ports,
+                                 std::string_view device, int port);
+
 // True for ::ffff:a.b.c.d, the GID of a RoCEv2 entry on an IPv4 address.
 bool IsIpv4MappedGid(const Gid& gid);
 bool IsZeroGid(const Gid& gid);

@@ -57,11 +57,10 @@ std::string RdmaTransport::Key(const Endpoint& peer) {
 
 RdmaTransport::RdmaTransport(boost::asio::io_context& io,
                              std::unique_ptr<rdma::VerbsOps> ops,
-                             std::string listen_address,
-                             rdma::UdOptions options)
+                             SendingPort sending, rdma::UdOptions options)
     : io_(io),
       ops_(std::move(ops)),
-      listen_address_(std::move(listen_address)),
+      sending_(std::move(sending)),
       options_(std::move(options)) {
   // Software stamps on the same clock as the UDP transport's.
   if (!options_.now_ns) options_.now_ns = RealtimeNs;
@@ -84,7 +83,20 @@ bool RdmaTransport::Start(Handlers handlers, std::string* error) {
     return false;
   }
   std::string notes = why;
-  const auto pick = rdma::PickPortForAddress(list, listen_address_);
+  const auto pick =
+      sending_.device.empty()
+          ? rdma::PickPortForAddress(list, sending_.listen_address)
+          : rdma::FindPort(list, sending_.device, sending_.port);
+  if (!pick) {
+    std::string active;
+    for (const rdma::RdmaPort& p : list) {
+      active += (active.empty() ? "" : ", ") + p.device + " port " +
+                std::to_string(p.port);
+    }
+    *error = sending_.device + " port " + std::to_string(sending_.port) +
+             " is not an active RDMA port (active: " + active + ")";
+    return false;
+  }
   ports_.reserve(list.size());
   for (const rdma::RdmaPort& rp : list) {
     std::string e;
@@ -290,7 +302,7 @@ std::string_view RdmaTransport::ClockName() const {
 }
 
 std::unique_ptr<RdmaTransport> MakeRdmaTransport(
-    boost::asio::io_context& io, const std::string& listen_address,
+    boost::asio::io_context& io, RdmaTransport::SendingPort sending,
     std::string* error) {
   std::unique_ptr<rdma::VerbsOps> ops = rdma::MakeIbverbsOps();
   if (!ops) {
@@ -302,7 +314,8 @@ std::unique_ptr<RdmaTransport> MakeRdmaTransport(
     *error = "no active RDMA port" + (why.empty() ? "" : ": " + why);
     return nullptr;
   }
-  return std::make_unique<RdmaTransport>(io, std::move(ops), listen_address);
+  return std::make_unique<RdmaTransport>(io, std::move(ops),
+                                         std::move(sending));
 }
 
 }  // namespace fabric::probe

@@ -1,8 +1,10 @@
 // RdmaTransport: the probe Transport (probe/transport.h) over verbs UD, one
 // UdPort (probe/rdma_ud.h) per active local RDMA port. Every port answers
-// probes; probes go out of one port, the "sending port": the one whose GID is
-// the probe listen address (RoCE), else the first. Its address is what the
-// engine's address exchange announces (LocalAddress), and a peer becomes
+// probes; probes go out of one port, the "sending port": the rail's own
+// when it names one (a `device` rail: on IB an IPoIB address is no GID, so
+// the address alone cannot tell the rails' ports apart), else the one whose
+// GID is the probe listen address (RoCE), else the first. Its address is what
+// the engine's address exchange announces (LocalAddress), and a peer becomes
 // reachable over RDMA once the exchange gave its address (SetPeerAddress).
 //
 // Completions are read when a port's completion-channel fd turns readable
@@ -33,9 +35,16 @@ namespace fabric::probe {
 
 class RdmaTransport final : public Transport {
  public:
-  // `listen_address` picks the sending port ("host:port" as configured).
+  // The sending port: `device`/`port` when `device` is not empty (Start
+  // fails when that port is not active), else picked by `listen_address`
+  // ("host:port" as configured).
+  struct SendingPort {
+    std::string listen_address;
+    std::string device;
+    int port = 1;
+  };
   RdmaTransport(boost::asio::io_context& io,
-                std::unique_ptr<rdma::VerbsOps> ops, std::string listen_address,
+                std::unique_ptr<rdma::VerbsOps> ops, SendingPort sending,
                 rdma::UdOptions options = {});
   ~RdmaTransport() override;
 
@@ -78,7 +87,7 @@ class RdmaTransport final : public Transport {
 
   boost::asio::io_context& io_;
   std::unique_ptr<rdma::VerbsOps> ops_;
-  std::string listen_address_;
+  SendingPort sending_;
   rdma::UdOptions options_;
   Handlers handlers_;
   std::vector<Port> ports_;
@@ -98,7 +107,7 @@ class RdmaTransport final : public Transport {
 // with the reason (no rdma-core in this build, no device, none active) in
 // `error`: the probe collector's `auto` transport then keeps to UDP.
 std::unique_ptr<RdmaTransport> MakeRdmaTransport(
-    boost::asio::io_context& io, const std::string& listen_address,
+    boost::asio::io_context& io, RdmaTransport::SendingPort sending,
     std::string* error);
 
 }  // namespace fabric::probe

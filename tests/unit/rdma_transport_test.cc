@@ -59,8 +59,12 @@ class RdmaTransportTest : public ::testing::Test {
     // sends from the one its listen address names.
     auto shared = std::shared_ptr<FakeVerbs>(std::move(fake));
     holder = shared;
-    a = std::make_unique<RdmaTransport>(io, Borrow(shared), "10.0.0.1:10916");
-    b = std::make_unique<RdmaTransport>(io, Borrow(shared), "10.0.0.2:10916");
+    a = std::make_unique<RdmaTransport>(
+        io, Borrow(shared),
+        RdmaTransport::SendingPort{"10.0.0.1:10916", "", 1});
+    b = std::make_unique<RdmaTransport>(
+        io, Borrow(shared),
+        RdmaTransport::SendingPort{"10.0.0.2:10916", "", 1});
   }
   // A VerbsOps that forwards to the shared fake (each transport owns one).
   static std::unique_ptr<rdma::VerbsOps> Borrow(
@@ -264,6 +268,34 @@ TEST_F(RdmaTransportTest, VanishedDeviceMakesItUnhealthy) {
   EXPECT_NE(a->LastError().find("mlx5_0"), std::string::npos) << a->LastError();
 }
 
+// A `device` rail sends from its own port whatever its address says (on
+// IB an IPoIB address is no GID: the address would pick the first port),
+// and a port that is not active is an error naming the active ones.
+TEST_F(RdmaTransportTest, DeviceRailSendsFromItsOwnPort) {
+  RdmaTransport pinned(io, Borrow(holder),
+                       RdmaTransport::SendingPort{"10.0.0.1:10916", "rxe0", 1});
+  Seen seen;
+  std::string error;
+  ASSERT_TRUE(pinned.Start(Record(&seen), &error)) << error;
+  const auto labels = pinned.PeerLabels();
+  ASSERT_EQ(labels.size(), 2u);
+  EXPECT_EQ(labels[0].second, "rxe0");
+  EXPECT_EQ(labels[1].second, "1");
+  // The address alone picks mlx5_0 (its GID is 10.0.0.1).
+  ASSERT_TRUE(a->Start(Record(&seen), &error)) << error;
+  EXPECT_EQ(a->PeerLabels()[0].second, "mlx5_0");
+  EXPECT_NE(pinned.LocalAddress()->gid, a->LocalAddress()->gid);
+
+  RdmaTransport missing(
+      io, Borrow(holder),
+      RdmaTransport::SendingPort{"10.0.0.1:10916", "mlx5_9", 1});
+  EXPECT_FALSE(missing.Start(Record(&seen), &error));
+  EXPECT_NE(error.find("mlx5_9 port 1 is not an active RDMA port"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("mlx5_0 port 1"), std::string::npos) << error;
+}
+
 TEST(RdmaTransportReal, FactoryOnThisHost) {
   // The real libibverbs on the build machine: it has no RDMA device, so
   // there is no transport and the reason says so. (On an RDMA host this
@@ -271,7 +303,7 @@ TEST(RdmaTransportReal, FactoryOnThisHost) {
   // scripts/validate-rdma-probes.sh.)
   boost::asio::io_context io;
   std::string error;
-  auto t = MakeRdmaTransport(io, "127.0.0.1:10916", &error);
+  auto t = MakeRdmaTransport(io, {"127.0.0.1:10916", "", 1}, &error);
   if (t) GTEST_SKIP() << "this host has RDMA ports";
   EXPECT_TRUE(error.find("no active RDMA port") != std::string::npos ||
               error.find("built without rdma-core") != std::string::npos)
