@@ -99,6 +99,8 @@ Labels RailLabels(const ProbeRail& rail) {
 // of 6 (net.ipv4.icmp_ratelimit), so back-to-back traces of many peers
 // would read as silent hops.
 constexpr auto kTraceGap = std::chrono::seconds(1);
+// How often a `device` rail scans sysfs for its port's netdevs again.
+constexpr auto kRescanEvery = std::chrono::seconds(60);
 // A losing peer is traced out of turn at most this often.
 constexpr auto kUrgentEvery = std::chrono::minutes(1);
 
@@ -473,7 +475,7 @@ class RailProber {
     if (!rail_.device.empty()) {
       std::optional<RailBinding> binding;
       std::string error;
-      const std::string listen = Resolve(&binding, &error);
+      const std::string listen = Resolve(true, &binding, &error);
       core_->Rebind(listen, error);
     }
     core_->Open();
@@ -482,7 +484,7 @@ class RailProber {
 
   // `reread`: SIGHUP came since the last collection.
   bool Collect(MetricSink& sink, bool reread) {
-    if (!rail_.device.empty()) Follow(sink);
+    if (!rail_.device.empty()) Follow(sink, reread);
     std::shared_ptr<Engine> engine;
     std::string error;
     {
@@ -545,8 +547,13 @@ class RailProber {
 
   // A `device` rail's listen address now ("10.0.0.1:10916",
   // "[fd00::1]:10916"), or empty with *error.
-  std::string Resolve(std::optional<RailBinding>* binding,
-                      std::string* error) const {
+  // The port's netdevs come from a sysfs scan (every netdev's type and
+  // address on IB) at most every kRescanEvery, sooner after a failure or a
+  // SIGHUP: once a second on an 8-rail host it read more files than the
+  // counter collectors. The addresses (one getifaddrs) are checked at
+  // every collection, so a changed address rebinds within a second.
+  std::string Resolve(bool rescan, std::optional<RailBinding>* binding,
+                      std::string* error) {
     error->clear();
     if (!sysfs_) {
       *error = "no sysfs tree to find " + rail_.device + " in";
@@ -554,9 +561,20 @@ class RailProber {
     }
     const auto addresses = list_addresses_(error);
     if (!error->empty()) return "";
-    *binding = BindingOfFabricPort(*sysfs_, addresses, rail_.device, rail_.port,
-                                   wanted_.first, error);
-    if (!*binding) return "";
+    const auto now = std::chrono::steady_clock::now();
+    if (rescan || !netdevs_ || now - scanned_ >= kRescanEvery) {
+      netdevs_ = NetdevsOfFabricPort(*sysfs_, rail_.device, rail_.port, error);
+      scanned_ = now;
+      if (!netdevs_) return "";
+    }
+    *binding =
+        BindingOfNetdevs(*netdevs_, addresses,
+                         rail_.device + " port " + std::to_string(rail_.port),
+                         wanted_.first, error);
+    if (!*binding) {
+      netdevs_.reset();  // look again next time: a netdev may have moved
+      return "";
+    }
     const RailBinding& b = **binding;
     return (b.ipv6 ? "[" + b.address + "]" : b.address) + ":" +
            std::to_string(wanted_.second);
@@ -564,10 +582,10 @@ class RailProber {
 
   // Poll thread: finds a `device` rail's address again and, when it (or
   // why there is none) changed, logs it and hands it to the io thread.
-  void Follow(MetricSink& sink) {
+  void Follow(MetricSink& sink, bool reread) {
     std::optional<RailBinding> binding;
     std::string error;
-    const std::string listen = Resolve(&binding, &error);
+    const std::string listen = Resolve(reread, &binding, &error);
     if (listen != posted_listen_ || error != posted_error_) {
       if (error.empty()) {
         spdlog::info("probe rail {}: {} port {} is {}, listening on {}",
@@ -728,6 +746,9 @@ class RailProber {
   FileStamp file_stamp_;
   bool file_read_ = false;
   std::string file_error_;
+  // The port's netdevs as last scanned (Resolve), and when.
+  std::optional<std::vector<std::string>> netdevs_;
+  std::chrono::steady_clock::time_point scanned_{};
   // What Follow() last handed to the io thread.
   std::string posted_listen_, posted_error_;
 };

@@ -68,9 +68,17 @@ std::optional<RailBinding> BindingOfFabricPort(
     std::string* error) {
   const auto netdevs = NetdevsOfFabricPort(sysfs, device, port, error);
   if (!netdevs) return std::nullopt;
-  const std::string what = device + " port " + std::to_string(port);
+  return BindingOfNetdevs(*netdevs, addresses,
+                          device + " port " + std::to_string(port), want,
+                          error);
+}
+
+std::optional<RailBinding> BindingOfNetdevs(
+    const std::vector<std::string>& netdevs,
+    const std::vector<InterfaceAddress>& addresses, const std::string& what,
+    const std::string& want, std::string* error) {
   // Best first: IPv4, then global IPv6, netdev by netdev.
-  for (const auto& netdev : *netdevs) {
+  for (const auto& netdev : netdevs) {
     for (const bool ipv6 : {false, true}) {
       for (const auto& a : addresses) {
         if (a.netdev != netdev || a.ipv6 != ipv6) continue;
@@ -86,12 +94,12 @@ std::optional<RailBinding> BindingOfFabricPort(
       if (a.address == want) owner = a.netdev;
     }
     *error = "listen_address " + want + " is not on " + what + "'s netdev " +
-             Joined(*netdevs) +
+             Joined(netdevs) +
              (owner.empty() ? std::string(" (no netdev has it)")
                             : " (it is " + owner + "'s)");
     return std::nullopt;
   }
-  *error = what + ": netdev " + Joined(*netdevs) +
+  *error = what + ": netdev " + Joined(netdevs) +
            " has no IPv4 or global IPv6 address";
   return std::nullopt;
 }

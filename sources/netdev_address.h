@@ -9,7 +9,7 @@
 // addresses are not used: they need a scope and do not route between
 // subnets, which a rail's peers are usually on.
 //
-// Thread-safety: BindingOfFabricPort is a pure function of its inputs;
+// Thread-safety: the Binding* functions are pure functions of their inputs;
 // SystemInterfaceAddresses may run on any thread.
 #pragma once
 
@@ -57,5 +57,12 @@ std::optional<RailBinding> BindingOfFabricPort(
     const Sysfs& sysfs, const std::vector<InterfaceAddress>& addresses,
     const std::string& device, int port, const std::string& want,
     std::string* error);
+// The same choice among `netdevs` (NetdevsOfFabricPort's answer for the
+// port `what` names, "mlx5_0 port 1"), for a caller that keeps that answer
+// between address checks.
+std::optional<RailBinding> BindingOfNetdevs(
+    const std::vector<std::string>& netdevs,
+    const std::vector<InterfaceAddress>& addresses, const std::string& what,
+    const std::string& want, std::string* error);
 
 }  // namespace fabric

@@ -492,6 +492,15 @@ TEST_F(ProbeCollectorTest, DeviceRailBindsAndFollowsItsNetdevsAddress) {
   EXPECT_NE(text.find(info("127.0.0.3")), std::string::npos) << text;
   EXPECT_NE(text.find("fabric_probe_rail_up{rail=\"r0\"} 1"), std::string::npos)
       << text;
+  // While the address stays, collections check it without scanning the
+  // port's netdevs in sysfs again (at most once a minute).
+  const std::string ndevs = "class/infiniband/rxe0/ports/1/link_layer";
+  const int scans = fake->Reads(ndevs);
+  for (int i = 0; i < 20; ++i) {
+    MetricSink sink;
+    a->Collect(sink);
+  }
+  EXPECT_EQ(fake->Reads(ndevs), scans);
 
   // The address goes away: the rail closes and says why.
   {
