@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sources/ib_walk.h"
+#include "sources/port_map.h"
 #include "sources/sysfs_parse.h"
 
 namespace fabric {
@@ -341,6 +342,9 @@ class IbPortCollector final : public Collector {
 
     std::string link_layer =
         ReadAttr(dir, "link_layer", sink, /*fixed=*/true).value_or("");
+    // The port's primary netdev by the port map's rule (sources/port_map.h).
+    const std::string netdev =
+        port_map_.Netdevs(*reader_, device, port, link_layer).Primary();
     sink.Gauge("fabric_port_info",
                "RDMA port inventory; value is always 1. port_guid from "
                "gids/0, netdev from gid_attrs/ndevs/0 or device/net.",
@@ -351,7 +355,7 @@ class IbPortCollector final : public Collector {
                          {"port_guid", PortGuid(dir)},
                          {"hca_type", attrs.hca_type},
                          {"fw_ver", attrs.fw_ver},
-                         {"netdev", Netdev(device, port, dir)}},
+                         {"netdev", netdev}},
                1);
 
     CollectCounters(device, port, dir, sink);
@@ -364,43 +368,6 @@ class IbPortCollector final : public Collector {
     if (!r.ok()) return {};
     auto guid = ParseGidInterfaceId(*r);
     return guid.ok() ? FormatGuid(guid.value) : std::string();
-  }
-
-  // The port's network interface. RoCE ports name it in gid_attrs/ndevs/0
-  // (the default GID's netdev); IB ports have none there (IPoIB), so fall
-  // back to the device's device/net/: a single entry is ours, several (one
-  // PCI function serving two ports, e.g. mlx4) are told apart by the
-  // netdev's dev_port (0-based port index) or, on older kernels, dev_id.
-  std::string Netdev(const std::string& device, const std::string& port,
-                     const std::string& port_dir) const {
-    ReadResult r = reader_->Read(port_dir, "gid_attrs/ndevs/0");
-    if (r.ok()) {
-      std::string_view name = TrimValue(*r);
-      if (!name.empty()) return std::string(name);
-    }
-    const std::string net_dir = IbDevicePath(device) + "/device/net";
-    // Not stable: netdevs are renamed (udev) and come and go with their
-    // driver, independently of the RDMA device.
-    const auto* nets = reader_->List(net_dir, /*stable=*/false, nullptr);
-    if (!nets || nets->empty()) return {};
-    if (nets->size() == 1) return nets->front();
-    auto port_num = ParseU64(port);
-    if (!port_num.ok() || port_num.value == 0) return {};
-    for (const auto& net : *nets) {
-      const std::string base = JoinPath(net_dir, net);
-      ReadResult dev_port = reader_->Read(base, "dev_port");
-      if (dev_port.ok()) {
-        auto v = ParseU64(*dev_port);
-        if (v.ok() && v.value == port_num.value - 1) return net;
-        continue;
-      }
-      ReadResult dev_id = reader_->Read(base, "dev_id");
-      if (dev_id.ok()) {
-        auto v = ParseHex(*dev_id);
-        if (v.ok() && v.value == port_num.value - 1) return net;
-      }
-    }
-    return {};
   }
 
   // What one counters/ or counters_ext/ listing means, worked out when the
@@ -538,6 +505,8 @@ class IbPortCollector final : public Collector {
   // Created on the first Collect(); keeps directory handles and open
   // attribute files from one collection to the next (sources/sysfs.h).
   mutable std::unique_ptr<SysfsReader> reader_;
+  // Which netdev is each port's (sources/port_map.h).
+  mutable PortMap port_map_;
   mutable std::unordered_map<std::string, CounterPlan> plans_;  // by dir
   std::uint64_t generation_ = 0;  // collections so far
   // CollectCounters' scratch, kept for its capacity.

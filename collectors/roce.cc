@@ -11,6 +11,7 @@
 #include "sources/ethtool_file.h"
 #include "sources/ethtool_ioctl.h"
 #include "sources/ib_walk.h"
+#include "sources/port_map.h"
 #include "sources/roce_rdma_netlink.h"
 #include "sources/sysfs_parse.h"
 
@@ -19,14 +20,6 @@ namespace {
 
 // Bounds on what one collection reads, against odd or hostile trees.
 constexpr std::size_t kMaxGidEntries = 1024;
-constexpr std::size_t kMaxSlaves = 16;
-
-// A netdev name as sysfs shows it: non-empty, no '/', shorter than IFNAMSIZ.
-bool PlausibleNetdev(std::string_view name) {
-  return !name.empty() && name.size() < 16 &&
-         name.find('/') == std::string_view::npos && name != "." &&
-         name != "..";
-}
 
 Labels Base(const RoceNetdev& w) {
   return {{"device", w.device}, {"port", w.port}, {"netdev", w.netdev}};
@@ -44,11 +37,6 @@ void Count(MetricSink& sink, std::string_view name, std::string_view help,
   if (v) sink.Counter(name, help, labels, static_cast<double>(*v) * scale);
 }
 
-// "class/infiniband/<dev>/ports/<port>"
-std::string PortDir(const std::string& dev, const std::string& port) {
-  return IbDevicePath(dev) + "/ports/" + port;
-}
-
 // RoCE ports are the Ethernet ones; link_layer is fixed when the kernel
 // creates the port.
 bool IsEthernet(SysfsReader& reader, const std::string& pdir) {
@@ -56,52 +44,14 @@ bool IsEthernet(SysfsReader& reader, const std::string& pdir) {
   return ll.ok() && TrimValue(*ll) == "Ethernet";
 }
 
-// Adds the netdevs of one Ethernet port, in discovery order, without
-// duplicates.
+// Adds the netdevs of one Ethernet port by the port map's rule
+// (sources/port_map.h): its own, then a bond's slaves, which carry the
+// physical-port counters of a RoCE LAG.
 void AddPortNetdevs(SysfsReader& reader, const std::string& dev,
                     const std::string& port, std::vector<RoceNetdev>& out) {
-  const std::string pdir = PortDir(dev, port);
-  std::vector<std::string> names;
-  auto push = [&](std::string_view n) {
-    n = TrimValue(n);
-    if (PlausibleNetdev(n) &&
-        std::find(names.begin(), names.end(), n) == names.end()) {
-      names.emplace_back(n);
-    }
-  };
-  // The GID table's entries are created with the port (unused ones fail
-  // to read), so the listing is stable.
-  const std::string ndevs = pdir + "/gid_attrs/ndevs";
-  if (const auto* idx = reader.List(ndevs, /*stable=*/true, nullptr)) {
-    std::size_t seen = 0;
-    for (const std::string& i : *idx) {
-      if (++seen > kMaxGidEntries) break;
-      auto r = reader.Read(ndevs, i);
-      if (r.ok()) push(*r);  // unused GID entries fail with EINVAL
-    }
+  for (std::string& n : ReadPortNetdevs(reader, dev, port, "Ethernet").All()) {
+    out.push_back({dev, port, std::move(n)});
   }
-  if (names.empty()) {
-    // Not stable: netdevs are renamed and come and go with their driver.
-    if (const auto* nets = reader.List(IbDevicePath(dev) + "/device/net",
-                                       /*stable=*/false, nullptr)) {
-      for (const std::string& n : *nets) push(n);
-    }
-  }
-  // A bond master has no physical-port counters; its slaves do.
-  const std::size_t masters = names.size();
-  for (std::size_t i = 0; i < masters; ++i) {
-    auto slaves = reader.Read("class/net/" + names[i], "bonding/slaves");
-    if (!slaves.ok()) continue;
-    std::string_view rest = *slaves;
-    std::size_t count = 0;
-    while (!rest.empty() && count < kMaxSlaves) {
-      std::size_t sp = rest.find_first_of(" \n\t");
-      push(rest.substr(0, sp));
-      ++count;
-      rest.remove_prefix(sp == std::string_view::npos ? rest.size() : sp + 1);
-    }
-  }
-  for (const std::string& n : names) out.push_back({dev, port, n});
 }
 
 // DiscoverRoceNetdevs over a walk already made.
@@ -109,7 +59,7 @@ std::vector<RoceNetdev> Discover(SysfsReader& reader, const IbPortList& walk) {
   std::vector<RoceNetdev> out;
   for (const IbDevicePorts& dev : walk.devices) {
     for (const std::string& port : dev.ports) {
-      if (IsEthernet(reader, PortDir(dev.device, port))) {
+      if (IsEthernet(reader, PortPath(dev.device, port))) {
         AddPortNetdevs(reader, dev.device, port, out);
       }
     }
@@ -292,7 +242,7 @@ class RoceCollector final : public Collector {
     for (const IbDevicePorts& walked : walk.devices) {
       const std::string& dev = walked.device;
       for (const std::string& port : walked.ports) {
-        const std::string pdir = PortDir(dev, port);
+        const std::string pdir = PortPath(dev, port);
         if (!IsEthernet(*reader_, pdir)) continue;
         const std::string types = pdir + "/gid_attrs/types";
         // Stable: the GID table's entries are created with the port.
@@ -344,7 +294,7 @@ class RoceCollector final : public Collector {
     }
     // hw_counters/ is an attribute group registered with the port.
     const auto* listed =
-        reader_->List(PortDir(dev, port) + "/hw_counters", true, nullptr);
+        reader_->List(PortPath(dev, port) + "/hw_counters", true, nullptr);
     std::set<std::string> in_sysfs;
     if (listed) in_sysfs.insert(listed->begin(), listed->end());
     for (const RdmaCounter& c : *r) {

@@ -24,10 +24,10 @@
 //
 // Netdev discovery (DiscoverRoceNetdevs), for each allowed device and each
 // port of the shared walk (sources/ib_walk.h) whose link_layer is
-// Ethernet: the names in ports/<n>/gid_attrs/ndevs/*,
-// else device/net/*; a bonding master (class/net/<if>/bonding/slaves) adds
-// its slaves, which carry the physical-port counters of a RoCE LAG
-// (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
+// Ethernet: the port's netdevs by the port map's rule (sources/port_map.h:
+// the names in ports/<n>/gid_attrs/ndevs/*, else the port's device/net/*
+// entries), and a bonding master's slaves, which carry the physical-port
+// counters of a RoCE LAG (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
 // are read, and one whose kernel address (EthtoolStats.hw_address) differs
 // from the tree's class/net/<if>/address is skipped, so a recorded tree
 // never gets a same-named host interface's counters. Both checks guard the

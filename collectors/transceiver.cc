@@ -1,11 +1,11 @@
 #include "collectors/transceiver.h"
 
 #include <array>
-#include <charconv>
 #include <cstdio>
 
 #include "config/yaml_keys.h"
 #include "sources/ib_walk.h"
+#include "sources/port_map.h"
 #include "sources/sysfs_parse.h"
 
 namespace fabric {
@@ -39,29 +39,17 @@ bool Absent(std::error_code e) {
          e == std::errc::protocol_not_supported;
 }
 
-// IPoIB netdevs of the allowed devices' InfiniBand ports: the device's
-// device/net/* whose class/net/<if>/dev_port is port - 1.
-void AddIbNetdevs(SysfsReader& reader, const IbPortList& walk,
+// The netdevs of the allowed devices' InfiniBand ports, by the port map's
+// rule (sources/port_map.h).
+void AddIbNetdevs(SysfsReader& reader, PortMap& ports, const IbPortList& walk,
                   std::vector<RoceNetdev>& out) {
   for (const IbDevicePorts& dev : walk.devices) {
-    const auto* nets =
-        reader.List(dev.dir + "/device/net", /*stable=*/false, nullptr);
-    if (!nets) continue;
     for (const std::string& port : dev.ports) {
-      auto ll = reader.ReadFixed(dev.dir + "/ports/" + port, "link_layer");
+      auto ll = reader.ReadFixed(PortPath(dev.device, port), "link_layer");
       if (!ll.ok() || TrimValue(*ll) != "InfiniBand") continue;
-      for (const std::string& n : *nets) {
-        if (n.empty() || n.size() >= 16 || n.find('/') != std::string::npos) {
-          continue;
-        }
-        auto dp = reader.Read("class/net/" + n, "dev_port");
-        unsigned index = 0;  // ports are numbered from 1, dev_port from 0
-        auto [end, ec] =
-            std::from_chars(port.data(), port.data() + port.size(), index);
-        if (dp.ok() && ec == std::errc() && index > 0 &&
-            TrimValue(*dp) == std::to_string(index - 1)) {
-          out.push_back({dev.device, port, n});
-        }
+      for (std::string& n :
+           ports.Netdevs(reader, dev.device, port, "InfiniBand").All()) {
+        out.push_back({dev.device, port, std::move(n)});
       }
     }
   }
@@ -88,7 +76,7 @@ class TransceiverCollector final : public Collector {
       reader_->Begin();
       const IbPortList walk = ListIbPorts(*reader_, options_.devices);
       targets = DiscoverRoceNetdevs(*reader_, options_.devices);
-      AddIbNetdevs(*reader_, walk, targets);
+      AddIbNetdevs(*reader_, port_map_, walk, targets);
       std::erase_if(targets, [&](const RoceNetdev& t) {
         if (!reader_->IsDirectory("class/net/" + t.netdev)) return true;
         // Same name, another interface: the tree is a recording or a
@@ -159,6 +147,7 @@ class TransceiverCollector final : public Collector {
   TransceiverOptions options_;
   std::unique_ptr<ModuleEepromSource> source_;
   std::unique_ptr<SysfsReader> reader_;
+  PortMap port_map_;  // IB ports' netdevs (sources/port_map.h)
   std::array<std::uint64_t, kSkipReasons.size()> skipped_{};
   bool seen_modules_ = false;
 };

@@ -6,9 +6,9 @@
 //
 // Which netdevs: those backing Ethernet (RoCE) RDMA ports (the roce
 // collector's discovery, without its config extras), and for InfiniBand
-// ports the IPoIB netdev of the device whose class/net/<if>/dev_port is the
-// port's index (mlx5 answers module EEPROM requests there on kernels that
-// route them; others answer EOPNOTSUPP: absent). Only netdevs in the tree's
+// ports their IPoIB netdevs by the port map's rule (sources/port_map.h;
+// mlx5 answers module EEPROM requests there on kernels that route them;
+// others answer EOPNOTSUPP: absent). Only netdevs in the tree's
 // class/net whose kernel address (ModuleEepromSource::HwAddress) is the
 // tree's class/net/<if>/address; a collector whose ethtool is not the
 // kernel's (config `ethtool_dir`, --simulate) reads nothing, as DCB and FEC,

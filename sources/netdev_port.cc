@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sources/port_map.h"
 #include "sources/sysfs_parse.h"
 
 namespace fabric {
@@ -169,43 +170,13 @@ std::optional<std::vector<std::string>> NetdevsOfFabricPort(
              " (ports: " + (have.empty() ? std::string("none") : have) + ")";
     return std::nullopt;
   }
-  std::vector<std::string> out;
-  auto add = [&out](const std::string& name) {
-    if (std::find(out.begin(), out.end(), name) == out.end()) {
-      out.push_back(name);
-    }
-  };
-  // An IB port has no RoCE netdevs and a RoCE port no IPoIB ones: skip
-  // the scan of every netdev (or of the GID table) the link layer rules
-  // out; with none readable, look both ways.
+  // The port map's rule (sources/port_map.h), bond slaves included: a
+  // rail binds to the first of them with an address, the master's.
+  const auto reader = sysfs.NewReader();
+  reader->Begin();
   const std::string link_layer = Trimmed(sysfs.Read(dir + "link_layer"));
-  // IPoIB: the netdevs whose address carries this port's GID.
-  auto g0 = link_layer == "Ethernet"
-                ? std::nullopt
-                : ParseGidText(Trimmed(sysfs.Read(dir + "gids/0")));
-  if (g0) {
-    for (const auto& ifname :
-         sysfs.List("class/net").value_or(std::vector<std::string>{})) {
-      const std::string net = "class/net/" + ifname + "/";
-      if (Trimmed(sysfs.Read(net + "type")) != "32") continue;
-      auto gid = IpoibAddressGid(Trimmed(sysfs.Read(net + "address")));
-      if (gid && *gid == *g0) add(ifname);
-    }
-  }
-  // RoCE: the netdevs the GID table names, in GID index order.
-  auto indexes = link_layer == "InfiniBand"
-                     ? std::vector<std::string>{}
-                     : sysfs.List(dir + "gid_attrs/ndevs")
-                           .value_or(std::vector<std::string>{});
-  std::sort(indexes.begin(), indexes.end(),
-            [](const std::string& a, const std::string& b) {
-              return a.size() != b.size() ? a.size() < b.size() : a < b;
-            });
-  for (const auto& index : indexes) {
-    const std::string ndev =
-        Trimmed(sysfs.Read(dir + "gid_attrs/ndevs/" + index));
-    if (!ndev.empty()) add(ndev);
-  }
+  const std::vector<std::string> out =
+      ReadPortNetdevs(*reader, device, std::to_string(port), link_layer).All();
   if (out.empty()) {
     *error = what +
              " has no netdev (no IPoIB netdev carries its GID, no RoCE GID "

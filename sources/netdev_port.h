@@ -8,7 +8,9 @@
 //   - RoCE: the port whose GID table names the netdev
 //     (`gid_attrs/ndevs/<i>`); its GID is the first such entry.
 // Anything else (lo, a plain NIC, a veth) has no fabric port: nullopt.
-// NetdevsOfFabricPort is the reverse (a probe rail named by device/port).
+// NetdevsOfFabricPort is the reverse (a probe rail named by device/port):
+// the port map's netdev rule (sources/port_map.h), the one every collector
+// uses, with errors that name what is missing.
 //
 // Read through Sysfs (sources/sysfs.h), so recorded trees and the test fake
 // work; the text parsers are pure.
@@ -56,11 +58,11 @@ std::optional<NetdevPort> FabricPortOfNetdev(const Sysfs& sysfs,
                                              std::string* error);
 
 // The netdevs of RDMA port `device`/`port`, the reverse of
-// FabricPortOfNetdev: every IPoIB netdev whose hardware address carries the
-// port's `gids/0` (a parent and its P_Key children), then every netdev the
-// port's GID table names (RoCE), each once, in that order. nullopt with a
-// clear *error when the device or port does not exist or no netdev belongs
-// to the port.
+// FabricPortOfNetdev: PortNetdevs::All() of sources/port_map.h (the GID
+// table's netdevs, else the device's device/net entries for the port, else
+// the IPoIB netdevs carrying the port's GID; then bond slaves). nullopt with
+// a clear *error when the device or port does not exist or no netdev
+// belongs to the port.
 std::optional<std::vector<std::string>> NetdevsOfFabricPort(
     const Sysfs& sysfs, const std::string& device, int port,
     std::string* error);
