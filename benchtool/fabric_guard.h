@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/fabric_class_rules.h"
+#include "sources/rail_class.h"
 
 namespace fabric::bench {
 

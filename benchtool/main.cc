@@ -22,10 +22,10 @@
 #include "benchtool/report.h"
 #include "benchtool/results.h"
 #include "benchtool/run_info.h"
-#include "collectors/fabric_class.h"
 #include "exporters/exposition.h"
 #include "probe/peers.h"
 #include "sources/ethtool_ioctl.h"
+#include "sources/rail_class.h"
 #include "sources/sysfs.h"
 
 namespace fb = fabric::bench;
@@ -129,11 +129,7 @@ int RunAgent(const std::string& listen, const std::string& key_path,
   std::shared_ptr<const fabric::Sysfs> sysfs =
       fabric::MakeRealSysfs(sysfs_root);
   o.counters = fb::HostCounterSource(sysfs, fabric::MakeRealEthtoolSource());
-  o.rails = [sysfs] {
-    fabric::CollectorEnv env;
-    env.sysfs = sysfs;
-    return fabric::ReadRailClasses(env);
-  };
+  o.rails = [sysfs] { return fabric::ReadRailSummaries(*sysfs); };
   fb::BenchAgent agent(io, o);
   if (!agent.Start(&error)) {
     std::cerr << "fabricmon-bench agent: " << error << "\n";

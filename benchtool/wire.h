@@ -28,7 +28,7 @@
 
 #include "auth/hmac.h"
 #include "benchtool/transport.h"
-#include "collectors/fabric_class_rules.h"
+#include "sources/rail_class.h"
 
 namespace fabric::bench {
 

@@ -7,9 +7,9 @@
 #include "auth/key_file.h"
 #include "benchtool/agent.h"
 #include "benchtool/host_counters.h"
-#include "collectors/fabric_class.h"
 #include "config/yaml_keys.h"
 #include "core/thread_annotations.h"
+#include "sources/rail_class.h"
 
 namespace fabric {
 namespace {
@@ -62,7 +62,7 @@ class BenchAgentCollector final : public Collector {
       counters_ = bench::HostCounterSource(env.sysfs, std::move(ethtool));
       // The host's rails for fabricmon-bench's fabric guard
       // (benchtool/fabric_guard.h), read when a session is prepared.
-      rails_ = [env] { return ReadRailClasses(env); };
+      rails_ = [sysfs = env.sysfs] { return ReadRailSummaries(*sysfs); };
     }
   }
 

@@ -1,10 +1,11 @@
 // fabric_class collector: the fabric class of every rail (RDMA port) and the
 // fabric it is on, as fabric_port_fabric_class{device,port,class,reason,
-// fabric,model,fw_ver,node_guid,cc,adaptive_retransmission} = 1. The rules
-// are collectors/fabric_class_rules.h (docs/fabric-class.md); the facts come
-// from sysfs: ports/<n>/link_layer, the device's model (nic_identity's
-// IdentifyDevice), hw_counters/roce_adp_retrans, and the ECN enable flags of
-// the lossless priority on the port's netdev (or, for a bond, its slaves).
+// fabric,model,fw_ver,node_guid,cc,adaptive_retransmission} = 1. The
+// classification is sources/rail_class.h's ClassifyRails (rules in
+// docs/fabric-class.md); the facts come from sysfs: ports/<n>/link_layer,
+// the device's model (sources/nic_model.h), hw_counters/roce_adp_retrans,
+// and the ECN enable flags of the lossless priority on the port's netdevs
+// (the port map's, sources/port_map.h: a bond's slaves included).
 //
 // The fabric: `ib_fabric` / `roce_fabric` when configured; else an IB port's
 // subnet prefix (gids/0) as "ib:<prefix>", a RoCE port's network as
@@ -21,27 +22,9 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/fabric_class_rules.h"
+#include "sources/rail_class.h"
 
 namespace fabric {
-
-// `collectors.fabric_class` keys of its own.
-struct FabricClassSettings {
-  // `lossless_priority`: the PFC priority RoCE traffic runs on, whose
-  // congestion control decides Spectrum-X (NVIDIA's reference: 3).
-  int lossless_priority = 3;
-  // `ib_fabric`, `roce_fabric`: fabric names replacing the derived ones.
-  std::string ib_fabric;
-  std::string roce_fabric;
-  // `roce_prefix_length`: the IPv4 prefix length of the RoCE network.
-  int roce_prefix_length = 24;
-  bool operator==(const FabricClassSettings&) const = default;
-};
-
-// The rails of the tree `env.sysfs` as the collector (default settings)
-// classifies them, for fabricmon-bench's agents. Never throws: a tree that
-// cannot be read has no rails.
-std::vector<RailSummary> ReadRailClasses(const CollectorEnv& env);
 
 std::unique_ptr<Collector> MakeFabricClassCollector(
     const CollectorEnv& env, const CollectorConfig& config);

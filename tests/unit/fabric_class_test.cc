@@ -1,4 +1,4 @@
-// Tests for the fabric class rules (collectors/fabric_class_rules.h) on
+// Tests for the fabric class rules (sources/rail_class.h) on
 // facts and GID strings, and for the fabric_class collector on the recorded
 // H100 tree and the derived plain-RoCE and mixed-host trees
 // (tests/fixtures/synthetic/README.md).
@@ -8,7 +8,7 @@
 
 #include <map>
 
-#include "collectors/fabric_class_rules.h"
+#include "sources/rail_class.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
 
