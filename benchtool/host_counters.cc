@@ -1,27 +1,21 @@
 #include "benchtool/host_counters.h"
 
-#include <charconv>
 #include <map>
 #include <set>
+
+#include "sources/port_map.h"
+#include "sources/sysfs_parse.h"
 
 namespace fabric::bench {
 namespace {
 
-// The collectors' parse layer (sources/sysfs_parse.h) is out of reach:
-// the collectors library links this one.
-std::string_view Trimmed(std::string_view t) {
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) {
-    t.remove_suffix(1);
-  }
-  return t;
-}
-
 bool ReadU64(const Sysfs& sysfs, const std::string& path, std::uint64_t* v) {
   ReadResult r = sysfs.Read(path);
   if (!r.ok()) return false;
-  const std::string_view t = Trimmed(r.value());
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
-  return ec == std::errc() && p == t.data() + t.size();
+  const auto parsed = ParseU64(r.value());
+  if (!parsed.ok()) return false;
+  *v = parsed.value;
+  return true;
 }
 
 // "rx_prio3_pause" -> "pfc_pause_rx"; not a per-priority pause count -> "".
@@ -53,6 +47,8 @@ CounterSource HostCounterSource(std::shared_ptr<const Sysfs> sysfs,
     };
     std::map<std::string, std::uint64_t> sums;
     std::set<std::string> netdevs;
+    const auto reader = sysfs->NewReader();
+    reader->Begin();
     auto devices = sysfs->List("class/infiniband");
     for (const auto& dev : devices ? *devices : std::vector<std::string>{}) {
       std::string ports_dir = "class/infiniband/" + dev + "/ports";
@@ -63,11 +59,16 @@ CounterSource HostCounterSource(std::shared_ptr<const Sysfs> sysfs,
           std::uint64_t v;
           if (ReadU64(*sysfs, dir + "/" + file, &v)) sums[name] += v;
         }
-        // A RoCE port's netdev (an IB port has none: the read fails).
+        // A RoCE port's netdevs by the port map's rule (sources/port_map.h),
+        // a bond's slaves included: they carry the pause counters. An IB
+        // port has no PFC.
         if (ethtool) {
-          ReadResult ndev = sysfs->Read(dir + "/gid_attrs/ndevs/0");
-          if (ndev.ok() && !Trimmed(ndev.value()).empty()) {
-            netdevs.insert(std::string(Trimmed(ndev.value())));
+          const ReadResult ll = sysfs->Read(dir + "/link_layer");
+          const std::string link_layer(ll.ok() ? TrimValue(*ll) : "");
+          if (link_layer == "InfiniBand") continue;
+          for (std::string& n :
+               ReadPortNetdevs(*reader, dev, port, link_layer).All()) {
+            netdevs.insert(std::move(n));
           }
         }
       }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "sources/port_map.h"
+
 namespace fabric::bench {
 namespace {
 
@@ -45,6 +47,8 @@ std::vector<DeviceInfo> ReadDevices(const Sysfs& sysfs) {
   std::vector<DeviceInfo> out;
   auto devices = sysfs.List("class/infiniband");
   if (!devices) return out;
+  const auto reader = sysfs.NewReader();
+  reader->Begin();
   for (const auto& dev : *devices) {
     const std::string dir = "class/infiniband/" + dev;
     DeviceInfo d;
@@ -63,10 +67,12 @@ std::vector<DeviceInfo> ReadDevices(const Sysfs& sysfs) {
       // A RoCE port's MTU is its netdev's; an IB port's active MTU is only
       // in a PortInfo MAD or ibv_query_port, not in sysfs.
       p.mtu = "unknown";
-      std::string ndev = Attr(sysfs, pdir + "/gid_attrs/ndevs/0");
-      if (ndev != "unknown" && ndev.find('/') == std::string::npos) {
-        p.mtu = Attr(sysfs, "class/net/" + ndev + "/mtu");
-      }
+      // The port's primary netdev (sources/port_map.h).
+      const std::string ndev =
+          ReadPortNetdevs(*reader, dev, port,
+                          p.link_layer == "unknown" ? "" : p.link_layer)
+              .Primary();
+      if (!ndev.empty()) p.mtu = Attr(sysfs, "class/net/" + ndev + "/mtu");
       d.ports.push_back(std::move(p));
     }
     out.push_back(std::move(d));
