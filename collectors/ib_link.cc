@@ -12,6 +12,7 @@
 #include "config/yaml_keys.h"
 #include "sources/mad/codec.h"
 #include "sources/mad/mad_transport.h"
+#include "sources/mad/pesc.h"
 #include "sources/mad/sweep.h"
 
 namespace fabric {
@@ -67,7 +68,13 @@ class IbLinkCollector : public Collector {
     for (auto& [port, transport] : live.active) {
       const Labels labels = {{"device", port.ca},
                              {"port", std::to_string(port.port)}};
-      Reader r{*transport, options, sink, port};
+      auto skip = [&](const char* what, const std::string& why) {
+        sink.Skip("ib_link: " + port.ca + " port " +
+                  std::to_string(port.port) + ": " + what + ": " + why);
+      };
+      // The one PortInfo/PESC reader (sources/mad/pesc.h).
+      mad::PortReader r(*transport, options,
+                        static_cast<std::uint8_t>(port.port), port.lid, skip);
       const auto info = r.OwnPortInfo();
       if (!info) continue;
       EmitLinkSpeed(sink, kHostPortFamilies, labels, info->info);
@@ -78,11 +85,17 @@ class IbLinkCollector : public Collector {
       PescMemory& m = kept[{port.ca, port.port}];
       m = pesc_[{port.ca, port.port}];
       if (m.lid != port.lid) m = PescMemory{.lid = port.lid};
-      if (m.support == Support::kUnknown) r.ChooseLayout(*info, &m);
+      if (m.support == Support::kUnknown) {
+        // Unsupported when the port or its PMA says so; else the first
+        // PESC read decides.
+        const auto layout = r.ChooseLayout(*info);
+        m.layout = layout.value_or(mad::PescLayout::kNone);
+        if (!layout) m.support = Support::kUnsupported;
+      }
       std::optional<mad::PortExtendedSpeedsCounters> c;
       if (m.support != Support::kUnsupported) c = r.Pesc(m.layout);
       if (m.support == Support::kSupported && !c) {
-        r.Skip("PortExtendedSpeedsCounters", "no answer or a MAD status");
+        skip("PortExtendedSpeedsCounters", "no answer or a MAD status");
       }
       if (m.support == Support::kUnknown) {
         m.support = c ? Support::kSupported : Support::kUnsupported;
@@ -101,107 +114,6 @@ class IbLinkCollector : public Collector {
   }
 
  private:
-  struct OwnInfo {
-    mad::PortInfo info;
-    std::uint16_t capability_mask2 = 0;
-  };
-
-  // The MADs of one local port, each waited for (a handful per port).
-  struct Reader {
-    MadTransport& transport;
-    const MadOptions& options;
-    MetricSink& sink;
-    const mad::LocalPort& port;
-
-    std::optional<Mad> Get(std::uint16_t dlid, const Mad& mad, const char* what,
-                           bool quiet = false) {
-      const MadResult r = transport.Send({.dlid = dlid, .mad = mad}, options);
-      if (r.ok()) return *r;
-      if (!quiet) Skip(what, r.error().message());
-      return std::nullopt;
-    }
-    void Skip(const char* what, const std::string& why) {
-      sink.Skip("ib_link: " + port.ca + " port " + std::to_string(port.port) +
-                ": " + what + ": " + why);
-    }
-    std::uint32_t PortMod() const {
-      return static_cast<std::uint32_t>(port.port);
-    }
-
-    std::optional<OwnInfo> OwnPortInfo() {
-      const auto r =
-          Get(0, mad::DrSmpGet(mad::kAttrPortInfo, PortMod(), {}), "PortInfo");
-      if (!r) return std::nullopt;
-      std::string error;
-      auto info = mad::DecodePortInfo(*r, &error);
-      auto cap2 = mad::DecodePortInfoCapabilityMask2(*r, &error);
-      if (!info || !cap2) {
-        Skip("PortInfo", error);
-        return std::nullopt;
-      }
-      return OwnInfo{*info, *cap2};
-    }
-
-    // The far end's PortInfo: NodeInfo one hop out names the port the SMP
-    // came in by. Quiet when nothing answers (no cable: not bad input).
-    std::optional<mad::PortInfo> RemotePortInfo() {
-      const mad::DrPath path = {static_cast<std::uint8_t>(port.port)};
-      const auto ni = Get(0, mad::DrSmpGet(mad::kAttrNodeInfo, 0, path),
-                          "remote NodeInfo", true);
-      if (!ni) return std::nullopt;
-      std::string error;
-      const auto node = mad::DecodeNodeInfo(*ni, &error);
-      if (!node) {
-        Skip("remote NodeInfo", error);
-        return std::nullopt;
-      }
-      const auto pi =
-          Get(0,
-              mad::DrSmpGet(mad::kAttrPortInfo,
-                            static_cast<std::uint32_t>(node->local_port), path),
-              "remote PortInfo", true);
-      if (!pi) return std::nullopt;
-      auto info = mad::DecodePortInfo(*pi, &error);
-      if (!info) Skip("remote PortInfo", error);
-      return info;
-    }
-
-    // The layout, as perfquery -T picks it; unsupported when the port says
-    // it has no PESC or its PMA has no ClassPortInfo.
-    void ChooseLayout(const OwnInfo& own, PescMemory* m) {
-      const std::uint32_t cap = own.info.capability_mask;
-      m->support = Support::kUnsupported;
-      if (!(cap & mad::kCapabilityHasExtendedSpeeds) || port.lid == 0) return;
-      const auto r =
-          Get(port.lid, mad::PmaClassPortInfoGet(), "PMA ClassPortInfo", true);
-      std::string error;
-      const auto cpi =
-          r ? mad::DecodePmaClassPortInfo(*r, &error) : std::nullopt;
-      if (!cpi) return;
-      std::optional<mad::PortInfoExtended> ext;
-      if (mad::PescNeedsPortInfoExtended(cap, own.capability_mask2, *cpi)) {
-        const auto e =
-            Get(0, mad::DrSmpGet(mad::kAttrPortInfoExtended, PortMod(), {}),
-                "PortInfoExtended", true);
-        if (e) ext = mad::DecodePortInfoExtended(*e, &error);
-      }
-      m->layout = mad::ChoosePescLayout(cap, *cpi, ext);
-      m->support = Support::kUnknown;  // the first PESC read decides
-    }
-
-    // PESC in `layout`; a status or no answer gives nullopt, quietly while
-    // the PMA is still being probed (the caller knows).
-    std::optional<mad::PortExtendedSpeedsCounters> Pesc(
-        mad::PescLayout layout) {
-      const auto r =
-          Get(port.lid, mad::PescGet(static_cast<std::uint8_t>(port.port)),
-              "PortExtendedSpeedsCounters", true);
-      if (!r) return std::nullopt;
-      std::string error;
-      return mad::DecodePortExtendedSpeedsCounters(*r, layout, &error);
-    }
-  };
-
   static void EmitRemote(MetricSink& sink, const Labels& labels,
                          const mad::PortInfo& remote) {
     if (const int lanes = mad::CapableLanes(remote); lanes > 0) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "sources/mad/pesc.h"
+
 namespace fabric::mad {
 namespace {
 
@@ -140,16 +142,21 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   // False when the port has no PESC.
   auto start_port = [&](std::uint64_t index, int port, Ask ask) {
     PescSwitchState& st = (*pesc)[nodes[index]->guid];
-    const std::uint32_t cap = CapabilityOf(*nodes[index], port);
-    if (!(cap & kCapabilityHasExtendedSpeeds)) {
-      st.layouts[port] = PescLayout::kNone;
-      return false;
+    // The decision of sources/mad/pesc.h; a switch port's CapabilityMask2
+    // is not known here.
+    const PescStart start = StartPesc(CapabilityOf(*nodes[index], port),
+                                      std::nullopt, *st.class_port_info);
+    switch (start.next) {
+      case PescStart::Next::kNone:
+        st.layouts[port] = PescLayout::kNone;
+        return false;
+      case PescStart::Next::kPortInfoExtended:
+        pie_get(index, port);  // its answer sends the PESC
+        return true;
+      case PescStart::Next::kPesc:
+        break;
     }
-    if (st.class_port_info->RsFecCountersSupported()) {
-      pie_get(index, port);  // its answer sends the PESC
-      return true;
-    }
-    st.layouts[port] = ChoosePescLayout(cap, *st.class_port_info, std::nullopt);
+    st.layouts[port] = start.layout;
     pesc_get(index, port, ask);
     return true;
   };
@@ -213,7 +220,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           if (ask == Ask::kPortInfoExtended) {
             // No FEC mode to go by: the original layout, as perfquery.
             PescSwitchState& st = (*pesc)[s.guid];
-            st.layouts[port] = PescLayout::kErrorDetection;
+            st.layouts[port] = LayoutAfterPortInfoExtended(
+                CapabilityOf(*nodes[index], port), *st.class_port_info,
+                std::nullopt);
             pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
           }
           return;
@@ -232,10 +241,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             break;
           case Ask::kPortInfoExtended: {
             PescSwitchState& st = (*pesc)[s.guid];
-            std::string ignored;  // unsupported: the original layout
-            const auto ext = DecodePortInfoExtended(*r, &ignored);
-            st.layouts[port] = ChoosePescLayout(
-                CapabilityOf(*nodes[index], port), *st.class_port_info, ext);
+            st.layouts[port] = LayoutAfterPortInfoExtended(
+                CapabilityOf(*nodes[index], port), *st.class_port_info,
+                Bytes(*r));
             pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
             break;
           }

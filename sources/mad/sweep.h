@@ -8,8 +8,9 @@
 // ride along, decided once per switch and topology generation (PescCache,
 // the caller's, cleared on rediscovery): the switch PMA's ClassPortInfo says
 // whether RS-FEC counters exist; PortInfoExtended (only then) says per port
-// whether RS-FEC is active, which picks the layout (ChoosePescLayout, as
-// `perfquery -T` does). One PESC of one linked port probes the PMA first:
+// whether RS-FEC is active, which picks the layout (the decision of
+// sources/mad/pesc.h, shared with the ib_link collector; as `perfquery -T`
+// does). One PESC of one linked port probes the PMA first:
 // a PMA that drops or refuses 0x1F (ibsim does) is marked unsupported and
 // never asked again until the next discovery, so it costs one probe per
 // discovery, not one timeout per port per sweep. The probe's unanswered
