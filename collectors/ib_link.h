@@ -14,9 +14,9 @@
 //    know the best both ends support without the fabric sweep;
 //  - PortExtendedSpeedsCounters (PMA 0x1F at the port's own LID) in the
 //    layout its PMA's ClassPortInfo and the port's PortInfoExtended choose,
-//    as `perfquery -T` does (sources/mad/codec.h ChoosePescLayout), with the
-//    families the sweep has for switch ports (collectors/link_phy.h) under
-//    fabric_port_*. Whether the PMA has PESC is decided once per port and
+//    as `perfquery -T` does (sources/mad/pesc.h, the reader the sweep
+//    shares), with the families the sweep has for switch ports
+//    (collectors/link_phy.h) under fabric_port_*. Whether the PMA has PESC is decided once per port and
 //    LID (one probe): a PMA without it (ibsim's) exports nothing for it and
 //    is counted in fabric_ib_link_pesc_unsupported_ports, not logged.
 // Get MADs only; counters are never cleared.
