@@ -2,86 +2,44 @@
 
 #include <cstring>
 
+#include "core/bytes.h"
+
 namespace fabric::bench {
 namespace {
 
 constexpr std::uint8_t kMagic[4] = {'F', 'M', 'B', 'N'};
 constexpr std::string_view kMacContext = "fabricmon-bench/1";
 
-class Writer {
+// Big-endian (core/bytes.h), with this format's U32-length blobs.
+class Writer : public ByteWriter<Endian::kBig> {
  public:
-  void U8(std::uint8_t v) { out_.push_back(v); }
-  void U16(std::uint16_t v) { Big(v, 2); }
-  void U32(std::uint32_t v) { Big(v, 4); }
-  void U64(std::uint64_t v) { Big(v, 8); }
   void Blob(std::span<const std::uint8_t> b) {
     U32(static_cast<std::uint32_t>(b.size()));
-    out_.insert(out_.end(), b.begin(), b.end());
+    Bytes(b);
   }
-  void Str(std::string_view s) {
-    U16(static_cast<std::uint16_t>(s.size()));
-    out_.insert(out_.end(), s.begin(), s.end());
-  }
-  Bytes Take() { return std::move(out_); }
-
- private:
-  void Big(std::uint64_t v, int n) {
-    for (int i = n - 1; i >= 0; --i) out_.push_back((v >> (8 * i)) & 0xff);
-  }
-  Bytes out_;
 };
 
-// Bounds-checked reads; after the first failure every read fails and
-// returns zero/empty, so decoders check ok() once at the end.
-class Reader {
+// Bounds-checked reads (core/bytes.h); after the first failure every read
+// fails and returns zero/empty, so decoders check ok() once at the end.
+class Reader : public ByteReader<Endian::kBig> {
  public:
-  explicit Reader(std::span<const std::uint8_t> b) : b_(b) {}
-  std::uint8_t U8() { return static_cast<std::uint8_t>(Big(1)); }
-  std::uint16_t U16() { return static_cast<std::uint16_t>(Big(2)); }
-  std::uint32_t U32() { return static_cast<std::uint32_t>(Big(4)); }
-  std::uint64_t U64() { return Big(8); }
-  Bytes Blob(std::size_t max) {
-    std::size_t n = U32();
-    if (n > max || !Have(n)) return Fail<Bytes>();
-    Bytes v(b_.begin() + pos_, b_.begin() + pos_ + n);
-    pos_ += n;
-    return v;
+  using ByteReader::ByteReader;
+  std::vector<std::uint8_t> Blob(std::size_t max) {
+    const std::size_t n = U32();
+    if (n > max) return Fail(), std::vector<std::uint8_t>();
+    const auto b = Bytes(n);
+    return {b.begin(), b.end()};
   }
-  std::string Str() {
-    std::size_t n = U16();
-    if (n > kMaxStringBytes || !Have(n)) return Fail<std::string>();
-    std::string v(reinterpret_cast<const char*>(b_.data()) + pos_, n);
-    pos_ += n;
-    return v;
-  }
+  std::string Str() { return ByteReader::Str(kMaxStringBytes); }
   // A count of items each at least `min_item` bytes long: bounded by `max`
   // and by what is left, so a huge count cannot make the caller reserve.
   std::size_t Count(std::size_t max, std::size_t min_item) {
-    std::size_t n = U32();
-    if (n > max || n * min_item > b_.size() - pos_) return Fail<std::size_t>();
+    const std::size_t n = U32();
+    if (n > max || n * min_item > remaining()) return Fail(), 0;
     return n;
   }
-  bool Done() const { return ok_ && pos_ == b_.size(); }
-  bool ok() const { return ok_; }
-  void Invalidate() { ok_ = false; }
-
- private:
-  bool Have(std::size_t n) { return ok_ && b_.size() - pos_ >= n; }
-  template <typename T>
-  T Fail() {
-    ok_ = false;
-    return T{};
-  }
-  std::uint64_t Big(int n) {
-    if (!Have(n)) return Fail<std::uint64_t>();
-    std::uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v = (v << 8) | b_[pos_ + i];
-    pos_ += n;
-    return v;
-  }
-  std::span<const std::uint8_t> b_;
-  std::size_t pos_ = 0;
-  bool ok_ = true;
+  bool Done() const { return done(); }
+  void Invalidate() { Fail(); }
 };
 
 Bytes MacInput(const Nonces& nonces, bool hello, bool sending,

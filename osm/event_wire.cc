@@ -1,6 +1,7 @@
 #include "osm/event_wire.h"
 
-#include <cstring>
+
+#include "core/bytes.h"
 
 namespace fabric::osm {
 namespace {
@@ -12,56 +13,11 @@ constexpr std::size_t kTrapSize = 12;
 constexpr std::size_t kRoutingSize = 4;
 constexpr std::size_t kLftSize = 24;
 
-// Little-endian writer over a buffer the caller sized (EncodeEvent checks
-// the total first, so Put* never runs past the end).
-class Writer {
- public:
-  explicit Writer(uint8_t* data) : data_(data) {}
-  void U8(uint8_t v) { data_[pos_++] = v; }
-  void U16(uint16_t v) {
-    for (int i = 0; i < 2; ++i) U8(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void U32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) U8(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void U64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) U8(static_cast<uint8_t>(v >> (8 * i)));
-  }
-  void Bytes(const char* p, std::size_t n) {
-    std::memcpy(data_ + pos_, p, n);
-    pos_ += n;
-  }
-  void Zeros(std::size_t n) {
-    std::memset(data_ + pos_, 0, n);
-    pos_ += n;
-  }
-
- private:
-  uint8_t* data_;
-  std::size_t pos_ = 0;
-};
-
-// Little-endian reader; DecodeEvent checks the length before reading.
-class Reader {
- public:
-  explicit Reader(const uint8_t* data) : data_(data) {}
-  uint8_t U8() { return data_[pos_++]; }
-  uint16_t U16() { return static_cast<uint16_t>(Le(2)); }
-  uint32_t U32() { return static_cast<uint32_t>(Le(4)); }
-  uint64_t U64() { return Le(8); }
-  void Skip(std::size_t n) { pos_ += n; }
-  const uint8_t* Here() const { return data_ + pos_; }
-
- private:
-  uint64_t Le(int n) {
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= uint64_t{data_[pos_ + i]} << (8 * i);
-    pos_ += n;
-    return v;
-  }
-  const uint8_t* data_;
-  std::size_t pos_ = 0;
-};
+// Little-endian (core/bytes.h). EncodeEvent sizes the buffer and
+// DecodeEvent checks the length before the fields are read; the writer and
+// reader check their bounds again.
+using Writer = SpanWriter<Endian::kLittle>;
+using Reader = ByteReader<Endian::kLittle>;
 
 void PutPortId(Writer& w, const PortId& id) {
   w.U64(id.node_guid);
@@ -69,7 +25,7 @@ void PutPortId(Writer& w, const PortId& id) {
   w.U8(static_cast<uint8_t>(id.node_type));
   w.U16(0);
   w.U32(id.time_diff_s);
-  w.Bytes(id.name.data(), kNodeNameSize);
+  w.Bytes({reinterpret_cast<const uint8_t*>(id.name.data()), kNodeNameSize});
 }
 
 NodeType ToNodeType(uint8_t v) {
@@ -92,14 +48,13 @@ PortId GetPortId(Reader& r) {
   id.node_type = ToNodeType(r.U8());
   r.Skip(2);
   id.time_diff_s = r.U32();
-  const uint8_t* name = r.Here();
+  const std::span<const uint8_t> name = r.Bytes(kNodeNameSize);
   std::size_t n = 0;
-  while (n < kNodeNameSize && name[n] != 0) {
+  while (n < name.size() && name[n] != 0) {
     const uint8_t c = name[n];
     id.name[n] = (c >= 0x20 && c <= 0x7e) ? static_cast<char>(c) : '?';
     ++n;
   }
-  r.Skip(kNodeNameSize);
   return id;
 }
 
@@ -200,7 +155,7 @@ std::size_t EncodeEvent(const Message& message, std::span<uint8_t> out) {
   if (!BodyMatches(message.event, message.body)) return 0;
   const std::size_t body = BodySize(message.event);
   if (out.size() < kHeaderSize + body) return 0;
-  Writer w(out.data());
+  Writer w(out);
   w.U32(kWireMagic);
   w.U8(kWireVersion);
   w.U8(static_cast<uint8_t>(message.event));
@@ -271,7 +226,7 @@ DecodeStatus DecodeEvent(std::span<const uint8_t> bytes, Message* out) {
   // Magic and version come first so a stray or future datagram is named
   // for what it is even when its length differs.
   if (bytes.size() < 5) return DecodeStatus::kTruncated;
-  Reader r(bytes.data());
+  Reader r(bytes);
   if (r.U32() != kWireMagic) return DecodeStatus::kBadMagic;
   if (r.U8() != kWireVersion) return DecodeStatus::kWrongVersion;
   if (bytes.size() < kHeaderSize) return DecodeStatus::kTruncated;

@@ -3,22 +3,20 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/bytes.h"
+
 namespace fabric::probe {
 namespace {
 
 constexpr std::size_t kBody = 24;
 
+// Big-endian at fixed offsets (core/bytes.h).
 void Put(std::uint8_t* at, std::uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) {
-    at[i] = static_cast<std::uint8_t>(v);
-    v >>= 8;
-  }
+  StoreUint<Endian::kBig>(at, v, bytes);
 }
 
 std::uint64_t Get(const std::uint8_t* at, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v = (v << 8) | at[i];
-  return v;
+  return LoadUint<Endian::kBig>(at, bytes);
 }
 
 bool IsAddress(MessageType t) {

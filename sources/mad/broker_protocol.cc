@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/bytes.h"
 #include "sources/mad/codec.h"
 
 namespace fabric::mad::broker {
@@ -31,70 +32,9 @@ constexpr AllowedAttribute kAllowed[] = {
      true},
 };
 
-class Writer {
- public:
-  Writer() = default;
-  // Appends to `out`.
-  explicit Writer(std::vector<std::uint8_t> out) : out_(std::move(out)) {}
-  void U8(std::uint8_t v) { out_.push_back(v); }
-  void U16(std::uint16_t v) { Le(v, 2); }
-  void U32(std::uint32_t v) { Le(v, 4); }
-  void U64(std::uint64_t v) { Le(v, 8); }
-  void Str(std::string_view s) {
-    U16(static_cast<std::uint16_t>(s.size()));
-    out_.insert(out_.end(), s.begin(), s.end());
-  }
-  void Bytes(std::span<const std::uint8_t> b) {
-    out_.insert(out_.end(), b.begin(), b.end());
-  }
-  std::vector<std::uint8_t> Take() { return std::move(out_); }
-
- private:
-  void Le(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i)
-      out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-  }
-  std::vector<std::uint8_t> out_;
-};
-
-// Reads fields in order; any read past the end sets !ok() and returns 0.
-class Reader {
- public:
-  explicit Reader(std::span<const std::uint8_t> b) : b_(b) {}
-  std::uint8_t U8() { return static_cast<std::uint8_t>(Le(1)); }
-  std::uint16_t U16() { return static_cast<std::uint16_t>(Le(2)); }
-  std::uint32_t U32() { return static_cast<std::uint32_t>(Le(4)); }
-  std::uint64_t U64() { return Le(8); }
-  std::string Str(std::size_t max) {
-    const std::size_t n = U16();
-    if (!ok_ || n > max || b_.size() - at_ < n) return Bad(), std::string();
-    std::string s(reinterpret_cast<const char*>(b_.data() + at_), n);
-    at_ += n;
-    return s;
-  }
-  std::span<const std::uint8_t> Bytes(std::size_t n) {
-    if (!ok_ || b_.size() - at_ < n)
-      return Bad(), std::span<const std::uint8_t>();
-    auto s = b_.subspan(at_, n);
-    at_ += n;
-    return s;
-  }
-  bool ok() const { return ok_; }
-  bool done() const { return ok_ && at_ == b_.size(); }
-
- private:
-  void Bad() { ok_ = false; }
-  std::uint64_t Le(int n) {
-    if (!ok_ || b_.size() - at_ < static_cast<std::size_t>(n)) return Bad(), 0;
-    std::uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= std::uint64_t{b_[at_ + i]} << (8 * i);
-    at_ += n;
-    return v;
-  }
-  std::span<const std::uint8_t> b_;
-  std::size_t at_ = 0;
-  bool ok_ = true;
-};
+// Little-endian, bounds-checked reads (core/bytes.h).
+using Writer = ByteWriter<Endian::kLittle>;
+using Reader = ByteReader<Endian::kLittle>;
 
 const AllowedAttribute* Find(bool perf, std::uint16_t attribute) {
   for (const auto& a : kAllowed) {
