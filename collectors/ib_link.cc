@@ -69,8 +69,8 @@ class IbLinkCollector : public Collector {
       const Labels labels = {{"device", port.ca},
                              {"port", std::to_string(port.port)}};
       auto skip = [&](const char* what, const std::string& why) {
-        sink.Skip("ib_link: " + port.ca + " port " +
-                  std::to_string(port.port) + ": " + what + ": " + why);
+        sink.Skip("ib_link: " + port.ca + " port " + std::to_string(port.port) +
+                  ": " + what + ": " + why);
       };
       // The one PortInfo/PESC reader (sources/mad/pesc.h).
       mad::PortReader r(*transport, options,

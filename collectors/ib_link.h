@@ -16,9 +16,10 @@
 //    layout its PMA's ClassPortInfo and the port's PortInfoExtended choose,
 //    as `perfquery -T` does (sources/mad/pesc.h, the reader the sweep
 //    shares), with the families the sweep has for switch ports
-//    (collectors/link_phy.h) under fabric_port_*. Whether the PMA has PESC is decided once per port and
-//    LID (one probe): a PMA without it (ibsim's) exports nothing for it and
-//    is counted in fabric_ib_link_pesc_unsupported_ports, not logged.
+//    (collectors/link_phy.h) under fabric_port_*. Whether the PMA has PESC is
+//    decided once per port and LID (one probe): a PMA without it (ibsim's)
+//    exports nothing for it and is counted in
+//    fabric_ib_link_pesc_unsupported_ports, not logged.
 // Get MADs only; counters are never cleared.
 //
 // No IB port, or none ACTIVE yet: success with no samples; a port that

@@ -27,12 +27,12 @@
 // Ethernet: the port's netdevs by the port map's rule (sources/port_map.h:
 // the names in ports/<n>/gid_attrs/ndevs/*, else the port's device/net/*
 // entries), and a bonding master's slaves, which carry the physical-port
-// counters of a RoCE LAG (mlx5_bond_N). Only netdevs present in class/net/ of the monitored tree
-// are read, and one whose kernel address (EthtoolStats.hw_address) differs
-// from the tree's class/net/<if>/address is skipped, so a recorded tree
-// never gets a same-named host interface's counters. Both checks guard the
-// kernel: with a file-backed ethtool source (RoceOptions.ethtool_is_kernel
-// false, config `ethtool_dir`) they are skipped.
+// counters of a RoCE LAG (mlx5_bond_N). Only netdevs present in class/net/ of
+// the monitored tree are read, and one whose kernel address
+// (EthtoolStats.hw_address) differs from the tree's class/net/<if>/address is
+// skipped, so a recorded tree never gets a same-named host interface's
+// counters. Both checks guard the kernel: with a file-backed ethtool source
+// (RoceOptions.ethtool_is_kernel false, config `ethtool_dir`) they are skipped.
 //
 // Thread-safety: one Collect() at a time per instance (collector.h); the
 // sources are owned by the instance.

@@ -1,6 +1,5 @@
 #include "osm/event_wire.h"
 
-
 #include "core/bytes.h"
 
 namespace fabric::osm {

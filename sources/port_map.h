@@ -65,9 +65,9 @@ struct PortNetdevs {
 
 // Everything the map knows about one port.
 struct PortFacts {
-  std::string device;      // "mlx5_0"
-  std::string port;        // "1", as ports/ names it
-  std::string link_layer;  // "InfiniBand", "Ethernet", or "" (unreadable)
+  std::string device;           // "mlx5_0"
+  std::string port;             // "1", as ports/ names it
+  std::string link_layer;       // "InfiniBand", "Ethernet", or "" (unreadable)
   std::uint64_t node_guid = 0;  // 0 when unreadable
   // The interface id of gids/0 (on IB the port GUID; on RoCE made from the
   // MAC); 0 when unreadable.

@@ -152,8 +152,7 @@ std::optional<std::string> RoceNetwork(std::string_view gid,
 }
 
 RailList ClassifyRails(SysfsReader& reader, const DeviceFilter& devices,
-                       const FabricClassSettings& settings,
-                       MetricSink* skips) {
+                       const FabricClassSettings& settings, MetricSink* skips) {
   RailList out;
   const IbPortList walk = ListIbPorts(reader, devices, skips);
   out.error = walk.error;

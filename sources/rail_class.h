@@ -112,8 +112,7 @@ struct RailList {
 // link layer is neither InfiniBand nor Ethernet is left out and named in
 // `skips` (when not null), as are devices the walk leaves out.
 RailList ClassifyRails(SysfsReader& reader, const DeviceFilter& devices,
-                       const FabricClassSettings& settings,
-                       MetricSink* skips);
+                       const FabricClassSettings& settings, MetricSink* skips);
 
 // The rails of the tree `sysfs` with default settings, for fabricmon-bench's
 // agents. Never throws: a tree that cannot be read has no rails.

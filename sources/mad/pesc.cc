@@ -61,19 +61,18 @@ std::optional<PortInfo> PortReader::RemotePortInfo() {
     skip_("remote NodeInfo", error);
     return std::nullopt;
   }
-  const auto pi = Get(
-      0,
-      DrSmpGet(kAttrPortInfo, static_cast<std::uint32_t>(node->local_port),
-               path),
-      "remote PortInfo", /*quiet=*/true);
+  const auto pi =
+      Get(0,
+          DrSmpGet(kAttrPortInfo, static_cast<std::uint32_t>(node->local_port),
+                   path),
+          "remote PortInfo", /*quiet=*/true);
   if (!pi) return std::nullopt;
   auto info = DecodePortInfo(*pi, &error);
   if (!info) skip_("remote PortInfo", error);
   return info;
 }
 
-std::optional<PescLayout> PortReader::ChooseLayout(
-    const PortInfoReading& own) {
+std::optional<PescLayout> PortReader::ChooseLayout(const PortInfoReading& own) {
   const std::uint32_t cap = own.info.capability_mask;
   if (!(cap & kCapabilityHasExtendedSpeeds) || lid_ == 0) return std::nullopt;
   const auto r =
@@ -89,8 +88,7 @@ std::optional<PescLayout> PortReader::ChooseLayout(
       cap, *cpi, e ? std::optional<Bytes>(*e) : std::nullopt);
 }
 
-std::optional<PortExtendedSpeedsCounters> PortReader::Pesc(
-    PescLayout layout) {
+std::optional<PortExtendedSpeedsCounters> PortReader::Pesc(PescLayout layout) {
   const auto r = Get(lid_, PescGet(port_), "PortExtendedSpeedsCounters",
                      /*quiet=*/true);
   if (!r) return std::nullopt;

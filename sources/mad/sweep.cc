@@ -220,9 +220,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           if (ask == Ask::kPortInfoExtended) {
             // No FEC mode to go by: the original layout, as perfquery.
             PescSwitchState& st = (*pesc)[s.guid];
-            st.layouts[port] = LayoutAfterPortInfoExtended(
-                CapabilityOf(*nodes[index], port), *st.class_port_info,
-                std::nullopt);
+            st.layouts[port] =
+                LayoutAfterPortInfoExtended(CapabilityOf(*nodes[index], port),
+                                            *st.class_port_info, std::nullopt);
             pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
           }
           return;
@@ -241,9 +241,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             break;
           case Ask::kPortInfoExtended: {
             PescSwitchState& st = (*pesc)[s.guid];
-            st.layouts[port] = LayoutAfterPortInfoExtended(
-                CapabilityOf(*nodes[index], port), *st.class_port_info,
-                Bytes(*r));
+            st.layouts[port] =
+                LayoutAfterPortInfoExtended(CapabilityOf(*nodes[index], port),
+                                            *st.class_port_info, Bytes(*r));
             pesc_get(index, port, probe ? Ask::kPescProbe : Ask::kPesc);
             break;
           }

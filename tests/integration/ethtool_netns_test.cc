@@ -19,13 +19,12 @@
 #include "sources/dcb_netlink.h"
 #include "sources/ethtool_ioctl.h"
 #include "tests/support/ci.h"
+#include "tests/support/shell.h"
 
 namespace fabric {
 namespace {
 
-bool Sh(const std::string& cmd) {
-  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
-}
+using testing::Sh;
 
 bool Has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
@@ -54,19 +53,9 @@ class EthtoolNetnsTest : public ::testing::Test {
   // Runs `fn` on a thread that has entered the test namespace.
   template <typename Fn>
   void InNetns(Fn fn) {
-    std::string error;
-    std::thread t([&] {
-      int fd = ::open(("/run/netns/" + ns_).c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
-        error = "setns failed";
-        if (fd >= 0) ::close(fd);
-        return;
-      }
-      ::close(fd);
-      fn();
-    });
-    t.join();
-    ASSERT_EQ(error, "");
+    bool entered = false;
+    testing::InNetns(ns_, fn, &entered);
+    ASSERT_TRUE(entered) << "setns failed";
   }
 
   std::string ns_;

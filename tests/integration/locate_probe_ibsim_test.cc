@@ -49,6 +49,7 @@
 #include "tests/support/http.h"
 #include "tests/support/ibsim_fabric.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell.h"
 #include "tests/support/udp_relay.h"
 #include "tests/support/wait.h"
 
@@ -67,10 +68,6 @@ constexpr int kDropEvery = 4;  // 25 % of a bad pair's probes
 constexpr char kWindow[] = "30s";
 // After a change of the relays: the window plus scrapes and publication.
 constexpr auto kSettle = 38s;
-
-bool Sh(const std::string& cmd) {
-  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
-}
 
 // 169.254.200.<4i+1> is host i's ib0; <4i+2> the test's end of its veth.
 std::string HostIp(int i) { return "169.254.200." + std::to_string(4 * i + 1); }

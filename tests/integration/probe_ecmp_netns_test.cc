@@ -53,6 +53,7 @@
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell.h"
 #include "tests/support/wait.h"
 
 namespace fabric {
@@ -67,11 +68,8 @@ constexpr int kMetricsPort = 19915;
 constexpr char kKey[] =
     "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
 
-bool Sh(const std::string& cmd) {
-  const bool ok = std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
-  if (!ok) ADD_FAILURE() << "failed: " << cmd;
-  return ok;
-}
+// A failed command is a test failure naming it.
+using testing::ShOrFail;
 
 // GET http://127.0.0.1:PORT/PATH from inside netns `ns` (curl): the body,
 // or nullopt.
@@ -154,12 +152,13 @@ struct Fabric {
   // spine `s`.
   bool AddFault(int e, int s) const {
     const std::string nft = "ip netns exec " + Edge(e) + " nft ";
-    return Sh(nft + "add table inet " + FaultTable()) &&
-           Sh(nft + "'add chain inet " + FaultTable() +
-              " probes { type filter hook forward priority 0; }'") &&
-           Sh(nft + "add rule inet " + FaultTable() + " probes oifname s" +
-              std::to_string(s) + " udp dport " + std::to_string(kProbePort) +
-              " udp length \\> 40 numgen random mod 4 == 0 drop");
+    return ShOrFail(nft + "add table inet " + FaultTable()) &&
+           ShOrFail(nft + "'add chain inet " + FaultTable() +
+                    " probes { type filter hook forward priority 0; }'") &&
+           ShOrFail(nft + "add rule inet " + FaultTable() +
+                    " probes oifname s" + std::to_string(s) + " udp dport " +
+                    std::to_string(kProbePort) +
+                    " udp length \\> 40 numgen random mod 4 == 0 drop");
   }
   void RemoveFaults() const {
     for (int e = 1; e <= kEdges; ++e) {
@@ -264,7 +263,7 @@ struct Fabric {
       }
     }
     for (const auto& c : cmds) {
-      if (!Sh(c)) return false;
+      if (!ShOrFail(c)) return false;
     }
     std::ofstream(dir / "key") << kKey;
     ::chmod((dir / "key").c_str(), 0600);

@@ -56,6 +56,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
+#include "tests/support/shell.h"
 #include "tests/support/udp_relay.h"
 
 namespace fabric {
@@ -74,26 +75,8 @@ constexpr int kMetricsPort = 19915;
 constexpr char kPublished[] =
     "fabric_collector_last_success_timestamp_seconds{collector=\"probe\"}";
 
-bool Sh(const std::string& cmd) {
-  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
-}
-
-// Runs `fn` on a thread inside netns `ns`.
-template <typename Fn>
-auto InNetns(const std::string& ns, Fn fn) -> decltype(fn()) {
-  decltype(fn()) result{};
-  std::thread t([&] {
-    int fd = ::open(("/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) {
-      if (fd >= 0) ::close(fd);
-      return;
-    }
-    ::close(fd);
-    result = fn();
-  });
-  t.join();
-  return result;
-}
+using testing::InNetns;
+using testing::Sh;
 
 struct Daemon {
   pid_t pid = -1;

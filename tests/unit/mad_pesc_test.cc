@@ -3,12 +3,11 @@
 // ClassPortInfo, and the layout once PortInfoExtended answered or not.
 // The MAD sequences themselves are tested end to end in
 // mad_sweep_pesc_test (sweep) and ib_link_collector_test (local ports).
-#include "sources/mad/pesc.h"
-
 #include <gtest/gtest.h>
 #include <infiniband/mad.h>
 
 #include "sources/mad/codec.h"
+#include "sources/mad/pesc.h"
 
 namespace fabric::mad {
 namespace {
@@ -29,8 +28,9 @@ TEST(StartPesc, NoExtendedSpeedsNoPesc) {
 }
 
 TEST(StartPesc, PmaWithoutRsFecGoesStraightToTheOriginalLayout) {
-  for (auto cap2 : {std::optional<std::uint16_t>{},
-                    std::optional<std::uint16_t>{kCapability2PortInfoExtended}}) {
+  for (auto cap2 :
+       {std::optional<std::uint16_t>{},
+        std::optional<std::uint16_t>{kCapability2PortInfoExtended}}) {
     const PescStart s = StartPesc(kExtAndCap2, cap2, Pma(false));
     EXPECT_EQ(s.next, PescStart::Next::kPesc);
     EXPECT_EQ(s.layout, PescLayout::kErrorDetection);
@@ -42,9 +42,9 @@ TEST(StartPesc, PmaWithoutRsFecGoesStraightToTheOriginalLayout) {
 TEST(StartPesc, PortInfoExtendedOnlyWhereThePortMayHaveIt) {
   EXPECT_EQ(StartPesc(kExt, std::nullopt, Pma(true)).next,
             PescStart::Next::kPortInfoExtended);
-  EXPECT_EQ(StartPesc(kExtAndCap2, kCapability2PortInfoExtended, Pma(true))
-                .next,
-            PescStart::Next::kPortInfoExtended);
+  EXPECT_EQ(
+      StartPesc(kExtAndCap2, kCapability2PortInfoExtended, Pma(true)).next,
+      PescStart::Next::kPortInfoExtended);
   const PescStart no = StartPesc(kExtAndCap2, 0, Pma(true));
   EXPECT_EQ(no.next, PescStart::Next::kPesc);
   EXPECT_EQ(no.layout, PescLayout::kErrorDetection);
