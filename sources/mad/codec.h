@@ -159,8 +159,9 @@ std::optional<PortCountersExtended> DecodePortCountersExtended(
 std::string GuidString(std::uint64_t guid);
 
 // --- PortExtendedSpeedsCounters (PMA attribute 0x1F), and what says whether
-// a port has it and in which layout (issue 28). The sweep does not send these
-// yet; the decoders stand alone so they can be tested against libibmad.
+// a port has it and in which layout (issue 28). The switch sweep (sweep.h)
+// and the ib_link collector send these through the one reader of pesc.h;
+// the decoders stand alone so they can be tested against libibmad.
 //
 // IBA 1.3 16.1.4.x: a PMA implements PortExtendedSpeedsCounters only when the
 // port's PortInfo:CapabilityMask.IsExtendedSpeedsSupported (bit 14) is set;
