@@ -24,6 +24,7 @@
 
 #include "osm/event_wire.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 // osm_event_plugin_t has a member named `delete` (a C++ keyword).
 #define delete delete_plugin
@@ -177,25 +178,6 @@ class DatagramReceiver {
   std::string path_;
   int fd_ = -1;
   bool bound_ = false;
-};
-
-// A private temporary directory, removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "fabricmon-osm-XXXXXX")
-            .string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
 };
 
 }  // namespace fabric::testing

@@ -14,6 +14,7 @@
 
 #include "auth/hmac.h"
 #include "auth/key_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -42,15 +43,15 @@ TEST(ParseKeyHexTest, RefusesShortOddAndNonHex) {
 class KeyFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fabric-key-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     path_ = dir_ + "/key";
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   void Write(const std::string& text, mode_t mode) {
     std::ofstream(path_) << text;
     ASSERT_EQ(chmod(path_.c_str(), mode), 0);
   }
+  testing::TempDir tmp_{"fabric-key"};
   std::string dir_, path_;
 };
 

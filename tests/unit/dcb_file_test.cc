@@ -25,6 +25,7 @@
 #include "simulator/render.h"
 #include "sources/ethtool_file.h"
 #include "sources/sysfs.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -140,14 +141,10 @@ TEST(DcbFileParseTest, MalformedValuesRejectTheWholeDump) {
 class DcbFileSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "dcb_file.XXXXXX");
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  testing::TempDir tmp_{"dcb_file"};
   fs::path dir_;
 };
 

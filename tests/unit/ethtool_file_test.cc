@@ -18,6 +18,7 @@
 #include "sources/ethtool_parse.h"
 #include "sources/sysfs.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -27,13 +28,8 @@ namespace fs = std::filesystem;
 class EthtoolFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "ethtool_file.XXXXXX");
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
   void Write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name, std::ios::binary) << text;
@@ -45,6 +41,7 @@ class EthtoolFileTest : public ::testing::Test {
     ADD_FAILURE() << "no statistic " << name;
     return 0;
   }
+  testing::TempDir tmp_{"ethtool_file"};
   fs::path dir_;
 };
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
+
 namespace fabric {
 namespace {
 
@@ -41,12 +43,9 @@ std::string Answer(const Sysfs& sysfs, const std::string& path) {
 class FakeSysfsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("fabricmon_fake_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+    ASSERT_FALSE(tmp_.path().empty());
+    root_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   void File(const std::string& path, const std::string& data) {
     fake_.File(path, data);
@@ -63,6 +62,7 @@ class FakeSysfsTest : public ::testing::Test {
     fs::create_symlink(target, root_ / path);
   }
 
+  testing::TempDir tmp_{"fabricmon_fake"};
   fs::path root_;
   testing::FakeSysfs fake_;
 };

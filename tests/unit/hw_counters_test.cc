@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {
@@ -120,13 +121,11 @@ TEST(Q32UnwrapperTest, FirstSampleWrapAndReset) {
 class HwCountersWrapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("fabricmon_hw_wrap_" + std::to_string(::getpid()));
-    fs::remove_all(root_);
+    ASSERT_FALSE(tmp_.path().empty());
+    root_ = tmp_.path();
     dev_ = root_ / "class/infiniband/mlx5_0";
     Write("4294967000", "9");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   void Write(const std::string& q32, const std::string& cnp) {
     fs::create_directories(dev_ / "ports/1/hw_counters");
@@ -145,6 +144,7 @@ class HwCountersWrapTest : public ::testing::Test {
     return v.value_or(-1);
   }
 
+  testing::TempDir tmp_{"fabricmon_hw_wrap"};
   fs::path root_, dev_;
 };
 

@@ -22,6 +22,7 @@
 #include "collectors/registry.h"
 #include "config/config.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -32,14 +33,13 @@ namespace fs = std::filesystem;
 class ProbeCollectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("fabricmon-probe-collector-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     key_ = (dir_ / "key").string();
     std::ofstream(key_) << std::string(64, 'a') << "\n";
     ::chmod(key_.c_str(), 0600);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  testing::TempDir tmp_{"fabricmon-probe-collector"};
   fs::path dir_;
   std::string key_;
 };

@@ -15,6 +15,7 @@
 #include "simulator/render.h"
 #include "sources/sysfs.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::sim {
 namespace {
@@ -100,8 +101,8 @@ double Value(const std::vector<prometheus::MetricFamily>& families,
 class SimCollectors : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = fs::temp_directory_path() / "simcoll.XXXXXX";
-    root_ = ::mkdtemp(tmpl.data());
+    ASSERT_FALSE(tmp_.path().empty());
+    root_ = tmp_.path();
     SimConfig config;
     config.hosts = 2;
     config.timeline = SingleScenario(Scenario::kCongestionHotspot);
@@ -111,10 +112,7 @@ class SimCollectors : public ::testing::Test {
     std::string error;
     ASSERT_TRUE(r.Render(*cluster_, &error)) << error;
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
+  testing::TempDir tmp_{"simcoll"};
   fs::path root_;
   std::unique_ptr<Cluster> cluster_;
 };

@@ -12,6 +12,7 @@
 #include "simulator/model.h"
 #include "simulator/render.h"
 #include "sources/sysfs.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::sim {
 namespace {
@@ -52,12 +53,8 @@ class SimEthtool : public ::testing::Test {
     config.timeline = SingleScenario(Scenario::kPfcStorm);
     cluster_ = std::make_unique<Cluster>(config);
     while (cluster_->now() < seconds(3)) cluster_->Step();
-    std::string tmpl = fs::temp_directory_path() / "simeth.XXXXXX";
-    root_ = ::mkdtemp(tmpl.data());
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+    ASSERT_FALSE(tmp_.path().empty());
+    root_ = tmp_.path();
   }
   std::vector<prometheus::MetricFamily> CollectRoce(int host) {
     const fs::path dir = root_ / std::to_string(host);
@@ -74,6 +71,7 @@ class SimEthtool : public ::testing::Test {
     return sink.Take();
   }
   std::unique_ptr<Cluster> cluster_;
+  testing::TempDir tmp_{"simeth"};
   fs::path root_;
 };
 

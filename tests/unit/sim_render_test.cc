@@ -15,6 +15,7 @@
 #include "sources/dcb_file.h"
 #include "sources/ethtool_file.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::sim {
 namespace {
@@ -23,20 +24,10 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "simrender.XXXXXX");
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+// tests/support/temp_dir.h's, with a path to join onto.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("simrender") {}
+  fs::path path() const { return testing::TempDir::path(); }
 };
 
 // Files (relative paths) below `dir`, following nothing.

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/temp_dir.h"
+
 namespace fabric {
 namespace {
 
@@ -21,18 +23,14 @@ namespace fs = std::filesystem;
 class TextFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "text_file.XXXXXX");
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
   std::string Write(const std::string& name, const std::string& text) {
     std::ofstream(dir_ / name, std::ios::binary) << text;
     return (dir_ / name).string();
   }
+  testing::TempDir tmp_{"text_file"};
   fs::path dir_;
 };
 
