@@ -44,7 +44,8 @@ TEST(PortMapRealTrees, RecordedTreesGiveFactsAndNoNetdevs) {
   f = FactsOf(*procfs, "mlx5_0", "1");
   EXPECT_EQ(f.node_guid, 0x0a7fbc1245efd23bu);  // no trailing newline
   f = FactsOf(*procfs, "hfi1_0", "1");
-  EXPECT_EQ(f.link_layer, "");  // Omni-Path: the tree has none
+  EXPECT_EQ(f.link_layer, "InfiniBand");  // Omni-Path shows itself as IB
+  EXPECT_EQ(f.node_guid, 0u);             // the tree has no node_guid
   EXPECT_TRUE(f.netdevs.netdevs.empty());
 
   auto h100 = MakeRealSysfs(testing::Fixture("real/sysfs-gpud-h100"));
