@@ -116,21 +116,21 @@ std::optional<NetdevPort> FabricPortOfNetdev(const Sysfs& sysfs,
         }
       }
       if (!gid) continue;
+      // The rest is the port map's (sources/port_map.h).
+      const auto reader = sysfs.NewReader();
+      reader->Begin();
+      const PortFacts facts = ReadPortIdentity(*reader, dev, p);
       NetdevPort out;
       out.device = dev;
       const auto num = ParseU64(p);
       out.port = num.ok() && num.value < 256 ? static_cast<int>(num.value) : 0;
-      out.link_layer = Trimmed(sysfs.Read(port + "link_layer"));
+      out.link_layer = facts.link_layer;
       out.gid = *gid;
       // IB: gids/0's interface id is the port GUID. A RoCE GID's is made
       // from the MAC or IP address, not a GUID: the GID names the port.
       if (ipoib_gid) out.port_guid = InterfaceId(*gid);
-      const auto node = ParseGuid(Trimmed(sysfs.Read(base + "node_guid")));
-      if (node.ok()) out.node_guid = node.value;
-      const auto lid = ParseHex(Trimmed(sysfs.Read(port + "lid")));
-      if (lid.ok() && lid.value < 0x10000) {
-        out.lid = static_cast<std::uint16_t>(lid.value);
-      }
+      out.node_guid = facts.node_guid;
+      out.lid = facts.lid;
       return out;
     }
   }

@@ -178,6 +178,13 @@ PortNetdevs ReadPortNetdevs(SysfsReader& reader, const std::string& device,
 
 PortFacts ReadPortFacts(SysfsReader& reader, const std::string& device,
                         const std::string& port) {
+  PortFacts f = ReadPortIdentity(reader, device, port);
+  f.netdevs = ReadPortNetdevs(reader, device, port, f.link_layer);
+  return f;
+}
+
+PortFacts ReadPortIdentity(SysfsReader& reader, const std::string& device,
+                           const std::string& port) {
   PortFacts f;
   f.device = device;
   f.port = port;
@@ -207,7 +214,6 @@ PortFacts ReadPortFacts(SysfsReader& reader, const std::string& device,
       break;
     }
   }
-  f.netdevs = ReadPortNetdevs(reader, device, port, f.link_layer);
   return f;
 }
 

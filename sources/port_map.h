@@ -24,6 +24,10 @@
 // order, as `bond_slaves`: the physical-port counters, ECN settings and
 // module EEPROMs are on the slaves, the addresses on the master.
 //
+// The reverse, the port behind a netdev (a probe's source address), is
+// sources/netdev_port.h's FabricPortOfNetdev, which goes by the GID the
+// netdev's packets carry and takes the rest of the port's facts from here.
+//
 // Read through the caller's SysfsReader, so the real reader's caching,
 // recorded trees and the test fakes all apply.
 //
@@ -88,6 +92,9 @@ PortNetdevs ReadPortNetdevs(SysfsReader& reader, const std::string& device,
 // Everything, read now. Unreadable facts stay at their zero value.
 PortFacts ReadPortFacts(SysfsReader& reader, const std::string& device,
                         const std::string& port);
+// The same without the netdevs (for a caller that found the port by one).
+PortFacts ReadPortIdentity(SysfsReader& reader, const std::string& device,
+                           const std::string& port);
 
 // "class/infiniband/<device>/ports/<port>"
 std::string PortPath(const std::string& device, const std::string& port);
