@@ -16,6 +16,7 @@
 #include "tests/support/fake_ethtool.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -428,16 +429,9 @@ TEST(CongestionFixtureTest, RealTrees) {
 // and come back.
 TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
   namespace fs = std::filesystem;
-  std::string tmpl = ::testing::TempDir() + "/congestion-tree-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-  const fs::path root = tmpl;
-  struct RemoveOnExit {
-    fs::path path;
-    ~RemoveOnExit() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } remove_on_exit{root};
+  const testing::TempDir tmp("congestion-tree");
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path root = tmp.path();
   fs::copy(testing::Fixture("real/sysfs-gpud-h100"), root,
            fs::copy_options::recursive);
   const fs::path ib = root / "class/infiniband";

@@ -12,6 +12,7 @@
 #include "collectors/roce.h"
 #include "sources/ethtool_file.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {
@@ -79,9 +80,9 @@ TEST(EthtoolLink, MaskWordsToNames) {
 }
 
 TEST(EthtoolLink, FileSourceReadsDotLink) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("fm-link-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const testing::TempDir tmp("fm-link");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::filesystem::path dir = tmp.path();
   std::ofstream(dir / "eth0.link") << Fixture();
   std::ofstream(dir / "eth1.link") << "nothing here\n";
   FileEthtoolSource source(dir.string());
@@ -91,7 +92,6 @@ TEST(EthtoolLink, FileSourceReadsDotLink) {
   EXPECT_EQ(source.Link("eth9").error(), std::errc::operation_not_supported);
   EXPECT_EQ(source.Link("eth1").error(), std::errc::bad_message);
   EXPECT_EQ(source.Link("../x").error(), std::errc::no_such_device);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(EthtoolLink, RoceSamples) {

@@ -13,6 +13,7 @@
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric {
@@ -177,10 +178,9 @@ TEST_F(BadInputTest, NetdevFromDevicePortOnTwoPortDevice) {
 // the real Sysfs's caching reader treats directories reached through a
 // link differently (sources/sysfs.h), and that is what runs on a host.
 TEST(BadInputSymlinkTest, FollowsRealSysfsSymlinks) {
-  const fs::path root =
-      fs::temp_directory_path() /
-      ("fabricmon_bad_symlinks_" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  const testing::TempDir tmp("fabricmon_bad_symlinks");
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path root = tmp.path();
   auto write = [&](const std::string& rel, const std::string& data) {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << data;
@@ -198,7 +198,6 @@ TEST(BadInputSymlinkTest, FollowsRealSysfsSymlinks) {
   std::shared_ptr<const Sysfs> sysfs = MakeRealSysfs(root.string());
   auto c = testing::RunOn(MakeIbPortCollector, sysfs);
   auto hw = testing::RunOn(MakeHwCountersCollector, sysfs);
-  fs::remove_all(root);
   const std::map<std::string, std::string> port = {{"device", "mlx5_4"},
                                                    {"port", "1"}};
   EXPECT_EQ(c.Value("fabric_port_receive_bytes_total", port), 20.0);

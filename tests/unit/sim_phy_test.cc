@@ -18,6 +18,7 @@
 #include "sources/mad/codec.h"
 #include "sources/module_eeprom.h"
 #include "sources/transceiver_parse.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::sim {
 namespace {
@@ -108,9 +109,9 @@ TEST(SimPhy, TransceiverImageParsesThroughTheFileSource) {
   ASSERT_TRUE(text);
   EXPECT_FALSE(SimModuleEepromText(c, 0, "ib0"));
   EXPECT_FALSE(SimModuleEepromText(c, 7, "bond0"));
-  const fs::path dir = fs::temp_directory_path() /
-                       ("sim_phy_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const testing::TempDir tmp("sim_phy_test");
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "bond0") << *text;
   std::ofstream(dir / "bad0") << "lower zz\n";
   auto source = MakeFileModuleEepromSource(dir.string());
@@ -138,7 +139,6 @@ TEST(SimPhy, TransceiverImageParsesThroughTheFileSource) {
             std::errc::invalid_argument);
   EXPECT_EQ(source->Read("../bond0", {}).error(), std::errc::invalid_argument);
   EXPECT_EQ(source->Read("bad0", {}).error(), std::errc::io_error);
-  fs::remove_all(dir);
 }
 
 TEST(SimPhy, DyingCableDegradesItsTwoLinksInOrder) {
