@@ -63,7 +63,7 @@ TEST(Bytes, StringLongerThanItsMaxOrThanTheInputFails) {
   ByteReader<Endian::kBig> too_long(b);
   EXPECT_EQ(too_long.Str(5), "");
   EXPECT_FALSE(too_long.ok());
-  ByteReader<Endian::kBig> cut(std::span(b).first(5));
+  ByteReader<Endian::kBig> cut(std::span<const std::uint8_t>(b).first(5));
   EXPECT_EQ(cut.Str(64), "");
   EXPECT_FALSE(cut.ok());
 }
@@ -71,7 +71,7 @@ TEST(Bytes, StringLongerThanItsMaxOrThanTheInputFails) {
 TEST(Bytes, SpanWriterNeverWritesPastItsBuffer) {
   std::array<std::uint8_t, 6> buf{};
   buf.fill(0xaa);
-  SpanWriter<Endian::kLittle> w(std::span(buf).first(5));
+  SpanWriter<Endian::kLittle> w(std::span<std::uint8_t>(buf).first(5));
   w.U32(0x04030201);
   EXPECT_TRUE(w.ok());
   w.U16(0xffff);  // one byte left: nothing written
