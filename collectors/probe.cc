@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
@@ -103,6 +104,10 @@ constexpr auto kTraceGap = std::chrono::seconds(1);
 constexpr auto kRescanEvery = std::chrono::seconds(60);
 // A losing peer is traced out of turn at most this often.
 constexpr auto kUrgentEvery = std::chrono::minutes(1);
+// The unanswered-peers warning: at most one a rail this often, naming at
+// most this many peers (a mesh of thousands may lose a rack at once).
+constexpr auto kUnansweredLogEvery = std::chrono::minutes(1);
+constexpr std::size_t kUnansweredLogNames = 10;
 
 // The address the kernel would send from to `peer` (a routing lookup: a
 // UDP socket connected, nothing sent), or `bound` when that is specific.
@@ -132,8 +137,12 @@ struct TracedPath {
 class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
  public:
   TraceSchedule(boost::asio::io_context& io, probe::UdpTransport* udp,
-                std::chrono::microseconds interval)
-      : io_(io), udp_(udp), interval_(interval), timer_(io) {}
+                std::chrono::microseconds interval, Hmac hmac)
+      : io_(io),
+        udp_(udp),
+        interval_(interval),
+        hmac_(std::move(hmac)),
+        timer_(io) {}
 
   // io thread: hooks the tracer to the socket and starts the rounds.
   void Start() {
@@ -144,10 +153,17 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
                      std::string* error) {
           return udp->SendTrace(peer, payload, ttl, error);
         },
-        probe::TraceOptions{});
+        probe::TraceOptions{}, hmac_);
     std::weak_ptr<probe::PathTracer> weak = tracer_;
-    udp_->SetIcmpHandler([weak](const probe::IcmpReport& r) {
-      if (auto t = weak.lock()) t->OnReport(r);
+    std::weak_ptr<TraceSchedule> self = shared_from_this();
+    udp_->SetIcmpHandler([weak, self](const probe::IcmpReport& r) {
+      auto t = weak.lock();
+      if (!t) return;
+      t->OnReport(r);
+      if (auto s = self.lock()) {
+        MutexLock lock(s->mu_);
+        s->unverified_ = t->unverified();
+      }
     });
     Wait(std::chrono::seconds(1));
   }
@@ -214,6 +230,11 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
                  "router with no address, unreachable, a send refused, too "
                  "many hops).",
                  rail, static_cast<double>(failures_));
+    sink.Counter("fabric_probe_path_trace_unverified_total",
+                 "ICMP errors about a traced flow that were ignored because "
+                 "they quote no trace tag of ours or one whose MAC fails "
+                 "(forged, or a router quoting only 8 bytes).",
+                 rail, static_cast<double>(unverified_));
   }
 
  private:
@@ -303,6 +324,7 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
   boost::asio::io_context& io_;
   probe::UdpTransport* const udp_;  // owned by the engine, outlives Stop()
   const std::chrono::microseconds interval_;
+  const Hmac hmac_;  // signs and checks trace datagrams
   boost::asio::steady_timer timer_;
   std::shared_ptr<probe::PathTracer> tracer_;
   // io thread only.
@@ -316,6 +338,7 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
   mutable Mutex mu_;
   std::map<std::string, TracedPath> paths_ GUARDED_BY(mu_);  // by peer name
   std::uint64_t failures_ GUARDED_BY(mu_) = 0;
+  std::uint64_t unverified_ GUARDED_BY(mu_) = 0;  // tracer_->unverified()
 };
 
 // What identifies a version of the peers file.
@@ -422,7 +445,8 @@ struct Core {
   // io thread, under mu: path traces on the engine's UDP socket.
   void StartTraces(probe::UdpTransport* udp) REQUIRES(mu) {
     if (settings.trace_interval.count() <= 0) return;
-    traces = std::make_shared<TraceSchedule>(*io, udp, settings.trace_interval);
+    traces = std::make_shared<TraceSchedule>(*io, udp, settings.trace_interval,
+                                             Hmac(settings.key));
     traces->Start();
   }
 
@@ -463,7 +487,7 @@ class RailProber {
         max_peers_(settings.max_peers),
         read_text_file_(std::move(read_text_file)),
         what_(rail.name.empty() ? "probe: " : "probe rail " + rail.name + ": "),
-        configured_(Configured(rail.peers)),
+        configured_(Configured(rail.peers, Wanted(rail).second)),
         sysfs_(sysfs),
         list_addresses_(std::move(list_addresses)),
         wanted_(Wanted(rail)),
@@ -525,6 +549,7 @@ class RailProber {
       traces_->Emit(sink, RailLabels(rail_));
       TraceLosingPeers(*engine);
     }
+    LogUnanswered(*engine);
     if (engine->Emit(sink, &error)) return true;
     sink.Skip(what_ + error);
     return false;
@@ -655,10 +680,54 @@ class RailProber {
       }
       resolved.push_back({p, results.begin()->endpoint()});
     }
+    endpoints_.clear();
+    for (const auto& r : resolved) endpoints_[r.peer.name] = r.endpoint;
     if (applied_ && *applied_ == resolved) return;
     if (!applied_ && resolved.size() == all.size()) applied_ = resolved;
     if (traces_) traces_->SetPeers(resolved);
     engine.SetPeers(std::move(resolved));
+  }
+
+  // Names the peers that went unanswered since the last line (issue 39:
+  // a peer that never answers, or answers on a port where no probe
+  // responder is, was visible nowhere): one warning a rail at most every
+  // kUnansweredLogEvery, each peer once per spell, at most
+  // kUnansweredLogNames of them by name. A peer that answers again is
+  // logged again when it next stops.
+  void LogUnanswered(const Engine& engine) {
+    const auto unanswered = engine.UnansweredPeers();
+    std::set<std::string> now_unanswered;
+    for (const auto& u : unanswered) now_unanswered.insert(u.peer);
+    std::erase_if(unanswered_logged_,
+                  [&](const auto& n) { return !now_unanswered.count(n); });
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_unanswered_log_) return;
+    std::string names;
+    std::size_t fresh = 0;
+    for (const auto& u : unanswered) {
+      if (!unanswered_logged_.insert(u.peer).second) continue;
+      if (++fresh > kUnansweredLogNames) continue;
+      auto it = endpoints_.find(u.peer);
+      std::ostringstream at;
+      if (it != endpoints_.end()) at << it->second;
+      names += (names.empty() ? "" : "; ") + u.peer + " (UDP " + at.str() +
+               ", " +
+               (u.ever ? "silent for " + std::to_string(std::lround(u.seconds)) +
+                             " s"
+                       : "never answered") +
+               ", " + std::to_string(u.sent) + " probes sent)";
+    }
+    if (fresh == 0) return;
+    if (fresh > kUnansweredLogNames) {
+      names += "; and " + std::to_string(fresh - kUnansweredLogNames) +
+               " more (fabric_probe_peer_unanswered_seconds)";
+    }
+    spdlog::warn(
+        "{}no authenticated answer from {} peer(s): {}. Is a fabricmon probe "
+        "responder with this key listening on that UDP port (a file_sd "
+        "target's own port is replaced by the probe port)?",
+        what_, fresh, names);
+    next_unanswered_log_ = now + kUnansweredLogEvery;
   }
 
   // Peers that lost probes since the last collection: trace them soon,
@@ -680,7 +749,10 @@ class RailProber {
       *error = "cannot read peers_file " + rail_.peers_file + ": " + file.error;
       return false;
     }
-    auto peers = probe::ParsePeersFile(file.text, error);
+    // A file_sd target's port is its scrape port: the rail's probe port
+    // replaces it (probe/peers.h), as it fills in an entry without one.
+    auto peers = probe::ParsePeersFile(
+        file.text, error, static_cast<std::uint16_t>(wanted_.second));
     if (!peers) {
       *error =
           rail_.peers_file + ": " + *error + " (keeping the previous list)";
@@ -715,12 +787,16 @@ class RailProber {
     file_peers_ = std::move(kept);
   }
 
+  // `peers`, an entry without a port at the rail's probe port.
   static std::vector<probe::Peer> Configured(
-      const std::vector<std::string>& texts) {
+      const std::vector<std::string>& texts, int probe_port) {
     std::vector<probe::Peer> peers;
     for (const auto& text : texts) {
       std::string error;
-      if (auto p = probe::ParsePeer(text, &error)) peers.push_back(*p);
+      if (auto p = probe::ParsePeer(text, &error,
+                                    static_cast<std::uint16_t>(probe_port))) {
+        peers.push_back(*p);
+      }
     }
     return peers;
   }
@@ -740,6 +816,11 @@ class RailProber {
   std::shared_ptr<Engine> applied_engine_;
   std::shared_ptr<TraceSchedule> traces_;      // the engine's, as of Collect
   std::map<std::string, std::uint64_t> lost_;  // per peer, last collection
+  // The peers' endpoints as last resolved, for the log.
+  std::map<std::string, probe::Endpoint> endpoints_;
+  // Unanswered peers already named in the log, and when it may speak next.
+  std::set<std::string> unanswered_logged_;
+  std::chrono::steady_clock::time_point next_unanswered_log_{};
   std::optional<std::vector<ResolvedPeer>> applied_;
   std::vector<probe::Peer> file_peers_;
   std::size_t file_over_cap_ = 0;  // the file's peers beyond max_peers
