@@ -6,12 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cctype>
+#include <cmath>
 #include <csignal>
 #include <deque>
 #include <functional>
@@ -710,12 +710,12 @@ class RailProber {
       auto it = endpoints_.find(u.peer);
       std::ostringstream at;
       if (it != endpoints_.end()) at << it->second;
-      names += (names.empty() ? "" : "; ") + u.peer + " (UDP " + at.str() +
-               ", " +
-               (u.ever ? "silent for " + std::to_string(std::lround(u.seconds)) +
-                             " s"
-                       : "never answered") +
-               ", " + std::to_string(u.sent) + " probes sent)";
+      names +=
+          (names.empty() ? "" : "; ") + u.peer + " (UDP " + at.str() + ", " +
+          (u.ever
+               ? "silent for " + std::to_string(std::lround(u.seconds)) + " s"
+               : "never answered") +
+          ", " + std::to_string(u.sent) + " probes sent)";
     }
     if (fresh == 0) return;
     if (fresh > kUnansweredLogNames) {

@@ -630,8 +630,7 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
 Clock::duration Engine::UnansweredAfter() const {
   if (options_.unanswered_after.count() > 0) return options_.unanswered_after;
   return std::max<Clock::duration>(
-      std::chrono::seconds(10),
-      options_.probe_timeout + 3 * options_.interval);
+      std::chrono::seconds(10), options_.probe_timeout + 3 * options_.interval);
 }
 
 std::vector<Engine::Unanswered> Engine::UnansweredLocked(

@@ -111,9 +111,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // never answers (no responder on that port, another key) or stopped.
   struct Unanswered {
     std::string peer;
-    double seconds = 0;     // since its last answer, or since probing began
-    bool ever = false;      // it answered at some point
-    std::uint64_t sent = 0; // probes sent to it (every transport)
+    double seconds = 0;      // since its last answer, or since probing began
+    bool ever = false;       // it answered at some point
+    std::uint64_t sent = 0;  // probes sent to it (every transport)
   };
   // Any thread: the peers unanswered now, by name.
   std::vector<Unanswered> UnansweredPeers() const;

@@ -4,7 +4,6 @@
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netinet/ip_icmp.h>
-
 #include <openssl/rand.h>
 
 #include <cstring>
@@ -116,8 +115,7 @@ bool TraceTagAuthentic(const TraceTag& tag, const Hmac& hmac) {
   if (!tag.mac) return true;
   const auto expected = TracePayload(tag.ttl, tag.trace_id, hmac);
   return hmac.Verify(
-      std::span<const std::uint8_t>(expected.data(), kTraceTagBytes),
-      *tag.mac);
+      std::span<const std::uint8_t>(expected.data(), kTraceTagBytes), *tag.mac);
 }
 
 std::optional<IcmpReport> ParseErrorRecord(

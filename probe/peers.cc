@@ -141,8 +141,8 @@ std::optional<std::vector<Peer>> ParseFileSd(std::string_view text,
       if (!p) return fail(where + ": " + why);
       // The scrape port is not the probe port (see the header).
       p->port = default_port;
-      p->name =
-          p->host.find(':') == std::string::npos ? p->host : "[" + p->host + "]";
+      p->name = p->host.find(':') == std::string::npos ? p->host
+                                                       : "[" + p->host + "]";
       AddUnique(peers, seen, std::move(*p));
     }
   }

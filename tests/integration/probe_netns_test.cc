@@ -544,9 +544,9 @@ TEST_F(ProbeNetnsTest, DeadPeerIsLoss) {
 TEST_F(ProbeNetnsTest, ForgedPortUnreachablesAreNotLoss) {
   env_->ab->set_drop_every(0);
   env_->ab->set_delay(0us);
-  testing::QuotedUdp flow{"169.254.91.1", "169.254.91.2", 10916, 20000,
-                          std::vector<std::uint8_t>{'F', 'M', 'P', 'B', 1, 1,
-                                                    0, 0}};
+  testing::QuotedUdp flow{
+      "169.254.91.1", "169.254.91.2", 10916, 20000,
+      std::vector<std::uint8_t>{'F', 'M', 'P', 'B', 1, 1, 0, 0}};
   const auto forged = testing::ForgedIcmp("169.254.91.2", "169.254.91.1",
                                           /*type=*/3, /*code=*/3, flow);
   std::atomic<bool> stop{false};
@@ -574,13 +574,13 @@ TEST_F(ProbeNetnsTest, ForgedPortUnreachablesAreNotLoss) {
   const double n = after.Get(sent) - before.Get(sent);
   const double l = after.Get(lost) - before.Get(lost);
   const double answered = after.Get(count) - before.Get(count);
-  std::cout << flood.load() << " forged port unreachables: " << l
-            << " lost of " << n << " sent, " << answered << " answered\n";
+  std::cout << flood.load() << " forged port unreachables: " << l << " lost of "
+            << n << " sent, " << answered << " answered\n";
   ASSERT_GT(n, 500) << "too few probes in the window";
   // As LossEqualsTheDropRate at drop 0: within 0.5 points of none.
   EXPECT_NEAR(l / (l + answered), 0.0, 0.005) << l << " lost of " << n;
-  EXPECT_FALSE(std::isnan(after.Get(
-      "fabric_probe_send_errors_total{transport=\"udp\"}")));
+  EXPECT_FALSE(std::isnan(
+      after.Get("fabric_probe_send_errors_total{transport=\"udp\"}")));
 }
 
 // Probes that know their ports (issue 29): A's pair with B names A's port

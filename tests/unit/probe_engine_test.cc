@@ -571,17 +571,17 @@ TEST(ProbeEngineTest, SendErrorsAreNotLossAndSilentPeersAreUnanswered) {
   o.unanswered_after = 300ms;
   std::vector<std::unique_ptr<Transport>> ts;
   ts.push_back(std::make_unique<RefusingTransport>());
-  auto refusing = std::make_shared<Engine>(io, Hmac(Key(32, 1)), o,
-                                           std::move(ts));
+  auto refusing =
+      std::make_shared<Engine>(io, Hmac(Key(32, 1)), o, std::move(ts));
   std::string error;
   ASSERT_TRUE(refusing->Start(&error)) << error;
   refusing->SetPeers({{{"far", "127.0.0.1", 9}, Endpoint()}});
   Node a(io, 1, o), b(io, 1, Fast());
   udp::socket silent(
       io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
-  a.engine->SetPeers({b.AsPeer("b"), {{"silent", "127.0.0.1",
-                                        silent.local_endpoint().port()},
-                                       silent.local_endpoint()}});
+  a.engine->SetPeers({b.AsPeer("b"),
+                      {{"silent", "127.0.0.1", silent.local_endpoint().port()},
+                       silent.local_endpoint()}});
   RunUntil(io, [&] {
     return refusing->UnansweredPeers().size() == 1 &&
            a.engine->UnansweredPeers().size() == 1;

@@ -355,7 +355,7 @@ TEST(PathTracer, ForgedErrorsDoNotWriteAPath) {
           r.destination = peer;
           boost::asio::post(io, [&tracer, r] { tracer->OnReport(r); });
         };
-        forge(std::nullopt);                                // no tag
+        forge(std::nullopt);                                  // no tag
         forge(TraceTag{1, tag->trace_id + 1, std::nullopt});  // guessed id
         auto wrong = ParseTracePayload(TracePayload(1, tag->trace_id, other));
         forge(wrong);  // the right id, another key's MAC

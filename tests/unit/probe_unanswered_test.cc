@@ -33,7 +33,8 @@ TEST(ProbeUnansweredTest, FileSdTargetsAreProbedOnTheProbePort) {
   // The targets file as deploy.md's Prometheus reads it: the metrics
   // port. 127.0.0.1 is this collector itself (it answers its own probes),
   // 127.0.0.2 has nothing on the probe port.
-  const std::string file = (std::filesystem::path(dir.path()) / "fabricmon.json").string();
+  const std::string file =
+      (std::filesystem::path(dir.path()) / "fabricmon.json").string();
   std::ofstream(file) << R"([
   {"targets": ["127.0.0.1:10915", "127.0.0.2:10915"], "labels": {"cluster": "t"}}
 ])";
@@ -93,8 +94,9 @@ TEST(ProbeUnansweredTest, FileSdTargetsAreProbedOnTheProbePort) {
   const auto at = text.find(self_rtt);
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_NE(text.substr(at + self_rtt.size(), 3), " 0\n") << text;
-  EXPECT_EQ(text.find("fabric_probe_peer_unanswered_seconds{peer=\"127.0.0.1\""),
-            std::string::npos)
+  EXPECT_EQ(
+      text.find("fabric_probe_peer_unanswered_seconds{peer=\"127.0.0.1\""),
+      std::string::npos)
       << text;
   // No responder on 127.0.0.2's probe port: unanswered, and logged by name
   // with where the probes went.
