@@ -41,7 +41,8 @@ TEST(ProbeUnansweredTest, FileSdTargetsAreProbedOnTheProbePort) {
   const int port = 20000 + ::getpid() % 20000;
   ProbeSettings s;
   s.transport = "udp";
-  s.listen_address = "127.0.0.1:" + std::to_string(port);
+  s.listen_address = probe::Endpoint(boost::asio::ip::make_address("127.0.0.1"),
+                                     static_cast<std::uint16_t>(port));
   s.probe_timeout = 100ms;
   s.peers_file = file;
   s.key_file = key;
