@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cctype>
+#include <cmath>
 #include <csignal>
 #include <deque>
 #include <functional>
@@ -88,6 +89,14 @@ std::function<probe::PortIdentity(int)> PortOf(
   };
 }
 
+// "10.0.0.1:10916", "[fd00::1]:10916": an endpoint as logs and the RDMA
+// port picker (probe/rdma_ports.h) read it.
+std::string EndpointText(const probe::Endpoint& e) {
+  std::ostringstream out;
+  out << e;
+  return out.str();
+}
+
 // The labels on a rail's series: none for the unnamed rail.
 Labels RailLabels(const ProbeRail& rail) {
   if (rail.name.empty()) return {};
@@ -103,6 +112,10 @@ constexpr auto kTraceGap = std::chrono::seconds(1);
 constexpr auto kRescanEvery = std::chrono::seconds(60);
 // A losing peer is traced out of turn at most this often.
 constexpr auto kUrgentEvery = std::chrono::minutes(1);
+// The unanswered-peers warning: at most one a rail this often, naming at
+// most this many peers (a mesh of thousands may lose a rack at once).
+constexpr auto kUnansweredLogEvery = std::chrono::minutes(1);
+constexpr std::size_t kUnansweredLogNames = 10;
 
 // The address the kernel would send from to `peer` (a routing lookup: a
 // UDP socket connected, nothing sent), or `bound` when that is specific.
@@ -132,8 +145,12 @@ struct TracedPath {
 class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
  public:
   TraceSchedule(boost::asio::io_context& io, probe::UdpTransport* udp,
-                std::chrono::microseconds interval)
-      : io_(io), udp_(udp), interval_(interval), timer_(io) {}
+                std::chrono::microseconds interval, Hmac hmac)
+      : io_(io),
+        udp_(udp),
+        interval_(interval),
+        hmac_(std::move(hmac)),
+        timer_(io) {}
 
   // io thread: hooks the tracer to the socket and starts the rounds.
   void Start() {
@@ -144,10 +161,17 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
                      std::string* error) {
           return udp->SendTrace(peer, payload, ttl, error);
         },
-        probe::TraceOptions{});
+        probe::TraceOptions{}, hmac_);
     std::weak_ptr<probe::PathTracer> weak = tracer_;
-    udp_->SetIcmpHandler([weak](const probe::IcmpReport& r) {
-      if (auto t = weak.lock()) t->OnReport(r);
+    std::weak_ptr<TraceSchedule> self = shared_from_this();
+    udp_->SetIcmpHandler([weak, self](const probe::IcmpReport& r) {
+      auto t = weak.lock();
+      if (!t) return;
+      t->OnReport(r);
+      if (auto s = self.lock()) {
+        MutexLock lock(s->mu_);
+        s->unverified_ = t->unverified();
+      }
     });
     Wait(std::chrono::seconds(1));
   }
@@ -214,6 +238,11 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
                  "router with no address, unreachable, a send refused, too "
                  "many hops).",
                  rail, static_cast<double>(failures_));
+    sink.Counter("fabric_probe_path_trace_unverified_total",
+                 "ICMP errors about a traced flow that were ignored because "
+                 "they quote no trace tag of ours or one whose MAC fails "
+                 "(forged, or a router quoting only 8 bytes).",
+                 rail, static_cast<double>(unverified_));
   }
 
  private:
@@ -303,6 +332,7 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
   boost::asio::io_context& io_;
   probe::UdpTransport* const udp_;  // owned by the engine, outlives Stop()
   const std::chrono::microseconds interval_;
+  const Hmac hmac_;  // signs and checks trace datagrams
   boost::asio::steady_timer timer_;
   std::shared_ptr<probe::PathTracer> tracer_;
   // io thread only.
@@ -316,6 +346,7 @@ class TraceSchedule : public std::enable_shared_from_this<TraceSchedule> {
   mutable Mutex mu_;
   std::map<std::string, TracedPath> paths_ GUARDED_BY(mu_);  // by peer name
   std::uint64_t failures_ GUARDED_BY(mu_) = 0;
+  std::uint64_t unverified_ GUARDED_BY(mu_) = 0;  // tracer_->unverified()
 };
 
 // What identifies a version of the peers file.
@@ -340,14 +371,15 @@ struct Core {
         rail(std::move(r)),
         interval(i),
         sysfs(std::move(fs)),
-        listen(rail.device.empty() ? rail.listen_address : "") {}
+        listen(rail.device.empty() ? rail.listen_address : std::nullopt) {}
 
-  // io thread: a `device` rail's address found again (empty with `error`
-  // when it could not be). A new address closes the socket bound to the
+  // io thread: a `device` rail's address found again (nullopt with
+  // `error` when it could not be). A new address closes the socket bound to the
   // old one and opens the rail on the new one. The old socket's path traces
   // stop with it: they send through it (a raw pointer into the engine), and
   // would otherwise run on, unseen, after the engine is gone.
-  void Rebind(const std::string& address, const std::string& error) {
+  void Rebind(const std::optional<probe::Endpoint>& address,
+              const std::string& error) {
     {
       MutexLock lock(mu);
       if (stopped) return;
@@ -359,7 +391,7 @@ struct Core {
       if (engine) engine->Stop();
       engine.reset();
       listen = address;
-      open_error = address.empty() ? error : "not started";
+      open_error = address ? "not started" : error;
     }
     Open();
   }
@@ -375,13 +407,8 @@ struct Core {
           "no key (collectors.probe.key_file is loaded at config load)";
       return;
     }
-    if (listen.empty()) {
+    if (!listen) {
       open_error = resolve_error;
-      return;
-    }
-    auto endpoint = probe::ParseListenAddress(listen, &error);
-    if (!endpoint) {
-      open_error = error;
       return;
     }
     probe::EngineOptions options;
@@ -393,14 +420,14 @@ struct Core {
     options.per_peer_histograms = settings.per_peer_histograms;
     options.labels = RailLabels(rail);
     std::vector<std::unique_ptr<probe::Transport>> transports;
-    transports.push_back(std::make_unique<probe::UdpTransport>(*io, *endpoint));
+    transports.push_back(std::make_unique<probe::UdpTransport>(*io, *listen));
     auto* udp = static_cast<probe::UdpTransport*>(transports.front().get());
     if (settings.transport != "udp") {
       // The verbs transport where this host has an active RDMA port; `auto`
       // keeps to UDP without one, `rdma` reports why.
       std::string why;
-      auto rdma =
-          probe::MakeRdmaTransport(*io, {listen, rail.device, rail.port}, &why);
+      auto rdma = probe::MakeRdmaTransport(
+          *io, {EndpointText(*listen), rail.device, rail.port}, &why);
       if (rdma) {
         transports.push_back(std::move(rdma));
       } else if (settings.transport == "rdma") {
@@ -422,7 +449,8 @@ struct Core {
   // io thread, under mu: path traces on the engine's UDP socket.
   void StartTraces(probe::UdpTransport* udp) REQUIRES(mu) {
     if (settings.trace_interval.count() <= 0) return;
-    traces = std::make_shared<TraceSchedule>(*io, udp, settings.trace_interval);
+    traces = std::make_shared<TraceSchedule>(*io, udp, settings.trace_interval,
+                                             Hmac(settings.key));
     traces->Start();
   }
 
@@ -441,8 +469,8 @@ struct Core {
   boost::asio::io_context* io = nullptr;
   Mutex mu;  // io thread vs poll thread
   // Where the rail binds: its listen_address, or for a `device` rail the
-  // address last found (empty: none, why in resolve_error).
-  std::string listen GUARDED_BY(mu);
+  // address last found (nullopt: none, why in resolve_error).
+  std::optional<probe::Endpoint> listen GUARDED_BY(mu);
   std::string resolve_error GUARDED_BY(mu) =
       "its device's address is not looked up yet";
   std::shared_ptr<Engine> engine GUARDED_BY(mu);
@@ -463,7 +491,7 @@ class RailProber {
         max_peers_(settings.max_peers),
         read_text_file_(std::move(read_text_file)),
         what_(rail.name.empty() ? "probe: " : "probe rail " + rail.name + ": "),
-        configured_(Configured(rail.peers)),
+        configured_(rail.peers),
         sysfs_(sysfs),
         list_addresses_(std::move(list_addresses)),
         wanted_(Wanted(rail)),
@@ -475,7 +503,7 @@ class RailProber {
     if (!rail_.device.empty()) {
       std::optional<RailBinding> binding;
       std::string error;
-      const std::string listen = Resolve(true, &binding, &error);
+      const auto listen = Resolve(true, &binding, &error);
       core_->Rebind(listen, error);
     }
     core_->Open();
@@ -525,6 +553,7 @@ class RailProber {
       traces_->Emit(sink, RailLabels(rail_));
       TraceLosingPeers(*engine);
     }
+    LogUnanswered(*engine);
     if (engine->Emit(sink, &error)) return true;
     sink.Skip(what_ + error);
     return false;
@@ -534,38 +563,35 @@ class RailProber {
   // The address and UDP port a `device` rail asks for: its listen_address's
   // (an address of any: the port's choice), else listen_port.
   static std::pair<std::string, int> Wanted(const ProbeRail& rail) {
-    auto endpoint =
-        rail.listen_address.empty()
-            ? std::nullopt
-            : probe::ParseListenAddress(rail.listen_address, nullptr);
-    if (!endpoint) return {"", rail.listen_port};
-    const auto address = endpoint->address();
+    if (!rail.listen_address) return {"", rail.listen_port};
+    const auto address = rail.listen_address->address();
     return {
         address.is_unspecified() ? "" : CanonicalAddress(address.to_string()),
-        endpoint->port()};
+        rail.listen_address->port()};
   }
 
-  // A `device` rail's listen address now ("10.0.0.1:10916",
-  // "[fd00::1]:10916"), or empty with *error.
+  // A `device` rail's listen address now (10.0.0.1:10916,
+  // [fd00::1]:10916), or nullopt with *error.
   // The port's netdevs come from a sysfs scan (every netdev's type and
   // address on IB) at most every kRescanEvery, sooner after a failure or a
   // SIGHUP: once a second on an 8-rail host it read more files than the
   // counter collectors. The addresses (one getifaddrs) are checked at
   // every collection, so a changed address rebinds within a second.
-  std::string Resolve(bool rescan, std::optional<RailBinding>* binding,
-                      std::string* error) {
+  std::optional<probe::Endpoint> Resolve(bool rescan,
+                                         std::optional<RailBinding>* binding,
+                                         std::string* error) {
     error->clear();
     if (!sysfs_) {
       *error = "no sysfs tree to find " + rail_.device + " in";
-      return "";
+      return std::nullopt;
     }
     const auto addresses = list_addresses_(error);
-    if (!error->empty()) return "";
+    if (!error->empty()) return std::nullopt;
     const auto now = std::chrono::steady_clock::now();
     if (rescan || !netdevs_ || now - scanned_ >= kRescanEvery) {
       netdevs_ = NetdevsOfFabricPort(*sysfs_, rail_.device, rail_.port, error);
       scanned_ = now;
-      if (!netdevs_) return "";
+      if (!netdevs_) return std::nullopt;
     }
     *binding =
         BindingOfNetdevs(*netdevs_, addresses,
@@ -573,11 +599,17 @@ class RailProber {
                          wanted_.first, error);
     if (!*binding) {
       netdevs_.reset();  // look again next time: a netdev may have moved
-      return "";
+      return std::nullopt;
     }
-    const RailBinding& b = **binding;
-    return (b.ipv6 ? "[" + b.address + "]" : b.address) + ":" +
-           std::to_string(wanted_.second);
+    boost::system::error_code ec;
+    const auto address = boost::asio::ip::make_address((*binding)->address, ec);
+    if (ec) {
+      *error = rail_.device + " port " + std::to_string(rail_.port) +
+               ": address " + (*binding)->address + " is not an IP address";
+      binding->reset();
+      return std::nullopt;
+    }
+    return probe::Endpoint(address, static_cast<std::uint16_t>(wanted_.second));
   }
 
   // Poll thread: finds a `device` rail's address again and, when it (or
@@ -585,12 +617,12 @@ class RailProber {
   void Follow(MetricSink& sink, bool reread) {
     std::optional<RailBinding> binding;
     std::string error;
-    const std::string listen = Resolve(reread, &binding, &error);
+    const auto listen = Resolve(reread, &binding, &error);
     if (listen != posted_listen_ || error != posted_error_) {
       if (error.empty()) {
         spdlog::info("probe rail {}: {} port {} is {}, listening on {}",
                      rail_.name, rail_.device, rail_.port, binding->netdev,
-                     listen);
+                     EndpointText(*listen));
       } else {
         spdlog::error("probe rail {}: {}", rail_.name, error);
       }
@@ -655,10 +687,54 @@ class RailProber {
       }
       resolved.push_back({p, results.begin()->endpoint()});
     }
+    endpoints_.clear();
+    for (const auto& r : resolved) endpoints_[r.peer.name] = r.endpoint;
     if (applied_ && *applied_ == resolved) return;
     if (!applied_ && resolved.size() == all.size()) applied_ = resolved;
     if (traces_) traces_->SetPeers(resolved);
     engine.SetPeers(std::move(resolved));
+  }
+
+  // Names the peers that went unanswered since the last line (issue 39:
+  // a peer that never answers, or answers on a port where no probe
+  // responder is, was visible nowhere): one warning a rail at most every
+  // kUnansweredLogEvery, each peer once per spell, at most
+  // kUnansweredLogNames of them by name. A peer that answers again is
+  // logged again when it next stops.
+  void LogUnanswered(const Engine& engine) {
+    const auto unanswered = engine.UnansweredPeers();
+    std::set<std::string> now_unanswered;
+    for (const auto& u : unanswered) now_unanswered.insert(u.peer);
+    std::erase_if(unanswered_logged_,
+                  [&](const auto& n) { return !now_unanswered.count(n); });
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_unanswered_log_) return;
+    std::string names;
+    std::size_t fresh = 0;
+    for (const auto& u : unanswered) {
+      if (!unanswered_logged_.insert(u.peer).second) continue;
+      if (++fresh > kUnansweredLogNames) continue;
+      auto it = endpoints_.find(u.peer);
+      std::ostringstream at;
+      if (it != endpoints_.end()) at << it->second;
+      names +=
+          (names.empty() ? "" : "; ") + u.peer + " (UDP " + at.str() + ", " +
+          (u.ever
+               ? "silent for " + std::to_string(std::lround(u.seconds)) + " s"
+               : "never answered") +
+          ", " + std::to_string(u.sent) + " probes sent)";
+    }
+    if (fresh == 0) return;
+    if (fresh > kUnansweredLogNames) {
+      names += "; and " + std::to_string(fresh - kUnansweredLogNames) +
+               " more (fabric_probe_peer_unanswered_seconds)";
+    }
+    spdlog::warn(
+        "{}no authenticated answer from {} peer(s): {}. Is a fabricmon probe "
+        "responder with this key listening on that UDP port (a file_sd "
+        "target's own port is replaced by the probe port)?",
+        what_, fresh, names);
+    next_unanswered_log_ = now + kUnansweredLogEvery;
   }
 
   // Peers that lost probes since the last collection: trace them soon,
@@ -680,7 +756,10 @@ class RailProber {
       *error = "cannot read peers_file " + rail_.peers_file + ": " + file.error;
       return false;
     }
-    auto peers = probe::ParsePeersFile(file.text, error);
+    // A file_sd target's port is its scrape port: the rail's probe port
+    // replaces it (probe/peers.h), as it fills in an entry without one.
+    auto peers = probe::ParsePeersFile(
+        file.text, error, static_cast<std::uint16_t>(ProbePort(rail_)));
     if (!peers) {
       *error =
           rail_.peers_file + ": " + *error + " (keeping the previous list)";
@@ -715,16 +794,6 @@ class RailProber {
     file_peers_ = std::move(kept);
   }
 
-  static std::vector<probe::Peer> Configured(
-      const std::vector<std::string>& texts) {
-    std::vector<probe::Peer> peers;
-    for (const auto& text : texts) {
-      std::string error;
-      if (auto p = probe::ParsePeer(text, &error)) peers.push_back(*p);
-    }
-    return peers;
-  }
-
   const ProbeRail rail_;
   const int max_peers_;
   const TextFileReader read_text_file_;
@@ -740,6 +809,11 @@ class RailProber {
   std::shared_ptr<Engine> applied_engine_;
   std::shared_ptr<TraceSchedule> traces_;      // the engine's, as of Collect
   std::map<std::string, std::uint64_t> lost_;  // per peer, last collection
+  // The peers' endpoints as last resolved, for the log.
+  std::map<std::string, probe::Endpoint> endpoints_;
+  // Unanswered peers already named in the log, and when it may speak next.
+  std::set<std::string> unanswered_logged_;
+  std::chrono::steady_clock::time_point next_unanswered_log_{};
   std::optional<std::vector<ResolvedPeer>> applied_;
   std::vector<probe::Peer> file_peers_;
   std::size_t file_over_cap_ = 0;  // the file's peers beyond max_peers
@@ -750,7 +824,8 @@ class RailProber {
   std::optional<std::vector<std::string>> netdevs_;
   std::chrono::steady_clock::time_point scanned_{};
   // What Follow() last handed to the io thread.
-  std::string posted_listen_, posted_error_;
+  std::optional<probe::Endpoint> posted_listen_;
+  std::string posted_error_;
 };
 
 class ProbeCollector final : public Collector {
@@ -819,6 +894,10 @@ class ProbeCollector final : public Collector {
 
 }  // namespace
 
+int ProbePort(const ProbeRail& rail) {
+  return rail.listen_address ? rail.listen_address->port() : rail.listen_port;
+}
+
 std::vector<ProbeRail> RailsOf(const ProbeSettings& settings) {
   if (!settings.rails.empty()) return settings.rails;
   ProbeRail rail;
@@ -843,24 +922,39 @@ std::unique_ptr<Collector> MakeProbeCollector(
 
 namespace {
 
-// A `listen_address`, checked.
-std::string ListenAddress(const YAML::Node& value, const std::string& key_path,
-                          const YAML::Mark& mark) {
+// A `listen_address`, parsed.
+probe::Endpoint ListenAddress(const YAML::Node& value,
+                              const std::string& key_path,
+                              const YAML::Mark& mark) {
   using namespace config_keys;
-  std::string address = Scalar(value, key_path), error;
-  if (!probe::ParseListenAddress(address, &error)) Fail(key_path, mark, error);
-  return address;
+  std::string error;
+  auto endpoint = probe::ParseListenAddress(Scalar(value, key_path), &error);
+  if (!endpoint) Fail(key_path, mark, error);
+  return *endpoint;
 }
 
-// A `peers` list, every entry checked.
-std::vector<std::string> PeerList(const YAML::Node& value,
-                                  const std::string& key_path,
-                                  const YAML::Mark& mark) {
-  using namespace config_keys;
-  std::vector<std::string> peers = Names(value, key_path);
-  std::string error;
-  for (const auto& p : peers) {
-    if (!probe::ParsePeer(p, &error)) Fail(key_path, mark, error);
+// A `peers` list as written, with where it was: parsed once the port its
+// entries default to (the rail's) is known, whatever the keys' order.
+struct PeerTexts {
+  std::vector<std::string> texts;
+  std::string key_path;
+  YAML::Mark mark;
+};
+
+PeerTexts PeerList(const YAML::Node& value, const std::string& key_path,
+                   const YAML::Mark& mark) {
+  return {config_keys::Names(value, key_path), key_path, mark};
+}
+
+// Every entry of `list` parsed, an entry without a port at `port`.
+std::vector<probe::Peer> ParsePeers(const PeerTexts& list, int port) {
+  std::vector<probe::Peer> peers;
+  for (const auto& text : list.texts) {
+    std::string error;
+    auto peer =
+        probe::ParsePeer(text, &error, static_cast<std::uint16_t>(port));
+    if (!peer) config_keys::Fail(list.key_path, list.mark, error);
+    peers.push_back(std::move(*peer));
   }
   return peers;
 }
@@ -909,8 +1003,7 @@ void CheckRailDevice(const ProbeRail& rail, bool listen, bool port,
     Fail(at + ".listen_port", mark,
          "is listen_address's port too: give one of them");
   }
-  const auto endpoint = probe::ParseListenAddress(rail.listen_address, nullptr);
-  if (listen && endpoint && endpoint->address().is_unspecified()) {
+  if (listen && rail.listen_address->address().is_unspecified()) {
     Fail(at + ".listen_address", mark,
          "with device, must be the port's address (or use listen_port)");
   }
@@ -933,6 +1026,7 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
     const std::string at = path + "[" + std::to_string(i) + "]";
     const YAML::Node item = node[i];
     ProbeRail rail;
+    PeerTexts peers;
     bool listen = false, port = false, listen_port = false;
     ForEachKey(item, at,
                [&](const std::string& key, const YAML::Node& value,
@@ -947,7 +1041,7 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                    listen = true;
                    rail.listen_address = ListenAddress(value, key_path, mark);
                  } else if (key == "peers") {
-                   rail.peers = PeerList(value, key_path, mark);
+                   peers = PeerList(value, key_path, mark);
                  } else if (key == "peers_file") {
                    rail.peers_file = Scalar(value, key_path);
                  } else if (key == "device") {
@@ -977,22 +1071,20 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
     }
     if (!rail.device.empty()) {
       if (!port) rail.port = 1;  // most HCAs have one
-      if (!listen) rail.listen_address.clear();
+      if (!listen) rail.listen_address.reset();
       const std::string id = rail.device + " port " + std::to_string(rail.port);
       if (!ports.insert(id).second) {
         Fail(at + ".device", item.Mark(), "is another rail's too (" + id + ")");
       }
     }
     if (listen) {
-      const auto endpoint =
-          probe::ParseListenAddress(rail.listen_address, nullptr);
-      std::ostringstream key;
-      key << *endpoint;
-      if (!addresses.insert(key.str()).second) {
+      const std::string text = EndpointText(*rail.listen_address);
+      if (!addresses.insert(text).second) {
         Fail(at + ".listen_address", item.Mark(),
-             "is another rail's too (" + rail.listen_address + ")");
+             "is another rail's too (" + text + ")");
       }
     }
+    rail.peers = ParsePeers(peers, ProbePort(rail));
     rails.push_back(std::move(rail));
   }
   return rails;
@@ -1014,7 +1106,8 @@ CollectorSpec ProbeCollectorSpec() {
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     ProbeSettings s;
-    YAML::Mark peers_mark, rails_mark;
+    PeerTexts peer_texts;
+    YAML::Mark rails_mark;
     // The top-level keys a rail replaces, as written.
     std::vector<std::string> per_rail_keys;
     ForEachKey(node, path,
@@ -1038,8 +1131,7 @@ CollectorSpec ProbeCollectorSpec() {
                      Fail(key_path, mark, "must be positive");
                    }
                  } else if (key == "peers") {
-                   peers_mark = mark;
-                   s.peers = PeerList(value, key_path, mark);
+                   peer_texts = PeerList(value, key_path, mark);
                  } else if (key == "peers_file") {
                    s.peers_file = Scalar(value, key_path);
                  } else if (key == "key_file") {
@@ -1060,6 +1152,7 @@ CollectorSpec ProbeCollectorSpec() {
                                "a number of peers in 1..100000"));
                  }
                });
+    s.peers = ParsePeers(peer_texts, s.listen_address.port());
     if (!s.rails.empty() && !per_rail_keys.empty()) {
       Fail(Join(path, per_rail_keys.front()), rails_mark,
            "is per rail when `rails` is set (rails[].listen_address or "
@@ -1071,7 +1164,7 @@ CollectorSpec ProbeCollectorSpec() {
         Fail(s.rails.empty()
                  ? Join(path, "peers")
                  : Join(path, "rails[" + std::to_string(i) + "].peers"),
-             s.rails.empty() ? peers_mark : rails_mark,
+             s.rails.empty() ? peer_texts.mark : rails_mark,
              "lists " + std::to_string(peers.size()) +
                  " peers, more than max_peers (" + std::to_string(s.max_peers) +
                  ")");

@@ -41,11 +41,14 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "auth/key_file.h"
 #include "collectors/collector.h"
+#include "probe/peers.h"
+#include "probe/transport.h"
 #include "sources/netdev_address.h"
 
 namespace fabric {
@@ -60,34 +63,47 @@ inline constexpr long long kMaxPeersLimit = 100'000;
 // The probe port when none is given.
 inline constexpr int kDefaultProbePort = 10916;
 
+// `:10916`: every address, IPv6 and IPv4 (probe/udp_transport.h).
+inline probe::Endpoint DefaultListenAddress() {
+  return probe::Endpoint(boost::asio::ip::address_v6::any(), kDefaultProbePort);
+}
+
 // One rail (`collectors.probe.rails[]`, issue 29): a local port or
 // address with its own responder and its own peers. Its series carry
 // `rail="<name>"`.
+// Addresses and peers are parsed once, when the config is (issue 41 item
+// 4): the collector uses them as typed here and parses no text again.
 struct ProbeRail {
   std::string name;
-  // Empty when `device` is set without it: the address is the port's.
-  std::string listen_address = ":10916";
+  // `listen_address`; nullopt when `device` is set without it: the address
+  // is the port's.
+  std::optional<probe::Endpoint> listen_address = DefaultListenAddress();
   // `device` / `port`: the RDMA port whose netdev address the rail binds
   // (empty / 0: the rail is its `listen_address`).
   std::string device;
   int port = 0;
   // `listen_port`: the UDP port of a `device` rail without listen_address.
   int listen_port = kDefaultProbePort;
-  std::vector<std::string> peers;
+  // `peers`; an entry without a port has the rail's ProbePort().
+  std::vector<probe::Peer> peers;
   std::string peers_file;
   bool operator==(const ProbeRail&) const = default;
 };
+
+// The UDP port `rail` listens on: its listen_address's, else listen_port.
+// Peers without a port, and every file_sd target, are probed there.
+int ProbePort(const ProbeRail& rail);
 
 // `collectors.probe` keys of its own.
 struct ProbeSettings {
   // `transport`: auto (RDMA where both ends allow it, else UDP), rdma, udp.
   std::string transport = "auto";
   // `listen_address`: where the responder listens and probes leave from.
-  std::string listen_address = ":10916";
+  probe::Endpoint listen_address = DefaultListenAddress();
   // `probe_timeout`: a probe with no valid answer after this is lost.
   std::chrono::microseconds probe_timeout = std::chrono::seconds(1);
-  // `peers`: host:port entries.
-  std::vector<std::string> peers;
+  // `peers`: host:port entries (without a port: listen_address's).
+  std::vector<probe::Peer> peers;
   // `peers_file`: one peer per line, or Prometheus file_sd JSON.
   std::string peers_file;
   // `key_file`: the shared key (auth/key_file.h); required when enabled.

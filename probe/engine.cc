@@ -80,7 +80,7 @@ Engine::Engine(boost::asio::io_context& io, Hmac hmac, EngineOptions options,
       session_(rng_()),
       // A burst of a tenth of a second's worth: a peer that starts with a
       // backlog is not cut off, a flood is.
-      limiter_(options.rate_limit, std::max(1.0, options.rate_limit / 10)) {
+      guard_(options.rate_limit, std::max(1.0, options.rate_limit / 10)) {
   for (const auto& t : transports_) {
     Labels labels = options_.labels;
     for (auto& [k, v] : t->PeerLabels()) labels.push_back({k, v});
@@ -89,6 +89,7 @@ Engine::Engine(boost::asio::io_context& io, Hmac hmac, EngineOptions options,
   }
   MutexLock lock(mu_);
   port_rtt_.resize(transports_.size());
+  send_errors_.resize(transports_.size());
 }
 
 bool Engine::Start(std::string* error) {
@@ -181,7 +182,10 @@ void Engine::ApplyPeers(std::vector<ResolvedPeer> peers) {
     // Every peer's series exist from the start (sent 0), on the transport
     // it is probed over first.
     std::size_t first = options_.mode == TransportMode::kRdma && Rdma() ? 1 : 0;
-    for (auto& p : peers_) stats_[{p.resolved.peer.name, first}];
+    for (auto& p : peers_) {
+      SeriesStats& s = stats_[{p.resolved.peer.name, first}];
+      if (s.since == Clock::time_point{}) s.since = now;
+    }
   }
   Arm();
 }
@@ -301,13 +305,22 @@ void Engine::SendProbe(PeerState& p) {
   auto tx = transports_[t]->Send(to, bytes, packet.seq);
   MutexLock lock(mu_);
   if (p.series.size() <= t) p.series.resize(t + 1);
-  if (!p.series[t]) p.series[t] = &stats_[{p.resolved.peer.name, t}];
+  if (!p.series[t]) {
+    p.series[t] = &stats_[{p.resolved.peer.name, t}];
+    if (p.series[t]->since == Clock::time_point{}) {
+      p.series[t]->since = Clock::now();
+    }
+  }
   SeriesStats& s = *p.series[t];
-  ++s.sent;
   if (!tx) {
-    ++s.lost;
+    // Not sent, so not lost: only a probe whose authenticated answer did
+    // not come is. The transport already retried a send that failed on a
+    // queued ICMP error (anyone can send one); what still fails is counted
+    // here, and a peer that stays unreachable shows as unanswered.
+    ++send_errors_[t];
     return;
   }
+  ++s.sent;
   // Sequence numbers and deadlines only grow: the deque stays sorted by
   // both.
   pending_.push_back(
@@ -410,13 +423,17 @@ void Engine::OnReceive(std::size_t t, const Received& r) {
 }
 
 void Engine::Answer(std::size_t t, const Received& r, const Packet& in) {
-  if (!limiter_.Allow(r.from.key, SteadySecondsNow())) {
-    Reject("rate_limited");
-    return;
-  }
-  if (!replay_.Accept(r.from.key, in.session, in.seq)) {
-    Reject("replay");
-    return;
+  // Decode() checked the MAC; the guard checks freshness before it
+  // charges the source's rate limit (RequestGuard).
+  switch (guard_.Admit(r.from.key, in.session, in.seq, SteadySecondsNow())) {
+    case RequestGuard::Verdict::kReplay:
+      Reject("replay");
+      return;
+    case RequestGuard::Verdict::kRateLimited:
+      Reject("rate_limited");
+      return;
+    case RequestGuard::Verdict::kAccept:
+      break;
   }
   Packet out = in;
   if (in.type == MessageType::kProbe) {
@@ -469,6 +486,8 @@ void Engine::OnAnswer(std::size_t t, const Received& r, const Packet& in) {
   }
   MutexLock lock(mu_);
   SeriesStats& s = *p.series;
+  // Authenticated and ours (session, pending sequence): the peer answers.
+  s.last_answer = Clock::now();
   if (rtt_ns > std::chrono::nanoseconds(options_.probe_timeout).count()) {
     // Late, though read before the expiry: not within probe_timeout.
     ++s.lost;
@@ -576,6 +595,21 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
                "(learned in the port exchange), always 1.",
                labels, 1.0);
   }
+  for (std::size_t t = 0; t < send_errors_.size(); ++t) {
+    sink.Counter("fabric_probe_send_errors_total",
+                 "Probes the socket refused to send (not counted sent or "
+                 "lost), after a retry where a queued ICMP error failed it.",
+                 transport_labels_[t], static_cast<double>(send_errors_[t]));
+  }
+  for (const auto& u : UnansweredLocked(now)) {
+    labels = options_.labels;
+    labels.push_back({"peer", u.peer});
+    sink.Gauge("fabric_probe_peer_unanswered_seconds",
+               "Seconds since the peer's last authenticated answer (since "
+               "probing it began when it never answered); present only "
+               "while that is over max(10 s, probe_timeout + 3 intervals).",
+               labels, u.seconds);
+  }
   sink.Counter("fabric_probe_answered_total",
                "Probes from peers this daemon answered.", options_.labels,
                static_cast<double>(answered_));
@@ -591,6 +625,50 @@ bool Engine::Emit(MetricSink& sink, std::string* error) const {
     return false;
   }
   return true;
+}
+
+Clock::duration Engine::UnansweredAfter() const {
+  if (options_.unanswered_after.count() > 0) return options_.unanswered_after;
+  return std::max<Clock::duration>(
+      std::chrono::seconds(10), options_.probe_timeout + 3 * options_.interval);
+}
+
+std::vector<Engine::Unanswered> Engine::UnansweredLocked(
+    Clock::time_point now) const {
+  // Per peer: the latest answer (or start) over its transports; stats_ is
+  // ordered by (peer, transport), so a peer's series are adjacent.
+  std::vector<Unanswered> out;
+  const Clock::duration after = UnansweredAfter();
+  auto flush = [&](const std::string& peer, Clock::time_point last, bool ever,
+                   std::uint64_t sent) {
+    if (peer.empty() || last == Clock::time_point{}) return;
+    if (now - last < after) return;
+    out.push_back(
+        {peer, std::chrono::duration<double>(now - last).count(), ever, sent});
+  };
+  std::string peer;
+  Clock::time_point last{};
+  bool ever = false;
+  std::uint64_t sent = 0;
+  for (const auto& [key, s] : stats_) {
+    if (key.first != peer) {
+      flush(peer, last, ever, sent);
+      peer = key.first;
+      last = {};
+      ever = false;
+      sent = 0;
+    }
+    last = std::max({last, s.since, s.last_answer});
+    ever = ever || s.last_answer != Clock::time_point{};
+    sent += s.sent;
+  }
+  flush(peer, last, ever, sent);
+  return out;
+}
+
+std::vector<Engine::Unanswered> Engine::UnansweredPeers() const {
+  MutexLock lock(mu_);
+  return UnansweredLocked(Clock::now());
 }
 
 std::map<std::string, std::uint64_t> Engine::LostByPeer() const {
@@ -610,6 +688,7 @@ std::map<std::string, std::uint64_t> Engine::Totals() const {
   }
   out["answered"] = answered_;
   out["wakeups"] = wakeups_;
+  for (std::uint64_t n : send_errors_) out["send_errors"] += n;
   for (const auto& [r, n] : rejected_) out["rejected:" + r] = n;
   return out;
 }

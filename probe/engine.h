@@ -62,6 +62,10 @@ struct EngineOptions {
   bool per_peer_histograms = false;
   // Labels on every series this engine exports (a rail's `rail`), first.
   Labels labels;
+  // How long a peer may go without an authenticated answer before it is
+  // unanswered (fabric_probe_peer_unanswered_seconds); 0: max(10 s,
+  // probe_timeout + 3 intervals).
+  std::chrono::microseconds unanswered_after{0};
 };
 
 // A configured peer with the endpoint its name resolved to.
@@ -103,8 +107,22 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // is healthy, with the reason in `error` when not.
   bool Emit(MetricSink& sink, std::string* error) const;
 
+  // A peer with no authenticated answer for UnansweredAfter(): one that
+  // never answers (no responder on that port, another key) or stopped.
+  struct Unanswered {
+    std::string peer;
+    double seconds = 0;      // since its last answer, or since probing began
+    bool ever = false;       // it answered at some point
+    std::uint64_t sent = 0;  // probes sent to it (every transport)
+  };
+  // Any thread: the peers unanswered now, by name.
+  std::vector<Unanswered> UnansweredPeers() const;
+  // How long a peer may go without an answer before it counts as
+  // unanswered (EngineOptions::unanswered_after).
+  std::chrono::steady_clock::duration UnansweredAfter() const;
+
   // For tests: totals by name ("sent", "lost", "received", "answered",
-  // "rejected:<r>", "wakeups": timer ticks).
+  // "send_errors", "rejected:<r>", "wakeups": timer ticks).
   std::map<std::string, std::uint64_t> Totals() const;
   // Any thread: probes lost so far per peer (every transport), so that the
   // collector can trace a pair's path when it starts losing.
@@ -117,6 +135,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
     RttHistogram rtt, network_rtt;
     WindowMax rtt_max;
     std::uint64_t sent = 0, lost = 0;
+    // When probing over this transport began, and the last authenticated
+    // answer (epoch: none yet).
+    std::chrono::steady_clock::time_point since{}, last_answer{};
   };
   struct PeerState {
     ResolvedPeer resolved;
@@ -165,6 +186,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void OnAddressAnswer(const Received& r, const Packet& in);
   Pending* FindPending(std::uint64_t seq);
   void Reject(const char* reason);
+  // The peers' unanswered state, from stats_.
+  std::vector<Unanswered> UnansweredLocked(
+      std::chrono::steady_clock::time_point now) const REQUIRES(mu_);
   std::chrono::steady_clock::duration Jittered();
   Transport* Rdma() const;
 
@@ -194,8 +218,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Port requests awaiting an answer: sequence number -> index in peers_
   // (cleared when the peer list changes).
   std::map<std::uint64_t, std::size_t> port_requests_;
-  ReplayWindow replay_;
-  RateLimiter limiter_;
+  RequestGuard guard_;
 
   // The statistics (Emit and Totals read them from the collector's
   // thread). SeriesStats pointers into stats_ (PeerState::series,
@@ -205,6 +228,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::map<std::string, std::uint64_t> rejected_ GUARDED_BY(mu_);
   // Per transport: the RTT of every answered probe, whatever its peer.
   std::vector<RttHistogram> port_rtt_ GUARDED_BY(mu_);
+  // Per transport: probes the socket refused to send (not sent, so neither
+  // sent nor lost: an unauthenticated ICMP error can fail a send).
+  std::vector<std::uint64_t> send_errors_ GUARDED_BY(mu_);
   // Per peer: (our port, its port), as the last port answer said.
   std::map<std::string, std::pair<PortIdentity, PortIdentity>> pairs_
       GUARDED_BY(mu_);

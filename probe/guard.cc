@@ -82,4 +82,12 @@ bool RateLimiter::Allow(const std::string& source, double now_s) {
   return true;
 }
 
+RequestGuard::Verdict RequestGuard::Admit(const std::string& source,
+                                          std::uint64_t session,
+                                          std::uint64_t seq, double now_s) {
+  if (!replay_.Accept(source, session, seq)) return Verdict::kReplay;
+  if (!limiter_.Allow(source, now_s)) return Verdict::kRateLimited;
+  return Verdict::kAccept;
+}
+
 }  // namespace fabric::probe

@@ -1,7 +1,11 @@
 // The responder's guards, pure and clock-injected: a replay window per
 // (source, session) and a token-bucket rate limit per source address. Both
 // keep a bounded number of entries, so a flood of spoofed sources cannot
-// grow them without limit; the oldest entry is evicted first.
+// grow them without limit; the oldest entry is evicted first. RequestGuard
+// applies them in the order that keeps a forger from spending a real
+// peer's budget (issue 40): only a request that is authenticated (the
+// caller checked its MAC) and fresh (the replay window) is charged to its
+// source's rate limit.
 //
 // Thread-safety: none; the probe engine uses them on the io thread only.
 #pragma once
@@ -59,6 +63,28 @@ class RateLimiter {
   std::size_t max_sources_;
   std::unordered_map<std::string, Bucket> map_;
   std::list<std::string> order_;
+};
+
+// The responder's admission of one authenticated request: the replay
+// check first, then the rate limit. A replayed copy of a sniffed probe,
+// sent from the peer's address at any rate, is refused as a replay and
+// costs that address nothing, so the real peer's fresh probes are still
+// answered (charging the limit first let 20,000 replays a second starve
+// the peer). A replay costs one window lookup; the MAC before it one
+// HMAC-SHA256 of 64 bytes: a bounded, constant cost per datagram.
+class RequestGuard {
+ public:
+  enum class Verdict { kAccept, kReplay, kRateLimited };
+  RequestGuard(double rate, double burst, std::size_t max_entries = 4096)
+      : replay_(max_entries), limiter_(rate, burst, max_entries) {}
+
+  // `source`'s request (session, seq), already MAC-checked, at `now_s`.
+  Verdict Admit(const std::string& source, std::uint64_t session,
+                std::uint64_t seq, double now_s);
+
+ private:
+  ReplayWindow replay_;
+  RateLimiter limiter_;
 };
 
 }  // namespace fabric::probe

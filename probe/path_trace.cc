@@ -4,8 +4,10 @@
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netinet/ip_icmp.h>
+#include <openssl/rand.h>
 
 #include <cstring>
+#include <random>
 
 namespace fabric::probe {
 namespace {
@@ -66,13 +68,17 @@ IcmpReport::Kind KindOf(bool v6, int type, int code) {
 
 }  // namespace
 
-std::vector<std::uint8_t> TracePayload(int ttl, std::uint32_t trace_id) {
+std::vector<std::uint8_t> TracePayload(int ttl, std::uint64_t trace_id,
+                                       const Hmac& hmac) {
   std::vector<std::uint8_t> out(kTracePayloadBytes, 0);
   std::memcpy(out.data(), kTraceMagic, sizeof(kTraceMagic));
   out[4] = static_cast<std::uint8_t>(ttl);
-  for (int i = 0; i < 4; ++i) {
-    out[8 + i] = static_cast<std::uint8_t>(trace_id >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) {
+    out[8 + i] = static_cast<std::uint8_t>(trace_id >> (56 - 8 * i));
   }
+  const Mac mac =
+      hmac.Sign(std::span<const std::uint8_t>(out.data(), kTraceTagBytes));
+  std::memcpy(out.data() + kTraceTagBytes, mac.data(), mac.size());
   return out;
 }
 
@@ -81,14 +87,35 @@ bool IsTracePayload(std::span<const std::uint8_t> bytes) {
          std::memcmp(bytes.data(), kTraceMagic, sizeof(kTraceMagic)) == 0;
 }
 
+std::uint64_t RandomTraceId() {
+  std::uint64_t id = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof(id)) != 1) {
+    std::random_device rd;
+    id = (std::uint64_t{rd()} << 32) | rd();
+  }
+  return id;
+}
+
 std::optional<TraceTag> ParseTracePayload(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < kTracePayloadBytes || !IsTracePayload(bytes)) {
+  if (bytes.size() < kTraceTagBytes || !IsTracePayload(bytes)) {
     return std::nullopt;
   }
   TraceTag tag;
   tag.ttl = bytes[4];
-  for (int i = 0; i < 4; ++i) tag.trace_id = (tag.trace_id << 8) | bytes[8 + i];
+  for (int i = 0; i < 8; ++i) tag.trace_id = (tag.trace_id << 8) | bytes[8 + i];
+  if (bytes.size() >= kTracePayloadBytes) {
+    Mac mac;
+    std::memcpy(mac.data(), bytes.data() + kTraceTagBytes, mac.size());
+    tag.mac = mac;
+  }
   return tag;
+}
+
+bool TraceTagAuthentic(const TraceTag& tag, const Hmac& hmac) {
+  if (!tag.mac) return true;
+  const auto expected = TracePayload(tag.ttl, tag.trace_id, hmac);
+  return hmac.Verify(
+      std::span<const std::uint8_t>(expected.data(), kTraceTagBytes), *tag.mac);
 }
 
 std::optional<IcmpReport> ParseErrorRecord(
@@ -125,7 +152,7 @@ std::optional<IcmpReport> ParseErrorRecord(
   return std::nullopt;
 }
 
-PathTrace::PathTrace(Endpoint peer, std::uint32_t trace_id,
+PathTrace::PathTrace(Endpoint peer, std::uint64_t trace_id,
                      TraceOptions options)
     : options_(options), trace_id_(trace_id) {
   result_.peer = peer;
@@ -147,10 +174,11 @@ PathTrace::Step PathTrace::Finish(bool ok, const std::string& error) {
 
 PathTrace::Step PathTrace::OnReport(const IcmpReport& report,
                                     Clock::time_point now) {
-  // A quoted tag that is not the current send's: a late answer to an
-  // earlier TTL or trace.
-  if (report.tag &&
-      (report.tag->trace_id != trace_id_ || report.tag->ttl != ttl_)) {
+  // No tag (a router that quoted 8 bytes, or a forger), or one that is not
+  // the current send's (a late answer to an earlier TTL or trace): nothing
+  // proves it answers this send.
+  if (!report.tag || report.tag->trace_id != trace_id_ ||
+      report.tag->ttl != ttl_) {
     return Step::kWait;
   }
   const std::string at = " at hop " + std::to_string(ttl_);
@@ -196,13 +224,16 @@ PathTrace::Step PathTrace::OnSendFailed(const std::string& why) {
 }
 
 PathTracer::PathTracer(boost::asio::io_context& io, SendFn send,
-                       TraceOptions options)
-    : io_(io), send_(std::move(send)), options_(options) {}
+                       TraceOptions options, Hmac hmac)
+    : io_(io),
+      send_(std::move(send)),
+      options_(options),
+      hmac_(std::move(hmac)) {}
 
 bool PathTracer::Trace(const Endpoint& peer, DoneFn done) {
   if (running_.count(peer)) return false;
   auto run = std::make_unique<Running>(
-      Running{PathTrace(peer, next_id_++, options_), std::move(done),
+      Running{PathTrace(peer, RandomTraceId(), options_), std::move(done),
               boost::asio::steady_timer(io_)});
   const auto step = run->trace.Start(PathTrace::Clock::now());
   running_.emplace(peer, std::move(run));
@@ -214,6 +245,14 @@ void PathTracer::OnReport(const IcmpReport& report) {
   if (!report.destination) return;
   auto it = running_.find(*report.destination);
   if (it == running_.end()) return;
+  const PathTrace& trace = it->second->trace;
+  if (!report.tag || report.tag->trace_id != trace.trace_id() ||
+      !TraceTagAuthentic(*report.tag, hmac_)) {
+    // Not an answer to this trace (a late one to an earlier trace quotes
+    // its own id and MAC: not counted).
+    if (!report.tag || !TraceTagAuthentic(*report.tag, hmac_)) ++unverified_;
+    return;
+  }
   Do(it->first, it->second->trace.OnReport(report, PathTrace::Clock::now()));
 }
 
@@ -226,7 +265,8 @@ void PathTracer::Do(const Endpoint& peer_ref, PathTrace::Step step) {
   Running& run = *it->second;
   while (step == PathTrace::Step::kSend) {
     std::string error;
-    const auto payload = TracePayload(run.trace.ttl(), run.trace.trace_id());
+    const auto payload =
+        TracePayload(run.trace.ttl(), run.trace.trace_id(), hmac_);
     step = send_(peer, payload, run.trace.ttl(), &error)
                ? PathTrace::Step::kWait
                : run.trace.OnSendFailed(error);
@@ -240,7 +280,7 @@ void PathTracer::Do(const Endpoint& peer_ref, PathTrace::Step step) {
   }
   run.timer.expires_at(run.trace.deadline());
   std::weak_ptr<PathTracer> weak = weak_from_this();
-  const std::uint32_t id = run.trace.trace_id();
+  const std::uint64_t id = run.trace.trace_id();
   run.timer.async_wait([weak, peer, id](boost::system::error_code ec) {
     auto self = weak.lock();
     if (ec || !self) return;

@@ -34,22 +34,43 @@
 #include <string>
 #include <vector>
 
+#include "auth/hmac.h"
 #include "probe/transport.h"
 
 namespace fabric::probe {
 
-// A trace datagram's payload: "FMTR", the TTL it was sent with, a trace id
-// (so that a late answer to an earlier trace or TTL is not taken for this
-// one when the router quoted the payload back).
-inline constexpr std::size_t kTracePayloadBytes = 12;
-std::vector<std::uint8_t> TracePayload(int ttl, std::uint32_t trace_id);
+// A trace datagram's payload (kTracePayloadBytes, integers big-endian):
+//   off len
+//    0   4  magic "FMTR"
+//    4   1  the TTL it was sent with
+//    5   3  zero
+//    8   8  trace id: random per trace (RandomTraceId), never counted up
+//   16  32  HMAC-SHA256 over bytes 0..15 with the probe key
+// Only an ICMP error that quotes it back proves it answers our own trace
+// (issue 40): the tag names this trace and TTL, so a late answer to an
+// earlier one is not taken for it, and a forger who never saw the datagram
+// cannot guess the id; where the router quoted the whole payload (Linux
+// quotes up to 576 bytes, RFC 1812) the MAC proves the key made it too.
+inline constexpr std::size_t kTraceTagBytes = 16;
+inline constexpr std::size_t kTracePayloadBytes = kTraceTagBytes + kMacBytes;
+std::vector<std::uint8_t> TracePayload(int ttl, std::uint64_t trace_id,
+                                       const Hmac& hmac);
 bool IsTracePayload(std::span<const std::uint8_t> bytes);
+// A trace id from the system's random source.
+std::uint64_t RandomTraceId();
 
 struct TraceTag {
   int ttl = 0;
-  std::uint32_t trace_id = 0;
+  std::uint64_t trace_id = 0;
+  // The MAC, when the quote was long enough to carry it.
+  std::optional<Mac> mac;
 };
+// The tag of a quoted payload: nullopt when shorter than kTraceTagBytes or
+// not a trace datagram.
 std::optional<TraceTag> ParseTracePayload(std::span<const std::uint8_t> bytes);
+// Whether `tag` may be ours: its MAC verifies, or the quote was too short
+// to carry one (then only the unguessable id vouches for it).
+bool TraceTagAuthentic(const TraceTag& tag, const Hmac& hmac);
 
 // One ICMP error from the socket's error queue.
 struct IcmpReport {
@@ -67,7 +88,8 @@ struct IcmpReport {
   // The original datagram's destination (the record's msg_name), shown
   // plain (a v4-mapped address as IPv4).
   std::optional<Endpoint> destination;
-  // The trace tag, when the router quoted enough of the datagram.
+  // The trace tag, when the router quoted enough of the datagram. A report
+  // without one is never taken as a trace's answer.
   std::optional<TraceTag> tag;
 };
 
@@ -101,10 +123,12 @@ class PathTrace {
   enum class Step { kSend, kWait, kDone };
   using Clock = std::chrono::steady_clock;
 
-  PathTrace(Endpoint peer, std::uint32_t trace_id, TraceOptions options);
+  PathTrace(Endpoint peer, std::uint64_t trace_id, TraceOptions options);
 
   Step Start(Clock::time_point now);
-  // A report whose destination is this trace's peer.
+  // A report whose destination is this trace's peer. Only one that quotes
+  // this trace's id and current TTL counts (the MAC is PathTracer's to
+  // check); any other changes nothing.
   Step OnReport(const IcmpReport& report, Clock::time_point now);
   // The deadline passed.
   Step OnTimeout(Clock::time_point now);
@@ -112,7 +136,7 @@ class PathTrace {
   Step OnSendFailed(const std::string& why);
 
   int ttl() const { return ttl_; }
-  std::uint32_t trace_id() const { return trace_id_; }
+  std::uint64_t trace_id() const { return trace_id_; }
   Clock::time_point deadline() const { return deadline_; }
   const PathResult& result() const { return result_; }
 
@@ -121,7 +145,7 @@ class PathTrace {
   Step Finish(bool ok, const std::string& error);
 
   TraceOptions options_;
-  std::uint32_t trace_id_;
+  std::uint64_t trace_id_;
   int ttl_ = 1;
   int tries_ = 0;
   Clock::time_point deadline_{};
@@ -138,14 +162,19 @@ class PathTracer : public std::enable_shared_from_this<PathTracer> {
                                     int ttl, std::string* error)>;
   using DoneFn = std::function<void(const PathResult&)>;
 
-  PathTracer(boost::asio::io_context& io, SendFn send, TraceOptions options);
+  // `hmac` signs the trace datagrams and checks the quoted ones.
+  PathTracer(boost::asio::io_context& io, SendFn send, TraceOptions options,
+             Hmac hmac);
 
   // Traces `peer` (a plain endpoint: IPv4 as IPv4); `done` runs once with
   // the result. False (and `done` not called) while `peer` is traced.
   bool Trace(const Endpoint& peer, DoneFn done);
-  // Every ICMP report the socket read; those for no running trace are
-  // ignored.
+  // Every ICMP report the socket read; those for no running trace, and
+  // those that do not quote its tag (with a MAC that verifies, when
+  // quoted), are ignored and counted.
   void OnReport(const IcmpReport& report);
+  // ICMP errors for a traced peer ignored for quoting no tag or a wrong MAC.
+  std::uint64_t unverified() const { return unverified_; }
   // Cancels every trace; no callback runs after it.
   void Stop();
   std::size_t running() const { return running_.size(); }
@@ -161,7 +190,8 @@ class PathTracer : public std::enable_shared_from_this<PathTracer> {
   boost::asio::io_context& io_;
   SendFn send_;
   TraceOptions options_;
-  std::uint32_t next_id_ = 1;
+  Hmac hmac_;
+  std::uint64_t unverified_ = 0;
   std::map<Endpoint, std::unique_ptr<Running>> running_;
 };
 

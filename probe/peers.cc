@@ -139,6 +139,10 @@ std::optional<std::vector<Peer>> ParseFileSd(std::string_view text,
       std::string why;
       auto p = ParsePeer(t.Scalar(), &why, default_port);
       if (!p) return fail(where + ": " + why);
+      // The scrape port is not the probe port (see the header).
+      p->port = default_port;
+      p->name = p->host.find(':') == std::string::npos ? p->host
+                                                       : "[" + p->host + "]";
       AddUnique(peers, seen, std::move(*p));
     }
   }

@@ -4,6 +4,12 @@
 // "labels": {...}}]`, labels ignored). IPv6 literals are bracketed:
 // `[::1]:10916`. An entry without a port gets `default_port`.
 //
+// A file_sd target is a scrape target: its port is the metrics port
+// (10915), where no probe responder listens. So every file_sd target's
+// port is replaced by `default_port` (the caller's probe port), and the
+// peer is named by its host alone, as the same host written without a port
+// in a plain list is (issue 39: probes to the metrics port were all lost).
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -36,7 +42,8 @@ std::optional<std::vector<Peer>> ParsePeerLines(
     std::string_view text, std::string* error,
     std::uint16_t default_port = kDefaultProbePort);
 
-// Prometheus file_sd JSON: every string in every group's "targets".
+// Prometheus file_sd JSON: every string in every group's "targets", each at
+// `default_port` whatever port it names, named by its host (`[v6]`).
 std::optional<std::vector<Peer>> ParseFileSd(
     std::string_view text, std::string* error,
     std::uint16_t default_port = kDefaultProbePort);

@@ -90,7 +90,8 @@ class Transport {
   virtual bool CanReach(const Endpoint& peer) const = 0;
   // Sends one encoded probe. `tx_id` names it in on_sent. Returns the
   // software stamp taken just before the send, or nullopt when the send
-  // failed (the probe then counts as sent and lost).
+  // failed (the probe then counts as a send error, neither sent nor lost:
+  // a failure an unauthenticated ICMP error can cause is no loss).
   virtual std::optional<Timestamp> Send(const Endpoint& peer,
                                         std::span<const std::uint8_t> packet,
                                         std::uint64_t tx_id) = 0;

@@ -351,11 +351,13 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     c->cmsg_type = hop_limit ? IPV6_HOPLIMIT : IP_TTL;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &ttl, sizeof(ttl));
-    if (::sendmsg(fd, &msg, MSG_DONTWAIT) < 0) {
-      *error = std::string("sendmsg: ") + std::strerror(errno);
-      return false;
+    // Retried like SendTo: a pending ICMP error fails one send.
+    for (int i = 0; i < kSendTries; ++i) {
+      if (::sendmsg(fd, &msg, MSG_DONTWAIT) >= 0) return true;
+      if (!IcmpErrno(errno)) break;
     }
-    return true;
+    *error = std::string("sendmsg: ") + std::strerror(errno);
+    return false;
   }
 
   bool SetLazy(bool on) {
@@ -398,12 +400,24 @@ struct UdpTransport::State : std::enable_shared_from_this<State> {
     lazy = false;
   }
 
+  // With IP_RECVERR every ICMP error that reaches the socket (port
+  // unreachable from anyone who can spoof one: ICMP carries no proof) is
+  // also left pending as the socket's error, and the next send fails with
+  // it without sending (the kernel checks the socket error before it
+  // allocates the datagram). That failure consumed the error, so the send
+  // is tried again; a send that fails kSendTries times fails for a reason
+  // of its own (no route, no buffer).
+  static constexpr int kSendTries = 3;
   bool SendTo(const Endpoint& to, std::span<const std::uint8_t> packet) {
     if (fd < 0) return false;
     Endpoint e = ForSocket(to, v6);
-    ssize_t n = ::sendto(fd, packet.data(), packet.size(), MSG_DONTWAIT,
-                         e.data(), e.size());
-    return n == static_cast<ssize_t>(packet.size());
+    for (int i = 0; i < kSendTries; ++i) {
+      ssize_t n = ::sendto(fd, packet.data(), packet.size(), MSG_DONTWAIT,
+                           e.data(), e.size());
+      if (n == static_cast<ssize_t>(packet.size())) return true;
+      if (n >= 0 || !IcmpErrno(errno)) return false;
+    }
+    return false;
   }
 
   udp::socket socket;  // not open while lazy (released)

@@ -7,7 +7,8 @@
 // its zero-delay baseline; measured loss
 // equals the drop rate (0, 1/100, 1/10) within 0.5 percentage points; a
 // prober with the wrong key gets no answers and the responder counts
-// bad_mac; a dead peer is loss; a replayed probe is rejected; the pair
+// bad_mac; a dead peer is loss; a replayed probe is rejected; a flood of
+// forged ICMP port unreachables about A's flow is not loss; the pair
 // info names the RDMA ports behind both ends' netdevs; a daemon at the
 // defaults exports at most 8 series per pair (issue 30).
 //
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -55,6 +57,7 @@
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
+#include "tests/support/icmp_forge.h"
 #include "tests/support/paths.h"
 #include "tests/support/shell.h"
 #include "tests/support/udp_relay.h"
@@ -513,6 +516,54 @@ TEST_F(ProbeNetnsTest, DeadPeerIsLoss) {
   // All lost but those still within probe_timeout (50 ms) at the scrape.
   EXPECT_NEAR(l / n, 1.0, 0.1) << l << " lost of " << n;
   EXPECT_EQ(after.Get("fabric_probe_rtt_seconds_count{" + dead + "}"), 0);
+}
+
+// Issue 40: ICMP port unreachables forged from the relay's address (on A's
+// link, as anyone there could), quoting A's probe flow to B, flood A's
+// probe socket. Each left an error pending that failed A's next send, and
+// a failed send counted as lost: the flood made most probes "lost". Loss
+// is only a probe sent whose authenticated answer did not come: A keeps
+// sending to B (a failed send is retried) and loses none of them.
+TEST_F(ProbeNetnsTest, ForgedPortUnreachablesAreNotLoss) {
+  env_->ab->set_drop_every(0);
+  env_->ab->set_delay(0us);
+  testing::QuotedUdp flow{
+      "169.254.91.1", "169.254.91.2", 10916, 20000,
+      std::vector<std::uint8_t>{'F', 'M', 'P', 'B', 1, 1, 0, 0}};
+  const auto forged = testing::ForgedIcmp("169.254.91.2", "169.254.91.1",
+                                          /*type=*/3, /*code=*/3, flow);
+  std::atomic<bool> stop{false};
+  std::atomic<long> flood{0};
+  std::string flood_error;
+  std::thread attacker([&] {
+    InNetns(env_->r, [&] {
+      while (!stop) {
+        if (!testing::SendRaw(forged, 50, &flood_error)) return false;
+        flood += 50;
+        std::this_thread::sleep_for(5ms);  // ~10,000 a second
+      }
+      return true;
+    });
+  });
+  auto [before, after] = Window(3.0);
+  stop = true;
+  attacker.join();
+  ASSERT_TRUE(flood_error.empty()) << flood_error;
+  ASSERT_GT(flood.load(), 1000) << "the flood did not run";
+  const std::string sent = std::string("fabric_probe_sent_total{") + kToB + "}";
+  const std::string lost = std::string("fabric_probe_lost_total{") + kToB + "}";
+  const std::string count =
+      std::string("fabric_probe_rtt_seconds_count{") + kToB + "}";
+  const double n = after.Get(sent) - before.Get(sent);
+  const double l = after.Get(lost) - before.Get(lost);
+  const double answered = after.Get(count) - before.Get(count);
+  std::cout << flood.load() << " forged port unreachables: " << l << " lost of "
+            << n << " sent, " << answered << " answered\n";
+  ASSERT_GT(n, 500) << "too few probes in the window";
+  // As LossEqualsTheDropRate at drop 0: within 0.5 points of none.
+  EXPECT_NEAR(l / (l + answered), 0.0, 0.005) << l << " lost of " << n;
+  EXPECT_FALSE(std::isnan(
+      after.Get("fabric_probe_send_errors_total{transport=\"udp\"}")));
 }
 
 // Probes that know their ports (issue 29): A's pair with B names A's port

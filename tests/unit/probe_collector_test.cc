@@ -21,6 +21,8 @@
 #include "collectors/probe.h"
 #include "collectors/registry.h"
 #include "config/config.h"
+#include "probe/peers.h"
+#include "probe/udp_transport.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/temp_dir.h"
 
@@ -43,6 +45,25 @@ class ProbeCollectorTest : public ::testing::Test {
   fs::path dir_;
   std::string key_;
 };
+
+// A listen address as the config parser makes it (rails are typed, issue
+// 41 item 4).
+probe::Endpoint At(const std::string& text) {
+  auto e = probe::ParseListenAddress(text, nullptr);
+  EXPECT_TRUE(e) << text;
+  return e.value_or(probe::Endpoint());
+}
+
+// Peers as the config parser makes them (without a port: 10916).
+std::vector<probe::Peer> Peers(const std::vector<std::string>& texts) {
+  std::vector<probe::Peer> out;
+  for (const auto& t : texts) {
+    auto p = probe::ParsePeer(t, nullptr);
+    EXPECT_TRUE(p) << t;
+    if (p) out.push_back(*p);
+  }
+  return out;
+}
 
 // True when one of the sink's skip reasons contains `text`.
 bool Said(const MetricSink& sink, std::string_view text) {
@@ -71,7 +92,7 @@ TEST_F(ProbeCollectorTest, Defaults) {
   EXPECT_EQ(c.interval, 1s);
   const auto& s = SettingsAs<ProbeSettings>(c);
   EXPECT_EQ(s.transport, "auto");
-  EXPECT_EQ(s.listen_address, ":10916");
+  EXPECT_EQ(s.listen_address, At(":10916"));
   EXPECT_EQ(s.probe_timeout, 1s);
   EXPECT_TRUE(s.peers.empty());
   EXPECT_EQ(s.peers_file, "");
@@ -104,9 +125,9 @@ TEST_F(ProbeCollectorTest, EveryKey) {
   EXPECT_EQ(c.interval, 1ms);
   const auto& s = SettingsAs<ProbeSettings>(c);
   EXPECT_EQ(s.transport, "udp");
-  EXPECT_EQ(s.listen_address, "127.0.0.1:20916");
+  EXPECT_EQ(s.listen_address, At("127.0.0.1:20916"));
   EXPECT_EQ(s.probe_timeout, 250ms);
-  EXPECT_EQ(s.peers, (std::vector<std::string>{"a:1", "[::1]:2"}));
+  EXPECT_EQ(s.peers, Peers({"a:1", "[::1]:2"}));
   EXPECT_EQ(s.peers_file, "/etc/fabricmon/peers");
   EXPECT_EQ(s.key_file, key_);
   EXPECT_EQ(s.key, Key(32, 0xaa));  // read once, here
@@ -173,9 +194,9 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
                       std::string peers_file) {
     ProbeSettings s;
     s.transport = "udp";
-    s.listen_address = "127.0.0.1:" + std::to_string(port);
+    s.listen_address = At("127.0.0.1:" + std::to_string(port));
     s.probe_timeout = 200ms;
-    s.peers = std::move(peers);
+    s.peers = Peers(peers);
     s.peers_file = std::move(peers_file);
     s.key_file = key_;
     s.key = Key(32, 0xaa);  // key_'s 64 'a's
@@ -264,7 +285,7 @@ TEST_F(ProbeCollectorTest, RdmaWithoutRdmaPortsSaysWhy) {
   auto make = [&](const std::string& transport, int port) {
     ProbeSettings s;
     s.transport = transport;
-    s.listen_address = "127.0.0.1:" + std::to_string(port);
+    s.listen_address = At("127.0.0.1:" + std::to_string(port));
     s.key_file = key_;
     s.key = Key(32, 0xaa);
     CollectorConfig c;
@@ -306,17 +327,17 @@ TEST_F(ProbeCollectorTest, RailsAndPerPeerHistograms) {
   EXPECT_TRUE(s.per_peer_histograms);
   ASSERT_EQ(s.rails.size(), 2u);
   EXPECT_EQ(s.rails[0].name, "rail0");
-  EXPECT_EQ(s.rails[0].listen_address, "10.0.0.1:10916");
-  EXPECT_EQ(s.rails[0].peers, (std::vector<std::string>{"10.0.0.2"}));
+  EXPECT_EQ(s.rails[0].listen_address, At("10.0.0.1:10916"));
+  EXPECT_EQ(s.rails[0].peers, Peers({"10.0.0.2"}));
   EXPECT_EQ(s.rails[1].peers_file, "/etc/fabricmon/peers-rail1");
   EXPECT_EQ(RailsOf(s), s.rails);
 
   // Without rails: one unnamed rail of the top-level keys.
   ProbeSettings plain;
-  plain.peers = {"a:1"};
+  plain.peers = Peers({"a:1"});
   ASSERT_EQ(RailsOf(plain).size(), 1u);
   EXPECT_EQ(RailsOf(plain)[0].name, "");
-  EXPECT_EQ(RailsOf(plain)[0].listen_address, ":10916");
+  EXPECT_EQ(RailsOf(plain)[0].listen_address, At(":10916"));
   EXPECT_EQ(RailsOf(plain)[0].peers, plain.peers);
 
   auto bad = [&](const std::string& body) {
@@ -374,11 +395,11 @@ TEST_F(ProbeCollectorTest, RailsByDeviceAndPort) {
   ASSERT_EQ(s.rails.size(), 3u);
   EXPECT_EQ(s.rails[0].device, "mlx5_0");
   EXPECT_EQ(s.rails[0].port, 1);
-  EXPECT_EQ(s.rails[0].listen_address, "");
+  EXPECT_EQ(s.rails[0].listen_address, std::nullopt);
   EXPECT_EQ(s.rails[0].listen_port, kDefaultProbePort);
   EXPECT_EQ(s.rails[1].port, 2);
   EXPECT_EQ(s.rails[1].listen_port, 10917);
-  EXPECT_EQ(s.rails[2].listen_address, "10.0.2.1:10916");
+  EXPECT_EQ(s.rails[2].listen_address, At("10.0.2.1:10916"));
 
   auto bad = [&](const std::string& rail) {
     return !ParseConfig("collectors:\n  probe:\n    rails:\n" + rail,
@@ -446,12 +467,12 @@ TEST_F(ProbeCollectorTest, DeviceRailBindsAndFollowsItsNetdevsAddress) {
   by_device.name = "r0";
   by_device.device = "rxe0";
   by_device.port = 1;
-  by_device.listen_address = "";
+  by_device.listen_address.reset();
   by_device.listen_port = base;
-  by_device.peers = {"127.0.0.1:" + std::to_string(base + 1)};
+  by_device.peers = Peers({"127.0.0.1:" + std::to_string(base + 1)});
   ProbeRail plain;
   plain.name = "p";
-  plain.listen_address = "127.0.0.1:" + std::to_string(base + 1);
+  plain.listen_address = At("127.0.0.1:" + std::to_string(base + 1));
   CollectorEnv env;
   env.sysfs = fake;
   auto a = MakeProbeCollector(env, settings(by_device), lister);
@@ -556,8 +577,8 @@ TEST_F(ProbeCollectorTest, TwoRailsProbeTheirOwnPeers) {
       ProbeRail rail;
       rail.name = "r" + std::to_string(r);
       const std::string ip = "127.0.0." + std::to_string(r + 1) + ":";
-      rail.listen_address = ip + std::to_string(base + own);
-      rail.peers = {ip + std::to_string(base + other)};
+      rail.listen_address = At(ip + std::to_string(base + own));
+      rail.peers = Peers({ip + std::to_string(base + other)});
       s.rails.push_back(rail);
     }
     CollectorConfig c;

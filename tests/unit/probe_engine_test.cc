@@ -470,3 +470,150 @@ TEST(ProbeEngineTest, EngineLabelsGoOnEverySeries) {
 
 }  // namespace
 }  // namespace fabric::probe
+
+namespace fabric::probe {
+namespace {
+
+// Issue 40: one sniffed probe replayed from the peer's own address (here
+// 127.0.0.1, which the real prober shares) thousands of times a second
+// must not spend that address's rate limit: every replay is refused as a
+// replay and the real prober's probes are all answered.
+TEST(ProbeEngineTest, ReplayFloodFromThePeersAddressDoesNotStarveIt) {
+  boost::asio::io_context io;
+  EngineOptions ob;
+  ob.rate_limit = 100;  // burst 10
+  Node b(io, 1, ob);
+  EngineOptions oa;
+  oa.interval = 20ms;  // 50 a second: within b's limit
+  oa.probe_timeout = 1s;
+  Node a(io, 1, oa);
+  a.engine->SetPeers({b.AsPeer("b")});
+  Hmac hmac(Key(32, 1));
+  Packet sniffed;
+  sniffed.session = 99;
+  sniffed.seq = 1;
+  const Bytes bytes = Encode(sniffed, hmac);
+  udp::socket attacker(
+      io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  attacker.non_blocking(true);
+  const auto stop = std::chrono::steady_clock::now() + 60s;
+  while (a.engine->Totals()["received"] < 40 &&
+         std::chrono::steady_clock::now() < stop) {
+    boost::system::error_code ec;
+    for (int i = 0; i < 100; ++i) {
+      attacker.send_to(boost::asio::buffer(bytes),
+                       b.transport->local_endpoint(), 0, ec);
+    }
+    io.run_for(10ms);
+  }
+  auto ta = a.engine->Totals(), tb = b.engine->Totals();
+  EXPECT_GE(ta["received"], 40u);
+  EXPECT_EQ(ta["lost"], 0u);
+  EXPECT_EQ(tb["rejected:rate_limited"], 0u);
+  EXPECT_GE(tb["rejected:replay"], 1000u);
+  a.engine->Stop();
+  b.engine->Stop();
+}
+
+// Issue 40: an ICMP port unreachable (which anyone can send: here the
+// kernel's own, for a datagram to a closed port) leaves an error pending
+// on the probe socket, and the next send failed with it: a probe to a
+// live peer counted lost. The transport retries such a send.
+TEST(ProbeEngineTest, PendingIcmpErrorDoesNotFailTheNextSend) {
+  boost::asio::io_context io;
+  UdpTransport t(io, Endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  std::string error;
+  ASSERT_TRUE(t.Start({}, &error)) << error;
+  Endpoint closed;
+  {
+    udp::socket s(io,
+                  udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    closed = s.local_endpoint();
+  }
+  udp::socket live(
+      io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  const std::array<std::uint8_t, 8> bytes{};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(t.Send(closed, bytes, 0));
+    // Loopback answers at once; the io context does not run, so nothing
+    // reads the error before the next send.
+    std::this_thread::sleep_for(5ms);
+    EXPECT_TRUE(t.Send(live.local_endpoint(), bytes, 0)) << i;
+  }
+  t.Stop();
+}
+
+// A transport that refuses every send.
+class RefusingTransport : public Transport {
+ public:
+  std::string_view Name() const override { return "udp"; }
+  bool Start(Handlers, std::string*) override { return true; }
+  void Stop() override {}
+  bool Healthy() const override { return true; }
+  std::string LastError() const override { return ""; }
+  bool CanReach(const Endpoint&) const override { return true; }
+  std::optional<Timestamp> Send(const Endpoint&, std::span<const std::uint8_t>,
+                                std::uint64_t) override {
+    return std::nullopt;
+  }
+  bool Reply(const Source&, std::span<const std::uint8_t>) override {
+    return false;
+  }
+};
+
+// Issue 40: a probe the socket refused was never sent: it is a send error,
+// not a loss (the loss alert reads lost / sent). A peer that stays out of
+// reach, and one that never answers, show as unanswered instead (issue 39:
+// fabric_probe_peer_unanswered_seconds), and a peer that answers does not.
+TEST(ProbeEngineTest, SendErrorsAreNotLossAndSilentPeersAreUnanswered) {
+  boost::asio::io_context io;
+  EngineOptions o = Fast();
+  o.unanswered_after = 300ms;
+  std::vector<std::unique_ptr<Transport>> ts;
+  ts.push_back(std::make_unique<RefusingTransport>());
+  auto refusing =
+      std::make_shared<Engine>(io, Hmac(Key(32, 1)), o, std::move(ts));
+  std::string error;
+  ASSERT_TRUE(refusing->Start(&error)) << error;
+  refusing->SetPeers({{{"far", "127.0.0.1", 9}, Endpoint()}});
+  Node a(io, 1, o), b(io, 1, Fast());
+  udp::socket silent(
+      io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  a.engine->SetPeers({b.AsPeer("b"),
+                      {{"silent", "127.0.0.1", silent.local_endpoint().port()},
+                       silent.local_endpoint()}});
+  RunUntil(io, [&] {
+    return refusing->UnansweredPeers().size() == 1 &&
+           a.engine->UnansweredPeers().size() == 1;
+  });
+  auto t = refusing->Totals();
+  EXPECT_GT(t["send_errors"], 0u);
+  EXPECT_EQ(t["sent"], 0u);
+  EXPECT_EQ(t["lost"], 0u);
+  auto far = refusing->UnansweredPeers();
+  ASSERT_EQ(far.size(), 1u);
+  EXPECT_EQ(far[0].peer, "far");
+  EXPECT_FALSE(far[0].ever);
+  auto silent_peers = a.engine->UnansweredPeers();
+  ASSERT_EQ(silent_peers.size(), 1u);
+  EXPECT_EQ(silent_peers[0].peer, "silent");
+  EXPECT_GE(silent_peers[0].seconds, 0.3);
+  EXPECT_GT(silent_peers[0].sent, 0u);
+  MetricSink sink;
+  a.engine->Emit(sink, &error);
+  const std::string text = ToText(sink.Take());
+  EXPECT_NE(text.find("fabric_probe_peer_unanswered_seconds{peer=\"silent\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("fabric_probe_peer_unanswered_seconds{peer=\"b\"}"),
+            std::string::npos);
+  EXPECT_NE(text.find("fabric_probe_send_errors_total{transport=\"udp\"} 0"),
+            std::string::npos)
+      << text;
+  refusing->Stop();
+  a.engine->Stop();
+  b.engine->Stop();
+}
+
+}  // namespace
+}  // namespace fabric::probe

@@ -73,5 +73,29 @@ TEST(ProbeGuardTest, RateLimitPerSource) {
   EXPECT_FALSE(r.Allow("a", 10.0));  // refill capped at the burst
 }
 
+// Issue 40: one sniffed probe replayed from the peer's address 20,000
+// times must not spend that address's rate limit: the peer's fresh probes
+// are still admitted, every replay refused as a replay.
+TEST(ProbeGuardTest, ReplaysDoNotSpendThePeersRateLimit) {
+  RequestGuard g(/*rate=*/100, /*burst=*/10);
+  const std::string peer("\x0a\0\0\x01", 4);
+  ASSERT_EQ(g.Admit(peer, 7, 1, 0.0), RequestGuard::Verdict::kAccept);
+  int replays = 0;
+  for (int i = 0; i < 20000; ++i) {
+    replays += g.Admit(peer, 7, 1, i * 1e-6) == RequestGuard::Verdict::kReplay;
+  }
+  EXPECT_EQ(replays, 20000);
+  // 20 ms later the bucket is full again (the replays took nothing): the
+  // peer's next 10, its whole burst, get in.
+  for (std::uint64_t seq = 2; seq <= 11; ++seq) {
+    EXPECT_EQ(g.Admit(peer, 7, seq, 0.02), RequestGuard::Verdict::kAccept)
+        << seq;
+  }
+  // The limit still holds for fresh requests beyond the burst.
+  EXPECT_EQ(g.Admit(peer, 7, 12, 0.02), RequestGuard::Verdict::kRateLimited);
+  // A refused request is not admitted later as fresh either.
+  EXPECT_EQ(g.Admit(peer, 7, 12, 1.0), RequestGuard::Verdict::kReplay);
+}
+
 }  // namespace
 }  // namespace fabric::probe

@@ -21,6 +21,11 @@ namespace {
 using boost::asio::ip::make_address;
 using Clock = PathTrace::Clock;
 
+const Hmac& TestHmac() {
+  static const Hmac hmac(Key(32, 7));
+  return hmac;
+}
+
 // One error-queue record, laid out as recvmsg(MSG_ERRQUEUE) fills it.
 struct Record {
   alignas(cmsghdr) std::array<char, 256> control{};
@@ -92,13 +97,25 @@ struct Record {
 };
 
 TEST(PathTracePayload, RoundTripsAndRejectsOthers) {
-  auto p = TracePayload(7, 0xdeadbeef);
+  auto p = TracePayload(7, 0xdeadbeef01234567, TestHmac());
   ASSERT_EQ(p.size(), kTracePayloadBytes);
   EXPECT_TRUE(IsTracePayload(p));
   auto tag = ParseTracePayload(p);
   ASSERT_TRUE(tag);
   EXPECT_EQ(tag->ttl, 7);
-  EXPECT_EQ(tag->trace_id, 0xdeadbeefu);
+  EXPECT_EQ(tag->trace_id, 0xdeadbeef01234567u);
+  ASSERT_TRUE(tag->mac);
+  EXPECT_TRUE(TraceTagAuthentic(*tag, TestHmac()));
+  // Another key's MAC, or a changed TTL or id under ours: not ours.
+  EXPECT_FALSE(TraceTagAuthentic(*tag, Hmac(Key(32, 8))));
+  auto bent = *tag;
+  bent.ttl = 8;
+  EXPECT_FALSE(TraceTagAuthentic(bent, TestHmac()));
+  // A quote cut before the MAC: the tag alone (its id unguessable).
+  auto cut = ParseTracePayload(std::span(p).first(kTraceTagBytes));
+  ASSERT_TRUE(cut);
+  EXPECT_FALSE(cut->mac);
+  EXPECT_TRUE(TraceTagAuthentic(*cut, TestHmac()));
   // Truncated by a router that quoted 8 bytes: no tag, still a trace.
   EXPECT_FALSE(ParseTracePayload(std::span(p).first(8)));
   EXPECT_TRUE(IsTracePayload(std::span(p).first(8)));
@@ -109,7 +126,7 @@ TEST(PathTracePayload, RoundTripsAndRejectsOthers) {
 
 TEST(ParseErrorRecord, Ipv4TimeExceededNamesRouterAndDestination) {
   auto rec = Record::V4(ICMP_TIME_EXCEEDED, 0, "10.9.0.2", "10.0.2.1", 10916);
-  auto payload = TracePayload(2, 5);
+  auto payload = TracePayload(2, 5, TestHmac());
   auto r = ParseErrorRecord(rec.Msg(), payload);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->kind, IcmpReport::Kind::kTimeExceeded);
@@ -180,11 +197,11 @@ TEST(ParseErrorRecord, HostileRecords) {
   EXPECT_FALSE(ParseErrorRecord(empty, {}));
 }
 
-IcmpReport Exceeded(const char* router, int ttl, std::uint32_t id) {
+IcmpReport Exceeded(const char* router, int ttl, std::uint64_t id) {
   IcmpReport r;
   r.kind = IcmpReport::Kind::kTimeExceeded;
   r.offender = make_address(router);
-  r.tag = TraceTag{ttl, id};
+  r.tag = TraceTag{ttl, id, std::nullopt};
   return r;
 }
 
@@ -205,9 +222,13 @@ TEST(PathTrace, HopsInOrderThenSilenceEnds) {
             PathTrace::Step::kWait);
   // A timeout, then the answer to the retry.
   EXPECT_EQ(t.OnTimeout(now), PathTrace::Step::kSend);
-  IcmpReport untagged = Exceeded("10.9.0.2", 0, 0);
-  untagged.tag.reset();  // a router that quoted 8 bytes
-  EXPECT_EQ(t.OnReport(untagged, now), PathTrace::Step::kSend);
+  // Issue 40: an error that quotes no tag (a forger, or a router that
+  // quoted 8 bytes) proves nothing and changes nothing.
+  IcmpReport untagged = Exceeded("10.66.6.6", 0, 0);
+  untagged.tag.reset();
+  EXPECT_EQ(t.OnReport(untagged, now), PathTrace::Step::kWait);
+  EXPECT_EQ(t.OnReport(Exceeded("10.9.0.2", 2, 9), now),
+            PathTrace::Step::kSend);
   EXPECT_EQ(t.OnReport(Exceeded("10.0.2.254", 3, 9), now),
             PathTrace::Step::kSend);
   EXPECT_EQ(t.OnTimeout(now), PathTrace::Step::kSend);
@@ -228,6 +249,9 @@ TEST(PathTrace, EndsAndFails) {
     IcmpReport port;
     port.kind = IcmpReport::Kind::kPortUnreachable;
     port.offender = make_address("10.0.2.1");
+    // Untagged: ignored; tagged: the end.
+    EXPECT_EQ(t.OnReport(port, now), PathTrace::Step::kWait);
+    port.tag = TraceTag{1, 1, std::nullopt};
     EXPECT_EQ(t.OnReport(port, now), PathTrace::Step::kDone);
     EXPECT_TRUE(t.result().ok);
     EXPECT_TRUE(t.result().hops.empty());
@@ -240,6 +264,7 @@ TEST(PathTrace, EndsAndFails) {
     host.type = 3;
     host.code = 1;
     host.offender = make_address("10.0.1.254");
+    host.tag = TraceTag{1, 1, std::nullopt};
     EXPECT_EQ(t.OnReport(host, now), PathTrace::Step::kDone);
     EXPECT_FALSE(t.result().ok);
     EXPECT_NE(t.result().error.find("10.0.1.254"), std::string::npos);
@@ -259,6 +284,7 @@ TEST(PathTrace, EndsAndFails) {
     t.Start(now);
     IcmpReport anonymous;
     anonymous.kind = IcmpReport::Kind::kTimeExceeded;
+    anonymous.tag = TraceTag{1, 1, std::nullopt};
     EXPECT_EQ(t.OnReport(anonymous, now), PathTrace::Step::kDone);
     EXPECT_FALSE(t.result().ok);
     EXPECT_EQ(t.OnSendFailed("x"), PathTrace::Step::kDone);
@@ -284,12 +310,13 @@ TEST(PathTracer, DrivesSendsAndReportsOnce) {
           // The router answers at once (re-entrantly, as a drained error
           // queue could).
           IcmpReport r = Exceeded("10.0.1.254", 1, tag->trace_id);
+          r.tag = tag;  // quoted whole, MAC and all
           r.destination = peer;
           boost::asio::post(io, [&tracer, r] { tracer->OnReport(r); });
         }
         return true;
       },
-      TraceOptions{4, 2, std::chrono::milliseconds(1)});
+      TraceOptions{4, 2, std::chrono::milliseconds(1)}, TestHmac());
   int done = 0;
   PathResult result;
   ASSERT_TRUE(tracer->Trace(peer, [&](const PathResult& r) {
@@ -303,6 +330,59 @@ TEST(PathTracer, DrivesSendsAndReportsOnce) {
   ASSERT_EQ(result.hops.size(), 1u);
   EXPECT_EQ(ttls, (std::vector<int>{1, 2, 2}));
   EXPECT_EQ(tracer->running(), 0u);
+}
+
+// Issue 40: forged ICMP errors about a traced flow (no tag, a guessed id,
+// another key's MAC, a replayed old trace's tag) never become hops; trace
+// ids are random, not counted up.
+TEST(PathTracer, ForgedErrorsDoNotWriteAPath) {
+  boost::asio::io_context io;
+  const Endpoint peer(make_address("10.0.2.1"), 10916);
+  std::vector<std::uint64_t> ids;
+  std::shared_ptr<PathTracer> tracer;
+  const Hmac other(Key(32, 9));
+  tracer = std::make_shared<PathTracer>(
+      io,
+      [&](const Endpoint&, std::span<const std::uint8_t> payload, int ttl,
+          std::string*) {
+        auto tag = ParseTracePayload(payload);
+        EXPECT_TRUE(tag && tag->mac && TraceTagAuthentic(*tag, TestHmac()));
+        ids.push_back(tag->trace_id);
+        if (ttl != 1) return true;
+        auto forge = [&](std::optional<TraceTag> t) {
+          IcmpReport r = Exceeded("10.66.6.6", 1, 0);
+          r.tag = t;
+          r.destination = peer;
+          boost::asio::post(io, [&tracer, r] { tracer->OnReport(r); });
+        };
+        forge(std::nullopt);                                  // no tag
+        forge(TraceTag{1, tag->trace_id + 1, std::nullopt});  // guessed id
+        auto wrong = ParseTracePayload(TracePayload(1, tag->trace_id, other));
+        forge(wrong);  // the right id, another key's MAC
+        return true;
+      },
+      TraceOptions{3, 2, std::chrono::milliseconds(5)}, TestHmac());
+  PathResult result;
+  int done = 0;
+  ASSERT_TRUE(tracer->Trace(peer, [&](const PathResult& r) {
+    ++done;
+    result = r;
+  }));
+  io.run();
+  ASSERT_EQ(done, 1);
+  EXPECT_TRUE(result.ok);
+  EXPECT_TRUE(result.hops.empty()) << result.hops[0].to_string();
+  // Two sends at TTL 1 (silence), three forgeries each, two counted (the
+  // guessed id is simply not this trace's).
+  EXPECT_EQ(tracer->unverified(), 4u);
+  // A second trace: a fresh random id, not the first one plus one.
+  io.restart();
+  ASSERT_TRUE(tracer->Trace(peer, [](const PathResult&) {}));
+  io.run();
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_NE(ids.back(), ids.front());
+  EXPECT_NE(ids.back(), ids.front() + 1);
+  EXPECT_NE(ids.front(), 1u);
 }
 
 }  // namespace

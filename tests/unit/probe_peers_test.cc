@@ -69,7 +69,9 @@ TEST(ProbePeersTest, FileSd) {
   ASSERT_TRUE(peers) << e;
   ASSERT_EQ(peers->size(), 3u);
   EXPECT_EQ((*peers)[2].host, "::1");
-  EXPECT_EQ((*peers)[2].port, 3);
+  // A target's port is its scrape port: the probe port replaces it.
+  EXPECT_EQ((*peers)[2].port, kDefaultProbePort);
+  EXPECT_EQ((*peers)[2].name, "[::1]");
   EXPECT_FALSE(ParseFileSd(R"({"targets": []})", &e));
   EXPECT_FALSE(ParseFileSd(R"([{"labels": {}}])", &e));
   EXPECT_NE(e.find("targets"), std::string::npos) << e;
@@ -81,13 +83,37 @@ TEST(ProbePeersTest, FileKindIsDetected) {
   std::string e;
   auto sd = ParsePeersFile(" [ {\"targets\": [\"h:5\"]} ]", &e);
   ASSERT_TRUE(sd) << e;
-  EXPECT_EQ(sd->at(0).port, 5);
+  EXPECT_EQ(sd->at(0).port, kDefaultProbePort);
   auto lines = ParsePeersFile("[::1]:5\nh:6\n", &e);
   ASSERT_TRUE(lines) << e;
   EXPECT_EQ(lines->size(), 2u);
   auto empty = ParsePeersFile("[]", &e);
   ASSERT_TRUE(empty) << e;
   EXPECT_TRUE(empty->empty());
+}
+
+// Issue 39: the file_sd targets Prometheus scrapes (the metrics port,
+// 10915) read as a peers file probe the probe port, named by host as the
+// same hosts in a plain list without ports are; plain entries keep theirs.
+TEST(ProbePeersTest, FileSdTargetsGetTheProbePort) {
+  std::string e;
+  auto sd = ParsePeersFile(R"([
+    {"targets": ["gpu001:10915", "gpu002:10915"], "labels": {"cluster": "a"}},
+    {"targets": ["gpu001:9100", "[fd00::7]:10915", "sm1"]}
+  ])",
+                           &e, 20000);
+  ASSERT_TRUE(sd) << e;
+  ASSERT_EQ(sd->size(), 4u);  // gpu001 once
+  for (const auto& p : *sd) EXPECT_EQ(p.port, 20000) << p.name;
+  EXPECT_EQ(sd->at(0).name, "gpu001");
+  EXPECT_EQ(sd->at(2).name, "[fd00::7]");
+  EXPECT_EQ(sd->at(2).host, "fd00::7");
+  EXPECT_EQ(sd->at(3).name, "sm1");
+  auto lines = ParsePeersFile("gpu001\ngpu002:10999\n", &e, 20000);
+  ASSERT_TRUE(lines) << e;
+  EXPECT_EQ(lines->at(0).name, "gpu001");
+  EXPECT_EQ(lines->at(0).port, 20000);
+  EXPECT_EQ(lines->at(1).port, 10999);
 }
 
 }  // namespace
