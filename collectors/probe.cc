@@ -854,13 +854,15 @@ std::string ListenAddress(const YAML::Node& value, const std::string& key_path,
 
 // A `peers` list, every entry checked.
 std::vector<std::string> PeerList(const YAML::Node& value,
-                                  const std::string& key_path,
-                                  const YAML::Mark& mark) {
+                                  const std::string& key_path) {
   using namespace config_keys;
   std::vector<std::string> peers = Names(value, key_path);
   std::string error;
-  for (const auto& p : peers) {
-    if (!probe::ParsePeer(p, &error)) Fail(key_path, mark, error);
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    // The entry's own line (a block list puts each on its own).
+    if (!probe::ParsePeer(peers[i], &error)) {
+      Fail(key_path, value[i].Mark(), error);
+    }
   }
   return peers;
 }
@@ -895,23 +897,26 @@ bool RailName(const std::string& name) {
 // once.
 void CheckRailDevice(const ProbeRail& rail, bool listen, bool port,
                      bool listen_port, const std::string& at,
-                     const YAML::Mark& mark) {
+                     const YAML::Node& item) {
   using namespace config_keys;
   if (rail.device.empty()) {
     if (!listen) {
-      Fail(at + ".listen_address", mark, "is required (or device and port)");
+      Fail(at + ".listen_address", item.Mark(),
+           "is required (or device and port)");
     }
-    if (port) Fail(at + ".port", mark, "needs device");
-    if (listen_port) Fail(at + ".listen_port", mark, "needs device");
+    if (port) Fail(at + ".port", KeyMark(item, "port"), "needs device");
+    if (listen_port) {
+      Fail(at + ".listen_port", KeyMark(item, "listen_port"), "needs device");
+    }
     return;
   }
   if (listen && listen_port) {
-    Fail(at + ".listen_port", mark,
+    Fail(at + ".listen_port", KeyMark(item, "listen_port"),
          "is listen_address's port too: give one of them");
   }
   const auto endpoint = probe::ParseListenAddress(rail.listen_address, nullptr);
   if (listen && endpoint && endpoint->address().is_unspecified()) {
-    Fail(at + ".listen_address", mark,
+    Fail(at + ".listen_address", KeyMark(item, "listen_address"),
          "with device, must be the port's address (or use listen_port)");
   }
 }
@@ -947,7 +952,7 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                    listen = true;
                    rail.listen_address = ListenAddress(value, key_path, mark);
                  } else if (key == "peers") {
-                   rail.peers = PeerList(value, key_path, mark);
+                   rail.peers = PeerList(value, key_path);
                  } else if (key == "peers_file") {
                    rail.peers_file = Scalar(value, key_path);
                  } else if (key == "device") {
@@ -971,16 +976,18 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                  }
                });
     if (rail.name.empty()) Fail(at + ".name", item.Mark(), "is required");
-    CheckRailDevice(rail, listen, port, listen_port, at, item.Mark());
+    CheckRailDevice(rail, listen, port, listen_port, at, item);
     if (!names.insert(rail.name).second) {
-      Fail(at + ".name", item.Mark(), "repeats rail " + Quote(rail.name));
+      Fail(at + ".name", KeyMark(item, "name"),
+           "repeats rail " + Quote(rail.name));
     }
     if (!rail.device.empty()) {
       if (!port) rail.port = 1;  // most HCAs have one
       if (!listen) rail.listen_address.clear();
       const std::string id = rail.device + " port " + std::to_string(rail.port);
       if (!ports.insert(id).second) {
-        Fail(at + ".device", item.Mark(), "is another rail's too (" + id + ")");
+        Fail(at + ".device", KeyMark(item, "device"),
+             "is another rail's too (" + id + ")");
       }
     }
     if (listen) {
@@ -989,7 +996,7 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
       std::ostringstream key;
       key << *endpoint;
       if (!addresses.insert(key.str()).second) {
-        Fail(at + ".listen_address", item.Mark(),
+        Fail(at + ".listen_address", KeyMark(item, "listen_address"),
              "is another rail's too (" + rail.listen_address + ")");
       }
     }
@@ -1014,7 +1021,7 @@ CollectorSpec ProbeCollectorSpec() {
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     ProbeSettings s;
-    YAML::Mark peers_mark, rails_mark;
+    YAML::Mark peers_mark;
     // The top-level keys a rail replaces, as written.
     std::vector<std::string> per_rail_keys;
     ForEachKey(node, path,
@@ -1039,7 +1046,7 @@ CollectorSpec ProbeCollectorSpec() {
                    }
                  } else if (key == "peers") {
                    peers_mark = mark;
-                   s.peers = PeerList(value, key_path, mark);
+                   s.peers = PeerList(value, key_path);
                  } else if (key == "peers_file") {
                    s.peers_file = Scalar(value, key_path);
                  } else if (key == "key_file") {
@@ -1048,7 +1055,6 @@ CollectorSpec ProbeCollectorSpec() {
                    s.rate_limit = Number(value, key_path, 0, 1e9,
                                          "answers per second (e.g. 2000)");
                  } else if (key == "rails") {
-                   rails_mark = mark;
                    s.rails = ParseRails(value, key_path);
                  } else if (key == "trace_interval") {
                    s.trace_interval = TraceInterval(value, key_path);
@@ -1061,7 +1067,8 @@ CollectorSpec ProbeCollectorSpec() {
                  }
                });
     if (!s.rails.empty() && !per_rail_keys.empty()) {
-      Fail(Join(path, per_rail_keys.front()), rails_mark,
+      Fail(Join(path, per_rail_keys.front()),
+           KeyMark(node, per_rail_keys.front()),
            "is per rail when `rails` is set (rails[].listen_address or "
            ".device, .peers, .peers_file)");
     }
@@ -1071,28 +1078,32 @@ CollectorSpec ProbeCollectorSpec() {
         Fail(s.rails.empty()
                  ? Join(path, "peers")
                  : Join(path, "rails[" + std::to_string(i) + "].peers"),
-             s.rails.empty() ? peers_mark : rails_mark,
+             s.rails.empty() ? peers_mark : KeyMark(node["rails"][i], "peers"),
              "lists " + std::to_string(peers.size()) +
                  " peers, more than max_peers (" + std::to_string(s.max_peers) +
                  ")");
       }
     }
     if (generic.enabled) {
-      YAML::Mark mark = node ? node.Mark() : YAML::Mark();
+      // The key's own line; the `enabled` line when it is not written.
+      const YAML::Mark mark =
+          KeyMark(node, s.key_file.empty() ? "enabled" : "key_file");
+      const std::string key_path = Join(path, "key_file");
       if (s.key_file.empty()) {
-        Fail(Join(path, "key_file"), mark,
-             "is required when probes are enabled");
+        Fail(key_path, mark, "is required when probes are enabled");
       }
       // --check-config and a reload catch a missing or group-readable key
       // before the daemon runs on it.
       std::string error;
-      if (auto key = LoadKeyFile(s.key_file, &error)) {
+      if (auto key =
+              LoadKeyFile(SecretPath(s.key_file, key_path, mark), &error)) {
         s.key = std::move(*key);
       } else {
-        Fail(Join(path, "key_file"), mark, error);
+        Fail(key_path, mark, error);
       }
       if (generic.interval.count() <= 0) {
-        Fail(Join(path, "interval"), mark, "must be positive");
+        Fail(Join(path, "interval"), KeyMark(node, "interval"),
+             "must be positive");
       }
     }
     return std::make_shared<SettingsOf<ProbeSettings>>(s);

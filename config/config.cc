@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <regex>
@@ -53,7 +54,8 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
     } else if (name == "exclude") {
       out.exclude = Patterns(kv.second, path);
     } else {
-      Fail(path, kv.first.Mark(), "unknown key (expected include, exclude)");
+      Fail(path, kv.first.Mark(),
+           "unknown key (expected " + Listed(kDeviceKeys) + ")");
     }
   }
   return out;
@@ -86,7 +88,22 @@ std::vector<std::string> SeriesPatterns(const YAML::Node& node,
   return out;
 }
 
-constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
+// The keys the parser accepts at the top level, under `devices` and under
+// every `collectors.<name>` (besides the collector's own): the unknown-key
+// errors list them and AcceptedKeyPaths() derives from them.
+constexpr std::array<const char*, 7> kTopLevelKeys = {
+    "listen_address", "sysfs_root", "ethtool_dir", "mad_broker",
+    "log_level",      "devices",    "collectors"};
+constexpr std::array<const char*, 2> kDeviceKeys = {"include", "exclude"};
+constexpr std::array<const char*, 4> kGenericKeys = {"enabled", "interval",
+                                                     "timeout", "devices"};
+
+template <std::size_t N>
+std::string Listed(const std::array<const char*, N>& keys) {
+  std::string out;
+  for (const char* k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
 
 // One collector's generic keys from its mapping (null = not in the file),
 // starting from the spec's defaults. Keys that are neither generic nor the
@@ -118,7 +135,7 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
                  exclude = SeriesPatterns(value, key_path, spec, warnings);
                } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
                           spec.keys.end()) {
-                 std::string expected = kGenericKeys;
+                 std::string expected = Listed(kGenericKeys);
                  if (filters) expected += ", include, exclude";
                  for (const auto& k : spec.keys) expected += ", " + k;
                  Fail(key_path, key_mark,
@@ -202,8 +219,7 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
       }
     } else {
       Fail(name, kv.first.Mark(),
-           "unknown key (expected listen_address, sysfs_root, ethtool_dir, "
-           "mad_broker, log_level, devices, collectors)");
+           "unknown key (expected " + Listed(kTopLevelKeys) + ")");
     }
   }
   for (const auto& spec : specs) {
@@ -274,6 +290,38 @@ std::optional<Config> LoadConfigFile(const std::string& path,
   auto config = ParseConfig(file.text, specs, error);
   if (!config) *error += " [" + path + "]";
   return config;
+}
+
+std::vector<std::string> AcceptedKeyPaths(
+    const std::vector<CollectorKeys>& specs) {
+  std::vector<std::string> out;
+  for (const char* key : kTopLevelKeys) {
+    const std::string top = key;
+    if (top == "devices") {
+      for (const char* d : kDeviceKeys) out.push_back(top + "." + d);
+    } else if (top == "collectors") {
+      for (const auto& spec : specs) {
+        const std::string path = top + "." + spec.name + ".";
+        for (const char* g : kGenericKeys) {
+          if (std::string(g) == "devices") {
+            for (const char* d : kDeviceKeys) {
+              out.push_back(path + "devices." + d);
+            }
+          } else {
+            out.push_back(path + g);
+          }
+        }
+        if (!spec.series.empty()) {
+          out.push_back(path + "include");
+          out.push_back(path + "exclude");
+        }
+        for (const auto& own : spec.keys) out.push_back(path + own);
+      }
+    } else {
+      out.push_back(top);
+    }
+  }
+  return out;
 }
 
 bool ValidListenAddress(std::string_view address) {

@@ -47,6 +47,18 @@ long long Integer(const YAML::Node& node, const std::string& key, long long lo,
 std::vector<std::string> Names(const YAML::Node& node, const std::string& key);
 void RequireMap(const YAML::Node& node, const std::string& key);
 
+// The mark of key `key` in the mapping `node`: what a check made after the
+// walk (a key required by another, a cross-check of two keys) must name, not
+// the mapping's own mark, which is the line of its first key. The mapping's
+// mark when `key` is not written there (a required key: the nearest line).
+YAML::Mark KeyMark(const YAML::Node& node, const std::string& key);
+
+// A key or certificate file option as written (a path, or
+// `credential:NAME`, config/credential.h), resolved against this process's
+// $CREDENTIALS_DIRECTORY; fails naming `key` at `mark` (the option's key).
+std::string SecretPath(const std::string& written, const std::string& key,
+                       const YAML::Mark& mark);
+
 // Calls `read(key, value_node, key_path, key_mark)` for every key of the
 // mapping `node` (nothing when null). Settings parsers walk their keys with
 // it and ignore the generic ones (config.cc has checked every key).
