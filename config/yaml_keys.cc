@@ -12,7 +12,7 @@ void Fail(const std::string& key, const YAML::Mark& mark,
   std::string msg = "config error: " + key;
   if (!mark.is_null()) msg += " (line " + std::to_string(mark.line + 1) + ")";
   msg += ": " + what;
-  throw ConfigError{msg};
+  throw ConfigError{msg, key, mark, what};
 }
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }

@@ -18,7 +18,11 @@
 namespace fabric::config_keys {
 
 struct ConfigError {
-  std::string message;
+  std::string message;  // what the user reads: "config error: KEY (line N): ..."
+  // Its parts, as given to Fail.
+  std::string key;
+  YAML::Mark mark;
+  std::string what;
 };
 
 [[noreturn]] void Fail(const std::string& key, const YAML::Mark& mark,
@@ -62,13 +66,27 @@ std::string SecretPath(const std::string& written, const std::string& key,
 // Calls `read(key, value_node, key_path, key_mark)` for every key of the
 // mapping `node` (nothing when null). Settings parsers walk their keys with
 // it and ignore the generic ones (config.cc has checked every key).
+//
+// A key written with no value (`interval:`) is a null node whose mark is
+// yaml-cpp's next token, the line after; an error a reader reports at that
+// mark is reported at the key's line instead.
 template <typename F>
 void ForEachKey(const YAML::Node& node, const std::string& path, F read) {
   if (!node || node.IsNull()) return;
   RequireMap(node, path);
   for (const auto& kv : node) {
     std::string key = kv.first.as<std::string>();
-    read(key, kv.second, Join(path, key), kv.first.Mark());
+    const std::string key_path = Join(path, key);
+    if (!kv.second.IsNull()) {
+      read(key, kv.second, key_path, kv.first.Mark());
+      continue;
+    }
+    try {
+      read(key, kv.second, key_path, kv.first.Mark());
+    } catch (const ConfigError& e) {
+      if (e.key != key_path || e.mark.pos != kv.second.Mark().pos) throw;
+      Fail(e.key, kv.first.Mark(), e.what);
+    }
   }
 }
 
