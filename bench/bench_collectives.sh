@@ -14,7 +14,7 @@
 #   CASES="4:250mbit" bench/bench_collectives.sh
 source "$(dirname "$0")/lib.sh"
 bench_cd_root
-BENCH="${BENCH_FABRICMON_BENCH:-build/benchtool/fabricmon-bench}"
+BENCH="${BENCH_FABRICMON_BENCH:-build/fabricmon-bench}"
 bench_require_exec "$BENCH" "cmake --build build --target fabricmon-bench"
 [[ $(id -u) -eq 0 ]] || bench_die "needs root (network namespaces)"
 CASES="${CASES:-4:1gbit 8:1gbit}"

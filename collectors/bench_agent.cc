@@ -161,18 +161,21 @@ CollectorSpec BenchAgentCollectorSpec() {
                  }
                });
     if (generic.enabled) {
-      const YAML::Mark mark = node ? node.Mark() : YAML::Mark();
+      // The key's own line; the `enabled` line when it is not written.
+      const YAML::Mark mark =
+          KeyMark(node, settings.key_file.empty() ? "enabled" : "key_file");
+      const std::string key_path = Join(path, "key_file");
       if (settings.key_file.empty()) {
-        Fail(Join(path, "key_file"), mark,
-             "is required when bench_agent is enabled");
+        Fail(key_path, mark, "is required when bench_agent is enabled");
       }
       // As for probes: --check-config and a reload catch a missing, short or
       // group-readable key before the agent runs on it.
       std::string error;
-      if (auto key = LoadKeyFile(settings.key_file, &error)) {
+      if (auto key = LoadKeyFile(SecretPath(settings.key_file, key_path, mark),
+                                 &error)) {
         settings.key = std::move(*key);
       } else {
-        Fail(Join(path, "key_file"), mark, error);
+        Fail(key_path, mark, error);
       }
     }
     return std::make_shared<SettingsOf<BenchAgentSettings>>(settings);

@@ -315,7 +315,9 @@ CollectorSpec CongestionCollectorSpec() {
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     CongestionSettings settings;
-    YAML::Mark window_mark = node.Mark();
+    // The window's line, or the interval's when the default window is the
+    // one too short.
+    YAML::Mark window_mark = KeyMark(node, "interval");
     ForEachKey(node, path,
                [&](const std::string& key, const YAML::Node& value,
                    const std::string& key_path, const YAML::Mark&) {

@@ -939,21 +939,28 @@ struct PeerTexts {
   std::vector<std::string> texts;
   std::string key_path;
   YAML::Mark mark;
+  YAML::Node node;  // each entry's own line (a block list puts each on its own)
 };
 
 PeerTexts PeerList(const YAML::Node& value, const std::string& key_path,
                    const YAML::Mark& mark) {
-  return {config_keys::Names(value, key_path), key_path, mark};
+  return {config_keys::Names(value, key_path), key_path, mark, value};
 }
 
 // Every entry of `list` parsed, an entry without a port at `port`.
 std::vector<probe::Peer> ParsePeers(const PeerTexts& list, int port) {
   std::vector<probe::Peer> peers;
-  for (const auto& text : list.texts) {
+  for (std::size_t i = 0; i < list.texts.size(); ++i) {
     std::string error;
-    auto peer =
-        probe::ParsePeer(text, &error, static_cast<std::uint16_t>(port));
-    if (!peer) config_keys::Fail(list.key_path, list.mark, error);
+    auto peer = probe::ParsePeer(list.texts[i], &error,
+                                 static_cast<std::uint16_t>(port));
+    if (!peer) {
+      config_keys::Fail(list.key_path,
+                        list.node.IsSequence() && i < list.node.size()
+                            ? list.node[i].Mark()
+                            : list.mark,
+                        error);
+    }
     peers.push_back(std::move(*peer));
   }
   return peers;
@@ -989,22 +996,25 @@ bool RailName(const std::string& name) {
 // once.
 void CheckRailDevice(const ProbeRail& rail, bool listen, bool port,
                      bool listen_port, const std::string& at,
-                     const YAML::Mark& mark) {
+                     const YAML::Node& item) {
   using namespace config_keys;
   if (rail.device.empty()) {
     if (!listen) {
-      Fail(at + ".listen_address", mark, "is required (or device and port)");
+      Fail(at + ".listen_address", item.Mark(),
+           "is required (or device and port)");
     }
-    if (port) Fail(at + ".port", mark, "needs device");
-    if (listen_port) Fail(at + ".listen_port", mark, "needs device");
+    if (port) Fail(at + ".port", KeyMark(item, "port"), "needs device");
+    if (listen_port) {
+      Fail(at + ".listen_port", KeyMark(item, "listen_port"), "needs device");
+    }
     return;
   }
   if (listen && listen_port) {
-    Fail(at + ".listen_port", mark,
+    Fail(at + ".listen_port", KeyMark(item, "listen_port"),
          "is listen_address's port too: give one of them");
   }
   if (listen && rail.listen_address->address().is_unspecified()) {
-    Fail(at + ".listen_address", mark,
+    Fail(at + ".listen_address", KeyMark(item, "listen_address"),
          "with device, must be the port's address (or use listen_port)");
   }
 }
@@ -1065,22 +1075,24 @@ std::vector<ProbeRail> ParseRails(const YAML::Node& node,
                  }
                });
     if (rail.name.empty()) Fail(at + ".name", item.Mark(), "is required");
-    CheckRailDevice(rail, listen, port, listen_port, at, item.Mark());
+    CheckRailDevice(rail, listen, port, listen_port, at, item);
     if (!names.insert(rail.name).second) {
-      Fail(at + ".name", item.Mark(), "repeats rail " + Quote(rail.name));
+      Fail(at + ".name", KeyMark(item, "name"),
+           "repeats rail " + Quote(rail.name));
     }
     if (!rail.device.empty()) {
       if (!port) rail.port = 1;  // most HCAs have one
       if (!listen) rail.listen_address.reset();
       const std::string id = rail.device + " port " + std::to_string(rail.port);
       if (!ports.insert(id).second) {
-        Fail(at + ".device", item.Mark(), "is another rail's too (" + id + ")");
+        Fail(at + ".device", KeyMark(item, "device"),
+             "is another rail's too (" + id + ")");
       }
     }
     if (listen) {
       const std::string text = EndpointText(*rail.listen_address);
       if (!addresses.insert(text).second) {
-        Fail(at + ".listen_address", item.Mark(),
+        Fail(at + ".listen_address", KeyMark(item, "listen_address"),
              "is another rail's too (" + text + ")");
       }
     }
@@ -1107,7 +1119,6 @@ CollectorSpec ProbeCollectorSpec() {
                   const CollectorConfig& generic) {
     ProbeSettings s;
     PeerTexts peer_texts;
-    YAML::Mark rails_mark;
     // The top-level keys a rail replaces, as written.
     std::vector<std::string> per_rail_keys;
     ForEachKey(node, path,
@@ -1140,7 +1151,6 @@ CollectorSpec ProbeCollectorSpec() {
                    s.rate_limit = Number(value, key_path, 0, 1e9,
                                          "answers per second (e.g. 2000)");
                  } else if (key == "rails") {
-                   rails_mark = mark;
                    s.rails = ParseRails(value, key_path);
                  } else if (key == "trace_interval") {
                    s.trace_interval = TraceInterval(value, key_path);
@@ -1154,7 +1164,8 @@ CollectorSpec ProbeCollectorSpec() {
                });
     s.peers = ParsePeers(peer_texts, s.listen_address.port());
     if (!s.rails.empty() && !per_rail_keys.empty()) {
-      Fail(Join(path, per_rail_keys.front()), rails_mark,
+      Fail(Join(path, per_rail_keys.front()),
+           KeyMark(node, per_rail_keys.front()),
            "is per rail when `rails` is set (rails[].listen_address or "
            ".device, .peers, .peers_file)");
     }
@@ -1164,28 +1175,32 @@ CollectorSpec ProbeCollectorSpec() {
         Fail(s.rails.empty()
                  ? Join(path, "peers")
                  : Join(path, "rails[" + std::to_string(i) + "].peers"),
-             s.rails.empty() ? peer_texts.mark : rails_mark,
+             s.rails.empty() ? peer_texts.mark : KeyMark(node["rails"][i], "peers"),
              "lists " + std::to_string(peers.size()) +
                  " peers, more than max_peers (" + std::to_string(s.max_peers) +
                  ")");
       }
     }
     if (generic.enabled) {
-      YAML::Mark mark = node ? node.Mark() : YAML::Mark();
+      // The key's own line; the `enabled` line when it is not written.
+      const YAML::Mark mark =
+          KeyMark(node, s.key_file.empty() ? "enabled" : "key_file");
+      const std::string key_path = Join(path, "key_file");
       if (s.key_file.empty()) {
-        Fail(Join(path, "key_file"), mark,
-             "is required when probes are enabled");
+        Fail(key_path, mark, "is required when probes are enabled");
       }
       // --check-config and a reload catch a missing or group-readable key
       // before the daemon runs on it.
       std::string error;
-      if (auto key = LoadKeyFile(s.key_file, &error)) {
+      if (auto key =
+              LoadKeyFile(SecretPath(s.key_file, key_path, mark), &error)) {
         s.key = std::move(*key);
       } else {
-        Fail(Join(path, "key_file"), mark, error);
+        Fail(key_path, mark, error);
       }
       if (generic.interval.count() <= 0) {
-        Fail(Join(path, "interval"), mark, "must be positive");
+        Fail(Join(path, "interval"), KeyMark(node, "interval"),
+             "must be positive");
       }
     }
     return std::make_shared<SettingsOf<ProbeSettings>>(s);

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <regex>
@@ -15,6 +16,23 @@ namespace fabric {
 namespace {
 
 using namespace config_keys;
+
+// The keys the parser accepts at the top level, under `devices` and under
+// every `collectors.<name>` (besides the collector's own): the unknown-key
+// errors list them and AcceptedKeyPaths() derives from them.
+constexpr std::array<const char*, 7> kTopLevelKeys = {
+    "listen_address", "sysfs_root", "ethtool_dir", "mad_broker",
+    "log_level",      "devices",    "collectors"};
+constexpr std::array<const char*, 2> kDeviceKeys = {"include", "exclude"};
+constexpr std::array<const char*, 4> kGenericKeys = {"enabled", "interval",
+                                                     "timeout", "devices"};
+
+template <std::size_t N>
+std::string Listed(const std::array<const char*, N>& keys) {
+  std::string out;
+  for (const char* k : keys) out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
 
 std::vector<std::string> Patterns(const YAML::Node& node,
                                   const std::string& key) {
@@ -45,17 +63,17 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   DeviceFilterOverride out;
   if (node.IsNull()) return out;
   RequireMap(node, key);
-  for (const auto& kv : node) {
-    std::string name = kv.first.as<std::string>();
-    std::string path = Join(key, name);
+  ForEachKey(node, key, [&](const std::string& name, const YAML::Node& value,
+                            const std::string& path, const YAML::Mark& mark) {
     if (name == "include") {
-      out.include = Patterns(kv.second, path);
+      out.include = Patterns(value, path);
     } else if (name == "exclude") {
-      out.exclude = Patterns(kv.second, path);
+      out.exclude = Patterns(value, path);
     } else {
-      Fail(path, kv.first.Mark(), "unknown key (expected include, exclude)");
+      Fail(path, mark,
+           "unknown key (expected " + Listed(kDeviceKeys) + ")");
     }
-  }
+  });
   return out;
 }
 
@@ -86,7 +104,6 @@ std::vector<std::string> SeriesPatterns(const YAML::Node& node,
   return out;
 }
 
-constexpr const char* kGenericKeys = "enabled, interval, timeout, devices";
 
 // One collector's generic keys from its mapping (null = not in the file),
 // starting from the spec's defaults. Keys that are neither generic nor the
@@ -118,7 +135,7 @@ CollectorConfig Generic(const YAML::Node& node, const std::string& path,
                  exclude = SeriesPatterns(value, key_path, spec, warnings);
                } else if (std::find(spec.keys.begin(), spec.keys.end(), key) ==
                           spec.keys.end()) {
-                 std::string expected = kGenericKeys;
+                 std::string expected = Listed(kGenericKeys);
                  if (filters) expected += ", include, exclude";
                  for (const auto& k : spec.keys) expected += ", " + k;
                  Fail(key_path, key_mark,
@@ -141,9 +158,8 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
   // device lists are known whatever the order in the file.
   std::map<std::string, YAML::Node> written;
   if (!root.IsNull()) RequireMap(root, "(top level)");
-  for (const auto& kv : root) {
-    std::string name = kv.first.as<std::string>();
-    const YAML::Node& value = kv.second;
+  ForEachKey(root, "", [&](const std::string& name, const YAML::Node& value,
+                           const std::string&, const YAML::Mark& mark) {
     if (name == "listen_address") {
       std::string addr = Scalar(value, name);
       if (!ValidListenAddress(addr)) {
@@ -187,25 +203,23 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
           DeviceFilter(d.include.value_or(std::vector<std::string>{}),
                        d.exclude.value_or(std::vector<std::string>{}));
     } else if (name == "collectors") {
-      if (value.IsNull()) continue;
-      RequireMap(value, name);
-      for (const auto& c : value) {
-        std::string cname = c.first.as<std::string>();
-        auto known =
-            std::find_if(specs.begin(), specs.end(),
-                         [&](const auto& s) { return s.name == cname; });
-        if (known == specs.end()) {
-          Fail(Join(name, cname), c.first.Mark(),
-               "unknown collector (known: " + KnownList(specs) + ")");
-        }
-        written[cname] = c.second;
-      }
+      ForEachKey(value, name,
+                 [&](const std::string& cname, const YAML::Node& c,
+                     const std::string& path, const YAML::Mark& cmark) {
+                   auto known = std::find_if(
+                       specs.begin(), specs.end(),
+                       [&](const auto& s) { return s.name == cname; });
+                   if (known == specs.end()) {
+                     Fail(path, cmark,
+                          "unknown collector (known: " + KnownList(specs) +
+                              ")");
+                   }
+                   written[cname] = c;
+                 });
     } else {
-      Fail(name, kv.first.Mark(),
-           "unknown key (expected listen_address, sysfs_root, ethtool_dir, "
-           "mad_broker, log_level, devices, collectors)");
+      Fail(name, mark, "unknown key (expected " + Listed(kTopLevelKeys) + ")");
     }
-  }
+  });
   for (const auto& spec : specs) {
     const std::string path = "collectors." + spec.name;
     auto it = written.find(spec.name);
@@ -274,6 +288,38 @@ std::optional<Config> LoadConfigFile(const std::string& path,
   auto config = ParseConfig(file.text, specs, error);
   if (!config) *error += " [" + path + "]";
   return config;
+}
+
+std::vector<std::string> AcceptedKeyPaths(
+    const std::vector<CollectorKeys>& specs) {
+  std::vector<std::string> out;
+  for (const char* key : kTopLevelKeys) {
+    const std::string top = key;
+    if (top == "devices") {
+      for (const char* d : kDeviceKeys) out.push_back(top + "." + d);
+    } else if (top == "collectors") {
+      for (const auto& spec : specs) {
+        const std::string path = top + "." + spec.name + ".";
+        for (const char* g : kGenericKeys) {
+          if (std::string(g) == "devices") {
+            for (const char* d : kDeviceKeys) {
+              out.push_back(path + "devices." + d);
+            }
+          } else {
+            out.push_back(path + g);
+          }
+        }
+        if (!spec.series.empty()) {
+          out.push_back(path + "include");
+          out.push_back(path + "exclude");
+        }
+        for (const auto& own : spec.keys) out.push_back(path + own);
+      }
+    } else {
+      out.push_back(top);
+    }
+  }
+  return out;
 }
 
 bool ValidListenAddress(std::string_view address) {

@@ -83,6 +83,14 @@ std::optional<Config> LoadConfigFile(const std::string& path,
                                      const std::vector<CollectorKeys>& specs,
                                      std::string* error);
 
+// Every key path the parser accepts, dotted ("listen_address",
+// "devices.include", "collectors.probe.key_file", ...): the top-level keys,
+// the generic keys of each collector in `specs` and its own keys
+// (CollectorKeys::keys); a collector's own keys nest no deeper here (the
+// probe's `rails` entries are its parser's). config/fabricmon.yaml shows each.
+std::vector<std::string> AcceptedKeyPaths(
+    const std::vector<CollectorKeys>& specs);
+
 // Checks a listen address of the form HOST:PORT, ":PORT" or "[v6]:PORT".
 bool ValidListenAddress(std::string_view address);
 

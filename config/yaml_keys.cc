@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "config/credential.h"
 #include "config/duration.h"
 
 namespace fabric::config_keys {
@@ -11,7 +12,7 @@ void Fail(const std::string& key, const YAML::Mark& mark,
   std::string msg = "config error: " + key;
   if (!mark.is_null()) msg += " (line " + std::to_string(mark.line + 1) + ")";
   msg += ": " + what;
-  throw ConfigError{msg};
+  throw ConfigError{msg, key, mark, what};
 }
 
 std::string Quote(const std::string& s) { return "\"" + s + "\""; }
@@ -86,6 +87,22 @@ std::vector<std::string> Names(const YAML::Node& node, const std::string& key) {
 
 void RequireMap(const YAML::Node& node, const std::string& key) {
   if (!node.IsMap()) Fail(key, node.Mark(), "expected a mapping of keys");
+}
+
+YAML::Mark KeyMark(const YAML::Node& node, const std::string& key) {
+  if (!node || !node.IsMap()) return node ? node.Mark() : YAML::Mark();
+  for (const auto& kv : node) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.first.Mark();
+  }
+  return node.Mark();
+}
+
+std::string SecretPath(const std::string& written, const std::string& key,
+                       const YAML::Mark& mark) {
+  std::string error;
+  auto path = SecretPathFromEnvironment(written, &error);
+  if (!path) Fail(key, mark, error);
+  return *path;
 }
 
 }  // namespace fabric::config_keys

@@ -4,10 +4,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -17,6 +15,7 @@
 #include "daemon/collection.h"
 #include "daemon/daemon.h"
 #include "daemon/options.h"
+#include "daemon/signal_reload.h"
 #include "daemon/simulate.h"
 #include "exporters/exposition.h"
 #include "http/server.h"
@@ -59,18 +58,6 @@ int RunOnce(const Config& config) {
   return status;
 }
 
-// --signal-reload PID: ExecReload's second step (the first is
-// --check-config, so a bad file fails `systemctl reload` visibly). Loads no
-// config: it only signals.
-int SignalReload(int pid) {
-  if (::kill(pid, SIGHUP) != 0) {
-    std::cerr << "fabricmon: cannot send SIGHUP to " << pid << ": "
-              << std::strerror(errno) << "\n";
-    return 1;
-  }
-  return 0;
-}
-
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   ParsedOptions parsed = ParseOptions(args);
@@ -79,8 +66,11 @@ int Main(int argc, char** argv) {
     return *parsed.exit_code;
   }
   const Options& options = parsed.options;
-  if (options.signal_reload_pid)
-    return SignalReload(*options.signal_reload_pid);
+  // ExecReload's second step (the first is --check-config, so a bad file
+  // fails `systemctl reload` visibly). Loads no config: it only signals.
+  if (options.signal_reload_pid) {
+    return SignalReload(*options.signal_reload_pid, ThisProcessReloadEnv());
+  }
   // A scraper hanging up mid-response must not kill the daemon.
   std::signal(SIGPIPE, SIG_IGN);
   SetUpLogging();

@@ -13,8 +13,10 @@ namespace {
 
 using config_keys::Fail;
 using config_keys::ForEachKey;
+using config_keys::KeyMark;
 using config_keys::Quote;
 using config_keys::Scalar;
+using config_keys::SecretPath;
 
 int Line(const YAML::Mark& mark) { return mark.is_null() ? 0 : mark.line + 1; }
 
@@ -61,43 +63,48 @@ std::string NonEmpty(const YAML::Node& node, const std::string& key) {
 TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
   TlsConfig tls;
   bool auth_given = false;
-  ForEachKey(node, path,
-             [&](const std::string& name, const YAML::Node& value,
-                 const std::string& key, const YAML::Mark& mark) {
-               tls.lines[key] = Line(mark);
-               if (name == "cert_file") {
-                 tls.cert_file = NonEmpty(value, key);
-               } else if (name == "key_file") {
-                 tls.key_file = NonEmpty(value, key);
-               } else if (name == "client_auth_type") {
-                 tls.client_auth = ParseClientAuth(value, key);
-                 auth_given = true;
-               } else if (name == "client_ca_file") {
-                 tls.client_ca_file = NonEmpty(value, key);
-               } else if (name == "min_version") {
-                 tls.min_version = ParseVersion(value, key);
-               } else if (name == "max_version") {
-                 tls.max_version = ParseVersion(value, key);
-               } else if (name == "client_allowed_sans") {
-                 if (!value.IsSequence() || value.size() == 0) {
-                   Fail(key, mark, "must be a non-empty list of names");
-                 }
-                 for (const auto& san : value) {
-                   tls.client_allowed_sans.push_back(NonEmpty(san, key));
-                 }
-               } else if (name == "cipher_suites" ||
-                          name == "curve_preferences" ||
-                          name == "prefer_server_cipher_suites" ||
-                          name == "cert" || name == "key") {
-                 Fail(key, mark,
-                      "is not supported by fabricmon (OpenSSL defaults apply)");
-               } else {
-                 Fail(key, mark, "unknown key");
-               }
-             });
-  const YAML::Mark mark = node.Mark();
-  if (tls.cert_file.empty()) Fail(path + ".cert_file", mark, "is required");
-  if (tls.key_file.empty()) Fail(path + ".key_file", mark, "is required");
+  ForEachKey(
+      node, path,
+      [&](const std::string& name, const YAML::Node& value,
+          const std::string& key, const YAML::Mark& mark) {
+        tls.lines[key] = Line(mark);
+        if (name == "cert_file") {
+          tls.cert_file = SecretPath(NonEmpty(value, key), key, mark);
+        } else if (name == "key_file") {
+          tls.key_file = SecretPath(NonEmpty(value, key), key, mark);
+        } else if (name == "client_auth_type") {
+          tls.client_auth = ParseClientAuth(value, key);
+          auth_given = true;
+        } else if (name == "client_ca_file") {
+          tls.client_ca_file = SecretPath(NonEmpty(value, key), key, mark);
+        } else if (name == "min_version") {
+          tls.min_version = ParseVersion(value, key);
+        } else if (name == "max_version") {
+          tls.max_version = ParseVersion(value, key);
+        } else if (name == "client_allowed_sans") {
+          if (!value.IsSequence() || value.size() == 0) {
+            Fail(key, mark, "must be a non-empty list of names");
+          }
+          for (const auto& san : value) {
+            tls.client_allowed_sans.push_back(NonEmpty(san, key));
+          }
+        } else if (name == "cipher_suites" || name == "curve_preferences" ||
+                   name == "prefer_server_cipher_suites" || name == "cert" ||
+                   name == "key") {
+          Fail(key, mark,
+               "is not supported by fabricmon (OpenSSL defaults apply)");
+        } else {
+          Fail(key, mark, "unknown key");
+        }
+      });
+  // Each check names its key's line (the mapping's when not written).
+  const auto mark = [&](const std::string& key) { return KeyMark(node, key); };
+  if (tls.cert_file.empty()) {
+    Fail(path + ".cert_file", mark("cert_file"), "is required");
+  }
+  if (tls.key_file.empty()) {
+    Fail(path + ".key_file", mark("key_file"), "is required");
+  }
   // exporter-toolkit: a CA file without a type means verify every client.
   if (!auth_given && !tls.client_ca_file.empty()) {
     tls.client_auth = ClientAuth::kRequireAndVerifyClientCert;
@@ -106,19 +113,19 @@ TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
       tls.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
       tls.client_auth == ClientAuth::kRequireAndVerifyClientCert;
   if (verifies && tls.client_ca_file.empty()) {
-    Fail(path + ".client_ca_file", mark,
+    Fail(path + ".client_ca_file", mark("client_auth_type"),
          "is required when client_auth_type verifies client certificates");
   }
   if (!verifies && !tls.client_allowed_sans.empty()) {
-    Fail(path + ".client_allowed_sans", mark,
+    Fail(path + ".client_allowed_sans", mark("client_allowed_sans"),
          "needs a client_auth_type that verifies client certificates");
   }
   if (!verifies && !tls.client_ca_file.empty()) {
-    Fail(path + ".client_ca_file", mark,
+    Fail(path + ".client_ca_file", mark("client_ca_file"),
          "is set but client_auth_type does not verify client certificates");
   }
   if (tls.min_version > tls.max_version) {
-    Fail(path + ".min_version", mark, "is above max_version");
+    Fail(path + ".min_version", mark("min_version"), "is above max_version");
   }
   return tls;
 }

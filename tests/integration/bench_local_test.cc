@@ -31,7 +31,7 @@ namespace fabric::bench {
 namespace {
 
 const std::string kBench =
-    std::string(FABRICMON_BINARY_DIR) + "/benchtool/fabricmon-bench";
+    std::string(FABRICMON_BINARY_DIR) + "/fabricmon-bench";
 
 using testing::TempDir;
 

@@ -367,7 +367,23 @@ TEST_F(DaemonTest, SignalReloadSendsSighupToThePid) {
   EXPECT_EQ(daemon.Wait(), 0);
   Process gone({"--signal-reload", std::to_string(daemon.Pid())});
   EXPECT_EQ(gone.Wait(), 1);
-  EXPECT_THAT(gone.Stderr(), HasSubstr("cannot send SIGHUP"));
+  EXPECT_THAT(gone.Stderr(), HasSubstr("refusing to send SIGHUP"));
+  EXPECT_THAT(gone.Stderr(), HasSubstr("is not running"));
+}
+
+// Issue 39: `--signal-reload 1` sent SIGHUP to init. PID 1 and a process
+// that is not a fabricmon (this test itself: were it signalled, SIGHUP
+// would end it) are refused, exit 1, with the reason.
+TEST_F(DaemonTest, SignalReloadRefusesWhatIsNotAFabricmon) {
+  Process init({"--signal-reload", "1"});
+  EXPECT_EQ(init.Wait(), 1);
+  EXPECT_THAT(init.Stderr(), HasSubstr("refusing to send SIGHUP: PID 1 is "
+                                       "the init process"));
+  const std::string self = std::to_string(::getpid());
+  Process test({"--signal-reload", self});
+  EXPECT_EQ(test.Wait(), 1);
+  EXPECT_THAT(test.Stderr(), HasSubstr("PID " + self + " is \""));
+  EXPECT_THAT(test.Stderr(), HasSubstr("not a fabricmon"));
 }
 
 TEST_F(DaemonTest, ExplicitMissingConfigIsAnError) {

@@ -279,7 +279,9 @@ void SystemdNspawnTest::Reload() {
   EXPECT_EQ(props["MainPID"], pid);
 }
 
-// docs/probes.md: the key as a credential, key_file the credential's path.
+// docs/deploy.md: the key as a credential (a drop-in's LoadCredential=),
+// key_file `credential:probe.key`, resolved against $CREDENTIALS_DIRECTORY
+// by ExecStartPre's --check-config, the daemon and ExecReload alike.
 // The daemon probes itself: answers verified with that key and a probe
 // collector reporting success prove it was read.
 void SystemdNspawnTest::Credentials() {
@@ -297,7 +299,7 @@ void SystemdNspawnTest::Credentials() {
              "    listen_address: \"" +
              probe + "\"\n    peers: [\"" + probe +
              "\"]\n"
-             "    key_file: /run/credentials/fabricmon.service/probe.key\n")));
+             "    key_file: credential:probe.key\n")));
   const ShellResult r =
       In("systemctl daemon-reload && systemctl restart fabricmon.service");
   ASSERT_EQ(r.rc, 0) << r.output << Journal();
@@ -312,6 +314,27 @@ void SystemdNspawnTest::Credentials() {
       << Journal();
   EXPECT_THAT(text,
               HasSubstr("fabric_probe_rejected_total{reason=\"bad_mac\"} 0"));
+  // A reload: ExecReload's --check-config resolves the credential too, and
+  // --signal-reload (in the sandbox, reading /proc) accepts $MAINPID.
+  std::string cursor = Cursor();
+  ShellResult reload = In("systemctl reload fabricmon.service");
+  EXPECT_EQ(reload.rc, 0) << reload.output << Journal(cursor);
+  EXPECT_TRUE(WaitFor([&] {
+    return Journal(cursor).find("reload done") != std::string::npos;
+  })) << Journal(cursor);
+  // A credential the unit does not load: the reload fails, naming the key
+  // and its line, and the daemon keeps running on the old config.
+  cursor = Cursor();
+  ASSERT_NO_FATAL_FAILURE(
+      WriteConfig(Config("collectors:\n  probe:\n    enabled: true\n"
+                         "    listen_address: \"" +
+                         probe + "\"\n    key_file: credential:other.key\n")));
+  reload = In("systemctl reload fabricmon.service");
+  EXPECT_NE(reload.rc, 0) << reload.output;
+  EXPECT_TRUE(WaitFor([&] {
+    return Journal(cursor).find("no credential other.key") != std::string::npos;
+  })) << Journal(cursor);
+  EXPECT_EQ(Show()["ActiveState"], "active");
 }
 
 // A wedged daemon, and one whose /metrics no longer answers, stops feeding

@@ -445,6 +445,7 @@ TEST(ConfigTest, ShippedExampleIsValidAndMatchesDefaults) {
   EXPECT_EQ(example->sysfs_root, defaults.sysfs_root);
   EXPECT_EQ(example->ethtool_dir, defaults.ethtool_dir);
   EXPECT_EQ(example->log_level, defaults.log_level);
+  EXPECT_EQ(example->mad_broker, defaults.mad_broker);
   EXPECT_EQ(example->devices, defaults.devices);
   for (const auto& [name, c] : example->collectors) {
     EXPECT_TRUE(c == defaults.Collector(name)) << name;
