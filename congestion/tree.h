@@ -30,11 +30,14 @@
 // not thread-safe (one thread each).
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <compare>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,7 @@ struct HostPause {
   // Pause durations (seconds) where the NIC counts them; nullopt if not.
   std::optional<double> tx_pause_seconds;
   std::optional<double> rx_pause_seconds;
+  double rate_bytes_per_second = 0;  // for the bandwidth a pause costs
 };
 
 struct SweepInput {
@@ -97,6 +101,9 @@ struct Thresholds {
   // so that a weakly waiting next hop keeps a port from being a root).
   double wait = 0.05;
   double next_hop_wait = 0.02;
+  // ... and at least this share of the port's own wait: a next hop that
+  // waits a sliver of what the port waits does not explain it (noise).
+  double next_hop_ratio = 0.25;
   // Link utilisation from which a root is `oversubscribed`.
   double oversubscribed_utilization = 0.8;
   // Coefficient of variation of xmit bytes over parallel links above which
@@ -143,44 +150,84 @@ struct Classification {
 // switch (only switches with a waiting port cost anything).
 class RouteIndex {
  public:
-  // `links`: every known port's remote end (switch and HCA ports).
-  void Reset(const Lfts* lfts);
-  // The ports of `next` (the node (s, port) links to) that traffic out of
-  // (s, port) leaves `next` by; nullopt when a table is missing.
-  std::optional<std::bitset<256>> NextHops(std::uint64_t s, int port,
-                                           std::uint64_t next);
+  using PortSet = std::bitset<256>;
+  // `neighbours`: switch GUID -> remote node GUID per port (0 none).
+  using Neighbours = std::map<std::uint64_t, std::array<std::uint64_t, 256>>;
+  // Forgets everything: call when the tables (routing) change.
+  void Reset() { cache_.clear(); }
+  // The ports of the node behind (s, port) that the destinations s routes
+  // out of `port` leave that node by (port 0, the node itself, left out);
+  // nullopt when s's or the neighbour's table is missing. One pass over
+  // s's table serves all its ports (cached until Reset).
+  std::optional<PortSet> NextHops(const Lfts& lfts,
+                                  const Neighbours& neighbours,
+                                  std::uint64_t s, int port);
 
  private:
-  const Lfts* lfts_ = nullptr;
-  // (switch, neighbour) -> per out port of the switch, next-hop ports.
-  std::map<std::pair<std::uint64_t, std::uint64_t>,
-           std::map<int, std::bitset<256>>> cache_;
+  struct Entry {
+    std::array<std::uint64_t, 256> row{};  // the neighbours it was built on
+    std::array<PortSet, 256> next;
+    std::array<bool, 256> known{};
+  };
+  std::map<std::uint64_t, Entry> cache_;
 };
 
 // One sweep -> roots and victims. `index` (optional) keeps next hops across
-// sweeps; null builds a temporary one.
+// sweeps (the caller Reset()s it when the routing changes); null builds a
+// temporary one. `held`: ports that were roots last sweep; they count as
+// waiting down to Thresholds::next_hop_wait (hysteresis), others from
+// Thresholds::wait.
 Classification Classify(const SweepInput& input, const Thresholds& thresholds,
-                        RouteIndex* index = nullptr);
+                        RouteIndex* index = nullptr,
+                        const std::vector<PortRef>* held = nullptr);
 
-// Since-when and hysteresis across sweeps: a root keeps its `since` while
-// it stays a root; a port named root is confirmed at once (the verdict
-// within one sweep) and a root that stops waiting is dropped at once (roots
-// move), but a root that turns kUnknown for up to `hold_sweeps` sweeps (a
-// switch that did not answer) keeps its place as last known.
+// Sharded sweeps (a switch belongs to one shard by its GUID): a shard's
+// waiting port may send into a switch of another shard. The shard reads
+// the counters of those foreign next hops itself (PortCounters of a few
+// ports at the shard edge), so it decides every port of its own exactly as
+// an unsharded sweep would; each round follows the waiting chains one hop
+// further. EdgeReads() lists the foreign ports (on switches for which
+// `own(guid)` is false) that are next hops of a waiting port in `input` and
+// are not in `input` yet; the caller adds their samples and asks again
+// until the list is empty (at most the fabric's diameter rounds).
+// A shard then exports its own ports only (OwnedOnly); a root's victims in
+// other shards are counted by those shards, and Prometheus sums them by
+// root (recording rule fabric:congestion_tree_victims:sum).
+std::vector<PortRef> EdgeReads(const SweepInput& input,
+                               const Thresholds& thresholds,
+                               RouteIndex* index,
+                               const std::function<bool(std::uint64_t)>& own);
+// The verdicts of ports on `own` switches, and per root (anywhere) the
+// victims and lost bandwidth of those ports; a root's cause and since only
+// where the root is own (others: cause kNone, counted for the sum).
+Classification OwnedOnly(const Classification& all,
+                         const std::function<bool(std::uint64_t)>& own);
+
+// Since-when and hysteresis across sweeps: a port named root is reported
+// at once (the verdict within one sweep); while it stays a root it keeps
+// its `since`, and it stays waiting down to the lower next-hop threshold
+// (no flapping around Thresholds::wait). A root that stops waiting is
+// dropped at once (roots move). A root that is kUnknown (its switch or a
+// next hop did not answer) is not reported, but keeps its `since` for up
+// to `hold_sweeps` sweeps, so one lost sweep does not restart the clock.
 class Tracker {
  public:
   explicit Tracker(int hold_sweeps = 2) : hold_sweeps_(hold_sweeps) {}
-  // Fills roots[].since_seconds; `now_seconds` is the sweep's time.
+  // Classify() with last sweep's roots held, then since_seconds filled in;
+  // `now_seconds` is the sweep's time.
+  Classification Run(const SweepInput& input, const Thresholds& thresholds,
+                     double now_seconds, RouteIndex* index = nullptr);
+  // The since-when bookkeeping alone (for results classified elsewhere).
   void Update(Classification& result, double now_seconds);
 
  private:
   struct Seen {
     double since = 0;
-    int missing = 0;
-    RootSummary last;
+    int missing = 0;  // sweeps in a row it was not a root but not cleared
   };
   int hold_sweeps_;
   std::map<PortRef, Seen> roots_;
+  std::set<PortRef> unanswered_;  // Run(): ports without counters
 };
 
 }  // namespace fabric::congestion
