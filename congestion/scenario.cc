@@ -1,6 +1,9 @@
 #include "congestion/scenario.h"
 
+#include <infiniband/iba/ib_types.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 
 namespace fabric::congestion {
@@ -39,10 +42,8 @@ Lfts LftsOf(const sim::FatTree& tree) {
   return lfts;
 }
 
-Scenario MakeScenario(const sim::FatTree& tree, const Lfts& lfts,
-                      const ScenarioSpec& spec, std::mt19937& rng,
-                      const std::set<PortRef>& avoid) {
-  (void)lfts;
+Scenario MakeScenario(const sim::FatTree& tree, const ScenarioSpec& spec,
+                      std::mt19937& rng, const std::set<PortRef>& avoid) {
   const auto& nodes = tree.nodes();
   const int hosts = tree.hosts();
   auto u = [&](double a, double b) {
@@ -174,6 +175,69 @@ Scenario MakeScenario(const sim::FatTree& tree, const Lfts& lfts,
     }
   }
   return sc;
+}
+
+namespace {
+constexpr double kFabricRate = 5e9;  // FatTree's links: 4x QDR
+}  // namespace
+
+CountingFabric::CountingFabric(std::shared_ptr<const sim::FatTree> tree)
+    : tree_(std::move(tree)) {
+  for (std::size_t i = 0; i < tree_->nodes().size(); ++i) {
+    by_lid_[tree_->nodes()[i].lid] = static_cast<int>(i);
+  }
+  transport_ = sim::MakeAnsweringMadTransport(
+      [this](std::uint16_t dlid, const Mad& m, std::uint32_t* node) {
+        return Answer(dlid, m, node);
+      },
+      {});
+}
+
+MadResult CountingFabric::Answer(std::uint16_t dlid, const Mad& request,
+                                 std::uint32_t* node) {
+  const auto* hdr = reinterpret_cast<const ib_mad_t*>(request.data());
+  if (hdr->mgmt_class != IB_MCLASS_PERF) {
+    return tree_->Answer(dlid, request, node);
+  }
+  auto at = by_lid_.find(dlid);
+  if (at == by_lid_.end()) return std::errc::host_unreachable;
+  const auto& n = tree_->nodes()[at->second];
+  if (silent_.count(n.guid)) return std::errc::timed_out;
+  *node = static_cast<std::uint32_t>(at->second);
+  Mad response = request;
+  auto* pm = reinterpret_cast<ib_perfmgt_mad_t*>(response.data());
+  pm->header.method = IB_MAD_METHOD_GET_RESP;
+  pm->header.status = 0;
+  const std::uint8_t port = pm->data[1];
+  std::memset(pm->data, 0, sizeof(pm->data));
+  auto it = counters_.find({n.guid, port});
+  const Counters c = it == counters_.end() ? Counters{} : it->second;
+  if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS_EXT) {
+    ib_port_counters_ext_t e{};
+    e.port_select = port;
+    e.xmit_data = cl_hton64(c.xmit / 4);
+    e.rcv_data = cl_hton64(c.rcv / 4);
+    std::memcpy(pm->data, &e, sizeof(e));
+  } else if (hdr->attr_id == IB_MAD_ATTR_PORT_CNTRS) {
+    ib_port_counters_t pc{};
+    pc.port_select = port;
+    pc.xmit_wait = cl_hton32(c.wait);
+    std::memcpy(pm->data, &pc, sizeof(pc));
+  } else {
+    pm->header.status = IB_MAD_STATUS_UNSUP_METHOD_ATTR;
+  }
+  return response;
+}
+
+void CountingFabric::Advance(const Scenario& scenario) {
+  for (const PortSample& s : scenario.input.ports) {
+    if (s.rate_bytes_per_second <= 0) continue;
+    const double scale = kFabricRate / s.rate_bytes_per_second;
+    Counters& c = counters_[s.ref];
+    c.wait += static_cast<std::uint32_t>(s.xmit_wait_ticks.value_or(0) * scale);
+    c.xmit += static_cast<std::uint64_t>(s.xmit_bytes.value_or(0) * scale);
+    c.rcv += static_cast<std::uint64_t>(s.rcv_bytes.value_or(0) * scale);
+  }
 }
 
 }  // namespace fabric::congestion

@@ -18,12 +18,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "congestion/tree.h"
 #include "simulator/fat_tree.h"
+#include "sources/mad/mad_transport.h"
 
 namespace fabric::congestion {
 
@@ -48,8 +50,35 @@ struct Scenario {
 
 // One sweep's counters. `avoid`: ports not to pick as roots (a moving
 // root picks a new place).
-Scenario MakeScenario(const sim::FatTree& tree, const Lfts& lfts,
-                      const ScenarioSpec& spec, std::mt19937& rng,
-                      const std::set<PortRef>& avoid = {});
+Scenario MakeScenario(const sim::FatTree& tree, const ScenarioSpec& spec,
+                      std::mt19937& rng, const std::set<PortRef>& avoid = {});
+
+// The fat tree over MADs with switch PMAs: discovery, SwitchInfo and LFT
+// Gets as FatTree answers them, plus PortCounters / PortCountersExtended
+// of every switch port from cumulative counters that Advance() moves by one
+// interval of a scenario (scaled to the fat tree's 4x QDR links: the same
+// shares of time and of line rate). Silence(guid): that switch's PMA stops
+// answering (a switch that stops answering mid-sweep).
+class CountingFabric {
+ public:
+  explicit CountingFabric(std::shared_ptr<const sim::FatTree> tree);
+  MadTransport& transport() { return *transport_; }
+  const sim::FatTree& tree() const { return *tree_; }
+  void Advance(const Scenario& scenario);
+  void Silence(std::uint64_t guid) { silent_.insert(guid); }
+
+ private:
+  struct Counters {
+    std::uint32_t wait = 0;
+    std::uint64_t xmit = 0, rcv = 0;
+  };
+  MadResult Answer(std::uint16_t dlid, const Mad& request,
+                   std::uint32_t* node);
+  std::shared_ptr<const sim::FatTree> tree_;
+  std::map<std::uint16_t, int> by_lid_;
+  std::map<PortRef, Counters> counters_;
+  std::set<std::uint64_t> silent_;
+  std::unique_ptr<MadTransport> transport_;
+};
 
 }  // namespace fabric::congestion
