@@ -35,6 +35,10 @@ constexpr char kVictimHelp[] =
 constexpr char kPortLostHelp[] =
     "Bandwidth a waiting switch port could not send over the last sweep "
     "interval, bytes per second; role root, victim or unknown.";
+constexpr char kHostVictimHelp[] =
+    "A host port (node_guid, port) that sends into a switch whose waiting "
+    "ports lead to congestion root root_guid:root_port: its own transmit "
+    "wait is that tree's. Value is always 1.";
 constexpr char kUndecidedHelp[] =
     "Waiting switch ports of the last sweep that could not be named root or "
     "victim (counters or forwarding tables missing): a partial answer.";
@@ -276,6 +280,43 @@ void FabricTrees::Export(const congestion::Classification& c,
   }
   sink.Gauge("fabric_congestion_undecided_ports", kUndecidedHelp, {},
              undecided);
+  ExportHostVictims(c, topology, sink);
+}
+
+// A host port sends into its switch; if that switch has waiting ports that
+// lead to a root, the host's own transmit wait (FabricPortCongestionHotspot)
+// is that root's too: the root losing most bandwidth among them.
+void FabricTrees::ExportHostVictims(const congestion::Classification& c,
+                                    const mad::Topology& topology,
+                                    MetricSink& sink) {
+  std::map<PortRef, double> root_lost;
+  for (const congestion::RootSummary& r : c.roots) {
+    root_lost[r.ref] = r.tree_lost_bytes_per_second;
+  }
+  // Per switch, the root its waiting ports lead to that loses most.
+  std::map<std::uint64_t, PortRef> best;
+  for (const congestion::PortVerdict& v : c.ports) {
+    PortRef root = v.role == congestion::Role::kRoot ? v.ref : v.root;
+    if (v.role == congestion::Role::kUnknown || !root.guid) continue;
+    auto [it, fresh] = best.try_emplace(v.ref.guid, root);
+    if (!fresh && root_lost[root] > root_lost[it->second]) it->second = root;
+  }
+  for (const auto& [guid, root] : best) {
+    const mad::FabricNode* sw = topology.Find(guid);
+    if (!sw) continue;
+    for (const auto& [num, port] : sw->ports) {
+      const mad::FabricNode* host =
+          port.remote_guid ? topology.Find(port.remote_guid) : nullptr;
+      // The root's own host is the slow receiver, not a victim.
+      if (!host || host->type != 1 || PortRef{guid, num} == root) continue;
+      sink.Gauge("fabric_congestion_host_victim", kHostVictimHelp,
+                 Labels{{"node_guid", mad::GuidString(port.remote_guid)},
+                        {"port", std::to_string(port.remote_port)},
+                        {"root_guid", mad::GuidString(root.guid)},
+                        {"root_port", std::to_string(root.port)}},
+                 1);
+    }
+  }
 }
 
 }  // namespace fabric

@@ -16,7 +16,9 @@
 // fabric_congestion_victim{root_guid,root_port} (per victim port),
 // fabric_congestion_port_lost_bytes_per_second{role} (per waiting port) and
 // fabric_congestion_undecided_ports (waiting ports the sweep could not
-// decide: a partial answer). Only waiting ports have tree series.
+// decide: a partial answer), and fabric_congestion_host_victim{node_guid,
+// port,root_guid,root_port} for the host ports on switches of a tree (for
+// the hosts' own alerts' inhibition). Only trees have series.
 //
 // Thread-safety: none; the fabric collector's thread only.
 #pragma once
@@ -66,6 +68,8 @@ class FabricTrees {
   void ReadTables(MadTransport& transport, const MadOptions& options,
                   const mad::Topology& topology,
                   const congestion::SweepInput& input, MetricSink& sink);
+  void ExportHostVictims(const congestion::Classification& c,
+                         const mad::Topology& topology, MetricSink& sink);
   void Export(const congestion::Classification& c, const NameOf& names,
               const mad::Topology& topology, double now, double wall_now,
               MetricSink& sink);
