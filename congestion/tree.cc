@@ -291,9 +291,20 @@ class Classifier {
   }
 
   void Report() {
+    // A held root under the report threshold stays while its tree does:
+    // some port, however weakly waiting, still waits behind it. Without
+    // one it is gone (a root that moved leaves no stale root behind).
+    std::set<PortRef> weakly_referenced;
+    for (auto& [ref, st] : ports_) {
+      if (st.role == Role::kVictim && st.root_known) {
+        weakly_referenced.insert(st.root);
+      }
+    }
     std::map<PortRef, RootSummary> roots;
     for (auto& [ref, st] : ports_) {
-      if (st.role == Role::kRoot && (st.waiting || referenced(ref))) {
+      const bool strong = st.wait_fraction >= t_.wait;
+      const bool held = st.waiting && !strong && weakly_referenced.count(ref);
+      if (st.role == Role::kRoot && (strong || held || referenced(ref))) {
         RootSummary& r = roots[ref];
         r.ref = ref;
         r.cause = st.cause;
