@@ -1,6 +1,7 @@
 #include "collectors/fabric_tree.h"
 
 #include <algorithm>
+#include <ctime>
 #include <set>
 
 #include "congestion/xmit_wait.h"
@@ -10,6 +11,10 @@ namespace fabric {
 namespace {
 
 using congestion::PortRef;
+
+double CpuNow() {
+  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+}
 
 constexpr int kMaxEdgeRounds = 6;  // hops followed past the shard edge
 
@@ -165,6 +170,7 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
     lfts_.clear();
     index_.Reset();
   }
+  const double cpu_start = CpuNow();
   congestion::SweepInput input;
   input.interval_seconds = last_sweep_ > 0 ? now - last_sweep_ : 0;
   std::set<std::pair<std::uint64_t, int>> seen;  // edge ports read
@@ -178,6 +184,7 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
   auto own_port = [&](std::uint64_t g, int q) {
     return shard.Contains(g) || seen.count({g, q}) > 0;
   };
+  const double cpu_samples = CpuNow();
   ReadTables(transport, options, topology, input, sink);
   auto own = [&](std::uint64_t g) { return shard.Contains(g); };
   if (shard.count > 1) {
@@ -224,6 +231,7 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
       tracker_.Run(input, thresholds_, now, &index_);
   lfts_ = std::move(input.lfts);
   last_ = shard.count > 1 ? congestion::OwnedOnly(all, own) : std::move(all);
+  const double cpu_classified = CpuNow();
   for (const std::string& p : last_.partial) sink.Skip("fabric: congestion: " + p);
   // Wait seconds of every own port whose tick is known to convert.
   for (const mad::SwitchSample& s : sweep.switches) {
@@ -244,6 +252,8 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
   // have no delta next time.
   std::erase_if(prev_, [&](const auto& e) { return e.second.at < now; });
   Export(last_, names, topology, now, wall_now, sink);
+  cpu_ = {cpu_samples - cpu_start, cpu_classified - cpu_samples,
+          CpuNow() - cpu_classified};
 }
 
 void FabricTrees::Export(const congestion::Classification& c,

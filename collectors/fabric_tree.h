@@ -54,6 +54,13 @@ class FabricTrees {
 
   // The classification of the last Update (tests).
   const congestion::Classification& last() const { return last_; }
+  // Process CPU seconds of the last Update's parts (bench/congestion_cost):
+  // the counters' deltas, the classification (tables read included), and
+  // the exported series.
+  struct Cpu {
+    double samples = 0, classify = 0, export_series = 0;
+  };
+  const Cpu& cpu() const { return cpu_; }
 
  private:
   struct Prev {
@@ -93,6 +100,7 @@ class FabricTrees {
   std::unordered_map<std::pair<std::uint64_t, int>, Prev, KeyHash> prev_;
   double last_sweep_ = 0;
   congestion::Classification last_;
+  Cpu cpu_;
 };
 
 }  // namespace fabric
