@@ -33,6 +33,11 @@ enum class Scenario {
   kProbeLoss,
   kDyingCable,
   kRoceCcOff,
+  // Congestion trees (issue 42; docs/simulator.md): traffic routed by the
+  // forwarding tables into one egress port that cannot drain it.
+  kSlowReceiver,
+  kOversubscribedUplink,
+  kUnbalancedLinks,
 };
 
 // All scenario names, in the order of the enum.
@@ -72,7 +77,12 @@ struct Traffic {
 struct Timeline {
   std::vector<Event> events;
   Traffic traffic;
+  // Parallel cables from every IB leaf to the spine (YAML `fabric:
+  // uplinks: N`, 1..4): the unbalanced-links scenario needs two.
+  int uplinks = 1;
 };
+
+inline constexpr int kMaxUplinks = 4;
 
 // One event of `scenario` from t=0, open-ended.
 Timeline SingleScenario(Scenario scenario);
