@@ -677,7 +677,7 @@ void Cluster::RunTraffic(double dt) {
     if (p.offered_bps <= 0) continue;
     const double share = blocked[i] / p.offered_bps;
     if (share <= 1e-12) continue;
-    p.wait_accumulator += share * dt / kXmitWaitTickSeconds;
+    p.wait_accumulator += share * dt * p.XmitWaitTicksPerSecond();
     const auto whole = static_cast<std::uint64_t>(p.wait_accumulator);
     p.wait_accumulator -= static_cast<double>(whole);
     p.counters.Add(Ctr::kPortXmitWait, whole);

@@ -29,9 +29,14 @@
 
 namespace fabric::sim {
 
-// One port_xmit_wait tick: 256 ns (64 × the 4 ns SDR symbol time, a
-// PortSamplesControl Tick of 63). See docs/simulator.md.
+// One port_xmit_wait tick of an HCA port: 256 ns (64 × the 4 ns SDR symbol
+// time, a PortSamplesControl Tick of 63; NVIDIA documents no tick for
+// ConnectX, fabricmon assumes this one). See docs/simulator.md.
 inline constexpr double kXmitWaitTickSeconds = 256e-9;
+// The simulated IB switches are Quantum-2 (NodeInfo DeviceID 54002), whose
+// PortXmitWait counts one tick per 8 bytes the port could have sent
+// (ibdiagnet's congestion assessment: Tick = 7), whatever the width.
+inline constexpr double kQuantumXmitWaitBytesPerTick = 8;
 // Bytes per packet (IB MTU 4096) for the packet counters.
 inline constexpr std::uint64_t kBytesPerPacket = 4096;
 // One RDMA write request per 64 KiB received (hw_counters rx_write_requests).
@@ -130,6 +135,13 @@ struct Port {
   double delivered_bps = 0;  // bytes/s actually sent
 
   double RateBytesPerSecond() const { return lanes * lane_gbps * 1e9 / 8; }
+  // port_xmit_wait ticks per second of waiting: an IB switch port (a
+  // Quantum-2) counts bytes it could have sent, other ports time.
+  double XmitWaitTicksPerSecond() const {
+    return host < 0 && link_layer == LinkLayer::kInfiniBand
+               ? RateBytesPerSecond() / kQuantumXmitWaitBytesPerTick
+               : 1 / kXmitWaitTickSeconds;
+  }
   double NominalBytesPerSecond() const {
     return nominal_lanes * lane_gbps * 1e9 / 8;
   }

@@ -73,7 +73,8 @@ class Window {
   }
   // The share of the window port i waited.
   double Wait(int i, Duration window) const {
-    return Delta(i, Ctr::kPortXmitWait) * kXmitWaitTickSeconds /
+    return Delta(i, Ctr::kPortXmitWait) /
+           c_.ports()[i].XmitWaitTicksPerSecond() /
            std::chrono::duration<double>(window).count();
   }
   // Port i's data rate as a share of its line rate.
