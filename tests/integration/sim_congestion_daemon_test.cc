@@ -48,7 +48,7 @@ class SimCongestion : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("sim_congestion_test." + std::to_string(getpid()));
+           ("sim_congestion_daemon_test." + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
