@@ -213,6 +213,14 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
            "Peak over the window of per-poll CNPs sent per second "
            "(hw_counters/np_cnp_sent).",
            p.cnp_sent_per_second);
+      if (const auto waited = port.window.wait_seconds_total()) {
+        sink.Counter("fabric_port_transmit_wait_seconds_total",
+                     "Seconds the port had data to send but could not send "
+                     "(port_xmit_wait x the assumed tick, "
+                     "collectors.congestion.xmit_wait_tick_ns; summed over "
+                     "the polls since the port appeared).",
+                     port.labels, *waited);
+      }
     }
   }
   EmitPfc(end, sink);

@@ -130,6 +130,8 @@ void PortWindow::Add(const CongestionSample& sample) {
   }
   if (wait && tick_seconds_ > 0) {
     r.transmit_wait = Clamp01(wait->delta * tick_seconds_ / wait->seconds);
+    wait_seconds_total_ += std::min(wait->delta * tick_seconds_, wait->seconds);
+    has_wait_ = true;
   }
   if (handled) r.cnp_handled_per_second = handled->delta / handled->seconds;
   if (sent) r.cnp_sent_per_second = sent->delta / sent->seconds;

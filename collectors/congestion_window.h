@@ -144,10 +144,21 @@ class PortWindow {
   CongestionPeaks Peaks(double now_seconds) const;
   // Drops intervals that ended at or before now - window.
   void Expire(double now_seconds);
+  // Seconds the port could not send, summed over every interval since the
+  // first poll (Δport_xmit_wait x tick, at most the interval's length;
+  // intervals with a decrease or a saturated counter left out); nullopt
+  // until one interval had it. Exported as a counter
+  // (fabric_port_transmit_wait_seconds_total, issue 42).
+  std::optional<double> wait_seconds_total() const {
+    return has_wait_ ? std::optional<double>(wait_seconds_total_)
+                     : std::nullopt;
+  }
 
  private:
   double window_seconds_;
   double tick_seconds_;
+  double wait_seconds_total_ = 0;
+  bool has_wait_ = false;
   std::optional<double> last_time_;
   std::optional<double> rate_;  // the last rate read
   PollClock clock_;

@@ -5,6 +5,7 @@
 #include <array>
 #include <map>
 
+#include "collectors/fabric_tree.h"
 #include "collectors/link_phy.h"
 #include "collectors/mad_ports.h"
 #include "config/yaml_keys.h"
@@ -104,6 +105,17 @@ class FabricCollector : public Collector {
     unsupported_ += sweep.pesc_unanswered;
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
     Emit(sink, sweep);
+    if (settings_.congestion_trees) {
+      const double wall = std::chrono::duration<double>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+      trees_.Update(*transport_, options, *topology_, settings_.shard, sweep,
+                    now, wall,
+                    [this](std::uint64_t guid, const std::string& fallback) {
+                      return NameOf(guid, fallback);
+                    },
+                    sink);
+    }
     return true;
   }
 
@@ -353,6 +365,7 @@ class FabricCollector : public Collector {
   std::map<std::uint64_t, std::string> names_;
   std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0, unsupported_ = 0;
   mad::PescCache pesc_;  // this topology's PESC support per switch
+  FabricTrees trees_;    // congestion roots and victims (issue 42)
   struct SwitchHealth {
     std::uint64_t failed = 0;
     int unanswered = 0;
@@ -391,7 +404,8 @@ CollectorSpec FabricCollectorSpec() {
                kMadTimeoutKey,
                kMadRetriesKey,
                "node_name_map",
-               "pesc"};
+               "pesc",
+               "congestion_trees"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     FabricSettings s;
@@ -421,6 +435,8 @@ CollectorSpec FabricCollectorSpec() {
             s.node_name_map = Scalar(value, key_path);
           } else if (key == "pesc") {
             s.pesc = Bool(value, key_path);
+          } else if (key == "congestion_trees") {
+            s.congestion_trees = Bool(value, key_path);
           }
         });
     return std::make_shared<SettingsOf<FabricSettings>>(s);

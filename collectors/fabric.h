@@ -26,6 +26,10 @@
 // (a PMA without PESC is counted there once per sweep, never logged per
 // port). `pesc: false` leaves PESC out of the sweep (no MADs, no series).
 //
+// With `congestion_trees` (default on) every sweep also names each waiting
+// port a congestion root or victim (collectors/fabric_tree.h, docs/
+// congestion.md) and exports the trees and the ports' wait in seconds.
+//
 // Names: the switch's NodeDescription, or `node_name_map`'s name for its
 // GUID (infiniband-diags format). A sweep that loses MADs shows it in
 // fabric_sweep_mads_total, never as wrong values: an unanswered attribute
@@ -64,6 +68,10 @@ struct FabricSettings {
   // (no ClassPortInfo, PortInfoExtended or probe), for a fabric whose PMAs
   // mishandle 0x1F or to take its cost out of the sweep (bench).
   bool pesc = true;
+  // Congestion trees after each sweep (collectors/fabric_tree.h): reads
+  // the forwarding tables of switches with waiting ports (once per
+  // topology) and, when sharded, a few counters past the shard edge.
+  bool congestion_trees = true;
   bool operator==(const FabricSettings&) const = default;
 };
 

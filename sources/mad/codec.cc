@@ -139,6 +139,8 @@ std::optional<NodeInfo> DecodeNodeInfo(Bytes mad, std::string* error) {
   n.node_guid = mad_get_field64(d, 0, IB_NODE_GUID_F);
   n.port_guid = mad_get_field64(d, 0, IB_NODE_PORT_GUID_F);
   n.local_port = static_cast<int>(mad_get_field(d, 0, IB_NODE_LOCAL_PORT_F));
+  n.device_id =
+      static_cast<std::uint16_t>(mad_get_field(d, 0, IB_NODE_DEVID_F));
   if (n.node_type < 1 || n.node_type > 4) {
     *error = "bad NodeInfo node type " + std::to_string(n.node_type);
     return std::nullopt;

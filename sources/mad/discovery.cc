@@ -99,6 +99,7 @@ class Walk {
     node.port_guid = ni.port_guid;
     node.type = ni.node_type;
     node.num_ports = ni.num_ports;
+    node.device_id = ni.device_id;
     node.path = path;
     node.reached_port = ni.local_port;
     if (ctx.port >= 0) {

@@ -36,6 +36,7 @@ struct FabricNode {
   std::uint64_t port_guid = 0;
   int type = 0;  // 1 CA, 2 switch, 3 router
   int num_ports = 0;
+  std::uint16_t device_id = 0;  // NodeInfo DeviceID
   std::string description;
   std::uint16_t lid = 0;            // switch: port 0's; CA: the reached port's
   DrPath path;                      // directed route from the local port

@@ -323,6 +323,69 @@ std::vector<std::uint16_t> RouteTracer::LidsOutOf(std::uint64_t switch_guid,
   return out;
 }
 
+std::map<std::uint64_t, std::vector<std::uint8_t>> RouteTracer::Tables(
+    const std::vector<std::uint64_t>& switch_guids,
+    std::map<std::uint64_t, std::string>* errors) {
+  std::map<std::uint64_t, std::vector<std::uint8_t>> out;
+  std::map<std::uint64_t, std::vector<std::uint32_t>> want;
+  for (std::uint64_t g : switch_guids) {
+    const FabricNode* n = topology_ ? topology_->Find(g) : nullptr;
+    if (!n || n->type != 2) {
+      (*errors)[g] = "not a switch of the fabric";
+      continue;
+    }
+    if (!tables_[g].has_info) want[g];
+  }
+  FailedReads failed;
+  if (!want.empty()) Fetch(want, &failed);
+  want.clear();
+  for (std::uint64_t g : switch_guids) {
+    if (errors->count(g)) continue;
+    if (!tables_[g].has_info) {
+      auto f = failed.lower_bound({g, 0});
+      (*errors)[g] = f != failed.end() && f->first.first == g
+                         ? f->second
+                         : "no SwitchInfo";
+      continue;
+    }
+    const std::uint32_t last =
+        std::min<std::uint32_t>(tables_[g].info.linear_fdb_top, 0xbfff);
+    for (std::uint32_t b = 0; b <= last / kLftBlockLids; ++b) {
+      if (!tables_[g].blocks.count(b)) want[g].push_back(b);
+    }
+  }
+  failed.clear();
+  if (!want.empty()) Fetch(want, &failed);
+  for (std::uint64_t g : switch_guids) {
+    if (errors->count(g)) continue;
+    const SwitchTables& t = tables_[g];
+    const std::uint32_t last = std::min<std::uint32_t>(t.info.linear_fdb_top,
+                                                       0xbfff);
+    std::vector<std::uint8_t> table(last + 1, kLftNoRoute);
+    bool complete = true;
+    for (std::uint32_t b = 0; b <= last / kLftBlockLids && complete; ++b) {
+      auto it = t.blocks.find(b);
+      if (it == t.blocks.end()) {
+        complete = false;
+        break;
+      }
+      for (int i = 0; i < kLftBlockLids; ++i) {
+        const std::uint32_t lid = b * kLftBlockLids + i;
+        if (lid <= last) table[lid] = it->second.ports[i];
+      }
+    }
+    if (!complete) {
+      auto f = failed.lower_bound({g, 0});
+      (*errors)[g] = f != failed.end() && f->first.first == g
+                         ? f->second
+                         : "a forwarding table block is missing";
+      continue;
+    }
+    out[g] = std::move(table);
+  }
+  return out;
+}
+
 TraceResult RouteTracer::Trace(std::uint16_t src_lid, std::uint16_t dst_lid) {
   return TraceAll({{src_lid, dst_lid}}).front();
 }

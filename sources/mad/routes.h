@@ -109,6 +109,16 @@ class RouteTracer {
   std::vector<std::uint16_t> LidsOutOf(std::uint64_t switch_guid, int port,
                                        std::string* error);
 
+  // Whole tables (congestion trees, issue 42): for each switch of
+  // `switch_guids`, the out port of every LID up to its LinearFDBTop
+  // (entry d = LID d), read in two transport runs (every SwitchInfo, then
+  // every block) and cached as for routes. A switch whose table cannot be
+  // read (unknown, unanswered, malformed) is left out, with why in
+  // *errors: the caller treats it as missing, never as "routes nothing".
+  std::map<std::uint64_t, std::vector<std::uint8_t>> Tables(
+      const std::vector<std::uint64_t>& switch_guids,
+      std::map<std::uint64_t, std::string>* errors);
+
  private:
   struct SwitchTables {
     bool has_info = false;

@@ -137,6 +137,26 @@ class InhibitAlertmanagerTest : public ::testing::Test {
     return out;
   }
 
+  // Waits until every expected suppression shows (the inhibitor sees the
+  // source alerts asynchronously; bounded), then compares everything.
+  void ExpectStates(const std::vector<std::pair<Posted, bool>>& cases) {
+    std::map<std::string, std::string> states;
+    for (int i = 0; i < 100; ++i) {
+      states = States();
+      bool settled = states.size() == cases.size();
+      for (const auto& [alert, suppressed] : cases) {
+        if (suppressed) settled &= states[alert.key()] == "suppressed";
+      }
+      if (settled) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_EQ(states.size(), cases.size());
+    for (const auto& [alert, suppressed] : cases) {
+      EXPECT_EQ(states[alert.key()], suppressed ? "suppressed" : "active")
+          << alert.key();
+    }
+  }
+
   fs::path dir_;
   int port_ = 0;
   pid_t pid_ = -1;
@@ -195,23 +215,66 @@ TEST_F(InhibitAlertmanagerTest, OneFaultOneNotification) {
   };
   for (const auto& [alert, _] : cases) Post(alert);
 
-  // The inhibitor sees the source alerts asynchronously: wait until every
-  // expected suppression shows (bounded), then compare everything.
-  std::map<std::string, std::string> states;
-  for (int i = 0; i < 100; ++i) {
-    states = States();
-    bool settled = states.size() == cases.size();
-    for (const auto& [alert, suppressed] : cases) {
-      if (suppressed) settled &= states[alert.key()] == "suppressed";
-    }
-    if (settled) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_EQ(states.size(), cases.size());
-  for (const auto& [alert, suppressed] : cases) {
-    EXPECT_EQ(states[alert.key()], suppressed ? "suppressed" : "active")
-        << alert.key();
-  }
+  ExpectStates(cases);
+}
+
+// Congestion trees (issue 42): the root pages once; the per-port congestion
+// alerts of its victims (switch ports, and a host port whose traffic waits
+// behind the same root) are suppressed through the FabricCongestionVictim
+// markers, which the root itself suppresses; a congested port of another
+// tree, and a victim of a root that does not fire, still page.
+TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
+  const Labels root = {{"job", "fabricmon"},
+                       {"switch_guid", "0x0002c90300b00010"},
+                       {"switch", "leaf1"},
+                       {"port", "1"},
+                       {"root_guid", "0x0002c90300b00010"},
+                       {"root_port", "1"},
+                       {"cause", "slow_receiver"}};
+  auto victim = [](const std::string& guid, const std::string& port,
+                   const std::string& root_guid) {
+    return Labels{{"job", "fabricmon"},  {"switch_guid", guid},
+                  {"switch", "sw"},      {"port", port},
+                  {"root_guid", root_guid}, {"root_port", "1"}};
+  };
+  auto port_alert = [](const std::string& guid, const std::string& port) {
+    return Labels{{"job", "fabricmon"},
+                  {"switch_guid", guid},
+                  {"switch", "sw"},
+                  {"port", port}};
+  };
+  const Labels host = {{"job", "fabricmon"},
+                       {"instance", "h3:10915"},
+                       {"device", "mlx5_0"},
+                       {"port", "1"}};
+  Labels host_marker = host;
+  host_marker["root_guid"] = "0x0002c90300b00010";
+  host_marker["root_port"] = "1";
+  const std::string spine = "0x0002c90300b00020";
+  const std::string leaf0 = "0x0002c90300b00011";
+  const std::vector<std::pair<Posted, bool>> cases = {
+      {{"FabricCongestionRoot", root}, false},
+      // The root port's own per-port alert: the root page says more.
+      {{"FabricSwitchPortCongestion", port_alert("0x0002c90300b00010", "1")},
+       true},
+      // Victims: their markers and their per-port alerts, all suppressed.
+      {{"FabricCongestionVictim", victim(spine, "2", "0x0002c90300b00010")},
+       true},
+      {{"FabricSwitchPortCongestion", port_alert(spine, "2")}, true},
+      {{"FabricCongestionVictim", victim(leaf0, "3", "0x0002c90300b00010")},
+       true},
+      {{"FabricSwitchPortCongestion", port_alert(leaf0, "3")}, true},
+      {{"FabricCongestionVictim", host_marker}, true},
+      {{"FabricPortCongestionHotspot", host}, true},
+      // A congested port that is no victim of this tree pages.
+      {{"FabricSwitchPortCongestion", port_alert(spine, "7")}, false},
+      // A victim marker of a root whose alert does not fire is not
+      // suppressed (it cannot be: the rule requires the root firing).
+      {{"FabricCongestionVictim", victim(leaf0, "9", "0x00000000000000ff")},
+       false},
+  };
+  for (const auto& [alert, _] : cases) Post(alert);
+  ExpectStates(cases);
 }
 
 }  // namespace

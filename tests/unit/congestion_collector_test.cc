@@ -732,6 +732,27 @@ TEST(CongestionWindowTest, ContinuousCounterKeepsThePerPollRatio) {
   EXPECT_NEAR(*w.Peaks(5).transmit_wait, 0.7, 1e-9);
 }
 
+// Issue 42: the seconds a host port could not send, summed over the polls
+// (a counter), skipping a decrease and a saturated interval; absent until
+// an interval had it.
+TEST(CongestionWindowTest, WaitSecondsAccumulateAndSkipBadIntervals) {
+  PortWindow w(10, 1e-3);  // 1 ms per tick
+  w.Add(Wait(1, 100));
+  EXPECT_FALSE(w.wait_seconds_total());
+  w.Add(Wait(2, 400));  // 300 ticks: 0.3 s
+  EXPECT_NEAR(*w.wait_seconds_total(), 0.3, 1e-9);
+  w.Add(Wait(3, 50));  // went backwards: skipped
+  w.Add(Wait(4, 250));  // 200 ticks: 0.2 s
+  EXPECT_NEAR(*w.wait_seconds_total(), 0.5, 1e-9);
+  w.Add(Wait(5, 4294967295));  // saturated: unknown, skipped
+  EXPECT_NEAR(*w.wait_seconds_total(), 0.5, 1e-9);
+  // A tick too long for the interval cannot claim more than the interval.
+  PortWindow longer(10, 1);
+  longer.Add(Wait(1, 0));
+  longer.Add(Wait(2, 5));
+  EXPECT_NEAR(*longer.wait_seconds_total(), 1, 1e-9);
+}
+
 TEST(CongestionWindowTest, PeakIsMaxOfIntervalsInWindow) {
   PortWindow w(10, 1e-3);
   w.Add(Wait(0, 0));

@@ -1,0 +1,322 @@
+#include "collectors/fabric_tree.h"
+
+#include <algorithm>
+#include <set>
+
+#include "congestion/xmit_wait.h"
+#include "sources/mad/codec.h"
+
+namespace fabric {
+namespace {
+
+using congestion::PortRef;
+
+constexpr int kMaxEdgeRounds = 6;  // hops followed past the shard edge
+
+constexpr char kWaitSecondsHelp[] =
+    "Seconds this switch port had data to send but could not send "
+    "(PortXmitWait converted with the ASIC's tick, see docs/congestion.md; "
+    "summed since the daemon started).";
+constexpr char kRootHelp[] =
+    "A congestion root: a waiting port whose next hops do not wait; cause "
+    "slow_receiver, oversubscribed or unbalanced. Value is always 1.";
+constexpr char kSinceHelp[] =
+    "Unix time at which this port became a congestion root (it has been "
+    "one in every sweep since).";
+constexpr char kVictimsHelp[] =
+    "Waiting ports of this daemon's shard whose congestion root this port "
+    "is (sum over shards: fabric:congestion_tree_victims:sum).";
+constexpr char kTreeLostHelp[] =
+    "Bandwidth the root and its victims (of this shard) could not send, "
+    "bytes per second, over the last sweep interval.";
+constexpr char kVictimHelp[] =
+    "A waiting switch port whose traffic waits behind congestion root "
+    "root_guid:root_port. Value is always 1.";
+constexpr char kPortLostHelp[] =
+    "Bandwidth a waiting switch port could not send over the last sweep "
+    "interval, bytes per second; role root, victim or unknown.";
+constexpr char kHostVictimHelp[] =
+    "A host port (node_guid, port) that sends into a switch whose waiting "
+    "ports lead to congestion root root_guid:root_port: its own transmit "
+    "wait is that tree's. Value is always 1.";
+constexpr char kUndecidedHelp[] =
+    "Waiting switch ports of the last sweep that could not be named root or "
+    "victim (counters or forwarding tables missing): a partial answer.";
+
+double RateBytes(const mad::PortInfo& info) {
+  const int lanes = mad::WidthLanes(info.link_width_active);
+  const double gbps =
+      mad::LaneGbps(info.link_speed_active, info.link_speed_ext_active);
+  return lanes * gbps * 1e9 / 8;
+}
+
+}  // namespace
+
+void FabricTrees::AddSample(const mad::Topology& topology, std::uint64_t guid,
+                            const mad::SwitchPortSample& p, double now,
+                            congestion::SweepInput& input) {
+  const mad::FabricNode* node = topology.Find(guid);
+  congestion::PortSample s;
+  s.ref = {guid, p.num};
+  s.device_id = node ? node->device_id : 0;
+  if (p.info) {
+    s.lanes = mad::WidthLanes(p.info->link_width_active);
+    s.rate_bytes_per_second = RateBytes(*p.info);
+  }
+  if (node) {
+    auto it = node->ports.find(p.num);
+    if (it != node->ports.end() && it->second.remote_guid) {
+      s.remote = {it->second.remote_guid, it->second.remote_port};
+      const mad::FabricNode* remote = topology.Find(it->second.remote_guid);
+      s.remote_is_hca = remote && remote->type == 1;
+    }
+  }
+  Prev& prev = prev_[{guid, p.num}];
+  const double interval = now - prev.at;
+  // A counter that went down (reset, wrap) or sits saturated gives no
+  // delta this sweep: unknown, never a wrong wait.
+  const bool saturated =
+      p.counters && std::find(p.counters->saturated.begin(),
+                              p.counters->saturated.end(),
+                              "port_xmit_wait") != p.counters->saturated.end();
+  if (p.counters && !saturated) {
+    if (prev.wait_ok && p.counters->xmit_wait >= prev.xmit_wait &&
+        prev.at > 0) {
+      s.xmit_wait_ticks =
+          static_cast<double>(p.counters->xmit_wait - prev.xmit_wait);
+      congestion::WaitTick tick =
+          congestion::WaitTickFor(s.device_id, thresholds_.fallback_tick_seconds);
+      const double secs = congestion::WaitSeconds(*s.xmit_wait_ticks, tick,
+                                                  s.lanes,
+                                                  s.rate_bytes_per_second);
+      if (secs >= 0) prev.wait_seconds_total += std::min(secs, interval);
+    }
+    prev.xmit_wait = p.counters->xmit_wait;
+    prev.wait_ok = true;
+  } else {
+    prev.wait_ok = false;
+  }
+  if (p.extended) {
+    if (prev.data_ok && prev.at > 0 &&
+        p.extended->xmit_data >= prev.xmit_data &&
+        p.extended->rcv_data >= prev.rcv_data) {
+      s.xmit_bytes = 4.0 * static_cast<double>(p.extended->xmit_data -
+                                               prev.xmit_data);
+      s.rcv_bytes =
+          4.0 * static_cast<double>(p.extended->rcv_data - prev.rcv_data);
+    }
+    prev.xmit_data = p.extended->xmit_data;
+    prev.rcv_data = p.extended->rcv_data;
+    prev.data_ok = true;
+  } else {
+    prev.data_ok = false;
+  }
+  prev.at = now;
+  input.ports.push_back(std::move(s));
+}
+
+void FabricTrees::ReadTables(MadTransport& transport,
+                             const MadOptions& options,
+                             const mad::Topology& topology,
+                             const congestion::SweepInput& input,
+                             MetricSink& sink) {
+  // Only switches that a waiting port leaves or enters: a calm fabric
+  // reads no table; each is read once per topology generation.
+  std::set<std::uint64_t> want;
+  for (const congestion::PortSample& s : input.ports) {
+    if (!s.xmit_wait_ticks || *s.xmit_wait_ticks <= 0 ||
+        input.interval_seconds <= 0) {
+      continue;
+    }
+    congestion::WaitTick tick =
+        congestion::WaitTickFor(s.device_id, thresholds_.fallback_tick_seconds);
+    const double secs = congestion::WaitSeconds(*s.xmit_wait_ticks, tick,
+                                                s.lanes,
+                                                s.rate_bytes_per_second);
+    if (secs < thresholds_.next_hop_wait * input.interval_seconds) continue;
+    for (std::uint64_t g : {s.ref.guid, s.remote.guid}) {
+      const mad::FabricNode* n = topology.Find(g);
+      if (n && n->type == 2 && !lfts_.count(g)) want.insert(g);
+    }
+  }
+  if (want.empty()) return;
+  mad::RouteTracer tracer(transport, options);
+  tracer.SetTopology(&topology);
+  std::map<std::uint64_t, std::string> errors;
+  auto tables = tracer.Tables({want.begin(), want.end()}, &errors);
+  for (auto& [g, t] : tables) lfts_[g] = std::move(t);
+  for (const auto& [g, why] : errors) {
+    sink.Skip("fabric: forwarding table of " + mad::GuidString(g) + ": " +
+              why);
+  }
+  if (!tables.empty()) index_.Reset();
+}
+
+void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
+                         const mad::Topology& topology,
+                         const mad::Shard& shard,
+                         const mad::SweepResult& sweep, double now,
+                         double wall_now, const NameOf& names,
+                         MetricSink& sink) {
+  const std::uint64_t generation = mad::TopologyGeneration(topology);
+  if (generation != generation_) {
+    // Routes may differ: tables, next hops and counters start again.
+    generation_ = generation;
+    lfts_.clear();
+    index_.Reset();
+  }
+  congestion::SweepInput input;
+  input.interval_seconds = last_sweep_ > 0 ? now - last_sweep_ : 0;
+  std::set<std::pair<std::uint64_t, int>> seen;
+  for (const mad::SwitchSample& s : sweep.switches) {
+    for (const mad::SwitchPortSample& p : s.ports) {
+      AddSample(topology, s.guid, p, now, input);
+      seen.insert({s.guid, p.num});
+    }
+  }
+  ReadTables(transport, options, topology, input, sink);
+  auto own = [&](std::uint64_t g) { return shard.Contains(g); };
+  if (shard.count > 1) {
+    // The shard edge: read the foreign next hops of waiting ports, one hop
+    // further per round.
+    for (int round = 0; round < kMaxEdgeRounds; ++round) {
+      input.lfts = lfts_;
+      auto edge = congestion::EdgeReads(input, thresholds_, &index_, own);
+      std::map<std::uint64_t, std::set<int>> ports;
+      for (const PortRef& r : edge) {
+        const mad::FabricNode* n = topology.Find(r.guid);
+        if (n && n->type == 2 && r.port <= n->num_ports &&
+            !seen.count({r.guid, r.port})) {
+          ports[r.guid].insert(r.port);
+        }
+      }
+      if (ports.empty()) break;
+      mad::Topology edge_topology;
+      for (const auto& [g, wanted] : ports) {
+        edge_topology.by_guid[g] = edge_topology.nodes.size();
+        edge_topology.nodes.push_back(*topology.Find(g));
+      }
+      const mad::SweepResult extra =
+          mad::Sweep(transport, edge_topology, mad::Shard{}, options);
+      for (const mad::SwitchSample& s : extra.switches) {
+        for (const mad::SwitchPortSample& p : s.ports) {
+          if (!ports[s.guid].count(p.num)) continue;
+          AddSample(topology, s.guid, p, now, input);
+          seen.insert({s.guid, p.num});
+        }
+      }
+      // Ports asked but not answered: known as asked, not asked again.
+      for (const auto& [g, wanted] : ports) {
+        for (int q : wanted) seen.insert({g, q});
+      }
+      ReadTables(transport, options, topology, input, sink);
+    }
+  }
+  input.lfts = lfts_;
+  last_sweep_ = now;
+  congestion::Classification all =
+      tracker_.Run(input, thresholds_, now, &index_);
+  last_ = shard.count > 1 ? congestion::OwnedOnly(all, own) : std::move(all);
+  for (const std::string& p : last_.partial) sink.Skip("fabric: congestion: " + p);
+  // Wait seconds of every own port whose tick is known to convert.
+  for (const mad::SwitchSample& s : sweep.switches) {
+    const std::string guid = mad::GuidString(s.guid);
+    const std::string name = names(s.guid, s.description);
+    for (const mad::SwitchPortSample& p : s.ports) {
+      const Prev& prev = prev_[{s.guid, p.num}];
+      if (!prev.wait_ok) continue;
+      sink.Counter("fabric_switch_port_transmit_wait_seconds_total",
+                   kWaitSecondsHelp,
+                   Labels{{"port", std::to_string(p.num)},
+                          {"switch", name},
+                          {"switch_guid", guid}},
+                   prev.wait_seconds_total);
+    }
+  }
+  // Ports not read this sweep (gone, or an edge port no longer needed)
+  // have no delta next time.
+  std::erase_if(prev_, [&](const auto& e) { return e.second.at < now; });
+  Export(last_, names, topology, now, wall_now, sink);
+}
+
+void FabricTrees::Export(const congestion::Classification& c,
+                         const NameOf& names, const mad::Topology& topology,
+                         double now, double wall_now, MetricSink& sink) {
+  auto name_of = [&](std::uint64_t g) {
+    const mad::FabricNode* n = topology.Find(g);
+    return names(g, n ? n->description : "");
+  };
+  auto labels = [&](const PortRef& r) {
+    return Labels{{"port", std::to_string(r.port)},
+                  {"switch", name_of(r.guid)},
+                  {"switch_guid", mad::GuidString(r.guid)}};
+  };
+  int undecided = 0;
+  for (const congestion::PortVerdict& v : c.ports) {
+    Labels l = labels(v.ref);
+    l.insert(l.begin(), {"role", congestion::RoleName(v.role)});
+    sink.Gauge("fabric_congestion_port_lost_bytes_per_second", kPortLostHelp,
+               std::move(l), v.lost_bytes_per_second);
+    if (v.role == congestion::Role::kUnknown) ++undecided;
+    if (v.role == congestion::Role::kVictim && v.root.guid) {
+      Labels vl = labels(v.ref);
+      vl.insert(vl.begin(), {{"root_guid", mad::GuidString(v.root.guid)},
+                             {"root_port", std::to_string(v.root.port)}});
+      sink.Gauge("fabric_congestion_victim", kVictimHelp, std::move(vl), 1);
+    }
+  }
+  for (const congestion::RootSummary& r : c.roots) {
+    if (r.cause != congestion::Cause::kNone) {
+      Labels l = labels(r.ref);
+      l.insert(l.begin(), {"cause", congestion::CauseName(r.cause)});
+      sink.Gauge("fabric_congestion_root", kRootHelp, l, 1);
+      sink.Gauge("fabric_congestion_root_since_timestamp_seconds", kSinceHelp,
+                 std::move(l), wall_now - (now - r.since_seconds));
+    }
+    sink.Gauge("fabric_congestion_root_victims", kVictimsHelp, labels(r.ref),
+               r.victims);
+    sink.Gauge("fabric_congestion_tree_lost_bytes_per_second", kTreeLostHelp,
+               labels(r.ref), r.tree_lost_bytes_per_second);
+  }
+  sink.Gauge("fabric_congestion_undecided_ports", kUndecidedHelp, {},
+             undecided);
+  ExportHostVictims(c, topology, sink);
+}
+
+// A host port sends into its switch; if that switch has waiting ports that
+// lead to a root, the host's own transmit wait (FabricPortCongestionHotspot)
+// is that root's too: the root losing most bandwidth among them.
+void FabricTrees::ExportHostVictims(const congestion::Classification& c,
+                                    const mad::Topology& topology,
+                                    MetricSink& sink) {
+  std::map<PortRef, double> root_lost;
+  for (const congestion::RootSummary& r : c.roots) {
+    root_lost[r.ref] = r.tree_lost_bytes_per_second;
+  }
+  // Per switch, the root its waiting ports lead to that loses most.
+  std::map<std::uint64_t, PortRef> best;
+  for (const congestion::PortVerdict& v : c.ports) {
+    PortRef root = v.role == congestion::Role::kRoot ? v.ref : v.root;
+    if (v.role == congestion::Role::kUnknown || !root.guid) continue;
+    auto [it, fresh] = best.try_emplace(v.ref.guid, root);
+    if (!fresh && root_lost[root] > root_lost[it->second]) it->second = root;
+  }
+  for (const auto& [guid, root] : best) {
+    const mad::FabricNode* sw = topology.Find(guid);
+    if (!sw) continue;
+    for (const auto& [num, port] : sw->ports) {
+      const mad::FabricNode* host =
+          port.remote_guid ? topology.Find(port.remote_guid) : nullptr;
+      // The root's own host is the slow receiver, not a victim.
+      if (!host || host->type != 1 || PortRef{guid, num} == root) continue;
+      sink.Gauge("fabric_congestion_host_victim", kHostVictimHelp,
+                 Labels{{"node_guid", mad::GuidString(port.remote_guid)},
+                        {"port", std::to_string(port.remote_port)},
+                        {"root_guid", mad::GuidString(root.guid)},
+                        {"root_port", std::to_string(root.port)}},
+                 1);
+    }
+  }
+}
+
+}  // namespace fabric
