@@ -93,7 +93,10 @@ void FillNodeInfo(const Cluster& c, const std::vector<const Port*>& ports,
   ni.node_guid = cl_hton64(p.guid);
   ni.port_guid = cl_hton64(p.guid);
   ni.partition_cap = cl_hton16(128);
-  std::uint16_t device_id = 0xd2f2;  // Quantum-2 switch
+  // Quantum-2, or a switch whose PortXmitWait tick fabricmon does not know
+  // (Timeline::quantum_switches).
+  std::uint16_t device_id =
+      c.config().timeline.quantum_switches ? 0xd2f2 : 0xb924;
   if (hca) {
     const Device& d = c.devices()[p.device_index];
     device_id = d.hca_type == "MT41692" ? 0xa2dc : 0x1021;  // BF-3 / CX-7

@@ -201,6 +201,8 @@ void Cluster::BuildTopology() {
   }
   // Switch ports take the link speed of the HCA they face.
   for (auto& p : ports_) {
+    p.wait_in_bytes = config_.timeline.quantum_switches && p.host < 0 &&
+                      p.link_layer == LinkLayer::kInfiniBand;
     if (p.peer >= 0 && p.host < 0 && ports_[p.peer].host >= 0) {
       p.nominal_lanes = p.lanes = ports_[p.peer].nominal_lanes;
     }

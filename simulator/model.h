@@ -128,6 +128,7 @@ struct Port {
   std::uint64_t tx_bytes = 0;
   std::uint64_t rx_bytes = 0;
   double wait_accumulator = 0;  // fractional xmit_wait ticks
+  bool wait_in_bytes = false;   // a Quantum-2 switch port
   bool was_up = true;
 
   // Observables of the last tick (for tests and the MAD/ethtool views).
@@ -135,12 +136,11 @@ struct Port {
   double delivered_bps = 0;  // bytes/s actually sent
 
   double RateBytesPerSecond() const { return lanes * lane_gbps * 1e9 / 8; }
-  // port_xmit_wait ticks per second of waiting: an IB switch port (a
-  // Quantum-2) counts bytes it could have sent, other ports time.
+  // port_xmit_wait ticks per second of waiting: a Quantum-2 switch port
+  // counts bytes it could have sent, other ports time.
   double XmitWaitTicksPerSecond() const {
-    return host < 0 && link_layer == LinkLayer::kInfiniBand
-               ? RateBytesPerSecond() / kQuantumXmitWaitBytesPerTick
-               : 1 / kXmitWaitTickSeconds;
+    return wait_in_bytes ? RateBytesPerSecond() / kQuantumXmitWaitBytesPerTick
+                         : 1 / kXmitWaitTickSeconds;
   }
   double NominalBytesPerSecond() const {
     return nominal_lanes * lane_gbps * 1e9 / 8;

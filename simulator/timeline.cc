@@ -178,6 +178,15 @@ std::optional<Timeline> ParseTimeline(std::string_view yaml,
           return std::nullopt;
         }
       }
+      if (const YAML::Node asic = fabric["switch_asic"]) {
+        const std::string name = asic.as<std::string>();
+        if (name != "quantum-2" && name != "generic") {
+          *error = "fabric: switch_asic must be quantum-2 or generic" +
+                   Where(asic);
+          return std::nullopt;
+        }
+        timeline.quantum_switches = name == "quantum-2";
+      }
     }
     const YAML::Node events = root["events"];
     if (!events || !events.IsSequence()) {

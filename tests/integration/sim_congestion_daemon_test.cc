@@ -139,11 +139,12 @@ class SimCongestion : public ::testing::Test {
 
 TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
   const int port = Start(
-      "traffic: {load: 0.1}\n"
+      "fabric: {switch_asic: generic}\ntraffic: {load: 0.1}\n"
       "events:\n  - scenario: steady\n  - scenario: slow-receiver\n");
   ASSERT_GT(port, 0);
   ::fabric::sim::SimConfig config;
   config.hosts = kHosts;
+  config.timeline.quantum_switches = false;
   const ::fabric::sim::Cluster model(config);  // the fabric fabricmon-sim runs
   const auto& root = SwitchPort(model, "ib-leaf0", 1);  // faces host0 mlx5_0
   const Samples s = Roots(port);
@@ -176,12 +177,13 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
 
 TEST_F(SimCongestion, UnbalancedUplinkIsTheRootTheIdleOneIsNot) {
   const int port = Start(
-      "fabric: {uplinks: 2}\ntraffic: {load: 0.1}\n"
+      "fabric: {uplinks: 2, switch_asic: generic}\ntraffic: {load: 0.1}\n"
       "events:\n  - scenario: steady\n  - scenario: unbalanced-links\n");
   ASSERT_GT(port, 0);
   ::fabric::sim::SimConfig config;
   config.hosts = kHosts;
   config.timeline.uplinks = 2;
+  config.timeline.quantum_switches = false;
   const ::fabric::sim::Cluster model(config);
   const auto& loaded = SwitchPort(model, "ib-leaf0", kHosts + 2);
   const Samples s = Roots(port);

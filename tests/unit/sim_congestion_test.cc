@@ -232,6 +232,28 @@ TEST(SimCongestion, ScenarioFlowsAreLosslessAndEndedEventsLeaveNoWait) {
   EXPECT_TRUE(Waiting(c, w, seconds(3), false).empty());
 }
 
+// A Quantum-2 counts a tick per 8 bytes it could have sent; a switch of
+// unknown ASIC (`fabric: switch_asic: generic`) the 256 ns tick HCAs count.
+TEST(SimCongestion, SwitchWaitTicksFollowTheAsic) {
+  for (const bool quantum : {true, false}) {
+    SimConfig config = Config({At(Scenario::kSlowReceiver, 0, "mlx5_0")});
+    config.timeline.quantum_switches = quantum;
+    Cluster c(config);
+    Window w(c);
+    Advance(c, seconds(2));
+    const int root = SwitchPort(c, "ib-leaf0", 1);
+    const double per_second =
+        quantum ? 50e9 / kQuantumXmitWaitBytesPerTick : 1 / kXmitWaitTickSeconds;
+    EXPECT_DOUBLE_EQ(c.ports()[root].XmitWaitTicksPerSecond(), per_second);
+    EXPECT_NEAR(w.Delta(root, Ctr::kPortXmitWait) / per_second / 2, 0.95,
+                0.01)
+        << quantum;
+    // HCAs count time either way.
+    EXPECT_DOUBLE_EQ(c.FindPort(1, "mlx5_1")->XmitWaitTicksPerSecond(),
+                     1 / kXmitWaitTickSeconds);
+  }
+}
+
 TEST(SimCongestion, PfcStormStartsAtOneNicAndIsRelayedWeakerAndLater) {
   SimConfig config = Config({At(Scenario::kPfcStorm, 0, "mlx5_bond_0")});
   config.timeline.traffic.load = 0.8;
