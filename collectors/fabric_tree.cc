@@ -52,10 +52,10 @@ double RateBytes(const mad::PortInfo& info) {
 
 }  // namespace
 
-void FabricTrees::AddSample(const mad::Topology& topology, std::uint64_t guid,
+void FabricTrees::AddSample(const mad::Topology& topology,
+                            const mad::FabricNode* node, std::uint64_t guid,
                             const mad::SwitchPortSample& p, double now,
                             congestion::SweepInput& input) {
-  const mad::FabricNode* node = topology.Find(guid);
   congestion::PortSample s;
   s.ref = {guid, p.num};
   s.device_id = node ? node->device_id : 0;
@@ -167,26 +167,31 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
   }
   congestion::SweepInput input;
   input.interval_seconds = last_sweep_ > 0 ? now - last_sweep_ : 0;
-  std::set<std::pair<std::uint64_t, int>> seen;
+  std::set<std::pair<std::uint64_t, int>> seen;  // edge ports read
+  input.ports.reserve(prev_.size());
   for (const mad::SwitchSample& s : sweep.switches) {
+    const mad::FabricNode* node = topology.Find(s.guid);
     for (const mad::SwitchPortSample& p : s.ports) {
-      AddSample(topology, s.guid, p, now, input);
-      seen.insert({s.guid, p.num});
+      AddSample(topology, node, s.guid, p, now, input);
     }
   }
+  auto own_port = [&](std::uint64_t g, int q) {
+    return shard.Contains(g) || seen.count({g, q}) > 0;
+  };
   ReadTables(transport, options, topology, input, sink);
   auto own = [&](std::uint64_t g) { return shard.Contains(g); };
   if (shard.count > 1) {
     // The shard edge: read the foreign next hops of waiting ports, one hop
     // further per round.
     for (int round = 0; round < kMaxEdgeRounds; ++round) {
-      input.lfts = lfts_;
+      input.lfts = std::move(lfts_);
       auto edge = congestion::EdgeReads(input, thresholds_, &index_, own);
+      lfts_ = std::move(input.lfts);
       std::map<std::uint64_t, std::set<int>> ports;
       for (const PortRef& r : edge) {
         const mad::FabricNode* n = topology.Find(r.guid);
         if (n && n->type == 2 && r.port <= n->num_ports &&
-            !seen.count({r.guid, r.port})) {
+            !own_port(r.guid, r.port)) {
           ports[r.guid].insert(r.port);
         }
       }
@@ -199,9 +204,10 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
       const mad::SweepResult extra =
           mad::Sweep(transport, edge_topology, mad::Shard{}, options);
       for (const mad::SwitchSample& s : extra.switches) {
+        const mad::FabricNode* node = topology.Find(s.guid);
         for (const mad::SwitchPortSample& p : s.ports) {
           if (!ports[s.guid].count(p.num)) continue;
-          AddSample(topology, s.guid, p, now, input);
+          AddSample(topology, node, s.guid, p, now, input);
           seen.insert({s.guid, p.num});
         }
       }
@@ -212,10 +218,11 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
       ReadTables(transport, options, topology, input, sink);
     }
   }
-  input.lfts = lfts_;
+  input.lfts = std::move(lfts_);  // lent, not copied (MBs on a big fabric)
   last_sweep_ = now;
   congestion::Classification all =
       tracker_.Run(input, thresholds_, now, &index_);
+  lfts_ = std::move(input.lfts);
   last_ = shard.count > 1 ? congestion::OwnedOnly(all, own) : std::move(all);
   for (const std::string& p : last_.partial) sink.Skip("fabric: congestion: " + p);
   // Wait seconds of every own port whose tick is known to convert.

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "congestion/tree.h"
@@ -62,7 +63,8 @@ class FabricTrees {
     double wait_seconds_total = 0;
   };
   // Sample of one port, against (and updating) its previous counters.
-  void AddSample(const mad::Topology& topology, std::uint64_t guid,
+  void AddSample(const mad::Topology& topology, const mad::FabricNode* node,
+                 std::uint64_t guid,
                  const mad::SwitchPortSample& p, double now,
                  congestion::SweepInput& input);
   void ReadTables(MadTransport& transport, const MadOptions& options,
@@ -81,7 +83,14 @@ class FabricTrees {
   congestion::RouteIndex index_;
   congestion::Tracker tracker_;
   congestion::Thresholds thresholds_;
-  std::map<std::pair<std::uint64_t, int>, Prev> prev_;
+  struct KeyHash {
+    std::size_t operator()(const std::pair<std::uint64_t, int>& k) const {
+      return std::hash<std::uint64_t>()(k.first * 0x9e3779b97f4a7c15ull ^
+                                        static_cast<std::uint64_t>(k.second));
+    }
+  };
+  // (switch GUID, port) -> last sweep's counters: every port of the shard.
+  std::unordered_map<std::pair<std::uint64_t, int>, Prev, KeyHash> prev_;
   double last_sweep_ = 0;
   congestion::Classification last_;
 };

@@ -12,10 +12,12 @@ Classification Tracker::Run(const SweepInput& input,
     if (seen.missing == 0) held.push_back(ref);
   }
   Classification result = Classify(input, thresholds, index, &held);
-  // A root whose counters did not come this sweep is held, not cleared.
+  // A root whose counters did not come this sweep is held, not cleared
+  // (only last sweep's roots are looked up: the input has every port).
   unanswered_.clear();
   std::set<PortRef> present;
   for (const PortSample& s : input.ports) {
+    if (!roots_.count(s.ref)) continue;
     present.insert(s.ref);
     if (!s.xmit_wait_ticks) unanswered_.insert(s.ref);
   }

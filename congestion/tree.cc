@@ -34,7 +34,6 @@ struct PortState {
   std::string why;
   PortRef root;
   bool root_known = false;
-  int resolving = 0;  // 0 new, 1 on the stack, 2 done
   Cause cause = Cause::kNone;
 };
 
@@ -82,10 +81,14 @@ class Classifier {
     Measure();
     for (auto& [ref, st] : ports_) {
       if (st.weak_waiting) Decide(ref, st);
+      // The lower threshold of a held port keeps a root a root; a held
+      // port that is no root any more reports as any other.
+      if (st.waiting && st.role != Role::kRoot &&
+          st.wait_fraction < t_.wait) {
+        st.waiting = false;
+      }
     }
-    for (auto& [ref, st] : ports_) {
-      if (st.role == Role::kVictim) Resolve(ref, st);
-    }
+    ResolveAll();
     Report();
     Pauses();
     std::sort(out_.ports.begin(), out_.ports.end(),
@@ -238,48 +241,70 @@ class Classifier {
     }
   }
 
-  // A victim's root: the root its waiting next hops lead to (the one that
-  // loses most bandwidth when they lead to several).
-  void Resolve(const PortRef& ref, PortState& st) {
-    if (st.resolving == 2) return;
-    st.resolving = 1;
-    const PortState* best = nullptr;
-    PortRef best_ref;
-    for (const PortRef& hop : st.waiting_next) {
-      PortState& h = ports_[hop];
-      if (!h.decided) Decide(hop, h);
-      const PortState* cand = nullptr;
-      PortRef cand_ref;
-      if (h.role == Role::kRoot) {
-        cand = &h;
-        cand_ref = hop;
-      } else if (h.role == Role::kVictim && h.resolving != 1) {
-        Resolve(hop, h);
-        if (h.root_known) {
-          cand = &ports_[h.root];
-          cand_ref = h.root;
+  // Victims' roots: the root a chain of waiting next hops ends at (the one
+  // that loses most bandwidth when they lead to several). A fixed point
+  // over the victims, one hop further per pass, so neither the order of
+  // the ports nor a cycle of waiting ports (routes to switch LIDs may go
+  // down and up again) changes the answer.
+  void ResolveAll() {
+    std::vector<std::pair<PortRef, PortState*>> victims;
+    for (auto& [ref, st] : ports_) {
+      if (st.role == Role::kVictim) victims.emplace_back(ref, &st);
+    }
+    std::sort(victims.begin(), victims.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t pass = 0; pass <= victims.size(); ++pass) {
+      bool changed = false;
+      for (auto& [ref, st] : victims) {
+        const PortState* best = nullptr;
+        PortRef best_ref;
+        for (const PortRef& hop : st->waiting_next) {
+          const PortState& h = ports_.at(hop);
+          PortRef cand;
+          if (h.role == Role::kRoot) {
+            cand = hop;
+          } else if (h.role == Role::kVictim && h.root_known) {
+            cand = h.root;
+          } else {
+            continue;
+          }
+          const PortState& c = ports_.at(cand);
+          if (!best || c.lost > best->lost ||
+              (c.lost == best->lost && cand < best_ref)) {
+            best = &c;
+            best_ref = cand;
+          }
+        }
+        if (best && (!st->root_known || st->root != best_ref)) {
+          st->root = best_ref;
+          st->root_known = true;
+          changed = true;
         }
       }
-      if (cand && (!best || cand->lost > best->lost ||
-                   (cand->lost == best->lost && cand_ref < best_ref))) {
-        best = cand;
-        best_ref = cand_ref;
+      if (!changed) break;
+    }
+    for (auto& [ref, st] : victims) {
+      if (!st->root_known) {
+        st->why = "its root could not be followed (a next hop unknown)";
       }
     }
-    if (best) {
-      st.root = best_ref;
-      st.root_known = true;
-    } else {
-      st.why = "its root could not be followed (a next hop unknown)";
-    }
-    st.resolving = 2;
-    (void)ref;
   }
 
   void Report() {
+    // A held root under the report threshold stays while its tree does:
+    // some port, however weakly waiting, still waits behind it. Without
+    // one it is gone (a root that moved leaves no stale root behind).
+    std::set<PortRef> weakly_referenced;
+    for (auto& [ref, st] : ports_) {
+      if (st.role == Role::kVictim && st.root_known) {
+        weakly_referenced.insert(st.root);
+      }
+    }
     std::map<PortRef, RootSummary> roots;
     for (auto& [ref, st] : ports_) {
-      if (st.role == Role::kRoot && (st.waiting || referenced(ref))) {
+      const bool strong = st.wait_fraction >= t_.wait;
+      const bool held = st.waiting && !strong && weakly_referenced.count(ref);
+      if (st.role == Role::kRoot && (strong || held || referenced(ref))) {
         RootSummary& r = roots[ref];
         r.ref = ref;
         r.cause = st.cause;

@@ -205,8 +205,8 @@ Classification OwnedOnly(const Classification& all,
 
 // Since-when and hysteresis across sweeps: a port named root is reported
 // at once (the verdict within one sweep); while it stays a root it keeps
-// its `since`, and it stays waiting down to the lower next-hop threshold
-// (no flapping around Thresholds::wait). A root that stops waiting is
+// its `since`, and while ports still wait behind it it stays a root down to
+// the lower next-hop threshold (no flapping around Thresholds::wait). A root that stops waiting is
 // dropped at once (roots move). A root that is kUnknown (its switch or a
 // next hop did not answer) is not reported, but keeps its `since` for up
 // to `hold_sweeps` sweeps, so one lost sweep does not restart the clock.
