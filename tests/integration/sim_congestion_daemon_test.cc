@@ -103,17 +103,21 @@ class SimCongestion : public ::testing::Test {
     return port;
   }
 
-  // Scrapes until a root is exported; every root series (labels) -> value.
-  Samples Roots(int port) {
+  // Scrapes until a root is exported and every series in `want` (a
+  // substring of one series each) is there: the victims' tables are read
+  // after their roots' (collectors/fabric_tree.h), a sweep or two later.
+  Samples Roots(int port, const std::vector<std::string>& want = {}) {
     const auto s = ScrapeUntil(
         port,
-        [](const Samples& x) {
+        [&](const Samples& x) {
+          bool root = false;
+          std::size_t seen = 0;
           for (const auto& [k, v] : x) {
-            if (k.rfind("fabric_congestion_root{", 0) == 0 && v == 1) {
-              return true;
-            }
+            if (v != 1) continue;
+            root |= k.rfind("fabric_congestion_root{", 0) == 0;
+            for (const auto& w : want) seen += k.find(w) != std::string::npos;
           }
-          return false;
+          return root && seen >= want.size();
         },
         std::chrono::seconds(120));
     if (!s) {
@@ -147,7 +151,18 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
   config.timeline.quantum_switches = false;
   const ::fabric::sim::Cluster model(config);  // the fabric fabricmon-sim runs
   const auto& root = SwitchPort(model, "ib-leaf0", 1);  // faces host0 mlx5_0
-  const Samples s = Roots(port);
+  // Its victims on the LFT route from ib-leaf1's hosts: the spine's port
+  // to ib-leaf0 and ib-leaf1's uplink, each naming the root.
+  std::vector<std::string> victims;
+  for (const auto* victim :
+       {&SwitchPort(model, "ib-spine", 1),
+        &SwitchPort(model, "ib-leaf1", kHosts + 1)}) {
+    victims.push_back("fabric_congestion_victim{port=\"" +
+                      std::to_string(victim->port_num) + "\",root_guid=\"" +
+                      Guid(root.guid) + "\",root_port=\"1\",switch=\"" +
+                      victim->device + "\"");
+  }
+  const Samples s = Roots(port, victims);
   const std::vector<std::string> roots = Prefixed(s, "fabric_congestion_root{");
   ASSERT_EQ(roots.size(), 1u) << ::testing::PrintToString(roots);
   EXPECT_NE(roots[0].find("cause=\"slow_receiver\""), std::string::npos)
@@ -156,18 +171,10 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
   EXPECT_NE(roots[0].find("switch_guid=\"" + Guid(root.guid) + "\""),
             std::string::npos)
       << roots[0];
-  // Its victims on the LFT route from ib-leaf1's hosts: the spine's port
-  // to ib-leaf0 and ib-leaf1's uplink, each naming the root.
-  for (const auto* victim :
-       {&SwitchPort(model, "ib-spine", 1),
-        &SwitchPort(model, "ib-leaf1", kHosts + 1)}) {
-    const std::string want = "port=\"" + std::to_string(victim->port_num) +
-                             "\",root_guid=\"" + Guid(root.guid) +
-                             "\",root_port=\"1\",switch=\"" + victim->device +
-                             "\"";
+  for (const std::string& want : victims) {
     bool found = false;
     for (const auto& v : Prefixed(s, "fabric_congestion_victim{")) {
-      found |= v.find(want) != std::string::npos;
+      found |= v.rfind(want, 0) == 0;
     }
     EXPECT_TRUE(found) << want << "\n"
                        << ::testing::PrintToString(
