@@ -10,9 +10,10 @@
 #                   [--quiet] [--build DIR] [-- fabricmon-sim args]
 #
 # Starts one fabricmon-sim writing N live host trees (default 4) and playing
-# scenarios/demo-tour.yaml (every fault in turn, ~10 min) unless --scenario
-# or --timeline says otherwise; one fabricmon daemon per host on
-# 127.0.0.1:<port-base + i> (default 10915+i) reading that host's tree, its
+# scenarios/demo-tour.yaml (every fault in turn, then a slow receiver and an
+# unbalanced uplink: congestion trees, one FabricCongestionRoot each, ~13
+# min) unless --scenario or --timeline says otherwise; one fabricmon daemon
+# per host on 127.0.0.1:<port-base + i> (default 10915+i) reading that host's tree, its
 # ethtool and DCB dumps, asking the simulated fabric's SMs (and, on host0,
 # sweeping its switches) through fabricmon-sim's MAD socket, probing the
 # other hosts through fabricmon-sim's probe relay; the Debian Prometheus on

@@ -26,8 +26,10 @@ import urllib.error
 import urllib.request
 
 # Labels that name where an alert is, in the order they are printed.
+# `cause` is a congestion root's (FabricCongestionRoot: slow_receiver,
+# oversubscribed, unbalanced, pfc_origin).
 WHERE = ("cluster", "host", "instance", "switch", "sm_guid", "peer", "netdev",
-         "collector", "error")
+         "cause", "collector", "error")
 
 
 def get_json(url):

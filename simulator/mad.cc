@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "simulator/cluster_routes.h"
 #include "simulator/routing.h"
 #include "simulator/runner.h"
 
@@ -92,7 +93,10 @@ void FillNodeInfo(const Cluster& c, const std::vector<const Port*>& ports,
   ni.node_guid = cl_hton64(p.guid);
   ni.port_guid = cl_hton64(p.guid);
   ni.partition_cap = cl_hton16(128);
-  std::uint16_t device_id = 0xd2f2;  // Quantum-2 switch
+  // Quantum-2, or a switch whose PortXmitWait tick fabricmon does not know
+  // (Timeline::quantum_switches).
+  std::uint16_t device_id =
+      c.config().timeline.quantum_switches ? 0xd2f2 : 0xb924;
   if (hca) {
     const Device& d = c.devices()[p.device_index];
     device_id = d.hca_type == "MT41692" ? 0xa2dc : 0x1021;  // BF-3 / CX-7
@@ -179,36 +183,6 @@ std::vector<const Port*> NodeOf(const Cluster& c, const Port& p) {
   return out;
 }
 
-// The model's InfiniBand switches as a routing graph as the fabric is now
-// (a down link carries no route); *index = the switch of `sw`'s device.
-MinHopRouting ClusterRouting(const Cluster& c, const Port& sw, int* index) {
-  std::map<std::string, int> switches;
-  for (const Port& p : c.ports()) {
-    if (p.host < 0 && p.link_layer == LinkLayer::kInfiniBand) {
-      switches.try_emplace(p.device, static_cast<int>(switches.size()));
-    }
-  }
-  std::vector<std::vector<int>> peers(switches.size());
-  std::map<std::uint16_t, std::pair<int, int>> owners;
-  for (const Port& p : c.ports()) {
-    const auto s = switches.find(p.device);
-    if (p.host >= 0 || s == switches.end()) continue;
-    owners[p.lid] = {s->second, 0};
-    auto& row = peers[s->second];
-    if (static_cast<int>(row.size()) <= p.port_num)
-      row.resize(p.port_num + 1, -1);
-    if (!p.up || p.peer < 0) continue;
-    const Port& q = c.ports()[p.peer];
-    if (q.host >= 0) {
-      if (q.lid != 0) owners[q.lid] = {s->second, p.port_num};
-    } else if (const auto t = switches.find(q.device); t != switches.end()) {
-      row[p.port_num] = t->second;
-    }
-  }
-  *index = switches.at(sw.device);
-  return MinHopRouting(std::move(peers), std::move(owners));
-}
-
 // SwitchInfo and LinearForwardingTable at the switch of port `sw`: false
 // for other attributes.
 bool FillSwitchTables(const Cluster& c, const Port& sw, ib_net16_t attr,
@@ -217,12 +191,12 @@ bool FillSwitchTables(const Cluster& c, const Port& sw, ib_net16_t attr,
       (attr != IB_MAD_ATTR_SWITCH_INFO && attr != IB_MAD_ATTR_LIN_FWD_TBL)) {
     return false;
   }
-  int index = 0;
-  const MinHopRouting routing = ClusterRouting(c, sw, &index);
+  const ClusterRoutes routes(c.ports());
   if (attr == IB_MAD_ATTR_SWITCH_INFO) {
-    FillSwitchInfo(routing, data);
+    FillSwitchInfo(routes.routing(), data);
   } else {
-    FillLftBlock(routing, index, attr_mod, data);
+    FillLftBlock(routes.routing(), routes.SwitchIndex(sw.device), attr_mod,
+                 data);
   }
   return true;
 }

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+
+#include "simulator/cluster_routes.h"
 
 namespace fabric::sim {
 namespace {
@@ -104,9 +107,11 @@ void Cluster::Connect(int a, int b) {
 void Cluster::BuildTopology() {
   const int n = config_.hosts;
   const int rails = static_cast<int>(kIbDevices.size());
+  const int uplinks = std::clamp(config_.timeline.uplinks, 1, kMaxUplinks);
   // Switches first: spine (LID 1), IB leaves (LID 2..9), Ethernet leaf.
+  // Leaf r's uplink u (port n+1+u) is spine port r*uplinks+u+1.
   spine_first_port_ = static_cast<int>(ports_.size());
-  for (int r = 0; r < rails; ++r) {
+  for (int r = 0; r < rails * uplinks; ++r) {
     Port p;
     p.node = p.device = "ib-spine";
     p.port_num = r + 1;
@@ -116,7 +121,7 @@ void Cluster::BuildTopology() {
   }
   for (int r = 0; r < rails; ++r) {
     leaf_first_port_.push_back(static_cast<int>(ports_.size()));
-    for (int i = 1; i <= n + 1; ++i) {
+    for (int i = 1; i <= n + uplinks; ++i) {
       Port p;
       p.node = p.device = "ib-leaf" + std::to_string(r);
       p.port_num = i;
@@ -124,7 +129,10 @@ void Cluster::BuildTopology() {
       p.guid = Guid(0xb83fd203, 0xfffe, r);
       AddPort(p);
     }
-    Connect(spine_first_port_ + r, leaf_first_port_[r] + n);  // uplink
+    for (int u = 0; u < uplinks; ++u) {
+      Connect(spine_first_port_ + r * uplinks + u,
+              leaf_first_port_[r] + n + u);
+    }
   }
   eth_leaf_first_port_ = static_cast<int>(ports_.size());
   for (int i = 1; i <= n; ++i) {
@@ -193,6 +201,8 @@ void Cluster::BuildTopology() {
   }
   // Switch ports take the link speed of the HCA they face.
   for (auto& p : ports_) {
+    p.wait_in_bytes = config_.timeline.quantum_switches && p.host < 0 &&
+                      p.link_layer == LinkLayer::kInfiniBand;
     if (p.peer >= 0 && p.host < 0 && ports_[p.peer].host >= 0) {
       p.nominal_lanes = p.lanes = ports_[p.peer].nominal_lanes;
     }
@@ -217,6 +227,8 @@ void Cluster::BuildTopology() {
   ext.hops = {spine_first_port_ + 0, victim_egress};
   flows_.push_back(ext);
   hotspot_flow_ = static_cast<int>(flows_.size()) - 1;
+  base_flows_ = flows_.size();
+  pfc_relay_.assign(ports_.size(), 0);
 
   // Subnet managers: master on the spine, standby on ib-leaf0.
   SubnetManager master;
@@ -291,6 +303,9 @@ bool Cluster::DefaultTarget(const Event& event, int* host,
   }
   switch (event.scenario) {
     case Scenario::kCongestionHotspot:
+    case Scenario::kSlowReceiver:
+    case Scenario::kOversubscribedUplink:
+    case Scenario::kUnbalancedLinks:
       *device = kHotspotDevice;
       break;
     case Scenario::kPfcStorm:
@@ -490,6 +505,7 @@ void Cluster::RunTraffic(double dt) {
   }
   bool hotspot = false;
   std::vector<double> paused(ports_.size(), 0);  // fraction paused by PFC
+  std::vector<bool> storm_origin(ports_.size(), false);
   for (size_t i = 0; i < config_.timeline.events.size(); ++i) {
     const Event& e = config_.timeline.events[i];
     Duration local{0};
@@ -507,6 +523,7 @@ void Cluster::RunTraffic(double dt) {
         const int sw = nic->peer;
         capacity[sw] *= kStormResidualCapacity;
         paused[sw] = 1 - kStormResidualCapacity;
+        storm_origin[nic - ports_.data()] = true;
         const std::string prio = std::to_string(kRocePriority);
         nic->ethtool["tx_prio" + prio + "_pause"] +=
             static_cast<std::uint64_t>(std::llround(dt / kPauseFrameSeconds));
@@ -522,16 +539,34 @@ void Cluster::RunTraffic(double dt) {
     }
   }
 
-  // Offered load of every flow.
+  // pfc-storm relays: a host that was paused last tick pauses its own
+  // switch port now, for kPfcRelayShare of that time.
+  const std::string prio = std::to_string(kRocePriority);
+  for (std::size_t i = 0; i < ports_.size(); ++i) {
+    const double relay = pfc_relay_[i];
+    if (relay <= 0) continue;
+    Port& host = ports_[i];
+    capacity[host.peer] *= 1 - relay;
+    paused[host.peer] = std::max(paused[host.peer], relay);
+    host.ethtool["tx_prio" + prio + "_pause"] += static_cast<std::uint64_t>(
+        std::llround(relay * dt / kPauseFrameSeconds));
+    host.ethtool["tx_prio" + prio + "_pause_duration"] +=
+        static_cast<std::uint64_t>(std::llround(relay * dt * 1e6));
+  }
+  std::vector<double> relay(ports_.size(), 0);
+
+  // Offered load of every ring flow and the hotspot's; the congestion-tree
+  // flows come with theirs.
+  AddCongestionFlows(&capacity);
   for (size_t f = 0; f < flows_.size(); ++f) {
     Flow& flow = flows_[f];
-    flow.offered_bps = 0;
+    if (f < base_flows_) flow.offered_bps = 0;
     if (static_cast<int>(f) == hotspot_flow_) {
       if (hotspot) {
         flow.offered_bps =
             kHotspotExternalLoad * ports_[flow.hops[1]].NominalBytesPerSecond();
       }
-    } else if (burst) {
+    } else if (burst && f < base_flows_) {
       const Port& src = ports_[flow.hops[0]];
       const double burst_seconds =
           std::chrono::duration<double>(traffic.period).count() *
@@ -548,35 +583,34 @@ void Cluster::RunTraffic(double dt) {
     }
   }
 
-  // Share each transmitter's capacity proportionally; a flow gets the
-  // worst share along its path.
-  std::vector<double> load(ports_.size(), 0);
-  for (const auto& flow : flows_) {
-    for (int hop : flow.hops) load[hop] += flow.offered_bps;
-  }
-  std::vector<double> scale(ports_.size(), 1);
-  for (size_t i = 0; i < ports_.size(); ++i) {
-    if (load[i] > capacity[i]) scale[i] = capacity[i] / load[i];
-  }
+  const std::vector<int> throttled = ShareCapacity(capacity);
+  // Per transmitter: the rate of data that had to wait there.
+  std::vector<double> blocked(ports_.size(), 0);
   for (auto& p : ports_) p.offered_bps = p.delivered_bps = 0;
-  for (auto& flow : flows_) {
-    double s = 1;
-    int bottleneck = -1;
-    for (int hop : flow.hops) {
-      if (scale[hop] < s) {
-        s = scale[hop];
-        bottleneck = hop;
-      }
-    }
-    flow.delivered_bps = flow.offered_bps * s;
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    Flow& flow = flows_[f];
+    const int last = throttled[f];
+    const int bottleneck = last >= 0 ? flow.hops[last] : -1;
+    const double s =
+        flow.offered_bps > 0 ? flow.delivered_bps / flow.offered_bps : 1;
     // Whole 4-byte words: port_*_data counts words, so both ends of every
     // link see exactly the same number.
     const auto bytes =
         static_cast<std::uint64_t>(flow.delivered_bps * dt / 4) * 4;
-    for (int hop : flow.hops) {
+    for (int i = 0; i < static_cast<int>(flow.hops.size()); ++i) {
+      const int hop = flow.hops[i];
       Port& tx = ports_[hop];
       Port& rx = ports_[tx.peer];
-      tx.offered_bps += flow.offered_bps;
+      // Credit backpressure: up to the last port that throttles the flow,
+      // its data queues (the port waits); past it, only what got through
+      // arrives.
+      if (i <= last) {
+        tx.offered_bps += flow.offered_bps;
+        blocked[hop] += (flow.offered_bps - flow.delivered_bps) *
+                        std::pow(kCreditSpreadPerHop, last - i);
+      } else {
+        tx.offered_bps += flow.delivered_bps;
+      }
       tx.delivered_bps += flow.delivered_bps;
       const auto tx_pkts_before = tx.tx_bytes / kBytesPerPacket;
       const auto rx_pkts_before = rx.rx_bytes / kBytesPerPacket;
@@ -598,12 +632,10 @@ void Cluster::RunTraffic(double dt) {
                         kQCounterBits);
       }
       if (tx.link_layer == LinkLayer::kEthernet && tx.host >= 0) {
-        const std::string prio = std::to_string(kRocePriority);
         tx.ethtool["tx_prio" + prio + "_bytes"] += bytes;
         tx.ethtool["tx_prio" + prio + "_packets"] += tx_pkts;
       }
       if (rx.link_layer == LinkLayer::kEthernet && rx.host >= 0) {
-        const std::string prio = std::to_string(kRocePriority);
         rx.ethtool["rx_prio" + prio + "_bytes"] += bytes;
         rx.ethtool["rx_prio" + prio + "_packets"] += rx_pkts;
       }
@@ -627,26 +659,117 @@ void Cluster::RunTraffic(double dt) {
       sender.hw_counters["rp_cnp_handled"] += cnps;
       if (paused[bottleneck] > 0) {
         const double fraction = 1 - s;
-        const std::string prio = std::to_string(kRocePriority);
         sender.ethtool["rx_prio" + prio + "_pause"] +=
             static_cast<std::uint64_t>(
                 std::llround(fraction * dt / kPauseFrameSeconds));
         sender.ethtool["rx_prio" + prio + "_pause_duration"] +=
             static_cast<std::uint64_t>(std::llround(fraction * dt * 1e6));
+        const int at = flow.hops[0];
+        if (!storm_origin[at]) {
+          relay[at] = std::max(relay[at], kPfcRelayShare * fraction);
+        }
       }
     }
   }
+  pfc_relay_ = std::move(relay);
   // port_xmit_wait: the share of the tick a transmitter had data it could
-  // not send (its offered load exceeded what the path accepted).
-  for (auto& p : ports_) {
+  // not send.
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    Port& p = ports_[i];
     if (p.offered_bps <= 0) continue;
-    const double blocked = 1 - p.delivered_bps / p.offered_bps;
-    if (blocked <= 1e-12) continue;
-    p.wait_accumulator += blocked * dt / kXmitWaitTickSeconds;
+    const double share = blocked[i] / p.offered_bps;
+    if (share <= 1e-12) continue;
+    p.wait_accumulator += share * dt * p.XmitWaitTicksPerSecond();
     const auto whole = static_cast<std::uint64_t>(p.wait_accumulator);
     p.wait_accumulator -= static_cast<double>(whole);
     p.counters.Add(Ctr::kPortXmitWait, whole);
   }
+}
+
+void Cluster::AddCongestionFlows(std::vector<double>* capacity) {
+  flows_.resize(base_flows_);
+  std::unique_ptr<ClusterRoutes> routes;  // once per tick, when needed
+  const int rails = static_cast<int>(kIbDevices.size());
+  for (const Event& e : config_.timeline.events) {
+    if ((e.scenario != Scenario::kSlowReceiver &&
+         e.scenario != Scenario::kOversubscribedUplink &&
+         e.scenario != Scenario::kUnbalancedLinks) ||
+        !e.ActiveAt(now_)) {
+      continue;
+    }
+    const Port* target = TargetPort(e);
+    if (!target || target->link_layer != LinkLayer::kInfiniBand) continue;
+    const std::string& device = devices_[target->device_index].name;
+    const int rail = static_cast<int>(
+        std::find(kIbDevices.begin(), kIbDevices.end(), device) -
+        kIbDevices.begin());
+    const std::string& next = kIbDevices[(rail + 1) % rails];
+    if (!routes) routes = std::make_unique<ClusterRoutes>(ports_);
+    auto add = [&](const Port* src, const Port* dst, double load) {
+      if (!src || !dst) return;
+      Flow f;
+      f.src_host = src->host;
+      f.hops = routes->Route(static_cast<int>(src - ports_.data()),
+                             static_cast<int>(dst - ports_.data()));
+      if (f.hops.empty()) return;  // not routed: nothing can flow
+      f.offered_bps = load * src->NominalBytesPerSecond();
+      flows_.push_back(std::move(f));
+    };
+    const int hosts = static_cast<int>(hosts_.size());
+    if (e.scenario == Scenario::kSlowReceiver) {
+      // Every host's HCA on the next rail sends to the slow HCA: through
+      // its leaf, the spine and the slow HCA's leaf.
+      for (int h = 0; h < hosts; ++h) add(FindPort(h, next), target, kIncastLoad);
+      double& edge = (*capacity)[target->peer];
+      edge = std::min(edge, kSlowReceiverDrain * target->RateBytesPerSecond());
+      continue;
+    }
+    // Every host on the target's leaf sends to its HCA on the next rail:
+    // all of it up the leaf's uplinks, and the LFT puts every destination
+    // of that rail on the same one (their LIDs are alike modulo the
+    // uplinks: static routing that does not spread).
+    const double load =
+        e.scenario == Scenario::kOversubscribedUplink
+            ? kOversubscribedLoad
+            : std::min(kOversubscribedLoad, kUnbalancedTotalLoad / hosts);
+    for (int h = 0; h < hosts; ++h) {
+      add(FindPort(h, device), FindPort(h, next), load);
+    }
+  }
+}
+
+std::vector<int> Cluster::ShareCapacity(const std::vector<double>& capacity) {
+  // Every transmitter shares its capacity among its flows in proportion to
+  // what reaches it; a flow keeps what survives every hop (lossless: its
+  // rate is the same on every link). A port's share depends only on the
+  // ports upstream of it, so each round settles one more hop.
+  std::vector<double> scale(ports_.size(), 1);
+  std::size_t longest = 0;
+  for (const Flow& f : flows_) longest = std::max(longest, f.hops.size());
+  for (std::size_t round = 0; round <= longest; ++round) {
+    std::vector<double> load(ports_.size(), 0);
+    for (const Flow& f : flows_) {
+      double r = f.offered_bps;
+      for (int hop : f.hops) {
+        load[hop] += r;
+        r *= scale[hop];
+      }
+    }
+    for (std::size_t i = 0; i < ports_.size(); ++i) {
+      scale[i] = load[i] > capacity[i] ? capacity[i] / load[i] : 1;
+    }
+  }
+  std::vector<int> last(flows_.size(), -1);
+  for (std::size_t f = 0; f < flows_.size(); ++f) {
+    Flow& flow = flows_[f];
+    double r = flow.offered_bps;
+    for (int i = 0; i < static_cast<int>(flow.hops.size()); ++i) {
+      if (scale[flow.hops[i]] < 1 && r > 0) last[f] = i;
+      r *= scale[flow.hops[i]];
+    }
+    flow.delivered_bps = r;
+  }
+  return last;
 }
 
 void Cluster::InjectErrors(double) {

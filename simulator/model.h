@@ -29,9 +29,14 @@
 
 namespace fabric::sim {
 
-// One port_xmit_wait tick: 256 ns (64 × the 4 ns SDR symbol time, a
-// PortSamplesControl Tick of 63). See docs/simulator.md.
+// One port_xmit_wait tick of an HCA port: 256 ns (64 × the 4 ns SDR symbol
+// time, a PortSamplesControl Tick of 63; NVIDIA documents no tick for
+// ConnectX, fabricmon assumes this one). See docs/simulator.md.
 inline constexpr double kXmitWaitTickSeconds = 256e-9;
+// The simulated IB switches are Quantum-2 (NodeInfo DeviceID 54002), whose
+// PortXmitWait counts one tick per 8 bytes the port could have sent
+// (ibdiagnet's congestion assessment: Tick = 7), whatever the width.
+inline constexpr double kQuantumXmitWaitBytesPerTick = 8;
 // Bytes per packet (IB MTU 4096) for the packet counters.
 inline constexpr std::uint64_t kBytesPerPacket = 4096;
 // One RDMA write request per 64 KiB received (hw_counters rx_write_requests).
@@ -56,6 +61,25 @@ inline constexpr double kModuleTempHighWarningCelsius = 70;
 inline constexpr double kModuleTempHighAlarmCelsius = 75;
 // PESC carries up to 12 lanes.
 inline constexpr int kMaxLanes = 12;
+// Congestion trees (issue 42). Credit backpressure: a port upstream of the
+// one that cannot drain waits for the blocked share of its traffic, less
+// this factor per hop away from it (each hop's input buffer still takes
+// some of the stalled data), so victims wait a little less than their root.
+inline constexpr double kCreditSpreadPerHop = 0.9;
+// slow-receiver: the HCA drains this fraction of its line rate (a receiver
+// whose PCIe or memory cannot keep up); each source offers kIncastLoad.
+inline constexpr double kSlowReceiverDrain = 0.1;
+inline constexpr double kIncastLoad = 0.5;
+// oversubscribed-uplink: each source's offered load. unbalanced-links: 1.6
+// line rates in all, spread over the sources (at most 0.8 each): more than
+// one cable carries, less than two do.
+inline constexpr double kOversubscribedLoad = 0.8;
+inline constexpr double kUnbalancedTotalLoad = 1.6;
+// pfc-storm: a host paused by the switch relays pauses of its own (its
+// receive buffer backs up while it cannot send) for this share of the time
+// it is paused, from the tick after it is paused: hop by hop, each relay
+// later and weaker than the NIC that started the storm.
+inline constexpr double kPfcRelayShare = 0.5;
 
 struct SimConfig {
   int hosts = 4;
@@ -104,6 +128,7 @@ struct Port {
   std::uint64_t tx_bytes = 0;
   std::uint64_t rx_bytes = 0;
   double wait_accumulator = 0;  // fractional xmit_wait ticks
+  bool wait_in_bytes = false;   // a Quantum-2 switch port
   bool was_up = true;
 
   // Observables of the last tick (for tests and the MAD/ethtool views).
@@ -111,6 +136,12 @@ struct Port {
   double delivered_bps = 0;  // bytes/s actually sent
 
   double RateBytesPerSecond() const { return lanes * lane_gbps * 1e9 / 8; }
+  // port_xmit_wait ticks per second of waiting: a Quantum-2 switch port
+  // counts bytes it could have sent, other ports time.
+  double XmitWaitTicksPerSecond() const {
+    return wait_in_bytes ? RateBytesPerSecond() / kQuantumXmitWaitBytesPerTick
+                         : 1 / kXmitWaitTickSeconds;
+  }
   double NominalBytesPerSecond() const {
     return nominal_lanes * lane_gbps * 1e9 / 8;
   }
@@ -169,6 +200,8 @@ class Cluster {
   const std::vector<Host>& hosts() const { return hosts_; }
   const std::vector<Device>& devices() const { return devices_; }
   const std::vector<Port>& ports() const { return ports_; }
+  // The ring flows, the hotspot's external flow, then this tick's flows of
+  // the active congestion-tree scenarios (routed by the LFTs).
   const std::vector<Flow>& flows() const { return flows_; }
   const std::vector<SubnetManager>& sms() const { return sms_; }
   const SubnetManager& master_sm() const { return sms_[master_]; }
@@ -201,6 +234,12 @@ class Cluster {
   void BuildTopology();
   void ApplyScenarios();
   void RunTraffic(double dt);
+  // This tick's congestion-tree flows (appended to flows_) and the slow
+  // receivers' drain limits (on `capacity`).
+  void AddCongestionFlows(std::vector<double>* capacity);
+  // Shares every transmitter among its flows; sets the flows' delivered
+  // rates and returns each flow's last throttled hop (-1: none).
+  std::vector<int> ShareCapacity(const std::vector<double>& capacity);
   void InjectErrors(double dt);
   void UpdatePhy(double dt);
   // dying-cable: the two links it degrades (the ports at one end).
@@ -218,6 +257,9 @@ class Cluster {
   std::vector<SubnetManager> sms_;
   int master_ = 0;
   int hotspot_flow_ = -1;
+  std::size_t base_flows_ = 0;  // flows_ before the congestion flows
+  // pfc-storm: per port, the share of the last tick a host relayed pauses.
+  std::vector<double> pfc_relay_;
   int spine_first_port_ = -1;
   std::vector<int> leaf_first_port_;  // per rail, port 1 of ib-leaf<r>
   int eth_leaf_first_port_ = -1;

@@ -24,6 +24,9 @@ constexpr std::string_view kNames[] = {
     "probe-loss",
     "dying-cable",
     "roce-cc-off",
+    "slow-receiver",
+    "oversubscribed-uplink",
+    "unbalanced-links",
 };
 
 std::string Where(const YAML::Node& node) {
@@ -160,6 +163,29 @@ std::optional<Timeline> ParseTimeline(std::string_view yaml,
             "0 <= load <= 1, size_bytes >= 0" +
             Where(traffic);
         return std::nullopt;
+      }
+    }
+    if (const YAML::Node fabric = root["fabric"]) {
+      if (const YAML::Node uplinks = fabric["uplinks"]) {
+        try {
+          timeline.uplinks = uplinks.as<int>();
+        } catch (const YAML::Exception&) {
+          timeline.uplinks = 0;
+        }
+        if (timeline.uplinks < 1 || timeline.uplinks > kMaxUplinks) {
+          *error = "fabric: uplinks must be 1.." +
+                   std::to_string(kMaxUplinks) + Where(uplinks);
+          return std::nullopt;
+        }
+      }
+      if (const YAML::Node asic = fabric["switch_asic"]) {
+        const std::string name = asic.as<std::string>();
+        if (name != "quantum-2" && name != "generic") {
+          *error = "fabric: switch_asic must be quantum-2 or generic" +
+                   Where(asic);
+          return std::nullopt;
+        }
+        timeline.quantum_switches = name == "quantum-2";
       }
     }
     const YAML::Node events = root["events"];

@@ -33,6 +33,11 @@ enum class Scenario {
   kProbeLoss,
   kDyingCable,
   kRoceCcOff,
+  // Congestion trees (issue 42; docs/simulator.md): traffic routed by the
+  // forwarding tables into one egress port that cannot drain it.
+  kSlowReceiver,
+  kOversubscribedUplink,
+  kUnbalancedLinks,
 };
 
 // All scenario names, in the order of the enum.
@@ -72,7 +77,20 @@ struct Traffic {
 struct Timeline {
   std::vector<Event> events;
   Traffic traffic;
+  // Parallel cables from every IB leaf to the spine (YAML `fabric:
+  // uplinks: N`, 1..4): the unbalanced-links scenario needs two.
+  int uplinks = 1;
+  // The IB switches' ASIC (YAML `fabric: switch_asic:`): "quantum-2"
+  // (NodeInfo DeviceID 54002; PortXmitWait in 8-byte ticks, so the 32-bit
+  // PortCounters field saturates within a second of waiting) or "generic"
+  // (DeviceID 0xb924, an ASIC fabricmon's tick table does not know: the
+  // assumed 256 ns tick, as on ibsim). Until the sweep reads the 64-bit
+  // PortCountersExtended PortXmitWait, congestion trees on the simulator
+  // need "generic" (scenarios/congestion-*.yaml, the demo tour).
+  bool quantum_switches = true;
 };
+
+inline constexpr int kMaxUplinks = 4;
 
 // One event of `scenario` from t=0, open-ended.
 Timeline SingleScenario(Scenario scenario);

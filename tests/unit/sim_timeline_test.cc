@@ -34,7 +34,7 @@ TEST(SimTimeline, KnowsEveryScenarioName) {
     ASSERT_TRUE(s) << name;
     EXPECT_EQ(ScenarioName(*s), name);
   }
-  EXPECT_EQ(ScenarioNames().size(), 13u);
+  EXPECT_EQ(ScenarioNames().size(), 16u);
   EXPECT_FALSE(ParseScenario("meltdown"));
 }
 
