@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 
 # Labels that name where an alert is, in the order they are printed.
-WHERE = ("cluster", "host", "instance", "switch", "sm_guid", "peer", "netdev", "cable",
+WHERE = ("cluster", "host", "instance", "switch", "sm_guid", "peer", "netdev",
          "collector", "error")
 
 
