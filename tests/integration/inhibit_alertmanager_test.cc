@@ -65,8 +65,11 @@ struct Posted {
 
 class InhibitAlertmanagerTest : public ::testing::Test {
  protected:
-  void SetUp() override { Start("route:\n  receiver: default\n  group_wait: 1h\n"
-                                "receivers:\n  - name: default\n"); }
+  void SetUp() override {
+    Start(
+        "route:\n  receiver: default\n  group_wait: 1h\n"
+        "receivers:\n  - name: default\n");
+  }
 
   // Starts Alertmanager with `head` (route and receivers) and the shipped
   // inhibit rules.
@@ -227,7 +230,6 @@ TEST_F(InhibitAlertmanagerTest, OneFaultOneNotification) {
   }
 }
 
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -260,7 +262,8 @@ TEST_F(InhibitAlertmanagerTest, OneNotificationGroupPerCable) {
         for (const auto& [_, a] : tree.get_child("alerts")) {
           std::string where = a.get<std::string>("labels.alertname");
           for (const char* l : {"instance", "switch_guid", "device", "port"}) {
-            if (auto v = a.get_optional<std::string>(std::string("labels.") + l)) {
+            if (auto v =
+                    a.get_optional<std::string>(std::string("labels.") + l)) {
               where += std::string(" ") + l + "=" + *v;
             }
           }
@@ -271,50 +274,72 @@ TEST_F(InhibitAlertmanagerTest, OneNotificationGroupPerCable) {
   ASSERT_NE(webhook.port(), 0);
   Stop();
   fs::remove_all(dir_);
-  std::string route = Slurp(testing::SourceDir() +
-                            "/dashboards/alertmanager/route.yml");
+  std::string route =
+      Slurp(testing::SourceDir() + "/dashboards/alertmanager/route.yml");
   route = std::regex_replace(route, std::regex("group_wait: \\S+"),
                              "group_wait: 1s");
   Start(route + "receivers:\n  - name: fabric\n    webhook_configs:\n" +
         "      - url: http://127.0.0.1:" + std::to_string(webhook.port()) +
         "/\n        send_resolved: false\n");
 
-  const Labels h1 = {{"job", "fabricmon"}, {"instance", "h1:10915"},
-                     {"host", "h1"}, {"port", "1"}};
+  const Labels h1 = {{"job", "fabricmon"},
+                     {"instance", "h1:10915"},
+                     {"host", "h1"},
+                     {"port", "1"}};
   const Labels leaf = {{"job", "fabricmon"},
                        {"switch_guid", "0x000000000000000a"},
                        {"switch", "ib-leaf0"}};
-  auto at = [](Labels l, std::initializer_list<std::pair<std::string, std::string>> more) {
-    for (const auto& [k, v] : more) l[k] = v;
-    return l;
-  };
+  auto at =
+      [](Labels l,
+         std::initializer_list<std::pair<std::string, std::string>> more) {
+        for (const auto& [k, v] : more) l[k] = v;
+        return l;
+      };
   // {fault, alerts the rules raise for it}
   const std::vector<std::pair<std::string, std::vector<Posted>>> faults = {
       {"link flap on cable leaf0/3",
-       {{"FabricPortLinkDowned", at(h1, {{"device", "mlx5_1"}, {"error", "link_downed"}, {"cable", "0x000000000000000a/3"}})},
-        {"FabricPortFlapping", at(h1, {{"device", "mlx5_1"}, {"error", "link_downed"}, {"cable", "0x000000000000000a/3"}})},
-        {"FabricSwitchPortLinkDowned", at(leaf, {{"port", "3"}, {"error", "link_downed"}, {"cable", "0x000000000000000a/3"}})},
-        {"FabricPortFlapping", at(leaf, {{"port", "3"}, {"cable", "0x000000000000000a/3"}})}}},
+       {{"FabricPortLinkDowned", at(h1, {{"device", "mlx5_1"},
+                                         {"error", "link_downed"},
+                                         {"cable", "0x000000000000000a/3"}})},
+        {"FabricPortFlapping", at(h1, {{"device", "mlx5_1"},
+                                       {"error", "link_downed"},
+                                       {"cable", "0x000000000000000a/3"}})},
+        {"FabricSwitchPortLinkDowned",
+         at(leaf, {{"port", "3"},
+                   {"error", "link_downed"},
+                   {"cable", "0x000000000000000a/3"}})},
+        {"FabricPortFlapping",
+         at(leaf, {{"port", "3"}, {"cable", "0x000000000000000a/3"}})}}},
       {"link degraded on cable leaf0/5",
-       {{"FabricPortLinkDegraded", at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
-        {"FabricPortCongestionHotspot", at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
-        {"FabricPortLinkDowngraded", at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
-        {"FabricPortLinkDowngraded", at(leaf, {{"port", "5"}, {"cable", "0x000000000000000a/5"}})}}},
+       {{"FabricPortLinkDegraded",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortCongestionHotspot",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortLinkDowngraded",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortLinkDowngraded",
+         at(leaf, {{"port", "5"}, {"cable", "0x000000000000000a/5"}})}}},
       {"saturated counters on cable leaf0/6",
-       {{"FabricPortCounterSaturated", at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})},
-        {"FabricPortTransportRetries", at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})}}},
+       {{"FabricPortCounterSaturated",
+         at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})},
+        {"FabricPortTransportRetries",
+         at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})}}},
       {"symbol errors on cable leaf0/4",
-       {{"FabricPortSymbolErrors", at(h1, {{"device", "mlx5_4"}, {"cable", "0x000000000000000a/4"}})},
-        {"FabricSwitchPortSymbolErrors", at(leaf, {{"port", "4"}, {"cable", "0x000000000000000a/4"}})}}},
+       {{"FabricPortSymbolErrors",
+         at(h1, {{"device", "mlx5_4"}, {"cable", "0x000000000000000a/4"}})},
+        {"FabricSwitchPortSymbolErrors",
+         at(leaf, {{"port", "4"}, {"cable", "0x000000000000000a/4"}})}}},
       {"PFC storm on a RoCE port (no cable)",
-       {{"FabricPfcPauseStorm", at(h1, {{"device", "mlx5_bond_0"}, {"netdev", "bond0"}})},
+       {{"FabricPfcPauseStorm",
+         at(h1, {{"device", "mlx5_bond_0"}, {"netdev", "bond0"}})},
         {"FabricRoceCongestion", at(h1, {{"device", "mlx5_bond_0"}})},
         {"FabricPortCongestionHotspot", at(h1, {{"device", "mlx5_bond_0"}})}}},
       {"SM failover",
        {{"FabricSmNoMaster", {{"job", "fabricmon"}}},
         {"FabricSmFailover", {{"job", "fabricmon"}}}}},
       {"a switch-to-switch link flapping (no cable label: one switch port)",
-       {{"FabricSwitchPortLinkDowned", at(leaf, {{"port", "40"}, {"error", "link_downed"}})},
+       {{"FabricSwitchPortLinkDowned",
+         at(leaf, {{"port", "40"}, {"error", "link_downed"}})},
         {"FabricPortFlapping", at(leaf, {{"port", "40"}})}}},
   };
   for (const auto& [_, alerts] : faults) {

@@ -266,9 +266,9 @@ TEST(RulesPromtoolTest, InhibitorsFireNoLaterThanTheirTargets) {
 // it, nor switch and switch-port alerts, whose `host` would be the
 // sweeping node's); a rule that aggregates `by` a fixed list drops them
 // and fails here (issue 39: FabricPortLinkDowngraded lost both).
-const std::set<std::string> kFleetAlerts = {
-    "FabricSmNoMaster", "FabricSmMultipleMasters", "FabricSmHung",
-    "FabricSmFailover"};
+const std::set<std::string> kFleetAlerts = {"FabricSmNoMaster",
+                                            "FabricSmMultipleMasters",
+                                            "FabricSmHung", "FabricSmFailover"};
 
 std::string WithTargetLabels(const std::string& series) {
   std::string labels = "cluster=\"c9\"";

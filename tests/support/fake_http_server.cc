@@ -20,9 +20,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 FakeHttpServer::FakeHttpServer(Handler handler)
-    : FakeHttpServer(BodyHandler(
-          [handler = std::move(handler)](const std::string& target,
-                                         const std::string&) {
+    : FakeHttpServer(
+          BodyHandler([handler = std::move(handler)](const std::string& target,
+                                                     const std::string&) {
             return handler(target);
           })) {}
 
