@@ -6,7 +6,7 @@
 #   scripts/demo.sh [--hosts N] [--scenario S | --timeline FILE]
 #                   [--duration SECONDS] [--port-base P] [--prom-port P]
 #                   [--am-port P] [--scrape-interval 2s] [--shipped-for]
-#                   [--auto-ports] [--ports-file FILE]
+#                   [--auto-ports] [--ports-file FILE] [--webhook URL]
 #                   [--quiet] [--build DIR] [-- fabricmon-sim args]
 #
 # Starts one fabricmon-sim writing N live host trees (default 4) and playing
@@ -19,7 +19,8 @@
 # other hosts through fabricmon-sim's probe relay; the Debian Prometheus on
 # 127.0.0.1:9090 (or the next free port) with dashboards/prometheus/*.yml;
 # the Debian Alertmanager on 127.0.0.1:9093 (or the next free port) with
-# dashboards/alertmanager/inhibit_rules.yml; and scripts/demo_alerts.py,
+# dashboards/alertmanager/route.yml and inhibit_rules.yml (notifications to
+# --webhook URL when given, else nowhere); and scripts/demo_alerts.py,
 # which prints each alert as it fires or resolves, with its runbook. So that
 # a fault lasting a minute alerts, the demo's copy of the rules has every
 # `for:` shortened to 20s and the 5-minute groups run every 30s (say so with
@@ -49,6 +50,7 @@ port_base=10915
 prom_port=""
 auto_ports=""
 ports_file=""
+webhook=""
 scrape_interval=2s
 build="${BUILD_DIR:-$here/build}"
 sim_args=()
@@ -66,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --am-port) am_port="$2"; shift 2 ;;
     --shipped-for) shipped_for=1; shift ;;
     --auto-ports) auto_ports=1; shift ;;
+    --webhook) webhook="$2"; shift 2 ;;
     --ports-file) ports_file="$2"; shift 2 ;;
     --quiet) quiet=1; shift ;;
     --scrape-interval) scrape_interval="$2"; shift 2 ;;
@@ -314,9 +317,20 @@ for f in recording_rules.yml alerting_rules.yml; do
       "$here/dashboards/prometheus/$f" >"$work/$f"
   fi
 done
+# The shipped route (one notification group per cable or place, group_wait
+# shortened with the `for:`s unless --shipped-for) and inhibit rules; with
+# --webhook URL, notifications go there (tests count the groups).
 {
-  printf 'route:\n  receiver: demo\n  group_by: [alertname]\n'
-  printf 'receivers:\n  - name: demo\n'
+  if [[ -n "$shipped_for" ]]; then
+    cat "$here/dashboards/alertmanager/route.yml"
+  else
+    sed -E 's/^( +)group_wait: .*/\1group_wait: 5s/; s/^( +)group_interval: .*/\1group_interval: 30s/' \
+      "$here/dashboards/alertmanager/route.yml"
+  fi
+  printf 'receivers:\n  - name: fabric\n'
+  if [[ -n "$webhook" ]]; then
+    printf '    webhook_configs:\n      - url: %s\n        send_resolved: false\n' "$webhook"
+  fi
   cat "$here/dashboards/alertmanager/inhibit_rules.yml"
 } >"$work/alertmanager.yml"
 start_listening Alertmanager "$am_port" "$am_auto" "$work/alertmanager.log" \

@@ -20,6 +20,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -27,6 +30,7 @@
 #include <vector>
 
 #include "tests/support/ci.h"
+#include "tests/support/fake_http_server.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 
@@ -62,6 +66,14 @@ struct Posted {
 class InhibitAlertmanagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    Start(
+        "route:\n  receiver: default\n  group_wait: 1h\n"
+        "receivers:\n  - name: default\n");
+  }
+
+  // Starts Alertmanager with `head` (route and receivers) and the shipped
+  // inhibit rules.
+  void Start(const std::string& head) {
     if (access(kAlertmanager, X_OK) != 0 ||
         std::system("command -v amtool >/dev/null") != 0) {
       MISSING_DEPENDENCY("prometheus-alertmanager/amtool not installed");
@@ -73,10 +85,7 @@ class InhibitAlertmanagerTest : public ::testing::Test {
                         "/dashboards/alertmanager/inhibit_rules.yml");
     std::stringstream text;
     text << rules.rdbuf();
-    std::ofstream(dir_ / "alertmanager.yml")
-        << "route:\n  receiver: default\n  group_wait: 1h\n"
-        << "receivers:\n  - name: default\n"
-        << text.str();
+    std::ofstream(dir_ / "alertmanager.yml") << head << text.str();
     port_ = testing::FreeLoopbackPort();
     pid_ = fork();
     if (pid_ == 0) {
@@ -97,6 +106,13 @@ class InhibitAlertmanagerTest : public ::testing::Test {
     }
     ASSERT_TRUE(testing::HttpGetOk(port_, "/-/ready"))
         << "Alertmanager did not start; see " << (dir_ / "alertmanager.log");
+  }
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
   }
   void TearDown() override {
     if (pid_ > 0) {
@@ -275,6 +291,156 @@ TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
   };
   for (const auto& [alert, _] : cases) Post(alert);
   ExpectStates(cases);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The shipped route (dashboards/alertmanager/route.yml, group_wait
+// shortened) with a webhook receiver that records every notification: per
+// fault the tour plays, the alerts the rules raise (labels as the rules
+// make them, `cable` included) are posted, and Alertmanager must notify
+// exactly one group per fault, holding only the fault's cause (what the
+// inhibit rules leave). Before: a flapping cable was four notified
+// alerts, a degraded link two.
+TEST_F(InhibitAlertmanagerTest, OneNotificationGroupPerCable) {
+  std::mutex mu;
+  std::map<std::string, std::set<std::string>> groups;  // key -> alerts
+  fabric::testing::FakeHttpServer webhook(
+      [&](const std::string&, const std::string& body)
+          -> std::optional<fabric::testing::FakeHttpAnswer> {
+        pt::ptree tree;
+        std::istringstream in(body);
+        try {
+          pt::read_json(in, tree);
+        } catch (const pt::ptree_error&) {
+          return fabric::testing::FakeHttpAnswer{400};
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        auto& alerts = groups[tree.get<std::string>("groupKey")];
+        for (const auto& [_, a] : tree.get_child("alerts")) {
+          std::string where = a.get<std::string>("labels.alertname");
+          for (const char* l : {"instance", "switch_guid", "device", "port"}) {
+            if (auto v =
+                    a.get_optional<std::string>(std::string("labels.") + l)) {
+              where += std::string(" ") + l + "=" + *v;
+            }
+          }
+          alerts.insert(where);
+        }
+        return fabric::testing::FakeHttpAnswer{200};
+      });
+  ASSERT_NE(webhook.port(), 0);
+  Stop();
+  fs::remove_all(dir_);
+  std::string route =
+      Slurp(testing::SourceDir() + "/dashboards/alertmanager/route.yml");
+  route = std::regex_replace(route, std::regex("group_wait: \\S+"),
+                             "group_wait: 1s");
+  Start(route + "receivers:\n  - name: fabric\n    webhook_configs:\n" +
+        "      - url: http://127.0.0.1:" + std::to_string(webhook.port()) +
+        "/\n        send_resolved: false\n");
+
+  const Labels h1 = {{"job", "fabricmon"},
+                     {"instance", "h1:10915"},
+                     {"host", "h1"},
+                     {"port", "1"}};
+  const Labels leaf = {{"job", "fabricmon"},
+                       {"switch_guid", "0x000000000000000a"},
+                       {"switch", "ib-leaf0"}};
+  auto at =
+      [](Labels l,
+         std::initializer_list<std::pair<std::string, std::string>> more) {
+        for (const auto& [k, v] : more) l[k] = v;
+        return l;
+      };
+  // {fault, alerts the rules raise for it}
+  const std::vector<std::pair<std::string, std::vector<Posted>>> faults = {
+      {"link flap on cable leaf0/3",
+       {{"FabricPortLinkDowned", at(h1, {{"device", "mlx5_1"},
+                                         {"error", "link_downed"},
+                                         {"cable", "0x000000000000000a/3"}})},
+        {"FabricPortFlapping", at(h1, {{"device", "mlx5_1"},
+                                       {"error", "link_downed"},
+                                       {"cable", "0x000000000000000a/3"}})},
+        {"FabricSwitchPortLinkDowned",
+         at(leaf, {{"port", "3"},
+                   {"error", "link_downed"},
+                   {"cable", "0x000000000000000a/3"}})},
+        {"FabricPortFlapping",
+         at(leaf, {{"port", "3"}, {"cable", "0x000000000000000a/3"}})}}},
+      {"link degraded on cable leaf0/5",
+       {{"FabricPortLinkDegraded",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortCongestionHotspot",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortLinkDowngraded",
+         at(h1, {{"device", "mlx5_5"}, {"cable", "0x000000000000000a/5"}})},
+        {"FabricPortLinkDowngraded",
+         at(leaf, {{"port", "5"}, {"cable", "0x000000000000000a/5"}})}}},
+      {"saturated counters on cable leaf0/6",
+       {{"FabricPortCounterSaturated",
+         at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})},
+        {"FabricPortTransportRetries",
+         at(h1, {{"device", "mlx5_6"}, {"cable", "0x000000000000000a/6"}})}}},
+      {"symbol errors on cable leaf0/4",
+       {{"FabricPortSymbolErrors",
+         at(h1, {{"device", "mlx5_4"}, {"cable", "0x000000000000000a/4"}})},
+        {"FabricSwitchPortSymbolErrors",
+         at(leaf, {{"port", "4"}, {"cable", "0x000000000000000a/4"}})}}},
+      {"PFC storm on a RoCE port (no cable)",
+       {{"FabricPfcPauseStorm",
+         at(h1, {{"device", "mlx5_bond_0"}, {"netdev", "bond0"}})},
+        {"FabricRoceCongestion", at(h1, {{"device", "mlx5_bond_0"}})},
+        {"FabricPortCongestionHotspot", at(h1, {{"device", "mlx5_bond_0"}})}}},
+      {"SM failover",
+       {{"FabricSmNoMaster", {{"job", "fabricmon"}}},
+        {"FabricSmFailover", {{"job", "fabricmon"}}}}},
+      {"a switch-to-switch link flapping (no cable label: one switch port)",
+       {{"FabricSwitchPortLinkDowned",
+         at(leaf, {{"port", "40"}, {"error", "link_downed"}})},
+        {"FabricPortFlapping", at(leaf, {{"port", "40"}})}}},
+  };
+  for (const auto& [_, alerts] : faults) {
+    for (const auto& a : alerts) Post(a);
+  }
+  // Each fault's cause, as the one alert its group notifies.
+  const std::set<std::set<std::string>> want = {
+      {"FabricPortFlapping instance=h1:10915 device=mlx5_1 port=1"},
+      {"FabricPortLinkDegraded instance=h1:10915 device=mlx5_5 port=1",
+       "FabricPortLinkDowngraded instance=h1:10915 device=mlx5_5 port=1"},
+      {"FabricPortCounterSaturated instance=h1:10915 device=mlx5_6 port=1",
+       "FabricPortTransportRetries instance=h1:10915 device=mlx5_6 port=1"},
+      {"FabricPortSymbolErrors instance=h1:10915 device=mlx5_4 port=1"},
+      {"FabricPfcPauseStorm instance=h1:10915 device=mlx5_bond_0 port=1"},
+      {"FabricSmNoMaster"},
+      {"FabricPortFlapping switch_guid=0x000000000000000a port=40"},
+  };
+  // Notifications arrive group_wait (1 s) after the alerts: wait, bounded,
+  // until every fault's group came, then a little longer for any extra.
+  auto snapshot = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return groups;
+  };
+  for (int i = 0; i < 300 && snapshot().size() < faults.size(); ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  std::this_thread::sleep_for(3s);
+  const auto got = snapshot();
+  std::set<std::set<std::string>> notified;
+  std::string listing;
+  for (const auto& [key, alerts] : got) {
+    notified.insert(alerts);
+    listing += key + ":";
+    for (const auto& a : alerts) listing += "\n    " + a;
+    listing += "\n";
+  }
+  EXPECT_EQ(got.size(), faults.size()) << listing;
+  EXPECT_EQ(notified, want) << listing;
 }
 
 }  // namespace

@@ -160,12 +160,12 @@ TEST(RulesPromtoolTest, InhibitRulesExampleIsValidAlertmanagerConfig) {
   const auto [status, output] = RunShell("amtool check-config " + path);
   fs::remove(path);
   EXPECT_EQ(status, 0) << output;
-  EXPECT_NE(output.find("13 inhibit rules"), std::string::npos) << output;
+  EXPECT_NE(output.find("14 inhibit rules"), std::string::npos) << output;
 }
 
 // Every alert name an inhibit rule matches on exists (a renamed alert would
 // silently stop being inhibited): literal names in `alertname="X"` and each
-// alternative of `alertname=~"A|B"` (except the catch-all `Fabric.+`).
+// alternative of `alertname=~"A|B"` (except patterns such as `Fabric.+`).
 TEST(RulesPromtoolTest, InhibitRulesNameExistingAlerts) {
   const auto alerts = AlertNames();
   const YAML::Node doc = YAML::LoadFile(InhibitRulesPath());
@@ -181,7 +181,7 @@ TEST(RulesPromtoolTest, InhibitRulesNameExistingAlerts) {
         std::stringstream alternatives(match[2].str());
         std::string name;
         while (std::getline(alternatives, name, '|')) {
-          if (name == "Fabric.+") continue;
+          if (name.find(".+") != std::string::npos) continue;
           ++names;
           EXPECT_TRUE(alerts.count(name)) << text << ": no alert " << name;
         }
@@ -190,6 +190,150 @@ TEST(RulesPromtoolTest, InhibitRulesNameExistingAlerts) {
   }
   EXPECT_GT(names, 5);
 }
+
+// `for:` of an alert in seconds (none: 0).
+std::map<std::string, int> AlertFor() {
+  std::map<std::string, int> out;
+  const YAML::Node rules = YAML::LoadFile(RulesDir() + "/alerting_rules.yml");
+  for (const auto& group : rules["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      if (!rule["alert"]) continue;
+      int seconds = 0;
+      if (rule["for"]) {
+        const std::string f = rule["for"].as<std::string>();
+        const int n = std::stoi(f);
+        seconds = n * (f.back() == 'h' ? 3600 : f.back() == 'm' ? 60 : 1);
+      }
+      out[rule["alert"].as<std::string>()] = seconds;
+    }
+  }
+  return out;
+}
+
+// The alert names an `alertname` matcher list names literally: {} when
+// it is a pattern (`Fabric.+`), which orders nothing.
+std::set<std::string> NamedAlerts(const YAML::Node& matchers) {
+  std::set<std::string> names;
+  const std::regex matcher(R"re(alertname(=~|=)"([^"]*)")re");
+  for (const auto& m : matchers) {
+    const std::string text = m.as<std::string>();
+    std::smatch match;
+    if (!std::regex_match(text, match, matcher)) continue;
+    if (match[2].str().find(".+") != std::string::npos) return {};
+    std::stringstream alternatives(match[2].str());
+    std::string name;
+    while (std::getline(alternatives, name, '|')) names.insert(name);
+  }
+  return names;
+}
+
+// An inhibitor fires no later than what it inhibits: its `for:` is no
+// longer than any target's (issue 39: FabricPortLinkDegraded, for: 5m,
+// fired after the FabricPortCongestionHotspot it inhibits, for: 2m, so the
+// hotspot was notified). Exempt, with the reason: pairs whose target's
+// expression itself waits longer than the source's `for:`.
+TEST(RulesPromtoolTest, InhibitorsFireNoLaterThanTheirTargets) {
+  const std::map<std::pair<std::string, std::string>, std::string> exempt = {
+      {{"FabricCollectorFailing", "FabricCollectorStale"},
+       "stale needs collector_stale_seconds (300 s) without a success"},
+      {{"FabricCollectorFailing", "FabricCollectorSkippingInputs"},
+       "skipping reads min_over_time over 10 m"},
+  };
+  const auto seconds = AlertFor();
+  const YAML::Node doc = YAML::LoadFile(InhibitRulesPath());
+  int pairs = 0;
+  for (const auto& rule : doc["inhibit_rules"]) {
+    for (const auto& source : NamedAlerts(rule["source_matchers"])) {
+      for (const auto& target : NamedAlerts(rule["target_matchers"])) {
+        ASSERT_TRUE(seconds.count(source) && seconds.count(target))
+            << source << " -> " << target;
+        if (exempt.count({source, target})) continue;
+        ++pairs;
+        EXPECT_LE(seconds.at(source), seconds.at(target))
+            << source << " (for " << seconds.at(source) << " s) inhibits "
+            << target << " (for " << seconds.at(target) << " s)";
+      }
+    }
+  }
+  EXPECT_GT(pairs, 20);
+}
+
+// The target labels deploy.md promises on every alert: each promtool test
+// file again with `cluster="c9"` on every input series and `host="h9"` on
+// every one that has no host, alert tests only. Every alert that fired
+// must fire with cluster, and with host exactly when it is about a node
+// (not the fleet-wide SM alerts, one per subnet or SM whichever nodes see
+// it, nor switch and switch-port alerts, whose `host` would be the
+// sweeping node's); a rule that aggregates `by` a fixed list drops them
+// and fails here (issue 39: FabricPortLinkDowngraded lost both).
+const std::set<std::string> kFleetAlerts = {"FabricSmNoMaster",
+                                            "FabricSmMultipleMasters",
+                                            "FabricSmHung", "FabricSmFailover"};
+
+std::string WithTargetLabels(const std::string& series) {
+  std::string labels;
+  if (series.find("cluster=") == std::string::npos) labels = "cluster=\"c9\"";
+  if (series.find("host=") == std::string::npos) {
+    labels += std::string(labels.empty() ? "" : ",") + "host=\"h9\"";
+  }
+  if (labels.empty()) return series;
+  const auto brace = series.find('{');
+  if (brace == std::string::npos) return series + "{" + labels + "}";
+  const bool empty = series.compare(brace, 2, "{}") == 0;
+  return series.substr(0, brace + 1) + labels + (empty ? "" : ",") +
+         series.substr(brace + 1);
+}
+
+class TargetLabelsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TargetLabelsTest, EveryAlertKeepsClusterAndHost) {
+  REQUIRE_TOOL("promtool");
+  YAML::Node doc = YAML::LoadFile(RulesDir() + "/tests/" + GetParam());
+  YAML::Node files;
+  for (const auto& f : doc["rule_files"]) {
+    files.push_back(RulesDir() + "/tests/" + f.as<std::string>());
+  }
+  doc["rule_files"] = files;
+  int alerts = 0;
+  YAML::Node tests;
+  for (YAML::Node test : doc["tests"]) {
+    if (!test["alert_rule_test"]) continue;
+    test.remove("promql_expr_test");
+    for (YAML::Node s : test["input_series"]) {
+      s["series"] = WithTargetLabels(s["series"].as<std::string>());
+    }
+    for (YAML::Node t : test["alert_rule_test"]) {
+      const bool fleet = kFleetAlerts.count(t["alertname"].as<std::string>());
+      for (YAML::Node a : t["exp_alerts"]) {
+        if (!a["exp_labels"]["cluster"]) a["exp_labels"]["cluster"] = "c9";
+        // A switch port's or switch's alert names no node: `host`, like
+        // `instance`, is the sweeping node's and is dropped.
+        const bool node = !fleet && !a["exp_labels"]["switch_guid"];
+        if (node && !a["exp_labels"]["host"]) a["exp_labels"]["host"] = "h9";
+        ++alerts;
+      }
+    }
+    tests.push_back(test);
+  }
+  if (alerts == 0) GTEST_SKIP() << GetParam() << " expects no alert";
+  doc["tests"] = tests;
+  const std::string path = fs::temp_directory_path().string() +
+                           "/fabricmon_labels_" + std::to_string(::getpid()) +
+                           "_" + GetParam();
+  YAML::Emitter out;
+  out << doc;
+  std::ofstream(path) << out.c_str();
+  const auto [status, output] = RunShell("promtool test rules " + path);
+  EXPECT_EQ(status, 0) << GetParam() << " with cluster/host labels:\n"
+                       << output;
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, TargetLabelsTest,
+                         ::testing::ValuesIn(RuleTestFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param.substr(0, info.param.find('.'));
+                         });
 
 }  // namespace
 }  // namespace fabric

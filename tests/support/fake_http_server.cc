@@ -19,7 +19,15 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
-FakeHttpServer::FakeHttpServer(Handler handler) : handler_(std::move(handler)) {
+FakeHttpServer::FakeHttpServer(Handler handler)
+    : FakeHttpServer(
+          BodyHandler([handler = std::move(handler)](const std::string& target,
+                                                     const std::string&) {
+            return handler(target);
+          })) {}
+
+FakeHttpServer::FakeHttpServer(BodyHandler handler)
+    : handler_(std::move(handler)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -60,7 +68,7 @@ void FakeHttpServer::Serve() {
     if (ec) continue;  // the socket closes as it goes out of scope
     ++requests_;
     const std::optional<FakeHttpAnswer> answer =
-        handler_(std::string(request.target()));
+        handler_(std::string(request.target()), request.body());
     if (!answer) {
       held.push_back(socket.release(ec));
       continue;

@@ -31,6 +31,10 @@ class FakeHttpServer {
   using Handler =
       std::function<std::optional<FakeHttpAnswer>(const std::string& target)>;
   explicit FakeHttpServer(Handler handler);
+  // A handler that also sees the request body (a webhook receiver).
+  using BodyHandler = std::function<std::optional<FakeHttpAnswer>(
+      const std::string& target, const std::string& body)>;
+  explicit FakeHttpServer(BodyHandler handler);
   ~FakeHttpServer();  // stops: closes the listener and held connections
   FakeHttpServer(const FakeHttpServer&) = delete;
   FakeHttpServer& operator=(const FakeHttpServer&) = delete;
@@ -41,7 +45,7 @@ class FakeHttpServer {
  private:
   void Serve();
 
-  Handler handler_;
+  BodyHandler handler_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
   int port_ = 0;
