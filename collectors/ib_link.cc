@@ -172,6 +172,9 @@ class IbLinkCollector : public Collector {
       const std::uint32_t cap = own.info.capability_mask;
       m->support = Support::kUnsupported;
       if (!(cap & mad::kCapabilityHasExtendedSpeeds) || port.lid == 0) return;
+      // A subnet manager on this port: never a PMA Get it might be handed
+      // (sources/mad/sweep.h, docs/mad-broker.md).
+      if (cap & mad::kCapabilityIsSm) return;
       const auto r =
           Get(port.lid, mad::PmaClassPortInfoGet(), "PMA ClassPortInfo", true);
       std::string error;
