@@ -253,7 +253,7 @@ class Session {
     }
     ++per_dest_[key];
     Slot& slot = in_flight_[call.tid];
-    slot = {key, Clock::now() + timeout + kGrace};
+    slot = {key, Clock::now() + timeout + kGrace, std::nullopt};
     if (call.mgmt_class == kMadClassSmiDirected &&
         call.attribute == kAttrNodeInfo) {
       slot.learn = call.path;  // its answer teaches a cable
