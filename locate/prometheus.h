@@ -62,16 +62,19 @@ struct PromAuth {
   bool insecure_skip_verify = false;  // TLS without verification
 };
 
+// What one answer may cost (ParseVector above).
+struct PromBounds {
+  std::size_t max_bytes = kMaxAnswerBytes;
+  std::size_t max_series = kMaxSeries;
+};
+
 enum class QueryError { kNone, kUnreachable, kHttp, kBadAnswer };
 
 class Prometheus {
  public:
-  struct Bounds {
-    std::size_t max_bytes = kMaxAnswerBytes;
-    std::size_t max_series = kMaxSeries;
-  };
+  using Bounds = PromBounds;
   Prometheus(PromUrl url, PromAuth auth, std::chrono::milliseconds timeout,
-             Bounds bounds = {})
+             PromBounds bounds = PromBounds())
       : url_(std::move(url)),
         auth_(std::move(auth)),
         timeout_(timeout),
