@@ -100,7 +100,8 @@ class FabricCollector : public Collector {
     }
     const mad::SweepResult sweep =
         mad::Sweep(*transport_, *topology_, settings_.shard, options,
-                   settings_.pesc ? &pesc_ : nullptr);
+                   settings_.pesc ? &pesc_ : nullptr, {held_.sm_lid});
+    if (settings_.pesc) LogSmSwitches(sweep);
     Count(sweep.stats);
     unsupported_ += sweep.pesc_unanswered;
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
@@ -186,6 +187,25 @@ class FabricCollector : public Collector {
     }
     open_failed_ = !failure.empty();
     return failure.empty() && error.empty();
+  }
+
+  // One line when the switches left without PESC because a subnet manager
+  // sits at their LID change (sources/mad/sweep.h: never to an SM).
+  void LogSmSwitches(const mad::SweepResult& sweep) {
+    std::string line;
+    for (const auto& s : sweep.switches) {
+      if (!s.hosts_sm) continue;
+      line += (line.empty() ? "" : ", ") + s.description + " (LID " +
+              std::to_string(s.lid) + ")";
+    }
+    if (line == sm_switches_) return;
+    if (!line.empty()) {
+      spdlog::info(
+          "fabric: not reading PortExtendedSpeedsCounters of {}: a subnet "
+          "manager is at that LID (docs/mad-broker.md)",
+          line);
+    }
+    sm_switches_ = line;
   }
 
   void Count(const MadStats& s) {
@@ -378,6 +398,7 @@ class FabricCollector : public Collector {
   std::map<std::pair<std::uint64_t, int>, LinkMemory> links_;  // guid, port
   bool open_failed_ = false;
   bool open_ok_ = true;  // HoldActivePort's verdict when it found no port
+  std::string sm_switches_;  // LogSmSwitches' last line
 };
 
 }  // namespace

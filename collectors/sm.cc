@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "collectors/mad_ports.h"
@@ -45,6 +47,10 @@ class SmCollector : public Collector {
   bool Collect(MetricSink& sink) override { return CollectOnce(sink); }
 
  private:
+  struct Reached {  // the SM a local port reached last time
+    std::uint16_t sm_lid = 0;
+    std::uint64_t sm_guid = 0;
+  };
   struct History {
     std::uint32_t act_count = 0;
     double changed_at = 0;
@@ -79,26 +85,49 @@ class SmCollector : public Collector {
     std::unique_ptr<MadTransport> every_sm_transport;
     queried_.clear();
     masters_ = 0;
+    // Each SM once per collection, not once per port: a port whose SM LID
+    // is the one it had last time, and whose SM (by GUID) another port
+    // already asked this time, is not asked again. Eight rails of one
+    // subnet cost one SMInfo; eight rails of eight subnets (each its own
+    // SM, perhaps all at LID 1) still ask all eight, because every port
+    // asks once and learns whose SM it reaches before it is ever skipped.
+    std::map<std::pair<std::string, int>, Reached> reached;
     for (auto& [port, transport] : live.active) {
       if (port.sm_lid == 0) {
         sink.Skip("sm: " + port.ca + " port has no SM LID");
         continue;
       }
-      if (!Query(*transport, port.sm_lid, options, true, sink, &emitted)) {
+      const auto key = std::make_pair(port.ca, port.port);
+      auto last = reached_.find(key);
+      if (last != reached_.end() && last->second.sm_lid == port.sm_lid &&
+          emitted.count(last->second.sm_guid)) {
+        reached[key] = last->second;  // its SM answered another port
+        continue;
+      }
+      const auto guid =
+          Query(*transport, port.sm_lid, options, true, sink, &emitted);
+      if (!guid) {
         ok = false;
+      } else {
+        reached[key] = {port.sm_lid, *guid};
       }
       if (!every_sm_transport) every_sm_transport = std::move(transport);
     }
+    reached_ = std::move(reached);
     // With the fabric collector here, every SM its discovery found too
     // (standbys included), and how many of all of them are MASTER.
     const auto discovered = mad::DiscoveredSmLids();
     if (discovered && every_sm_transport) {
       for (std::uint16_t lid : *discovered) {
-        if (queried_.count(lid)) continue;
+        if (queried_.count(lid)) continue;  // (same subnet as that port)
         Query(*every_sm_transport, lid, options, false, sink, &emitted);
       }
       sink.Gauge("fabric_sm_masters", kMastersHelp, {},
                  static_cast<double>(masters_));
+    }
+    // Names of SMs that answered this time only.
+    for (auto it = names_.begin(); it != names_.end();) {
+      it = emitted.count(it->first) ? std::next(it) : names_.erase(it);
     }
     // Once per collection, not per SM: it has no labels, and one exposition
     // must not carry a series twice.
@@ -109,12 +138,15 @@ class SmCollector : public Collector {
     return ok;
   }
 
-  // SMInfo (and NodeDescription) of the SM at `lid`; false when it did not
-  // answer well. `local_master`: the master a local port names (failovers
-  // are counted on those).
-  bool Query(MadTransport& transport, std::uint16_t lid,
-             const MadOptions& options, bool local_master, MetricSink& sink,
-             std::map<std::uint64_t, bool>* emitted) {
+  // SMInfo of the SM at `lid` (and its NodeDescription the first time
+  // this GUID answers); its GUID, or nullopt when it did not answer well.
+  // `local_master`: the master a local port names (failovers are counted
+  // on those).
+  std::optional<std::uint64_t> Query(MadTransport& transport,
+                                     std::uint16_t lid,
+                                     const MadOptions& options,
+                                     bool local_master, MetricSink& sink,
+                                     std::map<std::uint64_t, bool>* emitted) {
     queried_.insert(lid);
     std::string error;
     const MadResult r = transport.Send(
@@ -122,27 +154,31 @@ class SmCollector : public Collector {
     if (!r.ok()) {
       sink.Skip("sm: SMInfo at LID " + std::to_string(lid) + ": " +
                 r.error().message());
-      return false;
+      return std::nullopt;
     }
     const auto si = mad::DecodeSmInfo(*r, &error);
     if (!si) {
       sink.Skip("sm: SMInfo: " + error);
-      return false;
+      return std::nullopt;
     }
-    if ((*emitted)[si->guid]) return true;  // two ports, one SM
+    if ((*emitted)[si->guid]) return si->guid;  // two ports, one SM
     (*emitted)[si->guid] = true;
     if (si->state == 3) ++masters_;
-    std::string node;
-    const MadResult d = transport.Send(
-        {.dlid = lid, .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
-        options);
-    if (d.ok()) {
-      if (auto desc = mad::DecodeNodeDescription(*d, &error)) {
-        node = *desc;
+    // The node's name does not change with its state: asked once per SM
+    // (and again after the SM was gone for a collection), not every time.
+    auto name = names_.find(si->guid);
+    if (name == names_.end()) {
+      std::string node;
+      const MadResult d = transport.Send(
+          {.dlid = lid, .mad = mad::SmpGet(mad::kAttrNodeDescription, 0)},
+          options);
+      if (d.ok()) {
+        if (auto desc = mad::DecodeNodeDescription(*d, &error)) node = *desc;
       }
+      name = names_.emplace(si->guid, node).first;
     }
-    Emit(sink, *si, lid, node, local_master);
-    return true;
+    Emit(sink, *si, lid, name->second, local_master);
+    return si->guid;
   }
 
   static std::string Join(const std::vector<std::string>& names) {
@@ -204,6 +240,8 @@ class SmCollector : public Collector {
   MadPorts ports_;
   std::map<std::uint64_t, History> history_;
   std::set<std::uint16_t> queried_;  // this collection
+  std::map<std::pair<std::string, int>, Reached> reached_;  // ca, port
+  std::map<std::uint64_t, std::string> names_;  // SM GUID -> NodeDescription
   std::uint64_t masters_ = 0;        // answered MASTER, this collection
   std::uint64_t master_ = 0;
   std::uint64_t master_changes_ = 0;

@@ -114,6 +114,14 @@ int main(int argc, char** argv) {
                  "the name to verify (default: the URL's host)");
   app.add_flag("--tls-insecure-skip-verify", auth.insecure_skip_verify);
   app.add_option("--query-timeout-ms", query_timeout_ms);
+  Prometheus::Bounds bounds;
+  std::size_t max_answer_mb = bounds.max_bytes >> 20;
+  app.add_option("--max-answer-mb", max_answer_mb,
+                 "largest Prometheus answer read, MiB (64)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--max-series", bounds.max_series,
+                 "most series read from one answer (250000)")
+      ->check(CLI::Range(1, 100000000));
   app.add_option("--loss-ratio", thresholds.loss_ratio,
                  "a pair losing more than this is bad (0.01)");
   app.add_option("--rtt-excess-ratio", thresholds.rtt_excess_ratio,
@@ -165,7 +173,9 @@ int main(int argc, char** argv) {
   }
   std::optional<Prometheus> prom;
   if (purl) {
-    prom.emplace(*purl, auth, std::chrono::milliseconds(query_timeout_ms));
+    bounds.max_bytes = max_answer_mb << 20;
+    prom.emplace(*purl, auth, std::chrono::milliseconds(query_timeout_ms),
+                 bounds);
   }
   // One evaluation time for every query, so they see the same window.
   const double now = std::chrono::duration<double>(

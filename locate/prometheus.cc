@@ -97,73 +97,198 @@ std::optional<PromUrl> ParseUrl(std::string_view url, std::string* error) {
   return out;
 }
 
-std::optional<std::vector<PromSample>> ParseVector(std::string_view body,
-                                                   std::string* error) {
-  // No exceptions: a parse failure is a discarded value, and every access
-  // below checks the type first.
-  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    *error = "the answer is not a JSON object";
-    return std::nullopt;
-  }
-  const auto status = doc.find("status");
-  if (status == doc.end() || !status->is_string() ||
-      status->get<std::string>() != "success") {
-    std::string why = "status is not \"success\"";
-    const auto e = doc.find("error");
-    if (e != doc.end() && e->is_string()) why += ": " + e->get<std::string>();
-    *error = why;
-    return std::nullopt;
-  }
-  const auto data = doc.find("data");
-  if (data == doc.end() || !data->is_object()) {
-    *error = "no data object";
-    return std::nullopt;
-  }
-  const auto type = data->find("resultType");
-  const auto result = data->find("result");
-  if (type == data->end() || !type->is_string() ||
-      type->get<std::string>() != "vector" || result == data->end() ||
-      !result->is_array()) {
-    *error = "the result is not a vector";
-    return std::nullopt;
-  }
-  std::vector<PromSample> out;
-  for (const json& item : *result) {
-    if (!item.is_object()) {
-      *error = "a vector element is not an object";
-      return std::nullopt;
-    }
-    PromSample s;
-    const auto metric = item.find("metric");
-    if (metric != item.end()) {
-      if (!metric->is_object()) {
-        *error = "a metric is not an object";
-        return std::nullopt;
-      }
-      for (const auto& [k, v] : metric->items()) {
-        if (!v.is_string()) {
-          *error = "label " + k + " is not a string";
-          return std::nullopt;
+namespace {
+
+// An /api/v1/query answer read as a stream of SAX events (no document
+// tree: a tree of 10^6 series costs several times the body), building the
+// samples as they come and giving up at the first thing out of place or
+// the first sample over `max_series`.
+class VectorSax {
+ public:
+  using string_t = json::string_t;
+  using number_integer_t = json::number_integer_t;
+  using number_unsigned_t = json::number_unsigned_t;
+  using number_float_t = json::number_float_t;
+  using binary_t = json::binary_t;
+
+  explicit VectorSax(std::size_t max_series) : max_series_(max_series) {}
+
+  bool null() { return Scalar(); }
+  bool boolean(bool) { return Scalar(); }
+  bool number_integer(number_integer_t) { return Scalar(); }
+  bool number_unsigned(number_unsigned_t) { return Scalar(); }
+  bool number_float(number_float_t, const string_t&) { return Scalar(); }
+  bool binary(binary_t&) { return Scalar(); }
+  bool string(string_t& v) {
+    switch (Top()) {
+      case kRoot:
+        if (key_ == "status") status_ = v;
+        if (key_ == "error") server_error_ = v;
+        return true;
+      case kData:
+        if (key_ == "resultType") type_ = v;
+        return true;
+      case kMetric:
+        sample_.labels[key_] = std::move(v);
+        return true;
+      case kValue:
+        if (index_++ != 1) return index_ <= 2 || Fail(kNoValue);
+        if (auto d = ParseValue(v)) {
+          sample_.value = *d;
+          has_value_ = true;
+          return true;
         }
-        s.labels[k] = v.get<std::string>();
-      }
+        return Fail("a sample value is not a number");
+      default:
+        return Scalar();
     }
-    const auto value = item.find("value");
-    if (value == item.end() || !value->is_array() || value->size() != 2 ||
-        !(*value)[1].is_string()) {
-      *error = "a sample has no [time, \"value\"]";
-      return std::nullopt;
-    }
-    const auto v = ParseValue((*value)[1].get<std::string>());
-    if (!v) {
-      *error = "a sample value is not a number";
-      return std::nullopt;
-    }
-    s.value = *v;
-    out.push_back(std::move(s));
   }
-  return out;
+  bool key(string_t& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool start_object(std::size_t) {
+    if (stack_.empty()) return Push(kRoot);
+    switch (Top()) {
+      case kRoot:
+        return Push(key_ == "data" ? kData : kSkip);
+      case kData:
+        return key_ == "result" ? Fail(kNotVector) : Push(kSkip);
+      case kResult:
+        if (out_.size() >= max_series_) {
+          return Fail("more than " + std::to_string(max_series_) +
+                      " series in one answer (fabricmon-locate's bound, "
+                      "--max-series)");
+        }
+        sample_ = PromSample();
+        has_value_ = false;
+        return Push(kItem);
+      case kItem:
+        if (key_ == "value") return Fail(kNoValue);
+        return Push(key_ == "metric" ? kMetric : kSkip);
+      case kMetric:
+        return Fail("label " + key_ + " is not a string");
+      case kValue:
+        return Fail(kNoValue);
+      default:
+        return Push(kSkip);
+    }
+  }
+  bool end_object() { return Pop(); }
+  bool start_array(std::size_t) {
+    if (stack_.empty()) return Fail(kNotObject);
+    switch (Top()) {
+      case kData:
+        if (key_ != "result") return Push(kSkip);
+        has_result_ = true;
+        return Push(kResult);
+      case kResult:
+        return Fail("a vector element is not an object");
+      case kItem:
+        if (key_ == "metric") return Fail("a metric is not an object");
+        if (key_ != "value") return Push(kSkip);
+        index_ = 0;
+        return Push(kValue);
+      case kMetric:
+        return Fail("label " + key_ + " is not a string");
+      case kValue:
+        return Fail(kNoValue);
+      default:
+        return Push(kSkip);
+    }
+  }
+  bool end_array() { return Pop(); }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception&) {
+    if (error_.empty()) error_ = kNotObject;
+    return false;
+  }
+
+  // The samples, or nullopt with *error.
+  std::optional<std::vector<PromSample>> Take(bool parsed,
+                                              std::string* error) {
+    if (!parsed || !error_.empty()) {
+      *error = error_.empty() ? kNotObject : error_;
+      return std::nullopt;
+    }
+    if (status_ != "success") {
+      *error = "status is not \"success\"" +
+               (server_error_.empty() ? "" : ": " + server_error_);
+      return std::nullopt;
+    }
+    if (!has_data_) {
+      *error = "no data object";
+      return std::nullopt;
+    }
+    if (type_ != "vector" || !has_result_) {
+      *error = kNotVector;
+      return std::nullopt;
+    }
+    return std::move(out_);
+  }
+
+ private:
+  enum Frame { kRoot, kData, kResult, kItem, kMetric, kValue, kSkip };
+  static constexpr char kNotObject[] = "the answer is not a JSON object";
+  static constexpr char kNotVector[] = "the result is not a vector";
+  static constexpr char kNoValue[] = "a sample has no [time, \"value\"]";
+
+  Frame Top() const { return stack_.back(); }
+  bool Push(Frame f) {
+    if (f == kData) has_data_ = true;
+    stack_.push_back(f);
+    return true;
+  }
+  bool Pop() {
+    const Frame f = Top();
+    stack_.pop_back();
+    if (f == kValue && index_ != 2) return Fail(kNoValue);
+    if (f == kItem) {
+      if (!has_value_) return Fail(kNoValue);
+      out_.push_back(std::move(sample_));
+    }
+    return true;
+  }
+  // A number, boolean or null, or a string nothing above wanted.
+  bool Scalar() {
+    if (stack_.empty()) return Fail(kNotObject);
+    switch (Top()) {
+      case kResult:
+        return Fail("a vector element is not an object");
+      case kMetric:
+        return Fail("label " + key_ + " is not a string");
+      case kValue:
+        // [time, "value"]: the time may be anything numeric.
+        return index_++ == 0 || Fail(kNoValue);
+      default:
+        return true;  // a value of a key nothing reads
+    }
+  }
+  bool Fail(const std::string& why) {
+    if (error_.empty()) error_ = why;
+    return false;
+  }
+
+  const std::size_t max_series_;
+  std::vector<Frame> stack_;
+  std::string key_;
+  std::string status_, server_error_, type_;
+  bool has_data_ = false, has_result_ = false;
+  PromSample sample_;
+  bool has_value_ = false;
+  int index_ = 0;  // position inside "value"
+  std::vector<PromSample> out_;
+  std::string error_;
+};
+
+}  // namespace
+
+std::optional<std::vector<PromSample>> ParseVector(std::string_view body,
+                                                   std::string* error,
+                                                   std::size_t max_series) {
+  VectorSax sax(max_series);
+  const bool parsed = json::sax_parse(body.begin(), body.end(), &sax);
+  return sax.Take(parsed, error);
 }
 
 std::string UrlEncode(std::string_view s) {
@@ -206,11 +331,20 @@ std::optional<std::vector<PromSample>> Prometheus::Query(
   r.key_file = auth_.key_file;
   r.server_name = auth_.server_name;
   r.timeout = timeout_;
-  // A 2,000-switch fabric's counters are a few MB of JSON.
-  r.body_limit = 256 << 20;
+  // A 2,000-switch fabric's counters are a few MB of JSON; the probe pairs
+  // of 2,000 nodes with 32 peers each about 10 MB.
+  r.body_limit = bounds_.max_bytes;
   std::string why;
   const auto answer = http::Request(r, &why);
   if (!answer) {
+    if (why.find("body limit") != std::string::npos) {
+      *kind = QueryError::kBadAnswer;
+      *error = "the answer to " + promql + " is larger than " +
+               std::to_string(bounds_.max_bytes >> 20) +
+               " MiB, fabricmon-locate's bound (--max-answer-mb): a "
+               "shorter --window, or a Prometheus with fewer series";
+      return std::nullopt;
+    }
     *kind = QueryError::kUnreachable;
     *error = why;
     return std::nullopt;
@@ -236,7 +370,7 @@ std::optional<std::vector<PromSample>> Prometheus::Query(
         (detail.empty() ? "" : ": " + detail);
     return std::nullopt;
   }
-  auto samples = ParseVector(answer->body, &why);
+  auto samples = ParseVector(answer->body, &why, bounds_.max_series);
   if (!samples) {
     *kind = QueryError::kBadAnswer;
     *error = "bad answer to " + promql + ": " + why;

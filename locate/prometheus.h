@@ -32,11 +32,20 @@ struct PromSample {
   double value = 0;  // NaN, +Inf as Prometheus wrote them
 };
 
+// The bounds on one answer (docs/locate.md, "Memory"): the body is read
+// whole up to kMaxAnswerBytes (the HTTP client refuses more), then parsed as
+// a stream, not into a document tree, up to `max_series` samples. Peak
+// memory per answer is about the body plus ~0.5 KB per series kept.
+inline constexpr std::size_t kMaxAnswerBytes = 64 << 20;
+inline constexpr std::size_t kMaxSeries = 250000;
+
 // An /api/v1/query answer's samples. nullopt with *error when it is not
-// JSON, not status "success", or not a vector of {metric, value: [t, "v"]};
-// never throws, whatever the body.
-std::optional<std::vector<PromSample>> ParseVector(std::string_view body,
-                                                   std::string* error);
+// JSON, not status "success", not a vector of {metric, value: [t, "v"]},
+// or holds more than `max_series` samples (it stops reading there); never
+// throws, whatever the body.
+std::optional<std::vector<PromSample>> ParseVector(
+    std::string_view body, std::string* error,
+    std::size_t max_series = kMaxSeries);
 
 // percent-encoding for a form body / query string.
 std::string UrlEncode(std::string_view s);
@@ -53,12 +62,23 @@ struct PromAuth {
   bool insecure_skip_verify = false;  // TLS without verification
 };
 
+// What one answer may cost (ParseVector above).
+struct PromBounds {
+  std::size_t max_bytes = kMaxAnswerBytes;
+  std::size_t max_series = kMaxSeries;
+};
+
 enum class QueryError { kNone, kUnreachable, kHttp, kBadAnswer };
 
 class Prometheus {
  public:
-  Prometheus(PromUrl url, PromAuth auth, std::chrono::milliseconds timeout)
-      : url_(std::move(url)), auth_(std::move(auth)), timeout_(timeout) {}
+  using Bounds = PromBounds;
+  Prometheus(PromUrl url, PromAuth auth, std::chrono::milliseconds timeout,
+             PromBounds bounds = PromBounds())
+      : url_(std::move(url)),
+        auth_(std::move(auth)),
+        timeout_(timeout),
+        bounds_(bounds) {}
 
   // `promql` evaluated at `time` (Unix seconds; 0: the server's now).
   std::optional<std::vector<PromSample>> Query(const std::string& promql,
@@ -69,6 +89,7 @@ class Prometheus {
   PromUrl url_;
   PromAuth auth_;
   std::chrono::milliseconds timeout_;
+  Bounds bounds_;
 };
 
 }  // namespace fabric::locate

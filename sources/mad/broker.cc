@@ -10,10 +10,12 @@
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 #include "core/thread_annotations.h"
+#include "sources/mad/broker_routes.h"
 
 namespace fabric::mad::broker {
 namespace {
@@ -34,10 +36,6 @@ constexpr int kIdleWaits = 10;
 // whether the answer thread found the client gone.
 constexpr timeval kReceiveWait{1, 0};
 
-std::string DestinationKey(const MadCall& c) {
-  if (c.mgmt_class != kMadClassSmiDirected) return "L" + std::to_string(c.dlid);
-  return "D" + std::string(c.path.begin(), c.path.end());
-}
 
 // Two threads: this one reads requests from the client and posts them;
 // the answer thread (from OPEN on) waits for umad answers and timeouts and
@@ -71,7 +69,17 @@ class Session {
         if (::poll(&p, 1, 1000) < 0 && errno != EINTR) return 1;
         continue;
       }
-      if (n == 0) return 0;  // the client hung up
+      if (n == 0) {
+        // SOCK_SEQPACKET says 0 both for a hang-up and for an empty
+        // datagram: only the hang-up leaves the socket at end of file.
+        pollfd p{fd_, POLLRDHUP, 0};
+        if (::poll(&p, 1, 0) != 0 && (p.revents & (POLLRDHUP | POLLHUP))) {
+          return 0;  // the client hung up
+        }
+        MutexLock hold(mutex_);
+        CountRefusal(Refusal::kMalformed, 0, "empty message");
+        continue;  // no tid to answer: nothing is waiting for a reply
+      }
       if (n < 0) {
         if (errno == EINTR) continue;
         return 1;
@@ -101,6 +109,7 @@ class Session {
   struct Slot {
     std::string key;
     Clock::time_point expires;
+    std::optional<DrPath> learn;  // a DR NodeInfo's route
   };
 
   // The answer thread.
@@ -210,8 +219,19 @@ class Session {
     Refusal refusal = Check(call);
     std::string key;
     if (refusal == Refusal::kNone && !wire_) refusal = Refusal::kState;
+    if (refusal == Refusal::kNone && call.mgmt_class == kMadClassSmiDirected &&
+        static_cast<int>(call.path.size()) > limits_.max_hops) {
+      refusal = Refusal::kDestination;  // deeper than any real fabric
+    }
     if (refusal == Refusal::kNone) {
-      key = DestinationKey(call);
+      key = "L" + std::to_string(call.dlid);
+      if (call.mgmt_class == kMadClassSmiDirected) {
+        const RouteBook::Resolved r = routes_.Resolve(call.path);
+        if (r.loop) refusal = Refusal::kDestination;  // passes a node twice
+        key = r.key;
+      }
+    }
+    if (refusal == Refusal::kNone) {
       auto dest = per_dest_.find(key);
       if (in_flight_.count(call.tid) ||
           static_cast<int>(in_flight_.size()) >= limits_.max_in_flight ||
@@ -232,7 +252,12 @@ class Session {
       return;
     }
     ++per_dest_[key];
-    in_flight_[call.tid] = {key, Clock::now() + timeout + kGrace};
+    Slot& slot = in_flight_[call.tid];
+    slot = {key, Clock::now() + timeout + kGrace, std::nullopt};
+    if (call.mgmt_class == kMadClassSmiDirected &&
+        call.attribute == kAttrNodeInfo) {
+      slot.learn = call.path;  // its answer teaches a cable
+    }
     if (in_flight_.size() == 1) wake_.notify_one();
     spdlog::debug("sent tid {:#x} class {:#x} attribute {:#x} to {}", call.tid,
                   call.mgmt_class, call.attribute, key);
@@ -244,6 +269,9 @@ class Session {
                   a.timed_out ? " (timed out)" : "",
                   it == in_flight_.end() ? " (not in flight)" : "");
     if (it == in_flight_.end()) return;  // not ours, or already expired
+    if (!a.timed_out && it->second.learn) {
+      routes_.Learn(*it->second.learn, a.mad);
+    }
     Release(it);
     Reply reply = MakeReply(Kind::kMad, a.tid);
     reply.mad = a.mad;
@@ -274,7 +302,7 @@ class Session {
     return in_flight_.erase(it);
   }
 
-  void Refuse(Kind kind, std::uint32_t tid, Refusal why, const char* what)
+  void CountRefusal(Refusal why, std::uint32_t tid, const char* what)
       REQUIRES(mutex_) {
     std::uint64_t& n = refused_[static_cast<std::size_t>(why)];
     ++n;
@@ -284,6 +312,11 @@ class Session {
       spdlog::warn("refused {} request (tid {:#x}): {} ({} so far)",
                    RefusalName(why), tid, what, n);
     }
+  }
+
+  void Refuse(Kind kind, std::uint32_t tid, Refusal why, const char* what)
+      REQUIRES(mutex_) {
+    CountRefusal(why, tid, what);
     Reply reply =
         MakeReply(kind, tid, Status::kRefused, std::string(RefusalName(why)));
     reply.refusal = why;
@@ -337,6 +370,7 @@ class Session {
   Mutex mutex_;
   std::unordered_map<std::uint32_t, Slot> in_flight_ GUARDED_BY(mutex_);
   std::map<std::string, int> per_dest_ GUARDED_BY(mutex_);
+  RouteBook routes_ GUARDED_BY(mutex_);
   RefusalCounts refused_ GUARDED_BY(mutex_){};
   std::vector<Reply> outbox_ GUARDED_BY(mutex_);
 };

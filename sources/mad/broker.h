@@ -5,12 +5,15 @@
 //
 // Per request (broker_protocol.h): a malformed message, a Set or any method
 // but Get, an attribute off the allow-list, a modifier or destination out
-// of range, a MAD before OPEN, or one over the in-flight limits is refused
+// of range, a directed route longer than Limits::max_hops or one that
+// passes a node twice (broker_routes.h), a MAD before OPEN, or one over the
+// in-flight limits is refused
 // (reply kRefused with the reason), counted by reason and logged, and never
 // sent. An allowed one is built here (BuildMad) and posted on the port the
 // connection OPENed; its answer, or a timeout, is sent back. The broker
 // sends each MAD once: retries are the client's (each a new request).
-// A message may carry several requests; each is checked on its own, and
+// An empty datagram is counted (malformed) and logged, and the session goes
+// on. A message may carry several requests; each is checked on its own, and
 // the replies ready at one time go back together in as few messages as
 // fit (broker_protocol.h), so a sweep costs a few datagrams per batch
 // rather than two per MAD.
@@ -37,7 +40,15 @@ struct Limits {
   // overall, 4 per destination: MadOptions), so only a client that ignores
   // its own limits meets these.
   int max_in_flight = 256;
+  // Per destination NODE: a directed route is resolved to the node it ends
+  // at (broker_routes.h), a LID-routed MAD counts per LID.
   int max_per_destination = 16;
+  // Directed-route hops. IBA allows 63; a real fabric needs far fewer: the
+  // longest shortest route of a 3-level fat tree or a dragonfly+ from a
+  // host is 6 hops (host, leaf, spine, core, spine, leaf, host), and
+  // discovery and the sweep only send shortest routes. 16 leaves room for
+  // odd topologies; a longer route can only loop. --max-hops raises it.
+  int max_hops = 16;
 };
 
 // The OS seams: the local ports and a umad port opener (real: LocalIbPorts

@@ -42,8 +42,12 @@ int main(int argc, char** argv) {
                  "MADs in flight at once")
       ->check(CLI::Range(1, 4096));
   app.add_option("--max-per-destination", limits.max_per_destination,
-                 "MADs in flight to one LID or directed route")
+                 "MADs in flight to one LID or node (directed routes are "
+                 "resolved to the node they end at)")
       ->check(CLI::Range(1, 256));
+  app.add_option("--max-hops", limits.max_hops,
+                 "longest directed route served (IBA allows 63)")
+      ->check(CLI::Range(1, 63));
   app.add_option("--log.level", level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
 

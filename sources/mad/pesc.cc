@@ -75,6 +75,9 @@ std::optional<PortInfo> PortReader::RemotePortInfo() {
 std::optional<PescLayout> PortReader::ChooseLayout(const PortInfoReading& own) {
   const std::uint32_t cap = own.info.capability_mask;
   if (!(cap & kCapabilityHasExtendedSpeeds) || lid_ == 0) return std::nullopt;
+  // A subnet manager on this port: never a PMA Get it might be handed
+  // (sources/mad/sweep.h, docs/mad-broker.md "Never to a subnet manager").
+  if (cap & kCapabilityIsSm) return std::nullopt;
   const auto r =
       Get(lid_, PmaClassPortInfoGet(), "PMA ClassPortInfo", /*quiet=*/true);
   std::string error;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <set>
 
 #include "sources/mad/pesc.h"
 
@@ -75,8 +76,10 @@ std::uint32_t CapabilityOf(const FabricNode& n, int port) {
 
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
-                  PescCache* pesc) {
+                  PescCache* pesc, const std::vector<std::uint16_t>& sm_lids) {
   SweepResult out;
+  std::set<std::uint16_t> sms(sm_lids.begin(), sm_lids.end());
+  for (std::uint16_t lid : topology.SmLids()) sms.insert(lid);
   std::deque<MadRequest> pending;
   std::vector<const FabricNode*> nodes;  // by switch index
   auto cookie = [](std::uint64_t index, int port, Ask ask) {
@@ -103,7 +106,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
     s.guid = n.guid;
     s.lid = n.lid;
     s.description = n.description;
-    PescSwitchState* st = pesc && n.lid != 0 ? &(*pesc)[n.guid] : nullptr;
+    s.hosts_sm = n.lid != 0 && sms.count(n.lid) > 0;
+    PescSwitchState* st =
+        pesc && n.lid != 0 && !s.hosts_sm ? &(*pesc)[n.guid] : nullptr;
     for (int p = 1; p <= n.num_ports; ++p) {
       SwitchPortSample sample;
       sample.num = p;
@@ -279,7 +284,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
   for (SwitchSample& s : out.switches) {
     if (!s.reachable) ++out.unreachable;
-    if (pesc) {
+    if (s.hosts_sm) {
+      ++out.hosts_sm;
+    } else if (pesc) {
       auto it = pesc->find(s.guid);
       s.pesc_unsupported =
           it == pesc->end() || it->second.support != Support::kSupported;

@@ -18,6 +18,17 @@
 // are the PMA's answer, not loss. Once supported, every linked port's PESC
 // is sent with the sweep's other MADs (no extra round trip).
 //
+// Never to a subnet manager: a switch whose LID is an SM's (port 0's
+// PortInfo CapabilityMask has IsSM at discovery, or `sm_lids`, e.g. the
+// master SM LID the local port names now) gets no PESC path at all (no PMA
+// ClassPortInfo, PortInfoExtended or PESC), only PortInfo, PortCounters and
+// PortCountersExtended. A real kernel never hands such a Get to OpenSM (the
+// HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
+// methods), but ibsim forwards every PMA attribute it does not implement to
+// the SM attached at the destination port, and OpenSM 3.3.23's PerfMgr
+// receive callback dereferences the missing request of an unsolicited MAD:
+// a segfault (docs/mad-broker.md, "Never to a subnet manager").
+//
 // Shards: a switch belongs to shard i of n by a hash of its GUID, so
 // shards 1/n..n/n together cover every switch exactly once.
 //
@@ -64,6 +75,7 @@ struct SwitchSample {
   int failed_mads = 0;  // MADs of this sweep that got no answer (PESC probe
                         // aside)
   bool pesc_unsupported = false;  // the PMA has no PESC (see PescCache)
+  bool hosts_sm = false;  // an SM's LID: no PESC asked (see above)
 };
 
 // What the sweep learnt about one switch PMA's PESC; kept by the caller for
@@ -80,6 +92,7 @@ struct SweepResult {
   std::vector<SwitchSample> switches;
   int unreachable = 0;       // switches that answered nothing
   int pesc_unsupported = 0;  // switches whose PMA has no PESC (this sweep)
+  int hosts_sm = 0;          // switches not asked for PESC: an SM is there
   // PESC probe tries that got no answer (a PMA without 0x1F), taken out of
   // stats.timeouts / stats.retries.
   std::uint64_t pesc_unanswered = 0;
@@ -88,9 +101,11 @@ struct SweepResult {
 };
 
 // The switches of `topology` in `shard`, swept once. With `pesc` (null:
-// no PESC at all), PortExtendedSpeedsCounters as above.
+// no PESC at all), PortExtendedSpeedsCounters as above, never to a switch
+// whose LID is in topology.SmLids() or `sm_lids`.
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
-                  PescCache* pesc = nullptr);
+                  PescCache* pesc = nullptr,
+                  const std::vector<std::uint16_t>& sm_lids = {});
 
 }  // namespace fabric::mad

@@ -32,7 +32,10 @@ Outcome Locate(const FakeHttpServer& server, const std::string& extra) {
   const CommandResult r = RunCommand(
       "timeout 120 " + Binary("fabricmon-locate") +
       " --prometheus http://127.0.0.1:" + std::to_string(server.port()) +
-      " --query-timeout-ms 500 " + extra + " 2>" + err.string());
+      (extra.find("--query-timeout-ms") == std::string::npos
+           ? " --query-timeout-ms 500 "
+           : " ") +
+      extra + " 2>" + err.string());
   Outcome o{r.exit_code, r.out, ReadFile(err)};
   fs::remove(err);
   return o;
@@ -106,6 +109,34 @@ TEST(LocateBadInput, PrometheusErrorTextIsShown) {
 TEST(LocateBadInput, AnEmptyWindowIsNoProbeData) {
   const FakeHttpAnswer a{.body = Vector("")};
   ExpectFailure(&a, 4, "no probe data in the last 30m");
+}
+
+}  // namespace
+}  // namespace fabric::testing
+
+namespace fabric::testing {
+namespace {
+
+// Issue 40 item 6: a huge answer is refused at the stated bound, with a
+// message that says which bound, instead of being read into gigabytes.
+TEST(LocateBadInput, TooManySeriesAreRefusedAtTheBound) {
+  std::string result;
+  for (int i = 0; i < 300; ++i) {
+    result += std::string(i ? "," : "") + R"({"metric":{"peer":"h)" +
+              std::to_string(i) + R"("},"value":[1,"600"]})";
+  }
+  const FakeHttpAnswer a{.body = Vector(result)};
+  ExpectFailure(&a, 3, "more than 100 series in one answer", "--max-series 100");
+}
+
+TEST(LocateBadInput, AnAnswerOverTheByteBoundIsRefused) {
+  // 65 MiB: over the default bound of 64 MiB.
+  const FakeHttpAnswer a{.body = Vector(R"({"metric":{"peer":")" +
+                                        std::string(65 << 20, 'x') +
+                                        R"("},"value":[1,"600"]})")};
+  ExpectFailure(&a, 3, "is larger than 64 MiB, fabricmon-locate's bound",
+                "--query-timeout-ms 60000");
+  ExpectFailure(&a, 3, "is larger than 1 MiB", "--max-answer-mb 1");
 }
 
 }  // namespace

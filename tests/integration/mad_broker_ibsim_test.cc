@@ -202,6 +202,38 @@ TEST_F(MadBrokerIbsim, ACompromisedDaemonCannotChangeTheFabric) {
   EXPECT_GE(std::stoull(after[1]), std::stoull(before[1]));
 }
 
+// Issue 40 item 8: an empty datagram is counted and the broker serves on;
+// a directed route deeper than any real fabric (63 hops bouncing through
+// the switch) is refused, never sent; a real discovery route still works.
+TEST_F(MadBrokerIbsim, EmptyDatagramsAndBouncingRoutesAreRefusedNotFatal) {
+  auto c = SpawnBroker("hca1");
+  ASSERT_TRUE(c);
+  auto call = [&](const broker::Request& r) {
+    auto reply = c->Call(r, std::chrono::seconds(10));
+    EXPECT_TRUE(reply) << "no reply: the broker ended the session";
+    return reply.value_or(broker::Reply{});
+  };
+  ASSERT_EQ(call(broker::MakeRequest(broker::Kind::kOpen, 1)).status,
+            broker::Status::kOk);
+  ASSERT_EQ(::send(c->fd(), "", 0, MSG_NOSIGNAL), 0);
+  const auto stats = call(broker::MakeRequest(broker::Kind::kStats, 2));
+  ASSERT_EQ(stats.refused.size(),
+            static_cast<std::size_t>(broker::Refusal::kCount));
+  EXPECT_EQ(stats.refused[static_cast<std::size_t>(broker::Refusal::kMalformed)],
+            1u);
+  mad::DrPath bounce(63, 1);  // out of hca1, then port 1 of the switch ...
+  EXPECT_EQ(call(Typed(mad::DrSmpGet(mad::kAttrNodeInfo, 0, bounce), 0x200,
+                       kPermissiveLid))
+                .refusal,
+            broker::Refusal::kDestination);
+  const auto ok = call(Typed(mad::DrSmpGet(mad::kAttrNodeInfo, 0, {1}), 0x201,
+                             kPermissiveLid));
+  EXPECT_EQ(ok.status, broker::Status::kOk) << ok.error;
+  c.reset();
+  EXPECT_THAT(ReadAll(fabric_.dir() + "/broker.log"),
+              HasSubstr("empty message"));
+}
+
 TEST_F(MadBrokerIbsim, ADaemonWithoutUmadExportsSmStateThroughTheBroker) {
   if (::access("/usr/bin/systemd-socket-activate", X_OK) != 0) {
     MISSING_DEPENDENCY("systemd-socket-activate (Debian package systemd)");

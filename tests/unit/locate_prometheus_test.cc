@@ -65,6 +65,27 @@ TEST(LocateAnswer, ParsesAVectorAndRefusesAnythingElse) {
   }
 }
 
+// Issue 40 item 6: an answer is read as a stream and stops at the bound.
+TEST(LocateAnswer, StopsAtMaxSeriesAndKeepsKeysItDoesNotRead) {
+  std::string result;
+  for (int i = 0; i < 10; ++i) {
+    result += std::string(i ? "," : "") +
+              R"({"metric":{"peer":"p)" + std::to_string(i) +
+              R"("},"value":[1,"1"],"extra":{"x":[1,{"y":null}]}})";
+  }
+  const std::string body =
+      R"({"warnings":["w"],"data":{"result":[)" + result +
+      R"(],"resultType":"vector","stats":{"a":1}},"status":"success"})";
+  std::string error;
+  auto v = ParseVector(body, &error, 10);
+  ASSERT_TRUE(v) << error;
+  EXPECT_EQ(v->size(), 10u);
+  EXPECT_EQ((*v)[9].labels.at("peer"), "p9");
+  EXPECT_FALSE(ParseVector(body, &error, 9));
+  EXPECT_NE(error.find("more than 9 series in one answer"), std::string::npos)
+      << error;
+}
+
 PromSample S(std::map<std::string, std::string> labels, double value) {
   return {std::move(labels), value};
 }
