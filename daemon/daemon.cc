@@ -269,8 +269,9 @@ class Daemon {
     if (usec == 0) return;
     SelfCheckWatchdog::Hooks hooks;
     hooks.check = [this](std::chrono::milliseconds timeout,
+                         std::chrono::milliseconds recent,
                          SelfCheckWatchdog::Done done) {
-      RunScrapeCheck(io_, *http_, self_check_tls_, timeout,
+      RunScrapeCheck(io_, *http_, self_check_tls_, timeout, recent,
                      [this, done = std::move(done)](SelfCheckResult result) {
                        self_check_tls_ = result.tls;
                        done(std::move(result));

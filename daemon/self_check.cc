@@ -148,6 +148,7 @@ void RunSelfCheck(asio::io_context& io, const tcp::endpoint& endpoint, bool tls,
 
 void RunScrapeCheck(asio::io_context& io, http::Server& server, bool tls,
                     std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds recent,
                     std::function<void(SelfCheckResult)> done) {
   struct Pending {
     explicit Pending(asio::io_context& io) : timer(io) {}
@@ -190,7 +191,7 @@ void RunScrapeCheck(asio::io_context& io, http::Server& server, bool tls,
                    "ms (render thread wedged or a collector stuck in Collect)"
              : "no answer within " + std::to_string(timeout.count()) + "ms"});
   });
-  server.CheckRender([pending](bool ok) {
+  server.CheckRender(recent, [pending](bool ok) {
     if (ok) {
       pending->rendered = true;
     } else {

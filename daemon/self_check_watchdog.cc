@@ -55,7 +55,7 @@ void SelfCheckWatchdog::Tick() {
   if (feeding_) hooks_.notify("WATCHDOG=1");
   if (!check_pending_) {
     check_pending_ = true;
-    hooks_.check(check_timeout(),
+    hooks_.check(check_timeout(), check_period(),
                  [this](SelfCheckResult result) { CheckDone(result); });
   }
   if (!running_) return;

@@ -38,9 +38,12 @@ class SelfCheckWatchdog {
   using Clock = std::chrono::steady_clock;
   using Done = std::function<void(SelfCheckResult)>;
   struct Hooks {
-    // Runs one check, bounded by `timeout`; calls `done` on the event loop
-    // exactly once.
-    std::function<void(std::chrono::milliseconds timeout, Done done)> check;
+    // Runs one check, bounded by `timeout`, a scrape's render within
+    // `recent` (one check period) counting as the check's; calls `done` on
+    // the event loop exactly once.
+    std::function<void(std::chrono::milliseconds timeout,
+                       std::chrono::milliseconds recent, Done done)>
+        check;
     // Sends a notify state ("WATCHDOG=1"); SystemdNotify in the daemon.
     std::function<void(const char*)> notify;
     std::function<Clock::time_point()> now = [] { return Clock::now(); };

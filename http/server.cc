@@ -669,7 +669,13 @@ void Server::Reconfigure(Security security) {
   state_->security = std::move(security);
 }
 
-void Server::CheckRender(std::function<void(bool)> done) {
+void Server::CheckRender(std::chrono::milliseconds recent,
+                         std::function<void(bool)> done) {
+  if (renderer_->last_done() != Clock::time_point{} &&
+      Clock::now() - renderer_->last_done() < recent) {
+    asio::post(state_->io, [done = std::move(done)] { done(true); });
+    return;
+  }
   renderer_->Request(false, [done = std::move(done)](
                                 std::shared_ptr<const Rendered> out) {
     done(!out->failed);

@@ -68,8 +68,8 @@ struct ServerLimits {
   std::chrono::milliseconds write_timeout{30'000};
   // TLS connections a second from one source, and the burst allowed
   // (SourceRate, admission.h); more are closed before their handshake.
-  double tls_handshakes_per_second = 10;
-  double tls_handshake_burst = 20;
+  double tls_handshakes_per_second = 20;
+  double tls_handshake_burst = 50;
   AuthThrottle::Limits auth;
 };
 
@@ -133,10 +133,13 @@ class Server {
 
   // Renders the exposition the way a scrape does (on the render thread,
   // shared with scrapes waiting for a render) and calls `done(ok)` on the
-  // event loop, `ok` false when rendering threw. Never called while the
+  // event loop, `ok` false when rendering threw. A render that finished
+  // within `recent` (a scrape's) counts instead, so the check costs no
+  // render of its own while scrapes come often. Never called while the
   // render thread is wedged, nor once the Server is gone. For the watchdog's
   // self-check (daemon/self_check.h).
-  void CheckRender(std::function<void(bool ok)> done);
+  void CheckRender(std::chrono::milliseconds recent,
+                   std::function<void(bool ok)> done);
 
   // The settings new connections are accepted with.
   const Security& security() const;

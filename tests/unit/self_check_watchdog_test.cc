@@ -64,9 +64,10 @@ class WatchdogHarness {
     EXPECT_TRUE(server_) << error;
     SelfCheckWatchdog::Hooks hooks;
     hooks.check = [this](std::chrono::milliseconds timeout,
+                         std::chrono::milliseconds recent,
                          SelfCheckWatchdog::Done done) {
       ++checks_started_;
-      RunScrapeCheck(io_, *server_, false, timeout,
+      RunScrapeCheck(io_, *server_, false, timeout, recent,
                      [this, done](SelfCheckResult r) {
                        results_.push_back(r);
                        done(r);
@@ -159,7 +160,8 @@ TEST(SelfCheckWatchdogTest, OneFailedCheckLeavesNoGap) {
   std::vector<bool> fed_at;
   int fed = 0;
   SelfCheckWatchdog::Hooks hooks;
-  hooks.check = [&](std::chrono::milliseconds, SelfCheckWatchdog::Done done) {
+  hooks.check = [&](std::chrono::milliseconds, std::chrono::milliseconds,
+                    SelfCheckWatchdog::Done done) {
     const bool ok = outcomes.front();
     outcomes.pop_front();
     done({ok, false, ok ? "" : "connect: refused"});
