@@ -143,6 +143,7 @@ TEST(AdmissionTest, SourceRateBoundsHandshakesPerSource) {
   for (int i = 0; i < 4; ++i) EXPECT_TRUE(rate.Take("a", t0)) << i;
   EXPECT_FALSE(rate.Take("a", t0));
   EXPECT_TRUE(rate.Take("b", t0));  // another source is not affected
+  EXPECT_TRUE(rate.Take("b", t0));
   EXPECT_TRUE(rate.Take("a", t0 + std::chrono::milliseconds(500)));
   EXPECT_FALSE(rate.Take("a", t0 + std::chrono::milliseconds(500)));
   // Two sources remembered: a third waits until one's bucket is full again.
