@@ -17,6 +17,7 @@
 #include "daemon/off_loop.h"
 #include "daemon/poller.h"
 #include "daemon/self_check.h"
+#include "daemon/self_check_watchdog.h"
 #include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
 #include "http/server.h"
@@ -32,11 +33,6 @@ constexpr std::chrono::seconds kShutdownGrace{5};
 // abandoned collection is still stuck is not started again until it
 // returns, so there is at most one per collector.)
 constexpr std::size_t kMaxAbandoned = 4;
-// The shortest time the /metrics self-check waits for an answer: a loaded
-// machine can take a while to connect and answer on loopback, and a check
-// still pending at a watchdog tick keeps the previous verdict.
-constexpr std::chrono::milliseconds kMinSelfCheckTimeout{1000};
-
 // How often the pollers are supervised (overruns published, stuck
 // collections found): half the shortest timeout, within [100 ms, 1 s], so
 // an overrun is reported at most half a timeout late without waking the
@@ -85,7 +81,6 @@ class Daemon {
       : options_(options),
         config_(std::move(config)),
         signals_(io_, SIGHUP, SIGTERM, SIGINT),
-        watchdog_timer_(io_),
         supervise_timer_(io_),
         store_(std::make_shared<SnapshotStore>()),
         budget_(ProcessFdBudget()),
@@ -115,6 +110,11 @@ class Daemon {
     }
     spdlog::info("listening on {} ({})", http_->BoundAddress(),
                  http::Describe(*security));
+    if (!WebConfigPath().empty() && !security->level.tls &&
+        !security->level.basic_auth) {
+      spdlog::warn("{} serves /metrics over plain HTTP without basic auth",
+                   WebConfigPath());
+    }
     self_check_tls_ = security->tls != nullptr;
     StartPollers();
     Supervise();
@@ -229,14 +229,15 @@ class Daemon {
     const bool healthy = (pollers_.empty() || stuck < pollers_.size()) &&
                          abandoned_.size() < kMaxAbandoned;
     if (healthy != collections_ok_) {
-      collections_why_ = healthy
-                             ? ""
+      collections_ok_ = healthy;
+      if (watchdog_) {
+        watchdog_->SetCollections(
+            healthy, healthy ? ""
                              : fmt::format(
                                    "{} of {} collectors stuck, {} abandoned "
                                    "collections",
-                                   stuck, pollers_.size(), abandoned_.size());
-      collections_ok_ = healthy;
-      UpdateFeeding();
+                                   stuck, pollers_.size(), abandoned_.size()));
+      }
     }
     supervise_timer_.expires_after(SupervisePeriod(pollers_));
     supervise_timer_.async_wait([this](const boost::system::error_code& ec) {
@@ -256,76 +257,31 @@ class Daemon {
                    sig == SIGTERM ? "SIGTERM" : "SIGINT");
       SystemdNotify("STOPPING=1");
       StopPollers();
-      watchdog_timer_.cancel();
+      if (watchdog_) watchdog_->Stop();
       supervise_timer_.cancel();
       io_.stop();
     });
   }
 
+  // The rule and its reasons: self_check_watchdog.h.
   void StartWatchdog() {
     const std::uint64_t usec = SystemdWatchdogUsec();
     if (usec == 0) return;
-    // Half the watchdog period, as sd_watchdog_enabled(3) recommends; the
-    // ping comes from the event loop, so it proves the loop is alive.
-    watchdog_period_ = std::chrono::microseconds(usec / 2);
-    spdlog::info("systemd watchdog every {}us", usec / 2);
-    PingWatchdog();
-  }
-
-  // WATCHDOG=1 goes out from the event loop (so a blocked loop is not fed),
-  // and only while collections make progress (Supervise) and the latest
-  // /metrics self-check was answered: a daemon that can no longer serve
-  // scrapes (descriptors exhausted, listener gone, server wedged) is
-  // restarted by systemd, as is one whose collections are all wedged.
-  void PingWatchdog() {
-    if (collections_ok_ && http_ok_) SystemdNotify("WATCHDOG=1");
-    // One self-check per tick; one still pending keeps the last verdict
-    // (its own timeout ends it and records the failure).
-    if (!self_check_pending_) StartSelfCheck();
-    watchdog_timer_.expires_after(watchdog_period_);
-    watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (!ec) PingWatchdog();
-    });
-  }
-
-  void StartSelfCheck() {
-    const auto endpoint = SelfCheckEndpoint(http_->BoundAddress());
-    if (!endpoint) {
-      SelfCheckDone({false, self_check_tls_, "the listener is closed"});
-      return;
-    }
-    self_check_pending_ = true;
-    const auto timeout = std::max(
-        std::chrono::duration_cast<std::chrono::milliseconds>(watchdog_period_),
-        kMinSelfCheckTimeout);
-    RunSelfCheck(
-        io_, *endpoint, self_check_tls_, timeout,
-        [this](SelfCheckResult result) { SelfCheckDone(std::move(result)); });
-  }
-
-  void SelfCheckDone(SelfCheckResult result) {
-    self_check_pending_ = false;
-    self_check_tls_ = result.tls;
-    if (result.answered == http_ok_) return;
-    http_ok_ = result.answered;
-    http_why_ = "the /metrics self-check got no answer: " + result.why;
-    UpdateFeeding();
-  }
-
-  // Logs each change of whether the watchdog is fed, with the reason.
-  void UpdateFeeding() {
-    const bool feed = collections_ok_ && http_ok_;
-    if (feed == feeding_) return;
-    feeding_ = feed;
-    if (feed) {
-      spdlog::info(
-          "collections make progress and /metrics answers again; feeding "
-          "the systemd watchdog");
-      return;
-    }
-    std::string why = collections_ok_ ? "" : collections_why_;
-    if (!http_ok_) why += (why.empty() ? "" : "; ") + http_why_;
-    spdlog::error("{}; no longer feeding the systemd watchdog", why);
+    SelfCheckWatchdog::Hooks hooks;
+    hooks.check = [this](std::chrono::milliseconds timeout,
+                         std::chrono::milliseconds recent,
+                         SelfCheckWatchdog::Done done) {
+      RunScrapeCheck(io_, *http_, self_check_tls_, timeout, recent,
+                     [this, done = std::move(done)](SelfCheckResult result) {
+                       self_check_tls_ = result.tls;
+                       done(std::move(result));
+                     });
+    };
+    hooks.notify = [](const char* state) { SystemdNotify(state); };
+    watchdog_ = std::make_unique<SelfCheckWatchdog>(
+        io_, std::chrono::microseconds(usec), std::move(hooks));
+    watchdog_->SetCollections(collections_ok_, "");
+    watchdog_->Start();
   }
 
   // SIGHUP. The files are read and parsed on a thread of their own (a FIFO,
@@ -359,8 +315,33 @@ class Daemon {
     }
   }
 
+  // A reload never lowers /metrics' protection silently (docs/security.md):
+  // turning TLS, basic auth or client certificate verification off must be
+  // stated in the new web config (http::Downgrade), and is then logged as a
+  // warning naming what was turned off. Otherwise the whole reload is
+  // refused, with *error set for the log line.
+  bool SecurityChangeAllowed(const http::Security& next,
+                             std::string* error) const {
+    std::vector<std::string> off;
+    const std::string refused =
+        http::Downgrade(http_->security().level, next.level, &off);
+    if (!refused.empty()) {
+      *error = "web config " + WebConfigPath() + ": " + refused;
+      return false;
+    }
+    for (const auto& what : off) {
+      spdlog::warn("reload turns {} off for /metrics, as {} states", what,
+                   WebConfigPath().empty() ? std::string("the command line")
+                                           : WebConfigPath());
+    }
+    return true;
+  }
+
   void ReloadLoaded(ReloadFiles files) {
     reloading_ = false;
+    if (files.config && !SecurityChangeAllowed(*files.security, &files.error)) {
+      files.config.reset();
+    }
     if (!files.config) {
       spdlog::error("reload rejected, keeping the running config: {}",
                     files.error);
@@ -412,18 +393,11 @@ class Daemon {
   // Destroyed after everything below it: timers and handlers refer to it.
   boost::asio::io_context io_;
   boost::asio::signal_set signals_;
-  boost::asio::steady_timer watchdog_timer_;
   boost::asio::steady_timer supervise_timer_;
-  // Whether the watchdog is fed, and its two conditions with their reasons.
-  bool feeding_ = true;
   bool collections_ok_ = true;
-  std::string collections_why_;
-  bool http_ok_ = true;
-  std::string http_why_;
-  bool self_check_pending_ = false;
   // The mode the server answered the last self-check in.
   bool self_check_tls_ = false;
-  std::chrono::microseconds watchdog_period_{0};
+  std::unique_ptr<SelfCheckWatchdog> watchdog_;
   std::shared_ptr<SnapshotStore> store_;
   std::shared_ptr<FdBudget> budget_;
   std::shared_ptr<prometheus::Collectable> collectable_;

@@ -7,7 +7,10 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
+
+#include "http/server.h"
 
 namespace fabric {
 namespace {
@@ -141,6 +144,71 @@ void RunSelfCheck(asio::io_context& io, const tcp::endpoint& endpoint, bool tls,
             ->Start();
       })
       ->Start();
+}
+
+void RunScrapeCheck(asio::io_context& io, http::Server& server, bool tls,
+                    std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds recent,
+                    std::function<void(SelfCheckResult)> done) {
+  struct Pending {
+    explicit Pending(asio::io_context& io) : timer(io) {}
+    asio::steady_timer timer;
+    std::function<void(SelfCheckResult)> done;
+    std::optional<SelfCheckResult> socket;
+    bool rendered = false;
+    std::string render_failure;
+    void Finish(SelfCheckResult result) {
+      if (!done) return;
+      timer.cancel();
+      auto call = std::move(done);
+      done = nullptr;
+      call(std::move(result));
+    }
+    bool tls = false;
+    void Maybe() {
+      if (socket && !socket->answered) return Finish(*socket);
+      if (!render_failure.empty()) {
+        return Finish({false, socket ? socket->tls : tls, render_failure});
+      }
+      if (socket && rendered) Finish(*socket);
+    }
+  };
+  auto pending = std::make_shared<Pending>(io);
+  pending->done = std::move(done);
+  pending->tls = tls;
+  pending->timer.expires_after(timeout);
+  pending->timer.async_wait([pending, tls, timeout](beast::error_code ec) {
+    if (ec) return;
+    if (pending->socket && !pending->socket->answered) {
+      return pending->Finish(*pending->socket);
+    }
+    const bool tls_now = pending->socket ? pending->socket->tls : tls;
+    pending->Finish(
+        {false, tls_now,
+         pending->socket
+             ? "the exposition's render did not finish within " +
+                   std::to_string(timeout.count()) +
+                   "ms (render thread wedged or a collector stuck in Collect)"
+             : "no answer within " + std::to_string(timeout.count()) + "ms"});
+  });
+  server.CheckRender(recent, [pending](bool ok) {
+    if (ok) {
+      pending->rendered = true;
+    } else {
+      pending->render_failure = "rendering the exposition failed";
+    }
+    pending->Maybe();
+  });
+  const auto endpoint = SelfCheckEndpoint(server.BoundAddress());
+  if (!endpoint) {
+    pending->socket = SelfCheckResult{false, tls, "the listener is closed"};
+    pending->Maybe();
+    return;
+  }
+  RunSelfCheck(io, *endpoint, tls, timeout, [pending](SelfCheckResult r) {
+    pending->socket = std::move(r);
+    pending->Maybe();
+  });
 }
 
 std::optional<tcp::endpoint> SelfCheckEndpoint(const std::string& bound) {

@@ -15,6 +15,14 @@
 // check.) TLS is spoken without verifying the certificate: the check
 // authenticates nothing, it only needs an answer.
 //
+// RunScrapeCheck, the systemd watchdog's check (self_check_watchdog.h),
+// adds what the landing page skips: a render of the exposition on the
+// server's render thread, the path every scrape takes (shared with the
+// scrapes waiting for a render, and skipped when a scrape's render finished
+// since the previous check, so it costs at most one render per check and
+// none while Prometheus scrapes often). A wedged render thread (a
+// collectable stuck in Collect) never answers it.
+//
 // Thread-safety: run it on the thread that runs `io` (the daemon's event
 // loop); `done` is called there, exactly once.
 #pragma once
@@ -27,6 +35,9 @@
 #include <string>
 
 namespace fabric {
+namespace http {
+class Server;
+}
 
 struct SelfCheckResult {
   bool answered = false;
@@ -44,6 +55,16 @@ void RunSelfCheck(boost::asio::io_context& io,
                   const boost::asio::ip::tcp::endpoint& endpoint, bool tls,
                   std::chrono::milliseconds timeout,
                   std::function<void(SelfCheckResult)> done);
+
+// RunSelfCheck on `server`'s listener and server.CheckRender (a scrape's
+// render within `recent` counts), both within `timeout` (a timer ends the
+// wait; `server` is not used after this call returns, so a reload may
+// replace it meanwhile). Answered when both are; otherwise `why` names the
+// part that failed.
+void RunScrapeCheck(boost::asio::io_context& io, http::Server& server,
+                    bool tls, std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds recent,
+                    std::function<void(SelfCheckResult)> done);
 
 // Where to reach a server bound to `bound` ("HOST:PORT", "[V6]:PORT", as
 // http::Server::BoundAddress() prints it): that address, or loopback for a

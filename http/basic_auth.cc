@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cstring>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 namespace fabric::http {
@@ -121,19 +122,39 @@ bool AuthThrottle::TryStart(const std::string& source, Clock::time_point now) {
   auto it = sources_.find(source);
   if (it == sources_.end()) {
     if (sources_.size() >= limits_.max_sources) {
-      std::erase_if(sources_, [now](const auto& entry) {
+      // Forget idle untrusted sources first: a flood of new addresses must
+      // not make the server forget the scrapers it trusts.
+      auto idle = [now](const auto& entry) {
         return entry.second.pending == 0 && entry.second.blocked_until <= now;
+      };
+      std::erase_if(sources_, [&](const auto& entry) {
+        return idle(entry) && !entry.second.trusted;
       });
+      if (sources_.size() >= limits_.max_sources) std::erase_if(sources_, idle);
       if (sources_.size() >= limits_.max_sources) return false;
     }
     it = sources_.emplace(source, Source{}).first;
   }
   Source& s = it->second;
   if (now < s.blocked_until || s.pending >= limits_.pending_per_source) {
+    ++s.strikes;
     return false;
   }
   ++s.pending;
   return true;
+}
+
+void AuthThrottle::Drop(const std::string& source) {
+  auto it = sources_.find(source);
+  if (it == sources_.end()) return;
+  if (it->second.pending > 0) --it->second.pending;
+  ++it->second.strikes;
+}
+
+AuthThrottle::Rank AuthThrottle::RankOf(const std::string& source) const {
+  auto it = sources_.find(source);
+  if (it == sources_.end()) return {1, 0};
+  return {it->second.trusted ? 0 : 1, it->second.strikes};
 }
 
 void AuthThrottle::Finish(const std::string& source, bool ok,
@@ -143,23 +164,49 @@ void AuthThrottle::Finish(const std::string& source, bool ok,
   Source& s = it->second;
   if (s.pending > 0) --s.pending;
   if (ok) {
-    // A source that gets it right is forgotten: nothing to hold against it.
-    if (s.pending == 0) {
-      sources_.erase(it);
-    } else {
-      s.failures = 0;
-      s.blocked_until = {};
-    }
+    // Nothing to hold against it, and its next checks go first.
+    s.failures = 0;
+    s.blocked_until = {};
+    s.strikes = 0;
+    s.trusted = true;
     return;
   }
+  ++s.strikes;
   ++s.failures;
   if (s.failures < limits_.free_failures) return;
+  s.trusted = false;
   auto backoff = limits_.first_backoff;
   for (unsigned i = limits_.free_failures;
        i < s.failures && backoff < limits_.max_backoff; ++i) {
     backoff *= 2;
   }
   s.blocked_until = now + std::min(backoff, limits_.max_backoff);
+}
+
+bool CheckQueue::Push(std::uint64_t id, Rank rank,
+                      std::optional<std::uint64_t>* displaced) {
+  displaced->reset();
+  if (capacity_ == 0) return false;
+  if (entries_.size() >= capacity_) {
+    if (!(rank < entries_.back().rank)) return false;
+    *displaced = entries_.back().id;
+    entries_.pop_back();
+  }
+  Entry entry{rank, next_seq_++, id};
+  auto at = std::upper_bound(entries_.begin(), entries_.end(), entry,
+                             [](const Entry& a, const Entry& b) {
+                               return std::tie(a.rank, a.seq) <
+                                      std::tie(b.rank, b.seq);
+                             });
+  entries_.insert(at, entry);
+  return true;
+}
+
+std::optional<std::uint64_t> CheckQueue::Pop() {
+  if (entries_.empty()) return std::nullopt;
+  const std::uint64_t id = entries_.front().id;
+  entries_.pop_front();
+  return id;
 }
 
 bool BasicAuth::Allows(std::string_view authorization) {

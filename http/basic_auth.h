@@ -18,6 +18,21 @@
 // AuthThrottle is the server's guard against password guessing: a source
 // address gets at most a couple of bcrypt checks in flight, and one that
 // keeps failing is refused without a check for a growing, bounded time.
+// It also ranks sources for CheckQueue, so that a flood from any number of
+// addresses cannot keep the right password out (docs/security.md):
+//  1. a source whose credentials passed before ("trusted": since the start,
+//     kept across reloads, until it fails `free_failures` times in a row)
+//     goes ahead of every other, so after a password rotation Prometheus'
+//     new password waits for at most the one running check and the trusted
+//     sources queued before it;
+//  2. among the rest, fewer strikes first: a strike is a failed check or a
+//     check refused for any reason, and a success clears them. A guesser
+//     re-asking at full speed piles up strikes and sinks; a scraper asking
+//     every few seconds keeps few, so a new scraper (no strikes) displaces
+//     a queued guess at once.
+// A refused or displaced check is answered 401 at once (a strike): the
+// queue's length bounds the work a flood can queue, and the cost of being
+// refused falls on the source that asked.
 //
 // Thread-safety: ParseBasicAuthorization and CheckBcrypt are pure and
 // thread-safe. BasicAuth and AuthThrottle are not thread-safe (the server
@@ -28,8 +43,11 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace fabric::http {
 
@@ -98,20 +116,55 @@ class AuthThrottle {
   explicit AuthThrottle(Limits limits) : limits_(limits) {}
   AuthThrottle() : AuthThrottle(Limits{}) {}
 
+  // Lower goes first in CheckQueue: (0 if trusted else 1, strikes).
+  using Rank = std::pair<int, std::uint64_t>;
+
   // True when `source` may start a bcrypt check now (it is then pending
-  // until Finish); false: answer 401 without checking.
+  // until Finish or Drop); false: answer 401 without checking (a strike).
   bool TryStart(const std::string& source, Clock::time_point now);
   // A check TryStart allowed has ended; `ok`: the password was right.
   void Finish(const std::string& source, bool ok, Clock::time_point now);
+  // A check TryStart allowed was refused without running (a strike).
+  void Drop(const std::string& source);
+  Rank RankOf(const std::string& source) const;
 
  private:
   struct Source {
     std::size_t pending = 0;
     unsigned failures = 0;  // in a row
     Clock::time_point blocked_until{};
+    bool trusted = false;
+    std::uint64_t strikes = 0;
   };
   Limits limits_;
   std::map<std::string, Source> sources_;
+};
+
+// The bcrypt checks waiting for the worker thread, most urgent (lowest
+// AuthThrottle::Rank) first, first come first among equals, at most
+// `capacity` of them. Entries are ids the server maps to its requests.
+class CheckQueue {
+ public:
+  using Rank = AuthThrottle::Rank;
+  explicit CheckQueue(std::size_t capacity) : capacity_(capacity) {}
+
+  // Queues `id`. When full, the least urgent entry (the latest among
+  // equals) makes room if `rank` is strictly more urgent: its id is
+  // returned in *displaced. False (and nothing queued) otherwise.
+  bool Push(std::uint64_t id, Rank rank, std::optional<std::uint64_t>* displaced);
+  // Removes and returns the most urgent id; nullopt when empty.
+  std::optional<std::uint64_t> Pop();
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    Rank rank;
+    std::uint64_t seq;
+    std::uint64_t id;
+  };
+  std::size_t capacity_;
+  std::uint64_t next_seq_ = 0;
+  std::deque<Entry> entries_;  // sorted by (rank, seq)
 };
 
 }  // namespace fabric::http

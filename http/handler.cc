@@ -1,5 +1,7 @@
 #include "http/handler.h"
 
+#include <cctype>
+
 #include "http/gzip.h"
 
 namespace fabric::http {
@@ -42,6 +44,28 @@ Reply HandleRequest(const Request& request, bool authorized,
     }
   }
   return r;
+}
+
+std::string FramingError(const std::vector<std::string_view>& transfer_encodings,
+                         bool has_content_length) {
+  if (transfer_encodings.empty()) return "";
+  if (has_content_length) {
+    return "both Transfer-Encoding and Content-Length";
+  }
+  if (transfer_encodings.size() > 1) return "more than one Transfer-Encoding";
+  std::string_view coding = transfer_encodings.front();
+  while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) {
+    coding.remove_prefix(1);
+  }
+  while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) {
+    coding.remove_suffix(1);
+  }
+  constexpr std::string_view kChunked = "chunked";
+  bool chunked = coding.size() == kChunked.size();
+  for (std::size_t i = 0; chunked && i < coding.size(); ++i) {
+    chunked = std::tolower(static_cast<unsigned char>(coding[i])) == kChunked[i];
+  }
+  return chunked ? "" : "a Transfer-Encoding other than chunked";
 }
 
 Reply Route(const Request& request, bool authorized) {

@@ -48,6 +48,20 @@ struct Reply {
   bool metrics = false;
 };
 
+// Why a request's framing is refused (RFC 9112 section 6), "" when it is
+// not. This server takes no request body, and of the transfer codings it
+// understands only `chunked` (Boost.Beast decodes it; a chunk with data is
+// then refused as a body). Any other Transfer-Encoding value (`xchunked`,
+// `gzip, chunked`, an empty one, several headers) leaves the body's end,
+// and so where the next request starts, unknown: RFC 9112 section 6.3 says
+// answer 400 and close, so that the body is never read as a request. A
+// request with both Transfer-Encoding and Content-Length is refused the same
+// way (the smuggling case section 6.3 allows a server to reject).
+// `transfer_encodings`: each Transfer-Encoding header value in order;
+// `has_content_length`: a Content-Length header is present.
+std::string FramingError(const std::vector<std::string_view>& transfer_encodings,
+                         bool has_content_length);
+
 // The exposition text served at /metrics.
 using RenderMetrics = std::function<std::string()>;
 

@@ -14,6 +14,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -40,6 +41,11 @@ class RenderWorker {
   // Calls `done` on the event loop with a render that starts after this
   // call; `gzip`: the caller wants Rendered::gzip too.
   void Request(bool gzip, Done done);
+  // When the last render's callers were answered (event loop); the
+  // epoch before the first.
+  std::chrono::steady_clock::time_point last_done() const {
+    return *last_done_;
+  }
 
  private:
   struct Job;
@@ -50,6 +56,10 @@ class RenderWorker {
   boost::asio::thread_pool pool_{1};
   // The last job posted; callers join it while it has not started.
   std::shared_ptr<Job> queued_;
+  // Shared with the answers posted to the loop, which may run after this
+  // worker is gone.
+  std::shared_ptr<std::chrono::steady_clock::time_point> last_done_ =
+      std::make_shared<std::chrono::steady_clock::time_point>();
 };
 
 }  // namespace fabric::http

@@ -10,10 +10,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <functional>
 #include <list>
 #include <optional>
 
 #include "core/metric_sink.h"
+#include "http/admission.h"
 #include "http/gzip.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
@@ -31,9 +33,10 @@ using State = Server::State;
 
 namespace {
 
-// bcrypt checks queued or running at once; more are refused (401) so that
-// password guessing cannot queue unbounded work.
-constexpr std::size_t kMaxPendingChecks = 8;
+// bcrypt checks waiting for the worker thread at once (CheckQueue,
+// basic_auth.h); beyond, the least urgent is refused (401), so password
+// guessing cannot queue unbounded work.
+constexpr std::size_t kMaxQueuedChecks = 8;
 
 std::string_view Std(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -52,41 +55,6 @@ std::string SourceOf(const tcp::socket& socket) {
   auto bytes = address.to_v6().to_bytes();
   std::fill(bytes.begin() + 8, bytes.end(), 0);
   return asio::ip::address_v6(bytes).to_string() + "/64";
-}
-
-// What the server needs to know about a connection to apply its policy.
-class Connection {
- public:
-  virtual ~Connection() = default;
-  // Closes the socket: pending operations end with operation_aborted.
-  virtual void Close() = 0;
-  bool closing = false;
-  std::string source;  // SourceOf
-  // Waiting for a TLS handshake or a request head (evictable), since when.
-  bool waiting = true;
-  Clock::time_point waiting_since = Clock::now();
-  // Set while in a run of responses the client has not caught up with
-  // (evictable when not waiting): when its first write began.
-  std::optional<Clock::time_point> writing_since;
-};
-
-// The connection to close to make room, among those from `source` (all if
-// null): the one waiting longest for its request, else the one writing
-// longest; null when every one is being answered.
-Connection* Victim(const std::list<Connection*>& connections,
-                   const std::string* source) {
-  Connection* waiting = nullptr;
-  Connection* writing = nullptr;
-  for (Connection* c : connections) {
-    if (c->closing || (source && c->source != *source)) continue;
-    if (c->waiting) {
-      if (!waiting || c->waiting_since < waiting->waiting_since) waiting = c;
-    } else if (c->writing_since &&
-               (!writing || *c->writing_since < *writing->writing_since)) {
-      writing = c;
-    }
-  }
-  return waiting ? waiting : writing;
 }
 
 }  // namespace
@@ -120,9 +88,51 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   // The Server's bcrypt thread and renderer; null once the Server is gone.
   asio::thread_pool* workers = nullptr;
   RenderWorker* renderer = nullptr;
-  std::size_t pending_checks = 0;
   AuthThrottle throttle{limits.auth};
+  SourceRate handshakes{limits.tls_handshakes_per_second,
+                        limits.tls_handshake_burst};
+  // Password checks: queued ones by id, run one at a time on `workers`.
+  // Each callback starts its check (true) or refuses it (false).
+  CheckQueue check_queue{kMaxQueuedChecks};
+  std::map<std::uint64_t, std::function<void(bool)>> queued_checks;
+  std::uint64_t next_check_id = 0;
+  bool check_running = false;
+  // Queues a check from `source` (already admitted by throttle.TryStart);
+  // `run(true)` starts it, `run(false)` refuses it.
+  void QueueCheck(const std::string& source, std::function<void(bool)> run);
+  // The previous check has ended: start the next queued one.
+  void NextCheck();
 };
+
+void Server::State::QueueCheck(const std::string& source,
+                               std::function<void(bool)> run) {
+  const std::uint64_t id = next_check_id++;
+  std::optional<std::uint64_t> displaced;
+  if (!check_queue.Push(id, throttle.RankOf(source), &displaced)) {
+    run(false);
+    return;
+  }
+  queued_checks.emplace(id, std::move(run));
+  if (displaced) {
+    auto it = queued_checks.find(*displaced);
+    auto refuse = std::move(it->second);
+    queued_checks.erase(it);
+    refuse(false);
+  }
+  if (!check_running) NextCheck();
+}
+
+void Server::State::NextCheck() {
+  check_running = false;
+  if (workers == nullptr) return;
+  if (auto id = check_queue.Pop()) {
+    auto it = queued_checks.find(*id);
+    auto start = std::move(it->second);
+    queued_checks.erase(it);
+    check_running = true;
+    start(true);
+  }
+}
 
 namespace {
 
@@ -214,6 +224,7 @@ class Session : public Connection,
     if (closing || ec == asio::error::operation_aborted) return;
     if (!ec) {
       waiting = false;
+      if (FramingRefused()) return;
       Answer();
       return;
     }
@@ -242,6 +253,21 @@ class Session : public Connection,
     }
   }
 
+  // RFC 9112 section 6.3 (FramingError, handler.h): 400 and close, so that
+  // a body whose end is unknown is never read as the next request.
+  bool FramingRefused() {
+    const auto& req = parser_->get();
+    std::vector<std::string_view> codings;
+    auto [begin, end] = req.equal_range(bhttp::field::transfer_encoding);
+    for (auto it = begin; it != end; ++it) codings.push_back(Std(it->value()));
+    const std::string why = FramingError(
+        codings, req.find(bhttp::field::content_length) != req.end());
+    if (why.empty()) return false;
+    state_->metrics->Reject("bad_request");
+    SendError(400, ("Bad Request: " + why + "\n").c_str());
+    return true;
+  }
+
   // Basic auth first; a bcrypt check runs on the worker thread, never on
   // the event loop, and the answer resumes here.
   void Answer() {
@@ -257,15 +283,33 @@ class Session : public Connection,
       case BasicAuth::Verdict::kCheck:
         break;
     }
-    // Password guessing gets cheap refusals: too many checks in flight in
-    // all or from this source, or a source that keeps failing.
+    // Password guessing gets cheap refusals: a source with too many checks
+    // in flight or that keeps failing, and a check that loses its place in
+    // the queue to a more urgent one (basic_auth.h).
     if (state_->workers == nullptr ||
-        state_->pending_checks >= kMaxPendingChecks ||
         !state_->throttle.TryStart(source, Clock::now())) {
       Respond(false);
       return;
     }
-    ++state_->pending_checks;
+    state_->QueueCheck(
+        source, [self = this->shared_from_this(),
+                 check = std::move(check)](bool start) mutable {
+          if (!start || self->closing) {
+            OPENSSL_cleanse(check.password.data(), check.password.size());
+            self->state_->throttle.Drop(self->source);
+            if (start) {
+              self->state_->NextCheck();  // gone meanwhile: not worth a check
+            } else if (!self->closing) {
+              self->Respond(false);
+            }
+            return;
+          }
+          self->RunCheck(std::move(check));
+        });
+  }
+
+  // On the worker thread; the answer resumes on the event loop.
+  void RunCheck(BasicAuth::Check check) {
     auto executor = Lowest().get_executor();
     asio::post(*state_->workers, [self = this->shared_from_this(), executor,
                                   check = std::move(check)]() mutable {
@@ -276,8 +320,8 @@ class Session : public Connection,
       asio::post(executor, [self = std::move(self), ok, key = check.key,
                             user = std::move(check.user)] {
         State& state = *self->state_;
-        --state.pending_checks;
         state.throttle.Finish(self->source, ok, Clock::now());
+        state.NextCheck();
         if (self->closing) return;
         if (ok) self->auth_->Remember(key, user);
         self->Respond(ok);
@@ -435,6 +479,14 @@ void Server::State::Accept() {
 
 void Server::State::OnAccepted(tcp::socket socket) {
   std::string source = SourceOf(socket);
+  // A TLS handshake costs the event loop a key exchange and a signature:
+  // each source gets a bounded rate of them (admission.h).
+  if (security.tls && !handshakes.Take(source, Clock::now())) {
+    metrics->Reject("source_limit");
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
   if (!MakeRoom(source)) {
     beast::error_code ignored;
     socket.close(ignored);
@@ -454,22 +506,17 @@ void Server::State::OnAccepted(tcp::socket socket) {
 }
 
 bool Server::State::MakeRoom(const std::string& source) {
-  std::size_t open = 0;
-  std::size_t mine = 0;
-  for (const Connection* c : connections) {
-    if (c->closing) continue;
-    ++open;
-    if (c->source == source) ++mine;
-  }
-  const bool source_full = mine >= limits.max_connections_per_source;
-  if (!source_full && open < limits.max_connections) return true;
-  Connection* victim = Victim(connections, source_full ? &source : nullptr);
-  if (!victim) {
-    metrics->Reject(source_full ? "source_limit" : "connection_limit");
+  const Admission admission =
+      Admit(connections, source, limits.max_connections,
+            limits.max_connections_per_source);
+  if (!admission.admit) {
+    metrics->Reject(admission.refused);
     return false;
   }
-  metrics->Reject("evicted");
-  victim->Close();
+  if (admission.victim) {
+    metrics->Reject("evicted");
+    admission.victim->Close();
+  }
   return true;
 }
 
@@ -528,6 +575,7 @@ std::optional<Security> MakeSecurity(const WebConfig& web, std::string* error) {
     if (!security.tls) return std::nullopt;
   }
   security.auth = std::make_shared<BasicAuth>(web.users);
+  security.level = LevelOf(web);
   return security;
 }
 
@@ -604,6 +652,8 @@ Server::~Server() {
   workers_->stop();
   workers_->join();
   state_->workers = nullptr;
+  // Queued checks hold their sessions, which hold the State.
+  state_->queued_checks.clear();
   renderer_.reset();
   state_->renderer = nullptr;
 }
@@ -618,6 +668,21 @@ void Server::Reconfigure(Security security) {
   }
   state_->security = std::move(security);
 }
+
+void Server::CheckRender(std::chrono::milliseconds recent,
+                         std::function<void(bool)> done) {
+  if (renderer_->last_done() != Clock::time_point{} &&
+      Clock::now() - renderer_->last_done() < recent) {
+    asio::post(state_->io, [done = std::move(done)] { done(true); });
+    return;
+  }
+  renderer_->Request(false, [done = std::move(done)](
+                                std::shared_ptr<const Rendered> out) {
+    done(!out->failed);
+  });
+}
+
+const Security& Server::security() const { return state_->security; }
 
 int Server::port() const {
   beast::error_code ec;

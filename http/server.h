@@ -10,17 +10,13 @@
 // Limits, so that bad or hostile clients cannot stop scrapes:
 //  - at most `max_connections` open connections, and at most
 //    `max_connections_per_source` from one source (an IPv4 address or an
-//    IPv6 /64). When a new connection needs a slot (in its source's share
-//    or overall), the server closes the connection that has waited longest
-//    for its request (idle keep-alive, a slow TLS handshake, a slowloris
-//    sender), or if none waits, the one that has been writing longest (a
-//    slow or pipelining reader); within its source's share only that
-//    source's connections are candidates, so a flood from one address
-//    only displaces itself. A connection whose request is being checked or
-//    rendered (with no earlier answer still unread) is never closed; if
-//    every candidate is such, the newcomer is closed unanswered. A real scrape
-//    sends its request right after connecting and reads its answer at once, so
-//    it is answered before it could become the oldest.
+//    IPv6 /64); who gets a slot when they are taken is the share rule in
+//    admission.h: a flood from one address only displaces itself, and when
+//    the server is full the source holding the most gives up a slot to one
+//    holding fewer, so every source keeps its even share. A real scrape
+//    sends its request right after connecting and reads its answer at once.
+//  - TLS connections from one source beyond `tls_handshakes_per_second`
+//    (burst `tls_handshake_burst`) are closed before their handshake.
 //  - a connection must complete its TLS handshake and each request's head
 //    within `request_timeout` (idle keep-alive time included), else it is
 //    closed; request heads larger than `max_header_bytes` get 431; a
@@ -51,6 +47,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -69,6 +66,10 @@ struct ServerLimits {
   std::size_t max_pipelined_requests = 16;
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds write_timeout{30'000};
+  // TLS connections a second from one source, and the burst allowed
+  // (SourceRate, admission.h); more are closed before their handshake.
+  double tls_handshakes_per_second = 20;
+  double tls_handshake_burst = 50;
   AuthThrottle::Limits auth;
 };
 
@@ -94,6 +95,9 @@ class ServerMetrics {
 struct Security {
   std::shared_ptr<boost::asio::ssl::context> tls;  // null = plain HTTP
   std::shared_ptr<BasicAuth> auth;
+  // What the web config asked for (Downgrade, web_config.h, compares a
+  // reload's with the running one's).
+  SecurityLevel level;
 };
 
 // nullopt with *error when a TLS file cannot be loaded.
@@ -126,6 +130,19 @@ class Server {
   // keep the settings they were accepted with). Credentials verified
   // before stay verified while their user's hash is unchanged.
   void Reconfigure(Security security);
+
+  // Renders the exposition the way a scrape does (on the render thread,
+  // shared with scrapes waiting for a render) and calls `done(ok)` on the
+  // event loop, `ok` false when rendering threw. A render that finished
+  // within `recent` (a scrape's) counts instead, so the check costs no
+  // render of its own while scrapes come often. Never called while the
+  // render thread is wedged, nor once the Server is gone. For the watchdog's
+  // self-check (daemon/self_check.h).
+  void CheckRender(std::chrono::milliseconds recent,
+                   std::function<void(bool ok)> done);
+
+  // The settings new connections are accepted with.
+  const Security& security() const;
 
   int port() const;
   // "HOST:PORT" with the bound port, for the startup log line.

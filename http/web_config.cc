@@ -60,9 +60,10 @@ std::string NonEmpty(const YAML::Node& node, const std::string& key) {
   return text;
 }
 
-TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
+TlsConfig ParseTls(const YAML::Node& node, const std::string& path,
+                   bool* auth_given) {
   TlsConfig tls;
-  bool auth_given = false;
+  bool& auth_stated = *auth_given;
   ForEachKey(
       node, path,
       [&](const std::string& name, const YAML::Node& value,
@@ -74,7 +75,7 @@ TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
           tls.key_file = SecretPath(NonEmpty(value, key), key, mark);
         } else if (name == "client_auth_type") {
           tls.client_auth = ParseClientAuth(value, key);
-          auth_given = true;
+          auth_stated = true;
         } else if (name == "client_ca_file") {
           tls.client_ca_file = SecretPath(NonEmpty(value, key), key, mark);
         } else if (name == "min_version") {
@@ -106,7 +107,7 @@ TlsConfig ParseTls(const YAML::Node& node, const std::string& path) {
     Fail(path + ".key_file", mark("key_file"), "is required");
   }
   // exporter-toolkit: a CA file without a type means verify every client.
-  if (!auth_given && !tls.client_ca_file.empty()) {
+  if (!auth_stated && !tls.client_ca_file.empty()) {
     tls.client_auth = ClientAuth::kRequireAndVerifyClientCert;
   }
   const bool verifies =
@@ -161,17 +162,43 @@ std::map<std::string, std::string> ParseUsers(const YAML::Node& node,
   return users;
 }
 
+// `{}`: the file states the section is off on purpose.
+bool StatedEmpty(const YAML::Node& value) {
+  return value.IsMap() && value.size() == 0;
+}
+
+// A key with nothing under it: most likely a file cut short right after it.
+// Upstream reads it as "off"; fabricmon refuses it (web_config.h).
+void RefuseBare(const YAML::Node& value, const std::string& key,
+                const YAML::Mark& mark, const char* off) {
+  if (!value.IsNull()) return;
+  Fail(key, mark,
+       std::string("has nothing under it (a file cut short?); write `") + key +
+           ": {}` to serve " + off + " on purpose");
+}
+
 WebConfig Parse(const YAML::Node& root) {
   WebConfig config;
-  if (!root || root.IsNull()) return config;
+  if (!root || root.IsNull()) {
+    throw config_keys::ConfigError{
+        "config error: the file has no settings (empty, only comments, or "
+        "cut short); write `{}` to serve plain HTTP without basic auth on "
+        "purpose"};
+  }
   ForEachKey(
       root, "",
       [&](const std::string& name, const YAML::Node& value,
           const std::string& key, const YAML::Mark& mark) {
         if (name == "tls_server_config") {
-          if (value.IsNull()) return;  // an empty section = no TLS, as upstream
-          config.tls = ParseTls(value, key);
+          RefuseBare(value, key, mark, "without TLS");
+          if (StatedEmpty(value)) {
+            config.no_tls_stated = true;
+            return;
+          }
+          config.tls = ParseTls(value, key, &config.client_auth_stated);
         } else if (name == "basic_auth_users") {
+          RefuseBare(value, key, mark, "without basic auth");
+          config.no_auth_stated = StatedEmpty(value);
           config.users = ParseUsers(value, key);
         } else if (name == "http_server_config" || name == "rate_limit") {
           Fail(key, mark, "is not supported by fabricmon");
@@ -183,6 +210,56 @@ WebConfig Parse(const YAML::Node& root) {
 }
 
 }  // namespace
+
+SecurityLevel LevelOf(const WebConfig& config) {
+  SecurityLevel level;
+  level.tls = config.tls.has_value();
+  level.basic_auth = !config.users.empty();
+  level.verifies_clients =
+      config.tls &&
+      (config.tls->client_auth == ClientAuth::kVerifyClientCertIfGiven ||
+       config.tls->client_auth == ClientAuth::kRequireAndVerifyClientCert);
+  level.no_tls_stated = config.no_tls_stated;
+  level.no_auth_stated = config.no_auth_stated;
+  level.client_auth_stated = config.client_auth_stated;
+  return level;
+}
+
+std::string Downgrade(const SecurityLevel& running, const SecurityLevel& next,
+                      std::vector<std::string>* turned_off) {
+  struct Step {
+    bool off;
+    bool stated;
+    const char* what;
+    const char* how;
+  };
+  const Step steps[] = {
+      {running.tls && !next.tls, next.no_tls_stated, "TLS",
+       "tls_server_config: {}"},
+      {running.basic_auth && !next.basic_auth, next.no_auth_stated,
+       "basic auth", "basic_auth_users: {}"},
+      // Without TLS there are no client certificates either; that is the
+      // TLS step's to state.
+      {running.verifies_clients && next.tls && !next.verifies_clients,
+       next.client_auth_stated, "client certificate verification",
+       "tls_server_config.client_auth_type: NoClientCert (or another "
+       "type), written out"},
+  };
+  std::string refused;
+  std::vector<std::string> off;
+  for (const Step& step : steps) {
+    if (!step.off) continue;
+    if (step.stated) {
+      off.push_back(step.what);
+    } else {
+      refused += std::string(refused.empty() ? "" : "; ") + "it would turn " +
+                 step.what + " off without saying so (write `" + step.how +
+                 "` to do it on purpose)";
+    }
+  }
+  if (refused.empty()) *turned_off = std::move(off);
+  return refused;
+}
 
 std::optional<WebConfig> ParseWebConfig(std::string_view yaml,
                                         std::string* error) {

@@ -19,6 +19,18 @@
 // Unknown keys are errors; the exporter-toolkit keys fabricmon does not
 // implement (cipher_suites, http_server_config, ...) say so by name.
 //
+// Nothing turns security off by omission (docs/security.md): a document
+// with no settings (zero bytes, only comments, a file cut short) is refused,
+// and so is a `tls_server_config:` or `basic_auth_users:` key with nothing
+// under it (what a file cut short after the key looks like). Plain HTTP or
+// no auth on purpose is written as an empty flow mapping, which no cut can
+// produce and exporter-toolkit reads the same way:
+//   tls_server_config: {}     # no TLS, stated
+//   basic_auth_users: {}      # no basic auth, stated
+// A reload that would turn TLS, basic auth or client certificate
+// verification off is applied only when the new file states it that way
+// (Downgrade below; client certificates: client_auth_type written out).
+//
 // Thread-safety: pure functions on values (LoadWebConfigFile reads a file).
 #pragma once
 
@@ -56,15 +68,39 @@ struct TlsConfig {
   std::map<std::string, int> lines;
 };
 
+// How much a web config protects /metrics, and which of the lower settings
+// the file states on purpose (see the top of this file).
+struct SecurityLevel {
+  bool tls = false;
+  bool basic_auth = false;
+  bool verifies_clients = false;  // client_auth_type Verify*
+  bool no_tls_stated = false;     // tls_server_config: {}
+  bool no_auth_stated = false;    // basic_auth_users: {}
+  bool client_auth_stated = false;  // client_auth_type written out
+};
+
 struct WebConfig {
   std::optional<TlsConfig> tls;  // absent = plain HTTP
   // user -> bcrypt hash; empty = no authentication.
   std::map<std::string, std::string> users;
+  bool no_tls_stated = false;   // tls_server_config: {}
+  bool no_auth_stated = false;  // basic_auth_users: {}
+  bool client_auth_stated = false;
 };
 
-// Parses web config YAML. An empty document is a valid config (plain HTTP,
-// no auth). On failure returns nullopt with a "web config error: ..."
-// message in *error.
+SecurityLevel LevelOf(const WebConfig& config);
+
+// A reload from `running` to `next`: "" when `next` turns nothing off, or
+// states each thing it turns off (each then named in *turned_off: "TLS",
+// "basic auth", "client certificate verification"); otherwise why the
+// reload is refused, naming what it would turn off and how to state it.
+std::string Downgrade(const SecurityLevel& running, const SecurityLevel& next,
+                      std::vector<std::string>* turned_off);
+
+// Parses web config YAML. A document with no settings, or an empty
+// tls_server_config / basic_auth_users key, is refused (see above); `{}` is
+// plain HTTP without auth, stated. On failure returns nullopt with a
+// "web config error: ..." message in *error.
 std::optional<WebConfig> ParseWebConfig(std::string_view yaml,
                                         std::string* error);
 

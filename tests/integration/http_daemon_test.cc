@@ -1,7 +1,8 @@
 // The fabricmon daemon's /metrics server end to end: --web.config.file with
 // TLS and basic auth scraped by a real Prometheus; a bad web config refused
 // at start and on SIGHUP (key and line named, the running one kept); an
-// IPv6 listen address; and 1,000 hostile connections at once (idle,
+// IPv6 listen address; a Transfer-Encoding it does not implement refused
+// (400, no second request); and 1,000 hostile connections at once (idle,
 // slowloris, garbage, oversized) while a real scrape still gets through and
 // every refusal is counted. Everything on loopback, each test its own
 // daemon (and Prometheus) in its own session, killed at the end.
@@ -218,6 +219,28 @@ TEST_F(HttpDaemonTest, BadWebConfigRejectedAtStartAndOnReload) {
   bob.user = "bob";
   bob.password = "b-pw";
   EXPECT_EQ(Fetch(bob)->status, 200);
+}
+
+// Issue 40, finding 7: `Transfer-Encoding: xchunked` was taken as "no
+// body" and the body read as a second request. The daemon now answers 400
+// and closes (RFC 9112 section 6.3): one answer, the smuggled GET unread.
+TEST_F(HttpDaemonTest, UnimplementedTransferEncodingGets400AndNoSecondRequest) {
+  const int port = StartDaemon("127.0.0.1:0");
+  ASSERT_GT(port, 0) << ReadFile(log_);
+  auto answer = RawExchange(
+      port,
+      "POST /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n"
+      "\r\nGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+      true);
+  ASSERT_TRUE(answer);
+  EXPECT_THAT(*answer, ::testing::StartsWith("HTTP/1.1 400"));
+  EXPECT_EQ(answer->find("HTTP/1.1 ", 1), std::string::npos) << *answer;
+  EXPECT_EQ(answer->find("fabric_build_info"), std::string::npos);
+  FetchOptions o;
+  o.port = port;
+  auto r = Fetch(o);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Rejected(r->body, "bad_request"), 1);
 }
 
 TEST_F(HttpDaemonTest, Ipv6ListenAddress) {

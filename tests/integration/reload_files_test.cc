@@ -5,7 +5,8 @@
 // config stays (its series too), RSS does not grow, and SIGTERM still stops
 // the daemon. Also: `interval: 1us` is refused by --check-config with the key
 // and line. The names the daemon is given are symlinks, re-pointed between
-// reloads the way a config-management tool swaps files.
+// reloads the way a config-management tool swaps files. And a web config
+// reload never turns TLS or basic auth off unless the file says so.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -251,6 +252,109 @@ TEST_F(ReloadFilesTest, FifoOrDevZeroAsTlsKeyOrWebConfigIsRefusedWhileServing) {
     Repoint(c.link,
             c.link == web ? dir_ / "web-good.yml" : dir_ / "server.key");
   }
+  EXPECT_TRUE(Stops()) << ReadFile(log_);
+}
+
+// Issue 40, finding 1: a zero-byte or comment-only web.yml followed by
+// SIGHUP used to turn TLS and basic auth off (logged at info level). Now an
+// empty, comment-only or cut-short web config is refused at reload and by
+// --check-config, naming the file; a reload that drops TLS or basic auth by
+// omission is refused; and one that states it (`tls_server_config: {}`,
+// `basic_auth_users: {}`) is applied with a warning naming what went off.
+TEST_F(ReloadFilesTest, WebConfigReloadNeverTurnsTlsOrAuthOffSilently) {
+  if (std::system("command -v openssl >/dev/null 2>&1") != 0) {
+    MISSING_DEPENDENCY("openssl CLI not installed");
+  }
+  std::string error;
+  ASSERT_TRUE(MakeTestCa(dir_.string(), &error)) << error;
+  const std::string tls =
+      "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+  const std::string users =
+      "basic_auth_users:\n  prometheus: " + BcryptHash("s3cr3t") + "\n";
+  std::ofstream(dir_ / "web-good.yml") << tls << users;
+  const fs::path web = dir_ / "web.yml";
+  fs::create_symlink(dir_ / "web-good.yml", web);
+  const int port = Start("--web.config.file " + web.string());
+  ASSERT_GT(port, 0) << ReadFile(log_);
+  FetchOptions secure;
+  secure.port = port;
+  secure.tls = true;
+  secure.ca_file = (dir_ / "ca.crt").string();
+  secure.user = "prometheus";
+  secure.password = "s3cr3t";
+  auto secure_ok = [&] {
+    auto r = Fetch(secure);
+    return r && r->status == 200 &&
+           r->body.find("fabric_build_info{") != std::string::npos;
+  };
+  auto plain_ok = [&] {
+    FetchOptions plain;
+    plain.port = port;
+    auto r = Fetch(plain);
+    return r && r->status == 200;
+  };
+  ASSERT_TRUE(secure_ok()) << ReadFile(log_);
+  ASSERT_FALSE(plain_ok());
+
+  const std::string cut = "the file has no settings (empty, only comments, "
+                          "or cut short); write `{}`";
+  const struct {
+    std::string name, text, why;
+  } cases[] = {
+      {"empty.yml", "", cut},
+      {"comments.yml", "# web config\n# (being rewritten)\n\n", cut},
+      {"cut-after-key.yml", "tls_server_config:\n",
+       "tls_server_config (line 1): has nothing under it (a file cut short?)"},
+      {"users-only.yml", users,
+       "web config " + web.string() +
+           ": it would turn TLS off without saying so (write "
+           "`tls_server_config: {}` to do it on purpose)"},
+      {"tls-only.yml", tls,
+       "it would turn basic auth off without saying so (write "
+       "`basic_auth_users: {}` to do it on purpose)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::ofstream(dir_ / c.name) << c.text;
+    Repoint(web, dir_ / c.name);
+    ASSERT_TRUE(ReloadRejected()) << ReadFile(log_);
+    EXPECT_THAT(ReadFile(log_), HasSubstr(c.why));
+    EXPECT_TRUE(secure_ok()) << ReadFile(log_);  // TLS and auth kept
+    EXPECT_FALSE(plain_ok());
+  }
+  EXPECT_THAT(ReadFile(log_), Not(HasSubstr("reload done")));
+  EXPECT_THAT(ReadFile(log_), Not(HasSubstr("/metrics serves plain HTTP")));
+
+  // --check-config (ExecStartPre, ExecReload) fails on an empty one too,
+  // naming the file and the reason.
+  const fs::path check_log = dir_ / "check.log";
+  sim::Session check(Binary("fabricmon") + " --check-config --config " +
+                         config_.string() + " --web.config.file " +
+                         (dir_ / "empty.yml").string(),
+                     check_log.string());
+  const int status = check.Wait(30s);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_THAT(ReadFile(check_log),
+              HasSubstr("web config error: " + cut.substr(0, 20)));
+  EXPECT_THAT(ReadFile(check_log),
+              HasSubstr("(in " + (dir_ / "empty.yml").string() + ")"));
+  EXPECT_THAT(ReadFile(check_log), Not(HasSubstr("config ok")));
+
+  // Stated on purpose: applied, with a warning naming what went off.
+  std::ofstream(dir_ / "open.yml")
+      << "tls_server_config: {}\nbasic_auth_users: {}\n";
+  Repoint(web, dir_ / "open.yml");
+  daemon_->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor([&] {
+    return ReadFile(log_).find("reload done") != std::string::npos;
+  })) << ReadFile(log_);
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr("warning reload turns TLS off for /metrics, as " +
+                        web.string() + " states"));
+  EXPECT_THAT(ReadFile(log_),
+              HasSubstr("warning reload turns basic auth off for /metrics"));
+  EXPECT_TRUE(WaitFor(plain_ok)) << ReadFile(log_);
   EXPECT_TRUE(Stops()) << ReadFile(log_);
 }
 

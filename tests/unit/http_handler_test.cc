@@ -239,6 +239,148 @@ TEST(HttpHandlerTest, ThrottleRemembersABoundedNumberOfSources) {
   EXPECT_FALSE(t.TryStart("b", now + std::chrono::minutes(10)));
 }
 
+// Ranks: a source that passed before goes first until it keeps failing;
+// among the others, fewer strikes (failures and refusals) first.
+TEST(HttpHandlerTest, ThrottleRanksTrustedThenFewestStrikes) {
+  AuthThrottle::Limits limits;
+  limits.free_failures = 3;
+  AuthThrottle t(limits);
+  const auto now = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  EXPECT_EQ(t.RankOf("new"), (AuthThrottle::Rank{1, 0}));
+  ASSERT_TRUE(t.TryStart("scraper", now));
+  t.Finish("scraper", true, now);
+  EXPECT_EQ(t.RankOf("scraper"), (AuthThrottle::Rank{0, 0}));
+  // A rotation: the old password fails a couple of times, still trusted.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(t.TryStart("scraper", now));
+    t.Finish("scraper", false, now);
+  }
+  EXPECT_EQ(t.RankOf("scraper").first, 0);
+  ASSERT_TRUE(t.TryStart("scraper", now));
+  t.Finish("scraper", false, now);  // the third in a row: no longer
+  EXPECT_EQ(t.RankOf("scraper").first, 1);
+  // A guesser: every failure, refusal and dropped check is a strike.
+  ASSERT_TRUE(t.TryStart("guesser", now));
+  t.Finish("guesser", false, now);
+  ASSERT_TRUE(t.TryStart("guesser", now));
+  t.Drop("guesser");
+  ASSERT_TRUE(t.TryStart("guesser", now));
+  ASSERT_TRUE(t.TryStart("guesser", now));
+  EXPECT_FALSE(t.TryStart("guesser", now));  // 2 pending: refused
+  EXPECT_EQ(t.RankOf("guesser"), (AuthThrottle::Rank{1, 3}));
+  EXPECT_LT(t.RankOf("new"), t.RankOf("guesser"));
+}
+
+TEST(HttpHandlerTest, CheckQueueServesMostUrgentAndDisplacesTheLeast) {
+  CheckQueue q(3);
+  std::optional<std::uint64_t> displaced;
+  EXPECT_TRUE(q.Push(1, {1, 5}, &displaced));
+  EXPECT_TRUE(q.Push(2, {1, 5}, &displaced));
+  EXPECT_TRUE(q.Push(3, {1, 9}, &displaced));
+  EXPECT_FALSE(displaced);
+  // Full: as urgent as the least urgent is not enough.
+  EXPECT_FALSE(q.Push(4, {1, 9}, &displaced));
+  EXPECT_FALSE(displaced);
+  // Fewer strikes: takes the place of the most struck.
+  EXPECT_TRUE(q.Push(5, {1, 0}, &displaced));
+  EXPECT_EQ(displaced, 3u);
+  // Trusted: ahead of all, displacing the latest of the equals.
+  EXPECT_TRUE(q.Push(6, {0, 7}, &displaced));
+  EXPECT_EQ(displaced, 2u);
+  EXPECT_EQ(q.Pop(), 6u);
+  EXPECT_EQ(q.Pop(), 5u);
+  EXPECT_EQ(q.Pop(), 1u);
+  EXPECT_FALSE(q.Pop());
+}
+
+// 2,000 sources flooding wrong passwords in-process, round after round: the
+// right password, from a source trusted before (a rotation) or from a new
+// source (a cold start), always gets the next check.
+TEST(HttpHandlerTest, DistributedFloodCannotKeepTheRightPasswordOut) {
+  AuthThrottle t;
+  CheckQueue q(8);
+  const auto t0 = AuthThrottle::Clock::time_point{} + std::chrono::hours(1);
+  ASSERT_TRUE(t.TryStart("prometheus", t0));
+  t.Finish("prometheus", true, t0);
+  // id -> source of each queued check.
+  std::map<std::uint64_t, std::string> queued;
+  std::uint64_t next = 0;
+  auto offer = [&](const std::string& source, AuthThrottle::Clock::time_point now) {
+    if (!t.TryStart(source, now)) return std::optional<std::uint64_t>();
+    std::optional<std::uint64_t> displaced;
+    const std::uint64_t id = next++;
+    if (!q.Push(id, t.RankOf(source), &displaced)) {
+      t.Drop(source);
+      return std::optional<std::uint64_t>();
+    }
+    queued[id] = source;
+    if (displaced) {
+      t.Drop(queued[*displaced]);
+      queued.erase(*displaced);
+    }
+    return std::optional<std::uint64_t>(id);
+  };
+  auto now = t0;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 2000; ++i) offer("10.1." + std::to_string(i), now);
+    // One check runs (a wrong one), then Prometheus (new password) asks.
+    auto first = q.Pop();
+    ASSERT_TRUE(first);
+    t.Finish(queued[*first], false, now);
+    queued.erase(*first);
+    for (int i = 0; i < 2000; ++i) offer("10.1." + std::to_string(i), now);
+    auto mine = offer("prometheus", now);
+    ASSERT_TRUE(mine) << round;
+    EXPECT_EQ(q.Pop(), mine) << round;
+    t.Finish("prometheus", true, now);
+    queued.erase(*mine);
+    // A scraper never seen before gets a place too, behind at most the
+    // queue's length of guesses (new sources' first ones, when round 0).
+    for (int i = 0; i < 2000; ++i) offer("10.1." + std::to_string(i), now);
+    const std::string scraper = "10.2." + std::to_string(round);
+    auto fresh = offer(scraper, now);
+    ASSERT_TRUE(fresh) << round;
+    int ahead = 0;
+    for (auto id = q.Pop(); id != fresh; id = q.Pop(), ++ahead) {
+      ASSERT_TRUE(id) << round;
+      t.Finish(queued[*id], false, now);
+      queued.erase(*id);
+    }
+    EXPECT_LT(ahead, 8);
+    if (round > 0) {
+      EXPECT_EQ(ahead, 0);  // every guesser has strikes now
+    }
+    t.Finish(scraper, true, now);
+    queued.erase(*fresh);
+    // Drain the guesses: each one fails.
+    while (auto id = q.Pop()) {
+      t.Finish(queued[*id], false, now);
+      queued.erase(*id);
+    }
+    now += std::chrono::seconds(15);
+  }
+}
+
+// RFC 9112 section 6: only a lone `chunked` is a framing this server reads;
+// anything else, or Transfer-Encoding with Content-Length, is refused.
+TEST(HttpHandlerTest, FramingErrorRefusesTransferEncodingsNotImplemented) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(FramingError({}, false), "");
+  EXPECT_EQ(FramingError({}, true), "");
+  EXPECT_EQ(FramingError(V{"chunked"}, false), "");
+  EXPECT_EQ(FramingError(V{" Chunked\t"}, false), "");
+  for (std::string_view te :
+       {"xchunked", "chunkedx", "gzip", "gzip, chunked", "chunked, gzip",
+        "chunked, chunked", "", "identity", "chunked;q=1"}) {
+    EXPECT_EQ(FramingError(V{te}, false), "a Transfer-Encoding other than chunked")
+        << te;
+  }
+  EXPECT_EQ(FramingError(V{"chunked", "chunked"}, false),
+            "more than one Transfer-Encoding");
+  EXPECT_EQ(FramingError(V{"chunked"}, true),
+            "both Transfer-Encoding and Content-Length");
+}
+
 TEST(HttpHandlerTest, ListenAddresses) {
   std::string error;
   auto e = ResolveListenAddress(":10915", &error);

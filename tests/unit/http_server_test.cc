@@ -426,6 +426,59 @@ TEST(HttpServerTest, MalformedTruncatedAndOversizedRequests) {
   EXPECT_EQ(Rejected(At(h.port()), "header_too_large"), 1);
 }
 
+int CountOf(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+// RFC 9112 section 6.3: a Transfer-Encoding the server does not implement
+// gets 400 and the connection ends, so its body is never read as a second
+// request (it used to be: `xchunked` was taken as no body, and the body's
+// "GET /secret" was answered 404 on the same connection).
+TEST(HttpServerTest, UnimplementedTransferEncodingIsRefusedAndItsBodyNotRead) {
+  Harness h("127.0.0.1:0", Plain());
+  ASSERT_TRUE(h.started()) << h.error();
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const std::string te :
+       {"xchunked", "gzip", "chunked, identity", "gzip, chunked"}) {
+    SCOPED_TRACE(te);
+    auto answer = testing::RawExchange(
+        h.port(),
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te +
+            "\r\n\r\n" + smuggled,
+        true);
+    ASSERT_TRUE(answer);
+    EXPECT_THAT(*answer, StartsWith("HTTP/1.1 400"));
+    EXPECT_EQ(CountOf(*answer, "HTTP/1.1 "), 1) << *answer;
+    EXPECT_THAT(*answer, HasSubstr("Connection: close"));
+  }
+  // Transfer-Encoding with Content-Length (request smuggling): refused.
+  auto both = testing::RawExchange(
+      h.port(),
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+      true);
+  ASSERT_TRUE(both);
+  EXPECT_THAT(*both, StartsWith("HTTP/1.1 400"));
+  EXPECT_EQ(CountOf(*both, "HTTP/1.1 "), 1) << *both;
+  // A chunked request with no data is a framing the server reads: both
+  // requests answered, in order.
+  auto chunked = testing::RawExchange(
+      h.port(),
+      "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "0\r\n\r\n" + smuggled,
+      true);
+  ASSERT_TRUE(chunked);
+  EXPECT_THAT(*chunked, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(*chunked, HasSubstr("HTTP/1.1 404"));
+  EXPECT_EQ(Rejected(At(h.port()), "bad_request"), 5);
+  EXPECT_EQ(Rejected(At(h.port()), "not_found"), 1);
+}
+
 // Sends a request head one header line at a time, forever; returns once
 // the server has closed the connection (false if it never did, or answered).
 bool SlowlorisUntilClosed(int port) {
@@ -922,5 +975,98 @@ TEST(HttpServerTest, ReloadDuringAFloodKeepsTheVerifiedPassword) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
 }
+// Wrong passwords from `sources` addresses (127.0.0.10 on), one thread
+// each, while a password is rotated: the scraper that had the old one (a
+// trusted source) and a scraper never seen (a cold start) both get in with
+// the new one. Before, 8 checks queued in all and a flood from more than 4
+// addresses kept every other check out: both got 401 at once.
+TEST(HttpServerTest, DistributedFloodDoesNotKeepARotatedPasswordOut) {
+  const std::string old_hash = testing::BcryptHash("old-s3cr3t", 10);
+  const std::string new_hash = testing::BcryptHash("new-s3cr3t", 10);
+  Harness h("127.0.0.1:0", WithUser(old_hash));
+  ASSERT_TRUE(h.started()) << h.error();
+  FetchOptions scraper = At(h.port());
+  scraper.source = "127.0.0.3";
+  scraper.user = "prometheus";
+  scraper.password = "old-s3cr3t";
+  ASSERT_EQ(Fetch(scraper)->status, 200);  // trusted from now on
+  std::vector<std::string> addresses;
+  for (int i = 0; i < 48; ++i) {
+    addresses.push_back("127.0.0." + std::to_string(10 + i));
+  }
+  std::vector<std::unique_ptr<PasswordFlood>> flood;
+  for (const auto& a : addresses) {
+    flood.push_back(std::make_unique<PasswordFlood>(h.port(), a.c_str(), 1));
+  }
+  for (auto& f : flood) f->WaitForRefusals(2);
+  h.Reconfigure(WithUser(new_hash));  // the rotation
+  scraper.password = "new-s3cr3t";
+  auto rotated = Fetch(scraper);
+  ASSERT_TRUE(rotated);
+  EXPECT_EQ(rotated->status, 200);
+  FetchOptions fresh = scraper;
+  fresh.source = "127.0.0.4";
+  auto cold = Fetch(fresh);
+  ASSERT_TRUE(cold);
+  EXPECT_EQ(cold->status, 200);
+  int admitted = 0;
+  for (auto& f : flood) admitted += f->admitted();
+  flood.clear();
+  EXPECT_EQ(admitted, 0);
+}
+
+// The finding: 64 clients re-scraping at full speed, from four addresses,
+// hold every slot with a request being answered; an honest scrape from a
+// fifth address was refused (connection_limit). Now the source holding the
+// most gives up a slot (admission.h). The render is held at a gate so that
+// every flood connection is being answered when the honest one arrives.
+TEST(HttpServerTest, AFullServerMakesRoomForAnotherSource) {
+  ServerLimits limits;
+  limits.max_connections = 8;
+  limits.max_connections_per_source = 4;
+  auto gate = std::make_shared<GateCollectable>();
+  Harness h("127.0.0.1:0", Plain(), limits, {gate});
+  ASSERT_TRUE(h.started()) << h.error();
+  std::vector<std::future<std::optional<testing::FetchResult>>> flood;
+  for (int i = 0; i < 8; ++i) {
+    FetchOptions o = At(h.port());
+    o.source = i % 2 ? "127.0.0.2" : "127.0.0.3";
+    flood.push_back(std::async(std::launch::async, [o] { return Fetch(o); }));
+  }
+  ASSERT_TRUE(gate->WaitEntered());
+  // Wait until all 8 are open (each waits for the render).
+  ASSERT_TRUE([&] {
+    for (int i = 0; i < 3000; ++i) {
+      if (ServerSockets(h.port()).size() >= 8) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }());
+  FetchOptions honest = At(h.port());
+  honest.source = "127.0.0.4";
+  auto answer = std::async(std::launch::async, [&] { return Fetch(honest); });
+  // Room is made for it at once: a flood connection is closed unanswered.
+  auto one_closed = [&] {
+    for (auto& f : flood) {
+      if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int i = 0; i < 3000 && !one_closed(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  gate->Release();
+  auto r = answer.get();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  int closed = 0;
+  for (auto& f : flood) closed += f.get() ? 0 : 1;
+  EXPECT_EQ(closed, 1);
+  EXPECT_EQ(Rejected(At(h.port()), "connection_limit"), 0);
+  EXPECT_EQ(Rejected(At(h.port()), "evicted"), 1);
+}
+
 }  // namespace
 }  // namespace fabric::http

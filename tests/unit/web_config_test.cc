@@ -26,14 +26,87 @@ std::string Error(const std::string& yaml) {
   return error;
 }
 
-TEST(WebConfigTest, EmptyIsPlainHttpWithoutAuth) {
+// A file with nothing in it, or cut short right after a section's key,
+// must not turn TLS or auth off: refused, saying how to state it.
+TEST(WebConfigTest, EmptyCommentOnlyOrCutShortIsRefused) {
+  for (const char* yaml : {"", "\n  \n", "# nothing\n# at all\n", "---\n"}) {
+    EXPECT_THAT(Error(yaml),
+                HasSubstr("web config error: the file has no settings (empty, "
+                          "only comments, or cut short); write `{}`"))
+        << yaml;
+  }
+  EXPECT_THAT(Error("tls_server_config:\n"),
+              HasSubstr("tls_server_config (line 1): has nothing under it (a "
+                        "file cut short?); write `tls_server_config: {}` to "
+                        "serve without TLS on purpose"));
+  EXPECT_THAT(Error(std::string("tls_server_config:\n  cert_file: a\n"
+                                "  key_file: b\nbasic_auth_users:\n")),
+              HasSubstr("basic_auth_users (line 4): has nothing under it"));
+}
+
+TEST(WebConfigTest, StatedEmptyIsPlainHttpWithoutAuth) {
   std::string error;
-  for (const char* yaml : {"", "# nothing\n", "tls_server_config:\n"}) {
+  for (const char* yaml :
+       {"{}", "tls_server_config: {}\n", "basic_auth_users: {}\n",
+        "tls_server_config: {}\nbasic_auth_users: {}\n"}) {
     auto config = ParseWebConfig(yaml, &error);
-    ASSERT_TRUE(config) << error;
+    ASSERT_TRUE(config) << yaml << ": " << error;
     EXPECT_FALSE(config->tls);
     EXPECT_TRUE(config->users.empty());
   }
+  auto config = ParseWebConfig("tls_server_config: {}\nbasic_auth_users: {}\n",
+                               &error);
+  ASSERT_TRUE(config);
+  EXPECT_TRUE(config->no_tls_stated);
+  EXPECT_TRUE(config->no_auth_stated);
+  config = ParseWebConfig("{}", &error);
+  ASSERT_TRUE(config);
+  EXPECT_FALSE(config->no_tls_stated);
+  EXPECT_FALSE(config->no_auth_stated);
+}
+
+SecurityLevel Level(const std::string& yaml) {
+  std::string error;
+  auto config = ParseWebConfig(yaml, &error);
+  EXPECT_TRUE(config) << yaml << ": " << error;
+  return config ? LevelOf(*config) : SecurityLevel{};
+}
+
+TEST(WebConfigTest, DowngradeMustBeStated) {
+  const std::string users = std::string("basic_auth_users:\n  p: ") + kHash +
+                            "\n";
+  const std::string tls =
+      "tls_server_config:\n  cert_file: a\n  key_file: b\n";
+  const std::string verify = tls +
+                             "  client_auth_type: RequireAndVerifyClientCert\n"
+                             "  client_ca_file: ca\n";
+  std::vector<std::string> off;
+  // Nothing turned off: fine, nothing named.
+  EXPECT_EQ(Downgrade(Level(tls + users), Level(tls + users), &off), "");
+  EXPECT_TRUE(off.empty());
+  EXPECT_EQ(Downgrade(Level("{}"), Level(tls + users), &off), "");
+  // TLS dropped by omission (the key removed, or a file of users only).
+  EXPECT_THAT(Downgrade(Level(tls + users), Level(users), &off),
+              HasSubstr("it would turn TLS off without saying so (write "
+                        "`tls_server_config: {}` to do it on purpose)"));
+  EXPECT_THAT(Downgrade(Level(tls + users), Level(tls), &off),
+              HasSubstr("it would turn basic auth off without saying so"));
+  EXPECT_THAT(Downgrade(Level(tls + users), Level("{}"), &off),
+              HasSubstr("TLS off without saying so (write `tls_server_config: "
+                        "{}` to do it on purpose); it would turn basic auth"));
+  // Stated: allowed, and named.
+  EXPECT_EQ(Downgrade(Level(tls + users),
+                      Level("tls_server_config: {}\nbasic_auth_users: {}\n"),
+                      &off),
+            "");
+  EXPECT_EQ(off, (std::vector<std::string>{"TLS", "basic auth"}));
+  // Client certificates: the type must be written out to stop verifying.
+  EXPECT_THAT(Downgrade(Level(verify), Level(tls), &off),
+              HasSubstr("client certificate verification off"));
+  EXPECT_EQ(Downgrade(Level(verify),
+                      Level(tls + "  client_auth_type: NoClientCert\n"), &off),
+            "");
+  EXPECT_EQ(off, std::vector<std::string>{"client certificate verification"});
 }
 
 TEST(WebConfigTest, FullExample) {
