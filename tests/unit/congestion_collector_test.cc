@@ -457,9 +457,9 @@ TEST(CongestionFixtureTest, KeptDescriptorsSeeChangesOnADiskTree) {
   const std::uint64_t w0 = read_u64(wait_file("mlx5_0"));
   const std::uint64_t w1 = read_u64(wait_file("mlx5_1"));
   std::ofstream(wait_file("mlx5_0"), std::ios::trunc) << w0 + 1'000'000;
-  const fs::path tmp = wait_file("mlx5_1").string() + ".new";
-  std::ofstream(tmp) << w1 + 2'000'000;
-  fs::rename(tmp, wait_file("mlx5_1"));
+  const fs::path replacement = wait_file("mlx5_1").string() + ".new";
+  std::ofstream(replacement) << w1 + 2'000'000;
+  fs::rename(replacement, wait_file("mlx5_1"));
   now = 1;
   ASSERT_TRUE(c.Collect(sink));
   EXPECT_EQ(sink.skipped(), 0u);
