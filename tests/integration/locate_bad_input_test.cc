@@ -136,7 +136,8 @@ TEST(LocateBadInput, AnAnswerOverTheByteBoundIsRefused) {
                                         R"("},"value":[1,"600"]})")};
   ExpectFailure(&a, 3, "is larger than 64 MiB, fabricmon-locate's bound",
                 "--query-timeout-ms 60000");
-  ExpectFailure(&a, 3, "is larger than 1 MiB", "--max-answer-mb 1");
+  ExpectFailure(&a, 3, "is larger than 1 MiB",
+                "--max-answer-mb 1 --query-timeout-ms 60000");
 }
 
 }  // namespace
