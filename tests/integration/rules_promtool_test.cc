@@ -238,6 +238,9 @@ TEST(RulesPromtoolTest, InhibitorsFireNoLaterThanTheirTargets) {
        "stale needs collector_stale_seconds (300 s) without a success"},
       {{"FabricCollectorFailing", "FabricCollectorSkippingInputs"},
        "skipping reads min_over_time over 10 m"},
+      {{"FabricCongestionRoot", "FabricCongestionVictim"},
+       "the victim marker's expression needs its root's alert firing "
+       "(ALERTS{alertname=\"FabricCongestionRoot\", alertstate=\"firing\"})"},
   };
   const auto seconds = AlertFor();
   const YAML::Node doc = YAML::LoadFile(InhibitRulesPath());
