@@ -169,7 +169,7 @@ TEST(WebConfigTest, ErrorsNameKeyAndLine) {
               HasSubstr("tls_server_config.key_file (line 2): is required"));
   EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
                     "  client_auth_type: RequireAndVerifyClientCert\n"),
-              HasSubstr("tls_server_config.client_ca_file (line 2): is "
+              HasSubstr("tls_server_config.client_ca_file (line 4): is "
                         "required"));
   EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
                     "  client_auth_type: RequireAnyClientCert\n"
@@ -190,7 +190,7 @@ TEST(WebConfigTest, ErrorsNameKeyAndLine) {
               HasSubstr("cipher_suites (line 4): is not supported"));
   EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
                     "  client_allowed_sans: [x.example]\n"),
-              HasSubstr("client_allowed_sans (line 2): needs a "
+              HasSubstr("client_allowed_sans (line 4): needs a "
                         "client_auth_type that verifies"));
   EXPECT_THAT(Error("tls_server_config:\n  cert_file: a\n  key_file: b\n"
                     "  client_ca_file: c\n  client_allowed_sans: x\n"),
