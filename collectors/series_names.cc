@@ -191,6 +191,16 @@ std::vector<std::string> KnownSeries(std::string_view collector) {
             "fabric_sweep_pesc_unsupported_switches",
             "fabric_sweep_mads_total",
             "fabric_sweep_unreachable_nodes",
+            // Congestion trees (collectors/fabric_tree.h).
+            "fabric_switch_port_transmit_wait_seconds_total",
+            "fabric_congestion_root",
+            "fabric_congestion_root_since_timestamp_seconds",
+            "fabric_congestion_root_victims",
+            "fabric_congestion_tree_lost_bytes_per_second",
+            "fabric_congestion_victim",
+            "fabric_congestion_port_lost_bytes_per_second",
+            "fabric_congestion_host_victim",
+            "fabric_congestion_undecided_ports",
         },
         {kSwitchPortErrorNames});
   }
