@@ -214,6 +214,7 @@ TEST(RouteBook, ResolvesByLearntCablesAndFindsLoops) {
     mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
     mad_encode_field(b + IB_SMP_DATA_OFFS, IB_NODE_GUID_F, &guid);
     mad_set_field(b + IB_SMP_DATA_OFFS, 0, IB_NODE_BASE_VERS_F, 1);
+    mad_set_field(b + IB_SMP_DATA_OFFS, 0, IB_NODE_TYPE_F, 2);  // a switch: DecodeNodeInfo refuses type 0
     return m;
   };
   book.Learn({}, answer(0x10));
