@@ -56,10 +56,12 @@ class FakeFabric final : public MadTransport {
     posted_->push_back(path);
     if (mad_get_field(b, 0, IB_MAD_ATTRID_F) != kAttrNodeInfo) return true;
     int at = 0;
+    int entered = 1;  // the port the SMP came in on (the host's own: 1)
     for (std::uint8_t p : path) {
       auto it = Graph()[at].links.find(p);
       if (it == Graph()[at].links.end()) return true;  // no cable: lost
       at = it->second.first;
+      entered = it->second.second;
     }
     mad_set_field(b, 0, IB_MAD_RESPONSE_F, 1);
     mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
@@ -68,6 +70,7 @@ class FakeFabric final : public MadTransport {
     mad_set_field(d, 0, IB_NODE_BASE_VERS_F, 1);
     mad_set_field(d, 0, IB_NODE_TYPE_F, at == 0 ? 1 : 2);
     mad_set_field(d, 0, IB_NODE_NPORTS_F, 3);
+    mad_set_field(d, 0, IB_NODE_LOCAL_PORT_F, entered);
     mad_encode_field(d, IB_NODE_GUID_F, &guid);
     mad_encode_field(d, IB_NODE_PORT_GUID_F, &guid);
     answers_.push_back(r);
