@@ -75,7 +75,8 @@ double Pct(int a, int b) { return b ? 100.0 * a / b : 0; }
 
 int main(int argc, char** argv) {
   const int scenarios = argc > 1 ? std::atoi(argv[1]) : 240;
-  const unsigned seed = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1;
+  const unsigned seed =
+      argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1;
   struct Size {
     int k, hosts_per_leaf;
   };
@@ -114,7 +115,9 @@ int main(int argc, char** argv) {
       Tally t;
       Score(sc, c, t);
       by_size[size].Add(t);
-      by_kind[kind == 0 ? "1 root" : kind == 1 ? "2 roots" : "moving root"]
+      by_kind[kind == 0   ? "1 root"
+              : kind == 1 ? "2 roots"
+                          : "moving root"]
           .Add(t);
       all.Add(t);
     }

@@ -48,9 +48,10 @@ int main(int argc, char** argv) {
   options.retries = 2;
   options.max_outstanding = 512;
   const mad::Topology topo = mad::Discover(fabric.transport(), options);
-  std::printf("fabric: %d switches x %d ports, %d hosts; discovered %zu "
-              "nodes in %.1f s CPU\n",
-              switches, ports, hosts, topo.nodes.size(), CpuSeconds() - t0);
+  std::printf(
+      "fabric: %d switches x %d ports, %d hosts; discovered %zu "
+      "nodes in %.1f s CPU\n",
+      switches, ports, hosts, topo.nodes.size(), CpuSeconds() - t0);
   std::mt19937 rng(3);
   congestion::ScenarioSpec spec;
   spec.roots = roots;
@@ -69,8 +70,8 @@ int main(int argc, char** argv) {
     double b = CpuSeconds();
     // One interval of the scenario per sweep: the counters advance by one
     // second's worth.
-    trees.Update(fabric.transport(), options, topo, mad::Shard{}, r,
-                 1.0 + i, 1.0 + i, name, sink);
+    trees.Update(fabric.transport(), options, topo, mad::Shard{}, r, 1.0 + i,
+                 1.0 + i, name, sink);
     double c = CpuSeconds();
     sink.Take();
     if (i == 0) continue;  // the baseline: no deltas yet
@@ -82,12 +83,13 @@ int main(int argc, char** argv) {
       steady_classify += trees.cpu().samples + trees.cpu().classify;
       ++steady;
     }
-    std::printf("sweep %d: sweep %.3f s CPU, trees %.3f s CPU (deltas %.3f, "
-                "classification %.3f, series %.3f; %zu waiting ports, %zu "
-                "roots, %zu partial)\n",
-                i, b - a, c - b, trees.cpu().samples, trees.cpu().classify,
-                trees.cpu().export_series, trees.last().ports.size(),
-                trees.last().roots.size(), trees.last().partial.size());
+    std::printf(
+        "sweep %d: sweep %.3f s CPU, trees %.3f s CPU (deltas %.3f, "
+        "classification %.3f, series %.3f; %zu waiting ports, %zu "
+        "roots, %zu partial)\n",
+        i, b - a, c - b, trees.cpu().samples, trees.cpu().classify,
+        trees.cpu().export_series, trees.last().ports.size(),
+        trees.last().roots.size(), trees.last().partial.size());
   }
   sweep_cpu /= sweeps;
   steady_cpu /= steady;
@@ -99,8 +101,9 @@ int main(int argc, char** argv) {
       "(%.2f %% of the sweep)\n",
       sweep_cpu, first_cpu, 100 * first_cpu / sweep_cpu, steady_cpu,
       100 * steady_cpu / sweep_cpu);
-  std::printf("steady deltas + classification alone (no series): %.4f s "
-              "(%.2f %% of the sweep)\n",
-              steady_classify, 100 * steady_classify / sweep_cpu);
+  std::printf(
+      "steady deltas + classification alone (no series): %.4f s "
+      "(%.2f %% of the sweep)\n",
+      steady_classify, 100 * steady_classify / sweep_cpu);
   return 0;
 }

@@ -68,7 +68,8 @@ std::vector<Pair> ProbePairs(const fabric::sim::FatTree& t, std::mt19937& rng) {
   const int hosts = t.hosts();
   for (int src = 0; src < hosts; ++src) {
     std::set<int> peers;
-    while (static_cast<int>(peers.size()) < std::min(kPeersPerHost, hosts - 1)) {
+    while (static_cast<int>(peers.size()) <
+           std::min(kPeersPerHost, hosts - 1)) {
       const int dst = static_cast<int>(rng() % hosts);
       if (dst != src) peers.insert(dst);
     }
@@ -115,8 +116,9 @@ std::vector<Link> CountBadPairs(const std::vector<PathObservation>& paths,
   }
   std::vector<std::pair<Link, int>> v(bad.begin(), bad.end());
   std::shuffle(v.begin(), v.end(), rng);
-  std::stable_sort(v.begin(), v.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second;
+  });
   std::vector<Link> out;
   for (const auto& [l, n] : v) out.push_back(l);
   return out;

@@ -35,8 +35,7 @@ using fabric::testing::IbsimFabric;
 
 // hca0 port 1's PortRcvPkts, read by perfquery attached as `from`.
 long RcvPkts(IbsimFabric& fabric, int lid, const std::string& from) {
-  const auto r =
-      fabric.Run({"perfquery", std::to_string(lid), "1"}, from);
+  const auto r = fabric.Run({"perfquery", std::to_string(lid), "1"}, from);
   std::smatch m;
   if (!std::regex_search(r.out, m, std::regex(R"(PortRcvPkts:\.*(\d+))"))) {
     std::fprintf(stderr, "perfquery: %s%s\n", r.out.c_str(), r.err.c_str());
@@ -75,8 +74,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ibsim: %s\n", error.c_str());
     return 1;
   }
-  fabric.StartOpenSm({.sim_host = "hca0", .priority = 10,
-                      .sweep_interval = 0});
+  fabric.StartOpenSm({.sim_host = "hca0", .priority = 10, .sweep_interval = 0});
   if (!fabric.WaitForMaster(std::chrono::seconds(90), "hca1")) {
     std::fprintf(stderr, "no master SM\n");
     return 1;
@@ -98,9 +96,9 @@ int main(int argc, char** argv) {
         << "  fabric: {enabled: false}\n"
         << "  sm: {interval: " << interval << "s, timeout: " << interval
         << "s, mad_timeout: 500ms}\n";
-    pids.push_back(fabric.StartClient(
-        {binary, "--config", dir + "/fabricmon.yaml"},
-        "hca" + std::to_string(i), dir + "/log"));
+    pids.push_back(
+        fabric.StartClient({binary, "--config", dir + "/fabricmon.yaml"},
+                           "hca" + std::to_string(i), dir + "/log"));
   }
   // Warm-up: every daemon started and did its first collections.
   std::this_thread::sleep_for(std::chrono::seconds(3 * interval + 5));

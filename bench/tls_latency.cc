@@ -220,8 +220,7 @@ int main(int argc, char** argv) {
     asio::post(io, [&] {
       server.reset();
       server = fabric::http::Server::Start(io, "127.0.0.1:0", *security,
-                                           {registry}, nullptr, &error,
-                                           limits);
+                                           {registry}, nullptr, &error, limits);
       bound.set_value(server ? server->port() : 0);
     });
     return bound.get_future().get();
@@ -301,9 +300,8 @@ int main(int argc, char** argv) {
   {
     const int p = serve({});
     Load rescrape;
-    rescrape.Rescrapers(ctx, at(p),
-                        {"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"},
-                        64);
+    rescrape.Rescrapers(
+        ctx, at(p), {"127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"}, 64);
     std::this_thread::sleep_for(std::chrono::seconds(1));  // slots filled
     auto r = HonestScrapes(ctx, at(p), honest);
     ReportHonest("64 keep-alive clients re-scraping at full speed", r,

@@ -107,15 +107,16 @@ class FabricCollector : public Collector {
     for (const auto& e : sweep.errors) sink.Skip("fabric: " + e);
     Emit(sink, sweep);
     if (settings_.congestion_trees) {
-      const double wall = std::chrono::duration<double>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-      trees_.Update(*transport_, options, *topology_, settings_.shard, sweep,
-                    now, wall,
-                    [this](std::uint64_t guid, const std::string& fallback) {
-                      return NameOf(guid, fallback);
-                    },
-                    sink);
+      const double wall =
+          std::chrono::duration<double>(
+              std::chrono::system_clock::now().time_since_epoch())
+              .count();
+      trees_.Update(
+          *transport_, options, *topology_, settings_.shard, sweep, now, wall,
+          [this](std::uint64_t guid, const std::string& fallback) {
+            return NameOf(guid, fallback);
+          },
+          sink);
     }
     return true;
   }
@@ -397,7 +398,7 @@ class FabricCollector : public Collector {
   };
   std::map<std::pair<std::uint64_t, int>, LinkMemory> links_;  // guid, port
   bool open_failed_ = false;
-  bool open_ok_ = true;  // HoldActivePort's verdict when it found no port
+  bool open_ok_ = true;      // HoldActivePort's verdict when it found no port
   std::string sm_switches_;  // LogSmSwitches' last line
 };
 

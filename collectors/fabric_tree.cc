@@ -12,9 +12,7 @@ namespace {
 
 using congestion::PortRef;
 
-double CpuNow() {
-  return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
-}
+double CpuNow() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 constexpr int kMaxEdgeRounds = 6;  // hops followed past the shard edge
 
@@ -81,19 +79,18 @@ void FabricTrees::AddSample(const mad::Topology& topology,
   // A counter that went down (reset, wrap) or sits saturated gives no
   // delta this sweep: unknown, never a wrong wait.
   const bool saturated =
-      p.counters && std::find(p.counters->saturated.begin(),
-                              p.counters->saturated.end(),
-                              "port_xmit_wait") != p.counters->saturated.end();
+      p.counters &&
+      std::find(p.counters->saturated.begin(), p.counters->saturated.end(),
+                "port_xmit_wait") != p.counters->saturated.end();
   if (p.counters && !saturated) {
     if (prev.wait_ok && p.counters->xmit_wait >= prev.xmit_wait &&
         prev.at > 0) {
       s.xmit_wait_ticks =
           static_cast<double>(p.counters->xmit_wait - prev.xmit_wait);
-      congestion::WaitTick tick =
-          congestion::WaitTickFor(s.device_id, thresholds_.fallback_tick_seconds);
-      const double secs = congestion::WaitSeconds(*s.xmit_wait_ticks, tick,
-                                                  s.lanes,
-                                                  s.rate_bytes_per_second);
+      congestion::WaitTick tick = congestion::WaitTickFor(
+          s.device_id, thresholds_.fallback_tick_seconds);
+      const double secs = congestion::WaitSeconds(
+          *s.xmit_wait_ticks, tick, s.lanes, s.rate_bytes_per_second);
       if (secs >= 0) prev.wait_seconds_total += std::min(secs, interval);
     }
     prev.xmit_wait = p.counters->xmit_wait;
@@ -105,8 +102,8 @@ void FabricTrees::AddSample(const mad::Topology& topology,
     if (prev.data_ok && prev.at > 0 &&
         p.extended->xmit_data >= prev.xmit_data &&
         p.extended->rcv_data >= prev.rcv_data) {
-      s.xmit_bytes = 4.0 * static_cast<double>(p.extended->xmit_data -
-                                               prev.xmit_data);
+      s.xmit_bytes =
+          4.0 * static_cast<double>(p.extended->xmit_data - prev.xmit_data);
       s.rcv_bytes =
           4.0 * static_cast<double>(p.extended->rcv_data - prev.rcv_data);
     }
@@ -120,8 +117,7 @@ void FabricTrees::AddSample(const mad::Topology& topology,
   input.ports.push_back(std::move(s));
 }
 
-void FabricTrees::ReadTables(MadTransport& transport,
-                             const MadOptions& options,
+void FabricTrees::ReadTables(MadTransport& transport, const MadOptions& options,
                              const mad::Topology& topology,
                              const congestion::SweepInput& input,
                              MetricSink& sink) {
@@ -135,9 +131,8 @@ void FabricTrees::ReadTables(MadTransport& transport,
     }
     congestion::WaitTick tick =
         congestion::WaitTickFor(s.device_id, thresholds_.fallback_tick_seconds);
-    const double secs = congestion::WaitSeconds(*s.xmit_wait_ticks, tick,
-                                                s.lanes,
-                                                s.rate_bytes_per_second);
+    const double secs = congestion::WaitSeconds(
+        *s.xmit_wait_ticks, tick, s.lanes, s.rate_bytes_per_second);
     if (secs < thresholds_.next_hop_wait * input.interval_seconds) continue;
     for (std::uint64_t g : {s.ref.guid, s.remote.guid}) {
       const mad::FabricNode* n = topology.Find(g);
@@ -151,15 +146,13 @@ void FabricTrees::ReadTables(MadTransport& transport,
   auto tables = tracer.Tables({want.begin(), want.end()}, &errors);
   for (auto& [g, t] : tables) lfts_[g] = std::move(t);
   for (const auto& [g, why] : errors) {
-    sink.Skip("fabric: forwarding table of " + mad::GuidString(g) + ": " +
-              why);
+    sink.Skip("fabric: forwarding table of " + mad::GuidString(g) + ": " + why);
   }
   if (!tables.empty()) index_.Reset();
 }
 
 void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
-                         const mad::Topology& topology,
-                         const mad::Shard& shard,
+                         const mad::Topology& topology, const mad::Shard& shard,
                          const mad::SweepResult& sweep, double now,
                          double wall_now, const NameOf& names,
                          MetricSink& sink) {
@@ -232,7 +225,8 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
   lfts_ = std::move(input.lfts);
   last_ = shard.count > 1 ? congestion::OwnedOnly(all, own) : std::move(all);
   const double cpu_classified = CpuNow();
-  for (const std::string& p : last_.partial) sink.Skip("fabric: congestion: " + p);
+  for (const std::string& p : last_.partial)
+    sink.Skip("fabric: congestion: " + p);
   // Wait seconds of every own port whose tick is known to convert.
   for (const mad::SwitchSample& s : sweep.switches) {
     const std::string guid = mad::GuidString(s.guid);

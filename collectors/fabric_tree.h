@@ -71,8 +71,7 @@ class FabricTrees {
   };
   // Sample of one port, against (and updating) its previous counters.
   void AddSample(const mad::Topology& topology, const mad::FabricNode* node,
-                 std::uint64_t guid,
-                 const mad::SwitchPortSample& p, double now,
+                 std::uint64_t guid, const mad::SwitchPortSample& p, double now,
                  congestion::SweepInput& input);
   void ReadTables(MadTransport& transport, const MadOptions& options,
                   const mad::Topology& topology,

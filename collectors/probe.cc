@@ -1175,7 +1175,8 @@ CollectorSpec ProbeCollectorSpec() {
         Fail(s.rails.empty()
                  ? Join(path, "peers")
                  : Join(path, "rails[" + std::to_string(i) + "].peers"),
-             s.rails.empty() ? peer_texts.mark : KeyMark(node["rails"][i], "peers"),
+             s.rails.empty() ? peer_texts.mark
+                             : KeyMark(node["rails"][i], "peers"),
              "lists " + std::to_string(peers.size()) +
                  " peers, more than max_peers (" + std::to_string(s.max_peers) +
                  ")");

@@ -142,8 +142,7 @@ class SmCollector : public Collector {
   // this GUID answers); its GUID, or nullopt when it did not answer well.
   // `local_master`: the master a local port names (failovers are counted
   // on those).
-  std::optional<std::uint64_t> Query(MadTransport& transport,
-                                     std::uint16_t lid,
+  std::optional<std::uint64_t> Query(MadTransport& transport, std::uint16_t lid,
                                      const MadOptions& options,
                                      bool local_master, MetricSink& sink,
                                      std::map<std::uint64_t, bool>* emitted) {
@@ -239,10 +238,10 @@ class SmCollector : public Collector {
   SmSettings settings_;
   MadPorts ports_;
   std::map<std::uint64_t, History> history_;
-  std::set<std::uint16_t> queried_;  // this collection
+  std::set<std::uint16_t> queried_;                         // this collection
   std::map<std::pair<std::string, int>, Reached> reached_;  // ca, port
   std::map<std::uint64_t, std::string> names_;  // SM GUID -> NodeDescription
-  std::uint64_t masters_ = 0;        // answered MASTER, this collection
+  std::uint64_t masters_ = 0;  // answered MASTER, this collection
   std::uint64_t master_ = 0;
   std::uint64_t master_changes_ = 0;
   bool open_failed_ = false;

@@ -63,17 +63,18 @@ DeviceFilterOverride Devices(const YAML::Node& node, const std::string& key) {
   DeviceFilterOverride out;
   if (node.IsNull()) return out;
   RequireMap(node, key);
-  ForEachKey(node, key, [&](const std::string& name, const YAML::Node& value,
-                            const std::string& path, const YAML::Mark& mark) {
-    if (name == "include") {
-      out.include = Patterns(value, path);
-    } else if (name == "exclude") {
-      out.exclude = Patterns(value, path);
-    } else {
-      Fail(path, mark,
-           "unknown key (expected " + Listed(kDeviceKeys) + ")");
-    }
-  });
+  ForEachKey(node, key,
+             [&](const std::string& name, const YAML::Node& value,
+                 const std::string& path, const YAML::Mark& mark) {
+               if (name == "include") {
+                 out.include = Patterns(value, path);
+               } else if (name == "exclude") {
+                 out.exclude = Patterns(value, path);
+               } else {
+                 Fail(path, mark,
+                      "unknown key (expected " + Listed(kDeviceKeys) + ")");
+               }
+             });
   return out;
 }
 
@@ -103,7 +104,6 @@ std::vector<std::string> SeriesPatterns(const YAML::Node& node,
   }
   return out;
 }
-
 
 // One collector's generic keys from its mapping (null = not in the file),
 // starting from the spec's defaults. Keys that are neither generic nor the
@@ -158,68 +158,71 @@ Config Parse(const YAML::Node& root, const std::vector<CollectorKeys>& specs) {
   // device lists are known whatever the order in the file.
   std::map<std::string, YAML::Node> written;
   if (!root.IsNull()) RequireMap(root, "(top level)");
-  ForEachKey(root, "", [&](const std::string& name, const YAML::Node& value,
-                           const std::string&, const YAML::Mark& mark) {
-    if (name == "listen_address") {
-      std::string addr = Scalar(value, name);
-      if (!ValidListenAddress(addr)) {
-        Fail(name, value.Mark(),
-             Quote(addr) + " is not HOST:PORT (e.g. \":10915\")");
-      }
-      config.listen_address = addr;
-    } else if (name == "sysfs_root") {
-      config.sysfs_root = Scalar(value, name);
-      if (config.sysfs_root.empty()) Fail(name, value.Mark(), "is empty");
-    } else if (name == "ethtool_dir") {
-      std::string dir = value.IsNull() ? "" : Scalar(value, name);
-      if (!ValidEthtoolDir(dir)) {
-        Fail(name, value.Mark(),
-             Quote(dir) +
-                 " is not an absolute directory path (e.g. "
-                 "\"/dev/shm/sim/host0/ethtool\"; empty = the kernel)");
-      }
-      config.ethtool_dir = dir;
-    } else if (name == "mad_broker") {
-      std::string broker = Scalar(value, name);
-      if (!ValidMadBroker(broker)) {
-        Fail(name, value.Mark(),
-             Quote(broker) +
-                 " is not \"spawn\", \"in_process\" or an absolute socket "
-                 "path (e.g. \"/run/fabricmon-mad/broker.sock\")");
-      }
-      config.mad_broker = broker;
-    } else if (name == "log_level") {
-      std::string level = Scalar(value, name);
-      if (!ValidLogLevel(level)) {
-        Fail(name, value.Mark(),
-             Quote(level) +
-                 " is not a log level (trace, debug, info, warn, error, "
-                 "critical, off)");
-      }
-      config.log_level = level;
-    } else if (name == "devices") {
-      DeviceFilterOverride d = Devices(value, name);
-      config.devices =
-          DeviceFilter(d.include.value_or(std::vector<std::string>{}),
-                       d.exclude.value_or(std::vector<std::string>{}));
-    } else if (name == "collectors") {
-      ForEachKey(value, name,
-                 [&](const std::string& cname, const YAML::Node& c,
-                     const std::string& path, const YAML::Mark& cmark) {
-                   auto known = std::find_if(
-                       specs.begin(), specs.end(),
-                       [&](const auto& s) { return s.name == cname; });
-                   if (known == specs.end()) {
-                     Fail(path, cmark,
-                          "unknown collector (known: " + KnownList(specs) +
-                              ")");
-                   }
-                   written[cname] = c;
-                 });
-    } else {
-      Fail(name, mark, "unknown key (expected " + Listed(kTopLevelKeys) + ")");
-    }
-  });
+  ForEachKey(
+      root, "",
+      [&](const std::string& name, const YAML::Node& value, const std::string&,
+          const YAML::Mark& mark) {
+        if (name == "listen_address") {
+          std::string addr = Scalar(value, name);
+          if (!ValidListenAddress(addr)) {
+            Fail(name, value.Mark(),
+                 Quote(addr) + " is not HOST:PORT (e.g. \":10915\")");
+          }
+          config.listen_address = addr;
+        } else if (name == "sysfs_root") {
+          config.sysfs_root = Scalar(value, name);
+          if (config.sysfs_root.empty()) Fail(name, value.Mark(), "is empty");
+        } else if (name == "ethtool_dir") {
+          std::string dir = value.IsNull() ? "" : Scalar(value, name);
+          if (!ValidEthtoolDir(dir)) {
+            Fail(name, value.Mark(),
+                 Quote(dir) +
+                     " is not an absolute directory path (e.g. "
+                     "\"/dev/shm/sim/host0/ethtool\"; empty = the kernel)");
+          }
+          config.ethtool_dir = dir;
+        } else if (name == "mad_broker") {
+          std::string broker = Scalar(value, name);
+          if (!ValidMadBroker(broker)) {
+            Fail(name, value.Mark(),
+                 Quote(broker) +
+                     " is not \"spawn\", \"in_process\" or an absolute socket "
+                     "path (e.g. \"/run/fabricmon-mad/broker.sock\")");
+          }
+          config.mad_broker = broker;
+        } else if (name == "log_level") {
+          std::string level = Scalar(value, name);
+          if (!ValidLogLevel(level)) {
+            Fail(name, value.Mark(),
+                 Quote(level) +
+                     " is not a log level (trace, debug, info, warn, error, "
+                     "critical, off)");
+          }
+          config.log_level = level;
+        } else if (name == "devices") {
+          DeviceFilterOverride d = Devices(value, name);
+          config.devices =
+              DeviceFilter(d.include.value_or(std::vector<std::string>{}),
+                           d.exclude.value_or(std::vector<std::string>{}));
+        } else if (name == "collectors") {
+          ForEachKey(
+              value, name,
+              [&](const std::string& cname, const YAML::Node& c,
+                  const std::string& path, const YAML::Mark& cmark) {
+                auto known = std::find_if(
+                    specs.begin(), specs.end(),
+                    [&](const auto& s) { return s.name == cname; });
+                if (known == specs.end()) {
+                  Fail(path, cmark,
+                       "unknown collector (known: " + KnownList(specs) + ")");
+                }
+                written[cname] = c;
+              });
+        } else {
+          Fail(name, mark,
+               "unknown key (expected " + Listed(kTopLevelKeys) + ")");
+        }
+      });
   for (const auto& spec : specs) {
     const std::string path = "collectors." + spec.name;
     auto it = written.find(spec.name);

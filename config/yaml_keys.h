@@ -18,7 +18,8 @@
 namespace fabric::config_keys {
 
 struct ConfigError {
-  std::string message;  // what the user reads: "config error: KEY (line N): ..."
+  std::string
+      message;  // what the user reads: "config error: KEY (line N): ..."
   // Its parts, as given to Fail.
   std::string key;
   YAML::Mark mark;

@@ -3,13 +3,13 @@
 #include <infiniband/iba/ib_types.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 
 namespace fabric::congestion {
 namespace {
 
-constexpr double kRate = 50e9;       // 4x NDR, bytes/s
+constexpr double kRate = 50e9;            // 4x NDR, bytes/s
 constexpr std::uint16_t kDevice = 54002;  // Quantum-2: 8 bytes per tick
 constexpr double kTickBytes = 8;
 

@@ -33,7 +33,7 @@ namespace fabric::congestion {
 Lfts LftsOf(const sim::FatTree& tree);
 
 struct ScenarioSpec {
-  int roots = 1;            // 1 or 2
+  int roots = 1;             // 1 or 2
   double noise_ports = 0.1;  // share of ports with a small wait (< 0.045)
   double interval_seconds = 1.0;
 };
@@ -72,8 +72,7 @@ class CountingFabric {
     std::uint32_t wait = 0;
     std::uint64_t xmit = 0, rcv = 0;
   };
-  MadResult Answer(std::uint16_t dlid, const Mad& request,
-                   std::uint32_t* node);
+  MadResult Answer(std::uint16_t dlid, const Mad& request, std::uint32_t* node);
   std::shared_ptr<const sim::FatTree> tree_;
   std::map<std::uint16_t, int> by_lid_;
   std::map<PortRef, Counters> counters_;

@@ -47,8 +47,8 @@ void Tracker::Update(Classification& result, double now_seconds) {
       ++it;
       continue;
     }
-    bool hold = unknown.count(it->first) > 0 ||
-                unanswered_.count(it->first) > 0;
+    bool hold =
+        unknown.count(it->first) > 0 || unanswered_.count(it->first) > 0;
     if (hold && ++it->second.missing <= hold_sweeps_) {
       ++it;
     } else {

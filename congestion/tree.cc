@@ -83,8 +83,7 @@ class Classifier {
       if (st.weak_waiting) Decide(ref, st);
       // The lower threshold of a held port keeps a root a root; a held
       // port that is no root any more reports as any other.
-      if (st.waiting && st.role != Role::kRoot &&
-          st.wait_fraction < t_.wait) {
+      if (st.waiting && st.role != Role::kRoot && st.wait_fraction < t_.wait) {
         st.waiting = false;
       }
     }
@@ -95,15 +94,14 @@ class Classifier {
               [](const PortVerdict& a, const PortVerdict& b) {
                 return a.ref < b.ref;
               });
-    std::sort(out_.roots.begin(), out_.roots.end(),
-              [](const RootSummary& a, const RootSummary& b) {
-                if (a.tree_lost_bytes_per_second !=
-                    b.tree_lost_bytes_per_second) {
-                  return a.tree_lost_bytes_per_second >
-                         b.tree_lost_bytes_per_second;
-                }
-                return a.ref < b.ref;
-              });
+    std::sort(
+        out_.roots.begin(), out_.roots.end(),
+        [](const RootSummary& a, const RootSummary& b) {
+          if (a.tree_lost_bytes_per_second != b.tree_lost_bytes_per_second) {
+            return a.tree_lost_bytes_per_second > b.tree_lost_bytes_per_second;
+          }
+          return a.ref < b.ref;
+        });
     return std::move(out_);
   }
 
@@ -142,10 +140,10 @@ class Classifier {
     }
     if (s.remote_is_hca) {
       st.role = Role::kRoot;
-      st.cause = Utilization(s, in_.interval_seconds) >=
-                         t_.oversubscribed_utilization
-                     ? Cause::kOversubscribed
-                     : Cause::kSlowReceiver;
+      st.cause =
+          Utilization(s, in_.interval_seconds) >= t_.oversubscribed_utilization
+              ? Cause::kOversubscribed
+              : Cause::kSlowReceiver;
       return;
     }
     RouteIndex::PortSet next;
@@ -223,8 +221,7 @@ class Classifier {
         return Cause::kUnbalanced;
       }
     }
-    if (Utilization(s, in_.interval_seconds) >=
-        t_.oversubscribed_utilization) {
+    if (Utilization(s, in_.interval_seconds) >= t_.oversubscribed_utilization) {
       return Cause::kOversubscribed;
     }
     // Credits come back slowly from a switch whose egress does not wait:
@@ -447,27 +444,34 @@ std::string PortRefString(const PortRef& ref) {
 
 const char* RoleName(Role role) {
   switch (role) {
-    case Role::kRoot: return "root";
-    case Role::kVictim: return "victim";
-    case Role::kUnknown: return "unknown";
+    case Role::kRoot:
+      return "root";
+    case Role::kVictim:
+      return "victim";
+    case Role::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
 
 const char* CauseName(Cause cause) {
   switch (cause) {
-    case Cause::kNone: return "";
-    case Cause::kSlowReceiver: return "slow_receiver";
-    case Cause::kOversubscribed: return "oversubscribed";
-    case Cause::kUnbalanced: return "unbalanced";
-    case Cause::kPfcOrigin: return "pfc_origin";
+    case Cause::kNone:
+      return "";
+    case Cause::kSlowReceiver:
+      return "slow_receiver";
+    case Cause::kOversubscribed:
+      return "oversubscribed";
+    case Cause::kUnbalanced:
+      return "unbalanced";
+    case Cause::kPfcOrigin:
+      return "pfc_origin";
   }
   return "";
 }
 
 std::optional<RouteIndex::PortSet> RouteIndex::NextHops(
-    const Lfts& lfts, const Neighbours& neighbours, std::uint64_t s,
-    int port) {
+    const Lfts& lfts, const Neighbours& neighbours, std::uint64_t s, int port) {
   if (port <= 0 || port >= 256) return std::nullopt;
   auto nb = neighbours.find(s);
   auto cached = cache_.find(s);
@@ -514,8 +518,7 @@ Classification Classify(const SweepInput& input, const Thresholds& thresholds,
 }
 
 std::vector<PortRef> EdgeReads(const SweepInput& input,
-                               const Thresholds& thresholds,
-                               RouteIndex* index,
+                               const Thresholds& thresholds, RouteIndex* index,
                                const std::function<bool(std::uint64_t)>& own) {
   RouteIndex local;
   Classifier c(input, thresholds, index ? *index : local, nullptr);

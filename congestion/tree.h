@@ -33,8 +33,8 @@
 #include <array>
 #include <bitset>
 #include <compare>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -56,9 +56,9 @@ std::string PortRefString(const PortRef& ref);
 // first sweep): such a port is never a root.
 struct PortSample {
   PortRef ref;
-  bool is_hca = false;           // the port's node is a channel adapter
-  std::uint16_t device_id = 0;   // NodeInfo DeviceID (for the wait tick)
-  int lanes = 0;                 // active link width; 0 unknown
+  bool is_hca = false;          // the port's node is a channel adapter
+  std::uint16_t device_id = 0;  // NodeInfo DeviceID (for the wait tick)
+  int lanes = 0;                // active link width; 0 unknown
   std::optional<double> xmit_wait_ticks;  // PortXmitWait delta
   std::optional<double> xmit_bytes;       // PortXmitData delta x 4
   std::optional<double> rcv_bytes;        // PortRcvData delta x 4
@@ -76,8 +76,8 @@ using Lfts = std::map<std::uint64_t, std::vector<std::uint8_t>>;
 // table; pause frames name no flow, so a pfc tree is: the hosts that send
 // pauses (origins) and the hosts that receive them (victims).
 struct HostPause {
-  PortRef ref;           // e.g. the NIC's node GUID and port
-  std::string name;      // host / device:port, for reports
+  PortRef ref;       // e.g. the NIC's node GUID and port
+  std::string name;  // host / device:port, for reports
   std::optional<double> tx_pause_frames;
   std::optional<double> rx_pause_frames;
   // Pause durations (seconds) where the NIC counts them; nullopt if not.
@@ -89,7 +89,7 @@ struct HostPause {
 struct SweepInput {
   double interval_seconds = 0;  // the time the deltas cover
   std::vector<PortSample> ports;
-  Lfts lfts;                     // may lack switches (then: partial)
+  Lfts lfts;                      // may lack switches (then: partial)
   std::vector<HostPause> pauses;  // RoCE, optional
 };
 
@@ -116,32 +116,37 @@ struct Thresholds {
 };
 
 enum class Role { kRoot, kVictim, kUnknown };
-enum class Cause { kNone, kSlowReceiver, kOversubscribed, kUnbalanced,
-                   kPfcOrigin };
-const char* RoleName(Role role);    // "root", "victim", "unknown"
-const char* CauseName(Cause cause); // "", "slow_receiver", ...
+enum class Cause {
+  kNone,
+  kSlowReceiver,
+  kOversubscribed,
+  kUnbalanced,
+  kPfcOrigin
+};
+const char* RoleName(Role role);     // "root", "victim", "unknown"
+const char* CauseName(Cause cause);  // "", "slow_receiver", ...
 
 struct PortVerdict {
   PortRef ref;
   Role role = Role::kUnknown;
-  PortRef root;              // victims: the root their chain ends at
-  Cause cause = Cause::kNone;  // roots only
-  double wait_fraction = 0;  // of the interval the port could not send
+  PortRef root;                      // victims: the root their chain ends at
+  Cause cause = Cause::kNone;        // roots only
+  double wait_fraction = 0;          // of the interval the port could not send
   double lost_bytes_per_second = 0;  // wait_fraction x link rate
-  std::string why;           // kUnknown: what was missing
+  std::string why;                   // kUnknown: what was missing
 };
 
 struct RootSummary {
   PortRef ref;
   Cause cause = Cause::kNone;
-  int victims = 0;  // victim ports that name this root
+  int victims = 0;                        // victim ports that name this root
   double tree_lost_bytes_per_second = 0;  // root + its victims
   double since_seconds = 0;  // Tracker: when it became a root (0 unset)
 };
 
 struct Classification {
-  std::vector<PortVerdict> ports;   // waiting ports only, by ref
-  std::vector<RootSummary> roots;   // by tree lost bandwidth, largest first
+  std::vector<PortVerdict> ports;    // waiting ports only, by ref
+  std::vector<RootSummary> roots;    // by tree lost bandwidth, largest first
   std::vector<std::string> partial;  // what was missing (first few)
 };
 
@@ -160,8 +165,8 @@ class RouteIndex {
   // nullopt when s's or the neighbour's table is missing. One pass over
   // s's table serves all its ports (cached until Reset).
   std::optional<PortSet> NextHops(const Lfts& lfts,
-                                  const Neighbours& neighbours,
-                                  std::uint64_t s, int port);
+                                  const Neighbours& neighbours, std::uint64_t s,
+                                  int port);
 
  private:
   struct Entry {
@@ -194,8 +199,7 @@ Classification Classify(const SweepInput& input, const Thresholds& thresholds,
 // other shards are counted by those shards, and Prometheus sums them by
 // root (recording rule fabric:congestion_tree_victims:sum).
 std::vector<PortRef> EdgeReads(const SweepInput& input,
-                               const Thresholds& thresholds,
-                               RouteIndex* index,
+                               const Thresholds& thresholds, RouteIndex* index,
                                const std::function<bool(std::uint64_t)>& own);
 // The verdicts of ports on `own` switches, and per root (anywhere) the
 // victims and lost bandwidth of those ports; a root's cause and since only
@@ -206,10 +210,11 @@ Classification OwnedOnly(const Classification& all,
 // Since-when and hysteresis across sweeps: a port named root is reported
 // at once (the verdict within one sweep); while it stays a root it keeps
 // its `since`, and while ports still wait behind it it stays a root down to
-// the lower next-hop threshold (no flapping around Thresholds::wait). A root that stops waiting is
-// dropped at once (roots move). A root that is kUnknown (its switch or a
-// next hop did not answer) is not reported, but keeps its `since` for up
-// to `hold_sweeps` sweeps, so one lost sweep does not restart the clock.
+// the lower next-hop threshold (no flapping around Thresholds::wait). A root
+// that stops waiting is dropped at once (roots move). A root that is kUnknown
+// (its switch or a next hop did not answer) is not reported, but keeps its
+// `since` for up to `hold_sweeps` sweeps, so one lost sweep does not restart
+// the clock.
 class Tracker {
  public:
   explicit Tracker(int hold_sweeps = 2) : hold_sweeps_(hold_sweeps) {}

@@ -232,11 +232,11 @@ class Daemon {
       collections_ok_ = healthy;
       if (watchdog_) {
         watchdog_->SetCollections(
-            healthy, healthy ? ""
-                             : fmt::format(
-                                   "{} of {} collectors stuck, {} abandoned "
-                                   "collections",
-                                   stuck, pollers_.size(), abandoned_.size()));
+            healthy,
+            healthy ? ""
+                    : fmt::format("{} of {} collectors stuck, {} abandoned "
+                                  "collections",
+                                  stuck, pollers_.size(), abandoned_.size()));
       }
     }
     supervise_timer_.expires_after(SupervisePeriod(pollers_));

@@ -4,10 +4,10 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <memory>
 
 #include "http/server.h"

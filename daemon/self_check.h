@@ -61,8 +61,8 @@ void RunSelfCheck(boost::asio::io_context& io,
 // wait; `server` is not used after this call returns, so a reload may
 // replace it meanwhile). Answered when both are; otherwise `why` names the
 // part that failed.
-void RunScrapeCheck(boost::asio::io_context& io, http::Server& server,
-                    bool tls, std::chrono::milliseconds timeout,
+void RunScrapeCheck(boost::asio::io_context& io, http::Server& server, bool tls,
+                    std::chrono::milliseconds timeout,
                     std::chrono::milliseconds recent,
                     std::function<void(SelfCheckResult)> done);
 

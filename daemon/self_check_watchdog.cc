@@ -23,9 +23,9 @@ SelfCheckWatchdog::SelfCheckWatchdog(boost::asio::io_context& io,
       last_answer_(hooks_.now()) {}
 
 std::chrono::milliseconds SelfCheckWatchdog::check_period() const {
-  return std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                      period_ / 6),
-                  std::chrono::milliseconds(1));
+  return std::max(
+      std::chrono::duration_cast<std::chrono::milliseconds>(period_ / 6),
+      std::chrono::milliseconds(1));
 }
 
 std::chrono::milliseconds SelfCheckWatchdog::check_timeout() const {
@@ -74,12 +74,12 @@ void SelfCheckWatchdog::CheckDone(SelfCheckResult result) {
     // The first failure after an answer is worth a line; a run of them is
     // summed up when feeding stops.
     if (last_failure_.empty()) {
-      spdlog::warn("/metrics self-check failed (the watchdog is still fed "
-                   "while one answered within the last {}ms): {}",
-                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                       period_ / 2)
-                       .count(),
-                   result.why);
+      spdlog::warn(
+          "/metrics self-check failed (the watchdog is still fed "
+          "while one answered within the last {}ms): {}",
+          std::chrono::duration_cast<std::chrono::milliseconds>(period_ / 2)
+              .count(),
+          result.why);
     }
     last_failure_ = result.why;
   }

@@ -62,7 +62,7 @@ class Connection {
 
 struct Admission {
   bool admit = false;
-  Connection* victim = nullptr;  // to close first (admit is then true)
+  Connection* victim = nullptr;   // to close first (admit is then true)
   const char* refused = nullptr;  // the rejected-total reason when !admit
 };
 

@@ -41,10 +41,10 @@
 
 #include <array>
 #include <chrono>
-#include <map>
-#include <optional>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -151,7 +151,8 @@ class CheckQueue {
   // Queues `id`. When full, the least urgent entry (the latest among
   // equals) makes room if `rank` is strictly more urgent: its id is
   // returned in *displaced. False (and nothing queued) otherwise.
-  bool Push(std::uint64_t id, Rank rank, std::optional<std::uint64_t>* displaced);
+  bool Push(std::uint64_t id, Rank rank,
+            std::optional<std::uint64_t>* displaced);
   // Removes and returns the most urgent id; nullopt when empty.
   std::optional<std::uint64_t> Pop();
   std::size_t size() const { return entries_.size(); }

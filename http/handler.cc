@@ -46,8 +46,9 @@ Reply HandleRequest(const Request& request, bool authorized,
   return r;
 }
 
-std::string FramingError(const std::vector<std::string_view>& transfer_encodings,
-                         bool has_content_length) {
+std::string FramingError(
+    const std::vector<std::string_view>& transfer_encodings,
+    bool has_content_length) {
   if (transfer_encodings.empty()) return "";
   if (has_content_length) {
     return "both Transfer-Encoding and Content-Length";
@@ -63,7 +64,8 @@ std::string FramingError(const std::vector<std::string_view>& transfer_encodings
   constexpr std::string_view kChunked = "chunked";
   bool chunked = coding.size() == kChunked.size();
   for (std::size_t i = 0; chunked && i < coding.size(); ++i) {
-    chunked = std::tolower(static_cast<unsigned char>(coding[i])) == kChunked[i];
+    chunked =
+        std::tolower(static_cast<unsigned char>(coding[i])) == kChunked[i];
   }
   return chunked ? "" : "a Transfer-Encoding other than chunked";
 }

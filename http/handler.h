@@ -59,8 +59,9 @@ struct Reply {
 // way (the smuggling case section 6.3 allows a server to reject).
 // `transfer_encodings`: each Transfer-Encoding header value in order;
 // `has_content_length`: a Content-Length header is present.
-std::string FramingError(const std::vector<std::string_view>& transfer_encodings,
-                         bool has_content_length);
+std::string FramingError(
+    const std::vector<std::string_view>& transfer_encodings,
+    bool has_content_length);
 
 // The exposition text served at /metrics.
 using RenderMetrics = std::function<std::string()>;

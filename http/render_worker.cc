@@ -58,12 +58,13 @@ void RenderWorker::Run(Job& job) {
   }
   // The waiters (they hold the connections) move to the event loop and are
   // destroyed there, never on this thread.
-  boost::asio::post(loop_, [last_done = last_done_,
-                            waiters = std::move(waiters),
-                            result = std::shared_ptr<const Rendered>(out)] {
-    if (!result->failed) *last_done = std::chrono::steady_clock::now();
-    for (const auto& done : waiters) done(result);
-  });
+  boost::asio::post(loop_,
+                    [last_done = last_done_, waiters = std::move(waiters),
+                     result = std::shared_ptr<const Rendered>(out)] {
+                      if (!result->failed)
+                        *last_done = std::chrono::steady_clock::now();
+                      for (const auto& done : waiters) done(result);
+                    });
 }
 
 }  // namespace fabric::http

@@ -291,21 +291,20 @@ class Session : public Connection,
       Respond(false);
       return;
     }
-    state_->QueueCheck(
-        source, [self = this->shared_from_this(),
-                 check = std::move(check)](bool start) mutable {
-          if (!start || self->closing) {
-            OPENSSL_cleanse(check.password.data(), check.password.size());
-            self->state_->throttle.Drop(self->source);
-            if (start) {
-              self->state_->NextCheck();  // gone meanwhile: not worth a check
-            } else if (!self->closing) {
-              self->Respond(false);
-            }
-            return;
-          }
-          self->RunCheck(std::move(check));
-        });
+    state_->QueueCheck(source, [self = this->shared_from_this(),
+                                check = std::move(check)](bool start) mutable {
+      if (!start || self->closing) {
+        OPENSSL_cleanse(check.password.data(), check.password.size());
+        self->state_->throttle.Drop(self->source);
+        if (start) {
+          self->state_->NextCheck();  // gone meanwhile: not worth a check
+        } else if (!self->closing) {
+          self->Respond(false);
+        }
+        return;
+      }
+      self->RunCheck(std::move(check));
+    });
   }
 
   // On the worker thread; the answer resumes on the event loop.
@@ -506,9 +505,8 @@ void Server::State::OnAccepted(tcp::socket socket) {
 }
 
 bool Server::State::MakeRoom(const std::string& source) {
-  const Admission admission =
-      Admit(connections, source, limits.max_connections,
-            limits.max_connections_per_source);
+  const Admission admission = Admit(connections, source, limits.max_connections,
+                                    limits.max_connections_per_source);
   if (!admission.admit) {
     metrics->Reject(admission.refused);
     return false;
@@ -676,10 +674,10 @@ void Server::CheckRender(std::chrono::milliseconds recent,
     asio::post(state_->io, [done = std::move(done)] { done(true); });
     return;
   }
-  renderer_->Request(false, [done = std::move(done)](
-                                std::shared_ptr<const Rendered> out) {
-    done(!out->failed);
-  });
+  renderer_->Request(
+      false, [done = std::move(done)](std::shared_ptr<const Rendered> out) {
+        done(!out->failed);
+      });
 }
 
 const Security& Server::security() const { return state_->security; }

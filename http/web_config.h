@@ -73,9 +73,9 @@ struct TlsConfig {
 struct SecurityLevel {
   bool tls = false;
   bool basic_auth = false;
-  bool verifies_clients = false;  // client_auth_type Verify*
-  bool no_tls_stated = false;     // tls_server_config: {}
-  bool no_auth_stated = false;    // basic_auth_users: {}
+  bool verifies_clients = false;    // client_auth_type Verify*
+  bool no_tls_stated = false;       // tls_server_config: {}
+  bool no_auth_stated = false;      // basic_auth_users: {}
   bool client_auth_stated = false;  // client_auth_type written out
 };
 

@@ -205,8 +205,7 @@ class VectorSax {
   }
 
   // The samples, or nullopt with *error.
-  std::optional<std::vector<PromSample>> Take(bool parsed,
-                                              std::string* error) {
+  std::optional<std::vector<PromSample>> Take(bool parsed, std::string* error) {
     if (!parsed || !error_.empty()) {
       *error = error_.empty() ? kNotObject : error_;
       return std::nullopt;

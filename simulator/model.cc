@@ -130,8 +130,7 @@ void Cluster::BuildTopology() {
       AddPort(p);
     }
     for (int u = 0; u < uplinks; ++u) {
-      Connect(spine_first_port_ + r * uplinks + u,
-              leaf_first_port_[r] + n + u);
+      Connect(spine_first_port_ + r * uplinks + u, leaf_first_port_[r] + n + u);
     }
   }
   eth_leaf_first_port_ = static_cast<int>(ports_.size());
@@ -719,7 +718,8 @@ void Cluster::AddCongestionFlows(std::vector<double>* capacity) {
     if (e.scenario == Scenario::kSlowReceiver) {
       // Every host's HCA on the next rail sends to the slow HCA: through
       // its leaf, the spine and the slow HCA's leaf.
-      for (int h = 0; h < hosts; ++h) add(FindPort(h, next), target, kIncastLoad);
+      for (int h = 0; h < hosts; ++h)
+        add(FindPort(h, next), target, kIncastLoad);
       double& edge = (*capacity)[target->peer];
       edge = std::min(edge, kSlowReceiverDrain * target->RateBytesPerSecond());
       continue;

@@ -173,16 +173,16 @@ std::optional<Timeline> ParseTimeline(std::string_view yaml,
           timeline.uplinks = 0;
         }
         if (timeline.uplinks < 1 || timeline.uplinks > kMaxUplinks) {
-          *error = "fabric: uplinks must be 1.." +
-                   std::to_string(kMaxUplinks) + Where(uplinks);
+          *error = "fabric: uplinks must be 1.." + std::to_string(kMaxUplinks) +
+                   Where(uplinks);
           return std::nullopt;
         }
       }
       if (const YAML::Node asic = fabric["switch_asic"]) {
         const std::string name = asic.as<std::string>();
         if (name != "quantum-2" && name != "generic") {
-          *error = "fabric: switch_asic must be quantum-2 or generic" +
-                   Where(asic);
+          *error =
+              "fabric: switch_asic must be quantum-2 or generic" + Where(asic);
           return std::nullopt;
         }
         timeline.quantum_switches = name == "quantum-2";

@@ -36,7 +36,6 @@ constexpr int kIdleWaits = 10;
 // whether the answer thread found the client gone.
 constexpr timeval kReceiveWait{1, 0};
 
-
 // Two threads: this one reads requests from the client and posts them;
 // the answer thread (from OPEN on) waits for umad answers and timeouts and
 // sends them back. (One poll() on both descriptors would do, but ibsim's

@@ -39,7 +39,8 @@ void RouteBook::Learn(const DrPath& path, const Mad& answer) {
   // SMP came in on, so a route that turns back through it is known to
   // revisit `at` (a bounce) without a query of its own.
   if (info->local_port > 0 && edges_.size() < kMaxEdges) {
-    edges_[{Node(info->node_guid), static_cast<std::uint8_t>(info->local_port)}] =
+    edges_[{Node(info->node_guid),
+            static_cast<std::uint8_t>(info->local_port)}] =
         at == 0 ? local_ : at;
   }
 }

@@ -59,7 +59,7 @@ struct NodeInfo {
   std::uint64_t system_guid = 0;
   std::uint64_t node_guid = 0;
   std::uint64_t port_guid = 0;
-  int local_port = 0;  // the port the SMP came in by
+  int local_port = 0;           // the port the SMP came in by
   std::uint16_t device_id = 0;  // the ASIC (PortXmitWait tick, issue 42)
 };
 

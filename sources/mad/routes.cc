@@ -343,9 +343,8 @@ std::map<std::uint64_t, std::vector<std::uint8_t>> RouteTracer::Tables(
     if (errors->count(g)) continue;
     if (!tables_[g].has_info) {
       auto f = failed.lower_bound({g, 0});
-      (*errors)[g] = f != failed.end() && f->first.first == g
-                         ? f->second
-                         : "no SwitchInfo";
+      (*errors)[g] = f != failed.end() && f->first.first == g ? f->second
+                                                              : "no SwitchInfo";
       continue;
     }
     const std::uint32_t last =
@@ -359,8 +358,8 @@ std::map<std::uint64_t, std::vector<std::uint8_t>> RouteTracer::Tables(
   for (std::uint64_t g : switch_guids) {
     if (errors->count(g)) continue;
     const SwitchTables& t = tables_[g];
-    const std::uint32_t last = std::min<std::uint32_t>(t.info.linear_fdb_top,
-                                                       0xbfff);
+    const std::uint32_t last =
+        std::min<std::uint32_t>(t.info.linear_fdb_top, 0xbfff);
     std::vector<std::uint8_t> table(last + 1, kLftNoRoute);
     bool complete = true;
     for (std::uint32_t b = 0; b <= last / kLftBlockLids && complete; ++b) {

@@ -75,7 +75,7 @@ struct SwitchSample {
   int failed_mads = 0;  // MADs of this sweep that got no answer (PESC probe
                         // aside)
   bool pesc_unsupported = false;  // the PMA has no PESC (see PescCache)
-  bool hosts_sm = false;  // an SM's LID: no PESC asked (see above)
+  bool hosts_sm = false;          // an SM's LID: no PESC asked (see above)
 };
 
 // What the sweep learnt about one switch PMA's PESC; kept by the caller for

@@ -87,10 +87,10 @@ TEST_F(CongestionIbsim, SweepNamesTheRootOfATreeLaidAlongIbtracertRoutes) {
   std::map<std::pair<std::string, int>, int> tree;
   TracertHop root;
   for (const char* src : {"hca2", "hca3", "hca4"}) {
-    const ToolOutput r = fabric_.Run(
-        {"ibtracert", std::to_string(nodes.at(src).second),
-         std::to_string(nodes.at("hca11").second)},
-        "hca1");
+    const ToolOutput r =
+        fabric_.Run({"ibtracert", std::to_string(nodes.at(src).second),
+                     std::to_string(nodes.at("hca11").second)},
+                    "hca1");
     const std::vector<TracertHop> hops = ParseIbtracert(r.out);
     ASSERT_GE(hops.size(), 3u) << r.out << r.err;
     ASSERT_EQ(hops.back().to, "hca11") << r.out;
@@ -131,11 +131,11 @@ TEST_F(CongestionIbsim, SweepNamesTheRootOfATreeLaidAlongIbtracertRoutes) {
   std::vector<std::string> victims;
   for (const auto& [where, depth] : tree) {
     if (depth == 0) continue;
-    victims.push_back(
-        "fabric_congestion_victim{port=\"" + std::to_string(where.second) +
-        "\",root_guid=\"" + root_guid + "\",root_port=\"" +
-        std::to_string(root.out) + "\",switch=\"" + where.first +
-        "\",switch_guid=\"" + nodes.at(where.first).first + "\"}");
+    victims.push_back("fabric_congestion_victim{port=\"" +
+                      std::to_string(where.second) + "\",root_guid=\"" +
+                      root_guid + "\",root_port=\"" + std::to_string(root.out) +
+                      "\",switch=\"" + where.first + "\",switch_guid=\"" +
+                      nodes.at(where.first).first + "\"}");
   }
   auto has = [](const Samples& s, const std::string& series) {
     const auto it = s.find(series);
@@ -149,12 +149,11 @@ TEST_F(CongestionIbsim, SweepNamesTheRootOfATreeLaidAlongIbtracertRoutes) {
             .count();
     for (const auto& [where, depth] : tree) {
       const double wait = kRootWait * std::pow(kPerHop, depth);
-      const std::string at =
-          "PerformanceSet \"" + where.first + "\"[" +
-          std::to_string(where.second) + "] ";
-      fabric_.Console(at + "PortCounters.PortXmitWait=" +
-                      std::to_string(static_cast<std::uint64_t>(
-                          wait * t / kTick)));
+      const std::string at = "PerformanceSet \"" + where.first + "\"[" +
+                             std::to_string(where.second) + "] ";
+      fabric_.Console(
+          at + "PortCounters.PortXmitWait=" +
+          std::to_string(static_cast<std::uint64_t>(wait * t / kTick)));
       fabric_.Console(at + "PortCountersExtended.PortXmitData=" +
                       std::to_string(static_cast<std::uint64_t>(
                           kRootBytesPerSecond * t / 4)));

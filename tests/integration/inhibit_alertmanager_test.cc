@@ -249,8 +249,8 @@ TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
                        {"cause", "slow_receiver"}};
   auto victim = [](const std::string& guid, const std::string& port,
                    const std::string& root_guid) {
-    return Labels{{"job", "fabricmon"},  {"switch_guid", guid},
-                  {"switch", "sw"},      {"port", port},
+    return Labels{{"job", "fabricmon"},     {"switch_guid", guid},
+                  {"switch", "sw"},         {"port", port},
                   {"root_guid", root_guid}, {"root_port", "1"}};
   };
   auto port_alert = [](const std::string& guid, const std::string& port) {

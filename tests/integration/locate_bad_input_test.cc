@@ -126,7 +126,8 @@ TEST(LocateBadInput, TooManySeriesAreRefusedAtTheBound) {
               std::to_string(i) + R"("},"value":[1,"600"]})";
   }
   const FakeHttpAnswer a{.body = Vector(result)};
-  ExpectFailure(&a, 3, "more than 100 series in one answer", "--max-series 100");
+  ExpectFailure(&a, 3, "more than 100 series in one answer",
+                "--max-series 100");
 }
 
 TEST(LocateBadInput, AnAnswerOverTheByteBoundIsRefused) {

@@ -219,15 +219,15 @@ TEST_F(MadBrokerIbsim, EmptyDatagramsAndBouncingRoutesAreRefusedNotFatal) {
   const auto stats = call(broker::MakeRequest(broker::Kind::kStats, 2));
   ASSERT_EQ(stats.refused.size(),
             static_cast<std::size_t>(broker::Refusal::kCount));
-  EXPECT_EQ(stats.refused[static_cast<std::size_t>(broker::Refusal::kMalformed)],
-            1u);
+  EXPECT_EQ(
+      stats.refused[static_cast<std::size_t>(broker::Refusal::kMalformed)], 1u);
   mad::DrPath bounce(63, 1);  // out of hca1, then port 1 of the switch ...
   EXPECT_EQ(call(Typed(mad::DrSmpGet(mad::kAttrNodeInfo, 0, bounce), 0x200,
                        kPermissiveLid))
                 .refusal,
             broker::Refusal::kDestination);
-  const auto ok = call(Typed(mad::DrSmpGet(mad::kAttrNodeInfo, 0, {1}), 0x201,
-                             kPermissiveLid));
+  const auto ok = call(
+      Typed(mad::DrSmpGet(mad::kAttrNodeInfo, 0, {1}), 0x201, kPermissiveLid));
   EXPECT_EQ(ok.status, broker::Status::kOk) << ok.error;
   c.reset();
   EXPECT_THAT(ReadAll(fabric_.dir() + "/broker.log"),

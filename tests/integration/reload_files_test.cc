@@ -296,8 +296,9 @@ TEST_F(ReloadFilesTest, WebConfigReloadNeverTurnsTlsOrAuthOffSilently) {
   ASSERT_TRUE(secure_ok()) << ReadFile(log_);
   ASSERT_FALSE(plain_ok());
 
-  const std::string cut = "the file has no settings (empty, only comments, "
-                          "or cut short); write `{}`";
+  const std::string cut =
+      "the file has no settings (empty, only comments, "
+      "or cut short); write `{}`";
   const struct {
     std::string name, text, why;
   } cases[] = {

@@ -91,8 +91,8 @@ class SimCongestion : public ::testing::Test {
         [&] {
           std::smatch m;
           const std::string text = ReadFile(log);
-          if (!std::regex_search(
-                  text, m, std::regex(R"(listening on [^\s]*:(\d+))"))) {
+          if (!std::regex_search(text, m,
+                                 std::regex(R"(listening on [^\s]*:(\d+))"))) {
             return false;
           }
           port = std::stoi(m[1]);
@@ -154,9 +154,8 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
   // Its victims on the LFT route from ib-leaf1's hosts: the spine's port
   // to ib-leaf0 and ib-leaf1's uplink, each naming the root.
   std::vector<std::string> victims;
-  for (const auto* victim :
-       {&SwitchPort(model, "ib-spine", 1),
-        &SwitchPort(model, "ib-leaf1", kHosts + 1)}) {
+  for (const auto* victim : {&SwitchPort(model, "ib-spine", 1),
+                             &SwitchPort(model, "ib-leaf1", kHosts + 1)}) {
     victims.push_back("fabric_congestion_victim{port=\"" +
                       std::to_string(victim->port_num) + "\",root_guid=\"" +
                       Guid(root.guid) + "\",root_port=\"1\",switch=\"" +

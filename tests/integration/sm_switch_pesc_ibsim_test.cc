@@ -89,10 +89,9 @@ TEST_F(SmSwitchPescIbsim, DaemonSweepsWithPescAndOpenSmSurvives) {
   std::ofstream(dir + "/fabricmon.yaml")
       << SmFabricConfig(port, "10m")
       << "  ib_link: {enabled: true, pesc: true}\n";
-  const pid_t daemon =
-      fabric_.StartClient({Binary("fabricmon"), "--config",
-                           dir + "/fabricmon.yaml"},
-                          "hca1", dir + "/fabricmon.log");
+  const pid_t daemon = fabric_.StartClient(
+      {Binary("fabricmon"), "--config", dir + "/fabricmon.yaml"}, "hca1",
+      dir + "/fabricmon.log");
   ASSERT_GT(daemon, 0);
   // sw1's PMA is probed (and found without PESC: ibsim has none) while sw0
   // is never asked; then several more sweeps, each of which would have
@@ -110,10 +109,9 @@ TEST_F(SmSwitchPescIbsim, DaemonSweepsWithPescAndOpenSmSurvives) {
       std::chrono::seconds(120));
   const std::string log = fabric_.Run({"cat", dir + "/fabricmon.log"}).out;
   ASSERT_TRUE(s) << log;
-  EXPECT_TRUE(SmAlive()) << "OpenSM died; its log:\n"
-                         << fabric_.Run({"tail", "-20", dir +
-                                                            "/opensm0/opensm.log"})
-                                .out;
+  EXPECT_TRUE(SmAlive())
+      << "OpenSM died; its log:\n"
+      << fabric_.Run({"tail", "-20", dir + "/opensm0/opensm.log"}).out;
   EXPECT_NE(log.find("not reading PortExtendedSpeedsCounters of sw0"),
             std::string::npos)
       << log;

@@ -735,7 +735,7 @@ TEST(CongestionWindowTest, WaitSecondsAccumulateAndSkipBadIntervals) {
   EXPECT_FALSE(w.wait_seconds_total());
   w.Add(Wait(2, 400));  // 300 ticks: 0.3 s
   EXPECT_NEAR(*w.wait_seconds_total(), 0.3, 1e-9);
-  w.Add(Wait(3, 50));  // went backwards: skipped
+  w.Add(Wait(3, 50));   // went backwards: skipped
   w.Add(Wait(4, 250));  // 200 ticks: 0.2 s
   EXPECT_NEAR(*w.wait_seconds_total(), 0.5, 1e-9);
   w.Add(Wait(5, 4294967295));  // saturated: unknown, skipped

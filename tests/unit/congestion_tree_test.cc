@@ -2,10 +2,9 @@
 // hand-built fabrics with exact tables, and bad input (missing tables,
 // counters that went backwards, a switch that stopped answering) giving a
 // partial answer and never a wrong root.
-#include "congestion/tree.h"
-
 #include <gtest/gtest.h>
 
+#include "congestion/tree.h"
 #include "congestion/xmit_wait.h"
 
 namespace fabric::congestion {

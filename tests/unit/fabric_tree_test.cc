@@ -62,9 +62,9 @@ std::set<PortRef> TruthRoots(const congestion::Scenario& sc) {
 
 // Two sweeps one second apart: a baseline, then the tree.
 congestion::Classification TwoSweeps(Fabric& f, const mad::Topology& topo,
-                               const congestion::Scenario& sc,
-                               const mad::Shard& shard, FabricTrees& trees,
-                               MetricSink& sink) {
+                                     const congestion::Scenario& sc,
+                                     const mad::Shard& shard,
+                                     FabricTrees& trees, MetricSink& sink) {
   const auto first = mad::Sweep(*f.transport, topo, shard, Fast());
   trees.Update(*f.transport, Fast(), topo, shard, first, 10, 1e9, Name, sink);
   f.Advance(sc);
@@ -165,8 +165,8 @@ TEST(FabricTreeTest, ASwitchThatStopsAnsweringNeverYieldsAWrongRoot) {
   FabricTrees trees;
   MetricSink sink;
   const auto first = mad::Sweep(*f.transport, topo, mad::Shard{}, Fast());
-  trees.Update(*f.transport, Fast(), topo, mad::Shard{}, first, 10, 1e9,
-               Name, sink);
+  trees.Update(*f.transport, Fast(), topo, mad::Shard{}, first, 10, 1e9, Name,
+               sink);
   f.Advance(sc);
   // The root's switch goes silent before the second sweep.
   const PortRef root = sc.truth.roots.begin()->first;

@@ -1,12 +1,12 @@
 // Tests for http/admission: the share rule for connection slots on the
 // /metrics server, on fake connections (no sockets, no clock), and the
 // per-source token bucket for TLS handshakes.
-#include "http/admission.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
+
+#include "http/admission.h"
 
 namespace fabric::http {
 namespace {

@@ -305,7 +305,8 @@ TEST(HttpHandlerTest, DistributedFloodCannotKeepTheRightPasswordOut) {
   // id -> source of each queued check.
   std::map<std::uint64_t, std::string> queued;
   std::uint64_t next = 0;
-  auto offer = [&](const std::string& source, AuthThrottle::Clock::time_point now) {
+  auto offer = [&](const std::string& source,
+                   AuthThrottle::Clock::time_point now) {
     if (!t.TryStart(source, now)) return std::optional<std::uint64_t>();
     std::optional<std::uint64_t> displaced;
     const std::uint64_t id = next++;
@@ -372,7 +373,8 @@ TEST(HttpHandlerTest, FramingErrorRefusesTransferEncodingsNotImplemented) {
   for (std::string_view te :
        {"xchunked", "chunkedx", "gzip", "gzip, chunked", "chunked, gzip",
         "chunked, chunked", "", "identity", "chunked;q=1"}) {
-    EXPECT_EQ(FramingError(V{te}, false), "a Transfer-Encoding other than chunked")
+    EXPECT_EQ(FramingError(V{te}, false),
+              "a Transfer-Encoding other than chunked")
         << te;
   }
   EXPECT_EQ(FramingError(V{"chunked", "chunked"}, false),

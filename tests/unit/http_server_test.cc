@@ -460,7 +460,8 @@ TEST(HttpServerTest, UnimplementedTransferEncodingIsRefusedAndItsBodyNotRead) {
   auto both = testing::RawExchange(
       h.port(),
       "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled,
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
+          smuggled,
       true);
   ASSERT_TRUE(both);
   EXPECT_THAT(*both, StartsWith("HTTP/1.1 400"));
@@ -470,7 +471,8 @@ TEST(HttpServerTest, UnimplementedTransferEncodingIsRefusedAndItsBodyNotRead) {
   auto chunked = testing::RawExchange(
       h.port(),
       "GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-      "0\r\n\r\n" + smuggled,
+      "0\r\n\r\n" +
+          smuggled,
       true);
   ASSERT_TRUE(chunked);
   EXPECT_THAT(*chunked, StartsWith("HTTP/1.1 200"));

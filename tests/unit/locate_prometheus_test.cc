@@ -69,8 +69,8 @@ TEST(LocateAnswer, ParsesAVectorAndRefusesAnythingElse) {
 TEST(LocateAnswer, StopsAtMaxSeriesAndKeepsKeysItDoesNotRead) {
   std::string result;
   for (int i = 0; i < 10; ++i) {
-    result += std::string(i ? "," : "") +
-              R"({"metric":{"peer":"p)" + std::to_string(i) +
+    result += std::string(i ? "," : "") + R"({"metric":{"peer":"p)" +
+              std::to_string(i) +
               R"("},"value":[1,"1"],"extra":{"x":[1,{"y":null}]}})";
   }
   const std::string body =

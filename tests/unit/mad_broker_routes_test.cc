@@ -32,7 +32,7 @@ struct Node {
 };
 const std::vector<Node>& Graph() {
   static const std::vector<Node> g = {
-      {0x10, {{1, {1, 1}}}},                          // 0 host
+      {0x10, {{1, {1, 1}}}},                            // 0 host
       {0xa0, {{1, {0, 1}}, {2, {2, 1}}, {3, {3, 1}}}},  // 1 A
       {0xb0, {{1, {1, 2}}, {2, {4, 1}}}},               // 2 B
       {0xc0, {{1, {1, 3}}, {2, {4, 2}}}},               // 3 C
@@ -137,9 +137,9 @@ class BrokerRoutes : public ::testing::Test {
     Request r = MakeRequest(Kind::kMad, tid);
     r.mad = CallFromMad(kPermissiveLid, m, milliseconds(5000));
     if (attr == kAttrPortInfo) {  // no answer comes: nothing to wait for
-      EXPECT_EQ(::send(client_, EncodeRequest(r).data(),
-                       EncodeRequest(r).size(), 0),
-                static_cast<ssize_t>(EncodeRequest(r).size()));
+      EXPECT_EQ(
+          ::send(client_, EncodeRequest(r).data(), EncodeRequest(r).size(), 0),
+          static_cast<ssize_t>(EncodeRequest(r).size()));
       return Reply{};
     }
     return Call(r);
@@ -154,8 +154,8 @@ class BrokerRoutes : public ::testing::Test {
   // time.
   void Discover() {
     std::uint32_t tid = 10;
-    for (const DrPath& p : std::vector<DrPath>{
-             {}, {1}, {1, 2}, {1, 3}, {1, 2, 2}, {1, 3, 2}}) {
+    for (const DrPath& p :
+         std::vector<DrPath>{{}, {1}, {1, 2}, {1, 3}, {1, 2, 2}, {1, 3, 2}}) {
       EXPECT_EQ(Dr(kAttrNodeInfo, p, tid++).status, Status::kOk);
     }
   }
@@ -217,7 +217,8 @@ TEST(RouteBook, ResolvesByLearntCablesAndFindsLoops) {
     mad_set_field(b, 0, IB_DRSMP_DIRECTION_F, 1);
     mad_encode_field(b + IB_SMP_DATA_OFFS, IB_NODE_GUID_F, &guid);
     mad_set_field(b + IB_SMP_DATA_OFFS, 0, IB_NODE_BASE_VERS_F, 1);
-    mad_set_field(b + IB_SMP_DATA_OFFS, 0, IB_NODE_TYPE_F, 2);  // a switch: DecodeNodeInfo refuses type 0
+    mad_set_field(b + IB_SMP_DATA_OFFS, 0, IB_NODE_TYPE_F,
+                  2);  // a switch: DecodeNodeInfo refuses type 0
     return m;
   };
   book.Learn({}, answer(0x10));

@@ -20,8 +20,8 @@ namespace fabric {
 namespace {
 
 namespace asio = boost::asio;
-using ::testing::HasSubstr;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 using Clock = SelfCheckWatchdog::Clock;
 
 // Collect() blocks until Release() (or 60 s, so a bug fails instead of

@@ -125,7 +125,7 @@ TEST(SimCongestion, SlowReceiverWaitsSpreadUpTheRoutesAndStopAtTheRoot) {
   EXPECT_GT(root_wait, 0.8);
   EXPECT_LT(w.Wait(want[2], d), root_wait);
   EXPECT_LT(w.Wait(want[1], d), w.Wait(want[2], d));  // farther, less
-  for (int h = 0; h < kHosts; ++h) {  // every source waits
+  for (int h = 0; h < kHosts; ++h) {                  // every source waits
     EXPECT_GT(w.Wait(HostPort(c, h, "mlx5_1"), d), 0.5) << h;
     EXPECT_LT(w.Wait(HostPort(c, h, "mlx5_1"), d), w.Wait(want[1], d)) << h;
   }
@@ -140,7 +140,8 @@ TEST(SimCongestion, SlowReceiverWaitsSpreadUpTheRoutesAndStopAtTheRoot) {
   EXPECT_EQ(w.Delta(HostPort(c, 0, "mlx5_0"), Ctr::kPortXmitWait), 0);
 }
 
-TEST(SimCongestion, OversubscribedUplinkRunsAtLineRateAndDownstreamDoesNotWait) {
+TEST(SimCongestion,
+     OversubscribedUplinkRunsAtLineRateAndDownstreamDoesNotWait) {
   Cluster c(Config({At(Scenario::kOversubscribedUplink, 0, "mlx5_0")}));
   Window w(c);
   const Duration d = seconds(10);
@@ -218,9 +219,9 @@ TEST(SimCongestion, ARootThatMovesTakesItsTreeAlong) {
 }
 
 TEST(SimCongestion, ScenarioFlowsAreLosslessAndEndedEventsLeaveNoWait) {
-  Cluster c(Config({At(Scenario::kSlowReceiver, 0, "mlx5_0", {}, seconds(3)),
-                    At(Scenario::kOversubscribedUplink, 1, "mlx5_6", {},
-                       seconds(3))}));
+  Cluster c(Config(
+      {At(Scenario::kSlowReceiver, 0, "mlx5_0", {}, seconds(3)),
+       At(Scenario::kOversubscribedUplink, 1, "mlx5_6", {}, seconds(3))}));
   Advance(c, seconds(4));
   for (const Port& p : c.ports()) {
     if (p.peer < 0) continue;
@@ -242,11 +243,10 @@ TEST(SimCongestion, SwitchWaitTicksFollowTheAsic) {
     Window w(c);
     Advance(c, seconds(2));
     const int root = SwitchPort(c, "ib-leaf0", 1);
-    const double per_second =
-        quantum ? 50e9 / kQuantumXmitWaitBytesPerTick : 1 / kXmitWaitTickSeconds;
+    const double per_second = quantum ? 50e9 / kQuantumXmitWaitBytesPerTick
+                                      : 1 / kXmitWaitTickSeconds;
     EXPECT_DOUBLE_EQ(c.ports()[root].XmitWaitTicksPerSecond(), per_second);
-    EXPECT_NEAR(w.Delta(root, Ctr::kPortXmitWait) / per_second / 2, 0.95,
-                0.01)
+    EXPECT_NEAR(w.Delta(root, Ctr::kPortXmitWait) / per_second / 2, 0.95, 0.01)
         << quantum;
     // HCAs count time either way.
     EXPECT_DOUBLE_EQ(c.FindPort(1, "mlx5_1")->XmitWaitTicksPerSecond(),

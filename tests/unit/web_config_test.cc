@@ -54,8 +54,8 @@ TEST(WebConfigTest, StatedEmptyIsPlainHttpWithoutAuth) {
     EXPECT_FALSE(config->tls);
     EXPECT_TRUE(config->users.empty());
   }
-  auto config = ParseWebConfig("tls_server_config: {}\nbasic_auth_users: {}\n",
-                               &error);
+  auto config =
+      ParseWebConfig("tls_server_config: {}\nbasic_auth_users: {}\n", &error);
   ASSERT_TRUE(config);
   EXPECT_TRUE(config->no_tls_stated);
   EXPECT_TRUE(config->no_auth_stated);
@@ -73,10 +73,9 @@ SecurityLevel Level(const std::string& yaml) {
 }
 
 TEST(WebConfigTest, DowngradeMustBeStated) {
-  const std::string users = std::string("basic_auth_users:\n  p: ") + kHash +
-                            "\n";
-  const std::string tls =
-      "tls_server_config:\n  cert_file: a\n  key_file: b\n";
+  const std::string users =
+      std::string("basic_auth_users:\n  p: ") + kHash + "\n";
+  const std::string tls = "tls_server_config:\n  cert_file: a\n  key_file: b\n";
   const std::string verify = tls +
                              "  client_auth_type: RequireAndVerifyClientCert\n"
                              "  client_ca_file: ca\n";
@@ -95,10 +94,10 @@ TEST(WebConfigTest, DowngradeMustBeStated) {
               HasSubstr("TLS off without saying so (write `tls_server_config: "
                         "{}` to do it on purpose); it would turn basic auth"));
   // Stated: allowed, and named.
-  EXPECT_EQ(Downgrade(Level(tls + users),
-                      Level("tls_server_config: {}\nbasic_auth_users: {}\n"),
-                      &off),
-            "");
+  EXPECT_EQ(
+      Downgrade(Level(tls + users),
+                Level("tls_server_config: {}\nbasic_auth_users: {}\n"), &off),
+      "");
   EXPECT_EQ(off, (std::vector<std::string>{"TLS", "basic auth"}));
   // Client certificates: the type must be written out to stop verifying.
   EXPECT_THAT(Downgrade(Level(verify), Level(tls), &off),
