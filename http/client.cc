@@ -55,9 +55,26 @@ std::optional<ClientResponse> Exchange(asio::io_context& io, Stream& stream,
         return;
       }
       stage = "answer";
-      bhttp::async_read(
-          stream, buffer, parser,
-          [&](beast::error_code ec2, std::size_t) { result = ec2; });
+      // Boost 1.74's parser sets body_limit on a Content-Length over the
+      // limit but goes on reading the body (a 65 MiB answer passed a 1 MiB
+      // limit): read the header, refuse a declared length over the limit,
+      // then read the body (chunked or to-EOF bodies keep the parser's own
+      // check, and the size is checked once more below).
+      bhttp::async_read_header(
+          stream, buffer, parser, [&](beast::error_code ec2, std::size_t) {
+            if (ec2) {
+              result = ec2;
+              return;
+            }
+            if (o.method != "HEAD" &&
+                parser.content_length().value_or(0) > o.body_limit) {
+              result = bhttp::error::body_limit;
+              return;
+            }
+            bhttp::async_read(
+                stream, buffer, parser,
+                [&](beast::error_code ec3, std::size_t) { result = ec3; });
+          });
     });
   };
   auto on_connect = [&](beast::error_code ec) {
@@ -105,6 +122,9 @@ std::optional<ClientResponse> Exchange(asio::io_context& io, Stream& stream,
         [&](beast::error_code e, const tcp::endpoint&) { on_connect(e); });
   }
   io.run();
+  if (!result && parser.get().body().size() > o.body_limit) {
+    result = bhttp::error::body_limit;
+  }
   if (result) {
     SetError(error, o.host + ":" + std::to_string(o.port) + ": " + stage +
                         ": " + result.message());
