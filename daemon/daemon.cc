@@ -16,6 +16,7 @@
 #include "daemon/fd_limit.h"
 #include "daemon/off_loop.h"
 #include "daemon/poller.h"
+#include "daemon/reload_verdict.h"
 #include "daemon/self_check.h"
 #include "daemon/self_check_watchdog.h"
 #include "daemon/systemd_notify.h"
@@ -121,6 +122,7 @@ class Daemon {
     WaitSignal();
     StartWatchdog();
     SystemdNotify("READY=1\nSTATUS=serving /metrics");
+    WriteVerdict();
     io_.run();
 
     // Stopped. Connections close first, then wait (bounded) for
@@ -249,6 +251,8 @@ class Daemon {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGHUP) {
+        ++verdict_.received;
+        WriteVerdict();
         Reload();
         WaitSignal();
         return;
@@ -301,6 +305,7 @@ class Daemon {
     }
     spdlog::info("SIGHUP: reloading {}", options_.config_path);
     reloading_ = true;
+    covering_ = verdict_.received;
     const bool started = reload_loader_.Run([this, options = options_] {
       auto files = std::make_shared<ReloadFiles>(LoadReloadFiles(options));
       // Runs on the event loop, where `this` is alive (OffLoop posts
@@ -309,9 +314,7 @@ class Daemon {
     });
     if (!started) {
       reloading_ = false;
-      spdlog::error(
-          "reload rejected, keeping the running config: no thread "
-          "to read the files on");
+      Rejected("no thread to read the files on");
     }
   }
 
@@ -343,8 +346,7 @@ class Daemon {
       files.config.reset();
     }
     if (!files.config) {
-      spdlog::error("reload rejected, keeping the running config: {}",
-                    files.error);
+      Rejected(files.error);
     } else {
       Apply(std::move(*files.config), std::move(*files.security));
     }
@@ -367,7 +369,7 @@ class Daemon {
       auto http = http::Server::Start(io_, config.listen_address, security,
                                       {collectable_}, http_metrics_, &error);
       if (!http) {
-        spdlog::error("reload rejected, keeping the running config: {}", error);
+        Rejected(error);
         return;
       }
       http_ = std::move(http);
@@ -382,6 +384,28 @@ class Daemon {
     spdlog::set_level(spdlog::level::from_str(config_.log_level));
     StartPollers();
     spdlog::info("reload done");
+    verdict_.ok = true;
+    verdict_.why.clear();
+    verdict_.covered = covering_;
+    WriteVerdict();
+  }
+
+  void Rejected(const std::string& why) {
+    spdlog::error("reload rejected, keeping the running config: {}", why);
+    verdict_.ok = false;
+    verdict_.why = why;
+    verdict_.covered = covering_;
+    WriteVerdict();
+  }
+
+  // For --signal-reload, which waits on it (daemon/reload_verdict.h). A
+  // failure to write only costs `systemctl reload` its verdict: logged.
+  void WriteVerdict() {
+    if (options_.reload_verdict_path.empty()) return;
+    std::string error;
+    if (!WriteReloadVerdict(options_.reload_verdict_path, verdict_, &error)) {
+      spdlog::warn("reload verdict: {}", error);
+    }
   }
 
   std::string WebConfigPath() const {
@@ -410,6 +434,10 @@ class Daemon {
   // Reload: files are being read, and another SIGHUP came meanwhile.
   bool reloading_ = false;
   bool reload_again_ = false;
+  // SIGHUPs received, and the last reload's verdict; covering_: the SIGHUPs
+  // received when the reload now reading started.
+  ReloadVerdict verdict_;
+  std::uint64_t covering_ = 0;
   // Destroyed before io_: it posts to it.
   OffLoop reload_loader_;
 };

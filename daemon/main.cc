@@ -15,6 +15,7 @@
 #include "daemon/collection.h"
 #include "daemon/daemon.h"
 #include "daemon/options.h"
+#include "daemon/reload_verdict.h"
 #include "daemon/signal_reload.h"
 #include "daemon/simulate.h"
 #include "exporters/exposition.h"
@@ -65,9 +66,11 @@ int Main(int argc, char** argv) {
     (*parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.output;
     return *parsed.exit_code;
   }
-  const Options& options = parsed.options;
-  // ExecReload's second step (the first is --check-config, so a bad file
-  // fails `systemctl reload` visibly). Loads no config: it only signals.
+  Options& options = parsed.options;
+  options.reload_verdict_path =
+      ReloadVerdictPath(std::getenv("RUNTIME_DIRECTORY"));
+  // The unit's ExecReload: signals the daemon and waits for its verdict, so
+  // a rejected reload fails `systemctl reload`. Loads no config itself.
   if (options.signal_reload_pid) {
     return SignalReload(*options.signal_reload_pid, ThisProcessReloadEnv());
   }

@@ -32,6 +32,10 @@ struct Options {
   // --signal-reload PID: send SIGHUP to a running fabricmon and exit. The
   // unit's ExecReload uses it, so a reload needs no /bin/kill (procps).
   std::optional<int> signal_reload_pid;
+  // Where the daemon writes each reload's verdict for --signal-reload
+  // (daemon/reload_verdict.h); main() sets it from $RUNTIME_DIRECTORY, ""
+  // writes none.
+  std::string reload_verdict_path;
 };
 
 struct ParsedOptions {

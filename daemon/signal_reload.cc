@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "daemon/reload_verdict.h"
+
 namespace fabric {
 namespace {
 
@@ -55,6 +57,7 @@ ReloadTargetEnv ThisProcessReloadEnv() {
     const long pid = std::strtol(main, &end, 10);
     if (*end == '\0' && pid > 0) env.main_pid = static_cast<int>(pid);
   }
+  env.verdict_path = ReloadVerdictPath(std::getenv("RUNTIME_DIRECTORY"));
   const char* invocation = std::getenv("INVOCATION_ID");
   env.under_systemd = invocation && *invocation;
   return env;
@@ -103,12 +106,13 @@ int SignalReload(int pid, const ReloadTargetEnv& env) {
     std::cerr << "fabricmon: refusing to send SIGHUP: " << why << "\n";
     return 1;
   }
-  if (::kill(pid, SIGHUP) != 0) {
+  const auto send = [pid] {
+    if (::kill(pid, SIGHUP) == 0) return true;
     std::cerr << "fabricmon: cannot send SIGHUP to " << pid << ": "
               << std::strerror(errno) << "\n";
-    return 1;
-  }
-  return 0;
+    return false;
+  };
+  return SignalAndAwaitVerdict(env.verdict_path, send, env.verdict_timeout);
 }
 
 }  // namespace fabric

@@ -8,6 +8,7 @@
 // Thread-safety: pure functions over the file system and the values given.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -21,6 +22,11 @@ struct ReloadTargetEnv {
   // $INVOCATION_ID is set: running as part of a unit, whose processes all
   // share one cgroup (/proc/PID/cgroup must equal /proc/self/cgroup).
   bool under_systemd = false;
+  // The running daemon's reload verdict ($RUNTIME_DIRECTORY/reload-verdict,
+  // daemon/reload_verdict.h): after signalling, wait for it and fail on a
+  // rejected reload. "" (not under systemd): signal only.
+  std::string verdict_path;
+  std::chrono::milliseconds verdict_timeout{60000};
 };
 
 // This process's: /proc, getpid(), $MAINPID, $INVOCATION_ID.
@@ -29,8 +35,9 @@ ReloadTargetEnv ThisProcessReloadEnv();
 // "" when `pid` may be sent SIGHUP, else why not (one sentence naming PID).
 std::string CheckReloadTarget(int pid, const ReloadTargetEnv& env);
 
-// Checks `pid` and sends it SIGHUP; prints why not to stderr. Returns the
-// exit status: 0 sent, 1 refused or failed.
+// Checks `pid`, sends it SIGHUP and, with a verdict path, waits for the
+// daemon's verdict; prints why not to stderr. Returns the exit status: 0
+// applied (or sent, without a verdict file), 1 refused, failed or rejected.
 int SignalReload(int pid, const ReloadTargetEnv& env);
 
 }  // namespace fabric

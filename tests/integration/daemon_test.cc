@@ -371,6 +371,35 @@ TEST_F(DaemonTest, SignalReloadSendsSighupToThePid) {
   EXPECT_THAT(gone.Stderr(), HasSubstr("is not running"));
 }
 
+// Under systemd (RuntimeDirectory= sets $RUNTIME_DIRECTORY for the daemon
+// and for ExecReload) --signal-reload waits for the running daemon's own
+// verdict: a config the daemon rejects fails the reload command, with the
+// daemon's reason, and the running config stays. The daemon, not a separate
+// --check-config, judges what it reads (systemd 252 hides credentials from
+// a sandboxed ExecReload).
+TEST_F(DaemonTest, SignalReloadFailsWhenTheDaemonRejectsTheReload) {
+  WriteFile(config_, "log_level: info\n");
+  const std::vector<std::string> env = {"RUNTIME_DIRECTORY=" + dir_.string()};
+  Process daemon({"--config", config_, "--sysfs.root", H100(),
+                  "--web.listen-address", "127.0.0.1:0"},
+                 env);
+  ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(dir_ / "reload-verdict"); }));
+  WriteFile(config_, "log_level: info\ndevices:\n  include: [\"mlx5_[\"]\n");
+  Process bad({"--signal-reload", std::to_string(daemon.Pid())}, env);
+  EXPECT_EQ(bad.Wait(), 1) << bad.Stderr();
+  EXPECT_THAT(bad.Stderr(), HasSubstr("reload rejected, keeping the running "
+                                      "config: config error: devices.include "
+                                      "(line 3)"));
+  WriteFile(config_,
+            "log_level: info\ncollectors:\n  ib_port:\n    interval: 2s\n");
+  Process good({"--signal-reload", std::to_string(daemon.Pid())}, env);
+  EXPECT_EQ(good.Wait(), 0) << good.Stderr();
+  EXPECT_THAT(daemon.Stderr(), HasSubstr("reload done"));
+  daemon.Signal(SIGTERM);
+  EXPECT_EQ(daemon.Wait(), 0);
+}
+
 // Issue 39: `--signal-reload 1` sent SIGHUP to init. PID 1 and a process
 // that is not a fabricmon (this test itself: were it signalled, SIGHUP
 // would end it) are refused, exit 1, with the reason.

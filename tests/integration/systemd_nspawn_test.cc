@@ -247,8 +247,8 @@ void SystemdNspawnTest::Start() {
 }
 
 // A collector switched off disappears; a bad file fails `systemctl reload`
-// (ExecReload checks before it signals) with its key and line in the
-// journal, and the running config keeps serving.
+// (ExecReload's --signal-reload waits for the daemon's verdict) with its
+// key and line in the journal, and the running config keeps serving.
 void SystemdNspawnTest::Reload() {
   const std::string pid = Show()["MainPID"];
   ASSERT_NO_FATAL_FAILURE(
@@ -281,7 +281,8 @@ void SystemdNspawnTest::Reload() {
 
 // docs/deploy.md: the key as a credential (a drop-in's LoadCredential=),
 // key_file `credential:probe.key`, resolved against $CREDENTIALS_DIRECTORY
-// by ExecStartPre's --check-config, the daemon and ExecReload alike.
+// by ExecStartPre's --check-config and the daemon, at start and on reload
+// (systemd 252 mounts no credentials for ExecReload: the daemon judges).
 // The daemon probes itself: answers verified with that key and a probe
 // collector reporting success prove it was read.
 void SystemdNspawnTest::Credentials() {
@@ -314,8 +315,8 @@ void SystemdNspawnTest::Credentials() {
       << Journal();
   EXPECT_THAT(text,
               HasSubstr("fabric_probe_rejected_total{reason=\"bad_mac\"} 0"));
-  // A reload: ExecReload's --check-config resolves the credential too, and
-  // --signal-reload (in the sandbox, reading /proc) accepts $MAINPID.
+  // A reload: the daemon resolves the credential again, and --signal-reload
+  // (in the sandbox, reading /proc) accepts $MAINPID and gets its verdict.
   std::string cursor = Cursor();
   ShellResult reload = In("systemctl reload fabricmon.service");
   EXPECT_EQ(reload.rc, 0) << reload.output << Journal(cursor);
