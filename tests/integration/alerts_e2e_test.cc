@@ -868,8 +868,9 @@ TEST(AlertsE2eTest, CounterSaturationFiresOneAlertPerPort) {
 // rx_corrected_bits_phy), the RoCE module warms past its own warning, the
 // links flap, then stay down. The alerts come in that order on the RoCE
 // port: FabricPortHighBer, then FabricPortFlapping, then FabricPortDown (a
-// host port; switch ports have no down alert of their own), and on the
-// switch link HighBer before Flapping; no port-health, transceiver or down
+// host port; switch ports have no down alert of their own), and Flapping on
+// the switch link (its BER is not read: both its ends host an SM, which
+// gets no PESC); no port-health, transceiver or down
 // alert fires for any other port. The order is the order in which the
 // polls first saw each alert firing, not a timing.
 TEST(AlertsE2eTest, DyingCableAlertsInOrderOnlyOnItsLinks) {
@@ -932,15 +933,17 @@ TEST(AlertsE2eTest, DyingCableAlertsInOrderOnlyOnItsLinks) {
     return it == first_poll.end() ? -1 : it->second;
   };
   for (const char* k : {"FabricPortHighBer host", "FabricPortFlapping host",
-                        "FabricPortDown host", "FabricPortHighBer switch",
-                        "FabricPortFlapping switch"}) {
+                        "FabricPortDown host", "FabricPortFlapping switch"}) {
     ASSERT_GT(at(k), 0) << k << " never fired; " << seen;
   }
   EXPECT_LT(at("FabricPortHighBer host"), at("FabricPortFlapping host"))
       << seen;
   EXPECT_LT(at("FabricPortFlapping host"), at("FabricPortDown host")) << seen;
-  EXPECT_LT(at("FabricPortHighBer switch"), at("FabricPortFlapping switch"))
-      << seen;
+  // The switch ends of this cable are ib-leaf0 and ib-spine, where the
+  // simulator runs the standby and the master SM: the sweep sends no PESC
+  // to an SM's LID (docs/mad-broker.md, "Never to a subnet manager"), so
+  // their FEC counters, and a switch-end BER alert, do not exist.
+  EXPECT_EQ(at("FabricPortHighBer switch"), -1) << seen;
   // The module's own warning: temperature past its threshold.
   EXPECT_GT(at("FabricTransceiverAlarm host"), 0) << seen;
 }

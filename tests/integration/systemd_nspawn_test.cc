@@ -342,6 +342,9 @@ void SystemdNspawnTest::Credentials() {
 // the watchdog and is restarted. WatchdogSec lowered in a drop-in to keep
 // the wait short.
 void SystemdNspawnTest::Watchdog() {
+  // The credentials step left a config the daemon refused (the running one
+  // was kept): a restart's ExecStartPre would refuse it too.
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(Config("")));
   ASSERT_EQ(In("printf '[Service]\\nWatchdogSec=3s\\nRestartSec=1s\\n' > " +
                std::string(kDropIns) +
                "/watchdog.conf && systemctl daemon-reload && "
