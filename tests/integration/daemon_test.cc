@@ -575,6 +575,14 @@ class NotifySocket {
     ssize_t n = recv(fd_, buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, n) : "";
   }
+  // Reads what is queued without waiting. A test that waits on something
+  // else must drain as systemd does: a unix datagram queue holds only ~10
+  // messages, and a full one blocks the daemon's sd_notify (its event loop,
+  // logs and all) until read.
+  void Drain() {
+    while (!Receive(std::chrono::milliseconds(0)).empty()) {
+    }
+  }
   // Receives until a datagram containing `want` arrives; returns everything
   // received on the way (including that datagram), "" on timeout.
   std::string ReceiveUntil(const std::string& want) {
@@ -650,13 +658,13 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenEveryCollectionIsStuck) {
   ASSERT_THAT(notify.ReceiveUntil("READY=1"), HasSubstr("READY=1"))
       << daemon.Stderr();
   ASSERT_TRUE(WaitFor([&] {
+    notify.Drain();
     return daemon.Stderr().find("no longer feeding the systemd watchdog") !=
            std::string::npos;
   })) << daemon.Stderr();
   // Drain what was sent before; from here on no ping may come (period
   // 100 ms, so ten would have come in this second).
-  while (!notify.Receive(std::chrono::milliseconds(0)).empty()) {
-  }
+  notify.Drain();
   std::string later;
   for (std::string msg;
        !(msg = notify.Receive(std::chrono::milliseconds(1000))).empty();) {
@@ -997,14 +1005,14 @@ TEST_F(DaemonTest, StopsFeedingTheWatchdogWhenMetricsDoesNotAnswer) {
         "(CONFIG_INET_DIAG_DESTROY, CAP_NET_ADMIN)");
   }
   ASSERT_TRUE(WaitFor([&] {
+    notify.Drain();
     return daemon.Stderr().find("the /metrics self-check got no answer") !=
            std::string::npos;
   })) << daemon.Stderr();
   EXPECT_THAT(daemon.Stderr(), HasSubstr("no longer feeding the systemd "
                                          "watchdog"));
   // From here on no ping may come (period 100 ms: ten would in a second).
-  while (!notify.Receive(std::chrono::milliseconds(0)).empty()) {
-  }
+  notify.Drain();
   std::string later;
   for (std::string msg;
        !(msg = notify.Receive(std::chrono::milliseconds(1000))).empty();) {
