@@ -10,30 +10,20 @@
 //
 //   congestion_cost [SWITCHES=2000] [PORTS=64] [HOSTS=20000] [ROOTS=2]
 //                   [SWEEPS=5]
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 
+#include "bench/cpu_seconds.h"
 #include "collectors/fabric_tree.h"
 #include "congestion/scenario.h"
 #include "sources/mad/discovery.h"
 #include "sources/mad/sweep.h"
 
-namespace {
-
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace fabric;
+  using bench::CpuSeconds;
   const int switches = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int ports = argc > 2 ? std::atoi(argv[2]) : 64;
   const int hosts = argc > 3 ? std::atoi(argv[3]) : 20000;

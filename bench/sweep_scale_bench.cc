@@ -8,28 +8,18 @@
 //
 //   sweep_scale_bench [SWITCHES=2000] [PORTS=64] [SERVICE_US=50]
 //                     [MAX_OUTSTANDING=512] [SHARDS=8]
-#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
+#include "bench/cpu_seconds.h"
 #include "simulator/mad.h"
 #include "sources/mad/sweep.h"
 
-namespace {
-
-double CpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace fabric;
+  using bench::CpuSeconds;
   const int switches = argc > 1 ? std::atoi(argv[1]) : 2000;
   const int ports = argc > 2 ? std::atoi(argv[2]) : 64;
   const int service_us = argc > 3 ? std::atoi(argv[3]) : 50;

@@ -166,6 +166,15 @@ class VectorSax {
       case kItem:
         if (key_ == "value") return Fail(kNoValue);
         return Push(key_ == "metric" ? kMetric : kSkip);
+      default:
+        return Nested();
+    }
+  }
+  bool end_object() { return Pop(); }
+  // An object or array in a metric or a value, where only strings and
+  // numbers belong; anywhere else a part nothing reads, skipped whole.
+  bool Nested() {
+    switch (Top()) {
       case kMetric:
         return Fail("label " + key_ + " is not a string");
       case kValue:
@@ -174,7 +183,6 @@ class VectorSax {
         return Push(kSkip);
     }
   }
-  bool end_object() { return Pop(); }
   bool start_array(std::size_t) {
     if (stack_.empty()) return Fail(kNotObject);
     switch (Top()) {
@@ -189,12 +197,8 @@ class VectorSax {
         if (key_ != "value") return Push(kSkip);
         index_ = 0;
         return Push(kValue);
-      case kMetric:
-        return Fail("label " + key_ + " is not a string");
-      case kValue:
-        return Fail(kNoValue);
       default:
-        return Push(kSkip);
+        return Nested();
     }
   }
   bool end_array() { return Pop(); }
