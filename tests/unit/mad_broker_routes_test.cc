@@ -20,6 +20,7 @@
 #include "sources/mad/broker.h"
 #include "sources/mad/broker_routes.h"
 #include "sources/mad/codec.h"
+#include "tests/support/broker_session.h"
 
 namespace fabric::mad::broker {
 namespace {
@@ -86,49 +87,15 @@ class FakeFabric final : public MadTransport {
   std::vector<Mad> answers_;
 };
 
-class BrokerRoutes : public ::testing::Test {
+class BrokerRoutes : public testing::BrokerSessionTest {
  protected:
   void SetUp() override {
-    int pair[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair), 0);
-    client_ = pair[0];
-    const int server = pair[1];
-    deps_.list_ports = [](std::string*) {
-      LocalPort p;
-      p.ca = "mlx5_0";
-      p.port = 1;
-      p.state = 4;
-      p.link_layer = "InfiniBand";
-      return std::vector<LocalPort>{p};
-    };
     deps_.open = [this](const std::string&, int, std::string*) {
       return std::make_unique<FakeFabric>(&posted_);
     };
     limits_.max_per_destination = 2;
-    server_ = std::thread([this, server] {
-      Serve(server, deps_, limits_);
-      ::close(server);
-    });
+    Serve();
     ASSERT_EQ(Call(MakeRequest(Kind::kOpen, 1)).status, Status::kOk);
-  }
-  void TearDown() override {
-    ::close(client_);
-    server_.join();
-  }
-  std::optional<Reply> Send(const std::vector<std::uint8_t>& bytes) {
-    EXPECT_EQ(::send(client_, bytes.data(), bytes.size(), 0),
-              static_cast<ssize_t>(bytes.size()));
-    std::vector<std::uint8_t> buf(kMaxMessage);
-    timeval tv{10, 0};
-    ::setsockopt(client_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    const ssize_t n = ::recv(client_, buf.data(), buf.size(), 0);
-    if (n <= 0) return std::nullopt;
-    return DecodeReply({buf.data(), static_cast<std::size_t>(n)});
-  }
-  Reply Call(const Request& r) {
-    auto reply = Send(EncodeRequest(r));
-    EXPECT_TRUE(reply) << "no reply: the session ended";
-    return reply.value_or(Reply{});
   }
   // A DR Get of `attr` along `path`; PortInfo is never answered.
   Reply Dr(std::uint16_t attr, const DrPath& path, std::uint32_t tid) {
@@ -160,10 +127,6 @@ class BrokerRoutes : public ::testing::Test {
     }
   }
 
-  int client_ = -1;
-  Deps deps_;
-  Limits limits_;
-  std::thread server_;
   std::vector<DrPath> posted_;
 };
 

@@ -15,6 +15,7 @@
 #include "sources/mad/broker.h"
 #include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
+#include "tests/support/broker_session.h"
 #include "tests/support/fake_mad_transport.h"
 #include "tests/support/paths.h"
 
@@ -163,22 +164,10 @@ TEST(BrokerProtocol, RepliesRoundTrip) {
 
 // A broker session on one end of a socket pair, over a fake wire that
 // answers every LID-routed Get and records what was posted.
-class BrokerSession : public ::testing::Test {
+class BrokerSession : public testing::BrokerSessionTest {
  protected:
   // Starts the session with limits_ and answer_ as the test set them.
   void Start() {
-    int pair[2];
-    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pair), 0);
-    client_ = pair[0];
-    const int server = pair[1];
-    deps_.list_ports = [](std::string*) {
-      LocalPort p;
-      p.ca = "mlx5_0";
-      p.port = 1;
-      p.state = 4;
-      p.link_layer = "InfiniBand";
-      return std::vector<LocalPort>{p};
-    };
     deps_.open = [this](const std::string&, int, std::string*) {
       return std::make_unique<testing::FakeMadTransport>(
           std::make_shared<testing::FakePortState>(),
@@ -190,42 +179,13 @@ class BrokerSession : public ::testing::Test {
             return r;
           });
     };
-    server_ = std::thread([this, server] {
-      rc_ = Serve(server, deps_, limits_, &counts_);
-      ::close(server);
-    });
-  }
-  void TearDown() override {
-    if (client_ >= 0) ::close(client_);
-    if (server_.joinable()) server_.join();
-  }
-  void Write(const std::vector<std::uint8_t>& bytes) {
-    ASSERT_EQ(::send(client_, bytes.data(), bytes.size(), 0),
-              static_cast<ssize_t>(bytes.size()));
-  }
-  std::optional<Reply> Read() {
-    std::vector<std::uint8_t> buf(kMaxMessage);
-    timeval tv{10, 0};
-    ::setsockopt(client_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    const ssize_t n = ::recv(client_, buf.data(), buf.size(), 0);
-    if (n <= 0) return std::nullopt;
-    return DecodeReply({buf.data(), static_cast<std::size_t>(n)});
+    Serve();
   }
   // Every reply of the next datagram.
   std::vector<Reply> ReadAll() {
-    std::vector<std::uint8_t> buf(kMaxMessage);
-    timeval tv{10, 0};
-    ::setsockopt(client_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    const ssize_t n = ::recv(client_, buf.data(), buf.size(), 0);
-    if (n <= 0) return {};
-    return DecodeReplies({buf.data(), static_cast<std::size_t>(n)})
-        .value_or(std::vector<Reply>{});
-  }
-  Reply Call(const Request& r) {
-    Write(EncodeRequest(r));
-    auto reply = Read();
-    EXPECT_TRUE(reply);
-    return reply.value_or(Reply{});
+    const auto d = Datagram();
+    if (!d) return {};
+    return DecodeReplies({d->data(), d->size()}).value_or(std::vector<Reply>{});
   }
   Request MadRequest(const Mad& mad, std::uint32_t tid,
                      std::uint16_t dlid = 5) {
@@ -239,20 +199,8 @@ class BrokerSession : public ::testing::Test {
     Request open = MakeRequest(Kind::kOpen, 1);
     EXPECT_EQ(Call(open).status, Status::kOk);
   }
-  void Hangup() {
-    ::close(client_);
-    client_ = -1;
-    server_.join();
-  }
-
-  int client_ = -1;
   bool answer_ = true;
-  Deps deps_;
-  Limits limits_;
-  std::thread server_;
   std::vector<Mad> posted_;  // the server thread's, read after Hangup()
-  RefusalCounts counts_{};
-  int rc_ = -1;
 };
 
 TEST_F(BrokerSession, AnswersAllowedGetsAndSendsExactlyThem) {
