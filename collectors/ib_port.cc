@@ -217,8 +217,11 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
 
 class IbPortCollector final : public Collector {
  public:
-  IbPortCollector(CollectorEnv env, DeviceFilter devices)
-      : env_(std::move(env)), devices_(std::move(devices)) {}
+  IbPortCollector(CollectorEnv env, DeviceFilter devices,
+                  CounterFilter series)
+      : env_(std::move(env)),
+        devices_(std::move(devices)),
+        series_(std::move(series)) {}
 
   std::string_view Name() const override { return "ib_port"; }
 
@@ -373,7 +376,8 @@ class IbPortCollector final : public Collector {
   // What one counters/ or counters_ext/ listing means, worked out when the
   // listing first appears (or changes) instead of per file per poll: each
   // file's read handle and kPortFiles row (kOther: exported as
-  // fabric_port_other_total; kDrop: an ext file whose quantity has no row).
+  // fabric_port_other_total; kDrop: not read, an ext file whose quantity
+  // has no row or a file none of whose series the config keeps).
   static constexpr std::size_t kOther = kNumPortFiles;
   static constexpr std::size_t kDrop = kNumPortFiles + 1;
   struct CounterPlan {
@@ -393,7 +397,6 @@ class IbPortCollector final : public Collector {
     plan.files.clear();
     plan.rows.clear();
     for (const auto& file : files) {
-      plan.files.push_back(reader_->Keep(dir, file));
       std::size_t row = kOther;
       if (!ext) {
         row = std::min(FindCounter(file), kOther);
@@ -401,9 +404,27 @@ class IbPortCollector final : public Collector {
         row = FindCounter(spec->counters_file);
         if (row >= kNumPortFiles) row = kDrop;
       }
+      if (!Wanted(row, file)) row = kDrop;
       plan.rows.push_back(row);
+      plan.files.push_back(row == kDrop ? SysfsReader::KeptFile{}
+                                        : reader_->Keep(dir, file));
     }
     return plan;
+  }
+
+  // Whether the config keeps a series of this file (CollectCounters'
+  // families): one it drops is not read at all, so excluding counters saves
+  // their reads (issue 44 item 3), not only their series.
+  bool Wanted(std::size_t row, std::string_view file) const {
+    if (row == kDrop) return false;
+    if (series_.empty()) return true;
+    if (row == kOther) return series_.Allows(kOtherCounter, file);
+    const auto& spec = kPortFiles[row];
+    const std::string_view name = spec.file.substr(kCountersPrefix.size());
+    return (spec.metric == kErrors ? series_.Allows(kErrors, name)
+                                   : series_.Allows(spec.metric, "")) ||
+           (spec.saturate_bits > 0 &&
+            series_.Allows("fabric_port_counters_saturated", name));
   }
 
   // Reads the listed counters of `dir` into values/have (by row) and
@@ -422,6 +443,8 @@ class IbPortCollector final : public Collector {
     const CounterPlan& plan = Plan(dir, *files, ext);
     char buf[64];  // a counter is at most 20 digits
     for (std::size_t i = 0; i < plan.files.size(); ++i) {
+      const std::size_t row = plan.rows[i];
+      if (row == kDrop) continue;
       const std::string& name = plan.names[i];
       const auto r = reader_->ReadKept(plan.files[i], buf);
       if (!r.ok()) {
@@ -434,7 +457,6 @@ class IbPortCollector final : public Collector {
                   std::string(ParseStatusName(parsed.status)));
         continue;
       }
-      const std::size_t row = plan.rows[i];
       if (row < kNumPortFiles) {
         values[row] = parsed.value;
         have[row] = true;
@@ -502,6 +524,7 @@ class IbPortCollector final : public Collector {
 
   CollectorEnv env_;
   DeviceFilter devices_;
+  CounterFilter series_;
   // Created on the first Collect(); keeps directory handles and open
   // attribute files from one collection to the next (sources/sysfs.h).
   mutable std::unique_ptr<SysfsReader> reader_;
@@ -517,7 +540,8 @@ class IbPortCollector final : public Collector {
 
 std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return std::make_unique<IbPortCollector>(env, config.devices);
+  return std::make_unique<IbPortCollector>(env, config.devices,
+                                           config.series);
 }
 
 CollectorSpec IbPortCollectorSpec() {

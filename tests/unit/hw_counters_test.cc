@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/support/fake_sysfs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
 
@@ -173,6 +174,38 @@ TEST_F(HwCountersWrapTest, WrapThenDeviceReappears) {
   // Back with fresh counters: exported as read, a genuine reset.
   Write("12", "0");
   EXPECT_EQ(OutOfSequence(*collector), 12.0);
+}
+
+}  // namespace
+}  // namespace fabric
+
+namespace fabric {
+namespace {
+
+// Issue 44 item 3: a counter whose every series the config drops is never
+// read; one whose dedicated metric is kept still is.
+TEST(HwCountersFilterTest, ExcludedCountersAreNotRead) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string dir = "class/infiniband/mlx5_0/ports/1/hw_counters/";
+  fs->File(dir + "np_cnp_sent", "9\n");
+  fs->File(dir + "rx_write_requests", "5\n");
+  fs->File(dir + "out_of_sequence", "3\n");
+  fs->File("class/infiniband/mlx5_0/ports/1/link_layer", "Ethernet\n");
+  CollectorEnv env;
+  env.sysfs = fs;
+  CollectorConfig config;
+  config.series = CounterFilter(
+      {}, {"rx_write_requests", "out_of_sequence", "fabric_hw_counters_total"});
+  auto collector = MakeHwCountersCollector(env, config);
+  auto c = testing::Run(*collector);
+  EXPECT_TRUE(c.ok);
+  EXPECT_GT(fs->Reads(dir + "np_cnp_sent"), 0);
+  EXPECT_EQ(fs->Reads(dir + "rx_write_requests"), 0);
+  EXPECT_EQ(c.Value("fabric_roce_cnp_sent_total", {{"device", "mlx5_0"}}),
+            9.0);
+  // out_of_sequence's own metric is not excluded: it is read.
+  EXPECT_TRUE(
+      c.Value("fabric_roce_out_of_sequence_total", {{"device", "mlx5_0"}}));
 }
 
 }  // namespace
