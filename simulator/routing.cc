@@ -22,7 +22,7 @@ std::uint16_t MinHopRouting::top() const {
 }
 
 const std::vector<std::uint16_t>& MinHopRouting::Distances(int to) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto [it, fresh] = distances_.try_emplace(to);
   if (!fresh) return it->second;
   // Breadth first from the owning switch: hops to it from every switch.

@@ -14,9 +14,10 @@
 #include <array>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace fabric::sim {
 
@@ -39,8 +40,10 @@ class MinHopRouting {
 
   std::vector<std::vector<int>> peers_;
   std::map<std::uint16_t, std::pair<int, int>> owners_;
-  mutable std::mutex mu_;
-  mutable std::unordered_map<int, std::vector<std::uint16_t>> distances_;
+  mutable Mutex mu_;
+  // Node-based: a returned vector stays put while others are added.
+  mutable std::unordered_map<int, std::vector<std::uint16_t>> distances_
+      GUARDED_BY(mu_);
 };
 
 // The SMP data of a switch's answer from `routing`: SwitchInfo (IBA
