@@ -199,20 +199,25 @@ int main(int argc, char** argv) {
   std::vector<ProbePair> pairs;
   if (prom) {
     const PairQueries q = MakePairQueries(window, baseline);
-    PairAnswers answers;
-    for (auto [promql, out] : {std::pair{&q.sent, &answers.sent},
-                               {&q.lost, &answers.lost},
-                               {&q.rtt, &answers.rtt},
-                               {&q.baseline, &answers.baseline},
-                               {&q.info, &answers.info},
-                               {&q.path, &answers.path}}) {
-      if (int rc = query(*promql, out)) return rc;
+    // One answer's samples at a time, folded into one row per pair
+    // (docs/locate.md, "Memory").
+    using A = PairJoin::Answer;
+    PairJoin join;
+    for (auto [promql, which] : {std::pair{&q.sent, A::kSent},
+                                 {&q.lost, A::kLost},
+                                 {&q.rtt, A::kRtt},
+                                 {&q.baseline, A::kBaseline},
+                                 {&q.info, A::kInfo},
+                                 {&q.path, A::kPath}}) {
+      std::vector<PromSample> answer;
+      if (int rc = query(*promql, &answer)) return rc;
+      join.Add(which, answer);
     }
-    if (answers.sent.empty() && !link) {
+    if (!join.HasSent() && !link) {
       return Fail(kNoProbeData, "no probe data in the last " + window +
                                     " (fabric_probe_sent_total has no series)");
     }
-    pairs = JoinPairs(answers, thresholds);
+    pairs = join.Join(thresholds);
   }
 
   if (link) {

@@ -32,13 +32,6 @@ std::pair<std::string, std::string> KeyOf(const PromSample& s) {
 
 using Key = std::pair<std::string, std::string>;
 
-std::map<Key, double> ByKey(const std::vector<PromSample>& samples) {
-  std::map<Key, double> out;
-  // Two samples for one pair (an answer not aggregated as asked) add up.
-  for (const PromSample& s : samples) out[KeyOf(s)] += s.value;
-  return out;
-}
-
 // A decimal LID as the probe exports it; 0 when absent or not unicast.
 std::uint16_t ParseLid(const std::string& text) {
   unsigned v = 0;
@@ -132,53 +125,67 @@ PairQueries MakePairQueries(const std::string& window,
   };
 }
 
-std::vector<ProbePair> JoinPairs(const PairAnswers& a, const Thresholds& t) {
-  const auto sent = ByKey(a.sent);
-  const auto lost = ByKey(a.lost);
-  std::map<Key, double> rtt, baseline;
-  for (const PromSample& s : a.rtt) {
-    if (std::isfinite(s.value)) rtt[KeyOf(s)] = s.value;
+void PairJoin::Add(Answer which, const std::vector<PromSample>& samples) {
+  if (which == Answer::kPath) {
+    path_.insert(path_.end(), samples.begin(), samples.end());
+    return;
   }
-  for (const PromSample& s : a.baseline) {
-    if (std::isfinite(s.value)) baseline[KeyOf(s)] = s.value;
+  for (const PromSample& s : samples) {
+    Row& row = rows_[KeyOf(s)];
+    switch (which) {
+      case Answer::kSent:
+        // Two samples for one pair (an answer not aggregated as asked) add
+        // up.
+        row.in_sent = true;
+        row.sent += s.value;
+        has_sent_ = true;
+        break;
+      case Answer::kLost:
+        row.lost += s.value;
+        break;
+      case Answer::kRtt:
+        if (std::isfinite(s.value)) row.rtt = s.value;
+        break;
+      case Answer::kBaseline:
+        if (std::isfinite(s.value)) row.baseline = s.value;
+        break;
+      case Answer::kInfo:
+        row.ports.insert({Label(s, "local_lid"), Label(s, "remote_lid")});
+        break;
+      case Answer::kPath:
+        break;
+    }
   }
+}
+
+std::vector<ProbePair> PairJoin::Join(const Thresholds& t) const {
   std::optional<double> median;
-  if (!rtt.empty()) {
-    std::vector<double> v;
-    for (const auto& [k, x] : rtt) v.push_back(x);
+  std::vector<double> v;
+  for (const auto& [key, row] : rows_) {
+    if (row.rtt) v.push_back(*row.rtt);
+  }
+  if (!v.empty()) {
     std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
     median = v[v.size() / 2];
   }
-  // Ports per pair: the distinct (local LID, remote LID) it was seen with.
-  std::map<Key, std::set<std::pair<std::string, std::string>>> ports;
-  for (const PromSample& s : a.info) {
-    ports[KeyOf(s)].insert({Label(s, "local_lid"), Label(s, "remote_lid")});
-  }
-  const IpPaths ip = IpPathsOf(a.path);
+  const IpPaths ip = IpPathsOf(path_);
   std::vector<ProbePair> out;
-  for (const auto& [key, n] : sent) {
+  for (const auto& [key, row] : rows_) {
+    if (!row.in_sent) continue;
     ProbePair p;
     p.prober = key.first;
     p.peer = key.second;
-    p.measure.sent = n;
-    const auto l = lost.find(key);
-    p.measure.lost = l == lost.end() ? 0 : l->second;
-    if (const auto r = rtt.find(key); r != rtt.end()) {
-      p.measure.rtt_seconds = r->second;
-    }
-    if (const auto b = baseline.find(key); b != baseline.end()) {
-      p.measure.baseline_seconds = b->second;
-    } else {
-      p.measure.baseline_seconds = median;
-    }
+    p.measure.sent = row.sent;
+    p.measure.lost = row.lost;
+    if (row.rtt) p.measure.rtt_seconds = *row.rtt;
+    p.measure.baseline_seconds = row.baseline ? row.baseline : median;
     p.verdict = Classify(p.measure, t);
-    const auto pi = ports.find(key);
-    if (pi == ports.end()) {
+    if (row.ports.empty()) {
       p.unmapped_reason = "no fabric_probe_pair_info";
-    } else if (pi->second.size() > 1) {
+    } else if (row.ports.size() > 1) {
       p.unmapped_reason = "its ports changed within the window";
     } else {
-      const auto& [local, remote] = *pi->second.begin();
+      const auto& [local, remote] = *row.ports.begin();
       p.src_lid = ParseLid(local);
       p.dst_lid = ParseLid(remote);
       if (p.src_lid == 0 || p.dst_lid == 0) {
@@ -193,6 +200,18 @@ std::vector<ProbePair> JoinPairs(const PairAnswers& a, const Thresholds& t) {
     out.push_back(std::move(p));
   }
   return out;
+}
+
+std::vector<ProbePair> JoinPairs(const PairAnswers& a, const Thresholds& t) {
+  PairJoin join;
+  using A = PairJoin::Answer;
+  join.Add(A::kSent, a.sent);
+  join.Add(A::kLost, a.lost);
+  join.Add(A::kRtt, a.rtt);
+  join.Add(A::kBaseline, a.baseline);
+  join.Add(A::kInfo, a.info);
+  join.Add(A::kPath, a.path);
+  return join.Join(t);
 }
 
 }  // namespace fabric::locate

@@ -13,11 +13,16 @@
 // peer's own trace back to the prober's address when it has one (answers
 // take that flow's path). Pairs with neither are listed by the report.
 //
-// Thread-safety: pure functions on values.
+// Thread-safety: pure functions on values; a PairJoin is used by one
+// thread.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "locate/prometheus.h"
@@ -54,5 +59,30 @@ struct ProbePair {
 // RTTs over all pairs (a hotspot stands out from the rest of the fabric).
 std::vector<ProbePair> JoinPairs(const PairAnswers& answers,
                                  const Thresholds& thresholds);
+
+// The same join, fed one answer at a time, so that the caller holds one
+// answer's samples (a label map per series) at a time and, across answers,
+// only one row per pair (docs/locate.md, "Memory": at 250,000 pairs this
+// is what keeps the peak near one answer's size instead of five).
+// JoinPairs is Add of each answer, then Join.
+class PairJoin {
+ public:
+  enum class Answer { kSent, kLost, kRtt, kBaseline, kInfo, kPath };
+  void Add(Answer which, const std::vector<PromSample>& samples);
+  bool HasSent() const { return has_sent_; }
+  std::vector<ProbePair> Join(const Thresholds& thresholds) const;
+
+ private:
+  struct Row {
+    bool in_sent = false;
+    double sent = 0, lost = 0;
+    std::optional<double> rtt, baseline;
+    // The distinct (local LID, remote LID) the pair was seen with.
+    std::set<std::pair<std::string, std::string>> ports;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows_;
+  std::vector<PromSample> path_;  // routed pairs' traces only: few
+  bool has_sent_ = false;
+};
 
 }  // namespace fabric::locate

@@ -131,6 +131,50 @@ TEST(LocatePairs, JoinsLossRttAndPortsAndListsTheUnmapped) {
   EXPECT_TRUE(JoinPairs({}, {}).empty());
 }
 
+// fabricmon-locate feeds the answers one at a time (so it holds one at a
+// time), in its own order; any order must give JoinPairs' pairs, and a pair
+// that is only in another answer (a lost count, an RTT) is no pair, though
+// its RTT still counts towards the median baseline.
+TEST(LocatePairs, IncrementalJoinIsJoinPairsInAnyOrder) {
+  const std::map<std::string, std::string> ab = {{"instance", "a"},
+                                                 {"peer", "b"}};
+  const std::map<std::string, std::string> ac = {{"instance", "a"},
+                                                 {"peer", "c"}};
+  const std::map<std::string, std::string> ax = {{"instance", "a"},
+                                                 {"peer", "x"}};
+  PairAnswers a;
+  a.sent = {S(ab, 60), S(ac, 100), S(ab, 40)};  // ab's two samples add up
+  a.lost = {S(ab, 20), S(ax, 5)};
+  a.rtt = {S(ab, 10e-6), S(ac, 11e-6), S(ax, 900e-6)};
+  a.baseline = {S(ac, 2e-6)};
+  using A = PairJoin::Answer;
+  PairJoin join;
+  EXPECT_FALSE(join.HasSent());
+  join.Add(A::kBaseline, a.baseline);
+  join.Add(A::kRtt, a.rtt);
+  join.Add(A::kLost, a.lost);
+  EXPECT_FALSE(join.HasSent());  // rows, but no pair sent anything
+  join.Add(A::kSent, a.sent);
+  EXPECT_TRUE(join.HasSent());
+  const std::vector<ProbePair> p = join.Join({});
+  const std::vector<ProbePair> q = JoinPairs(a, {});
+  ASSERT_EQ(p.size(), 2u);
+  ASSERT_EQ(q.size(), 2u);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    EXPECT_EQ(p[i].peer, q[i].peer);
+    EXPECT_EQ(p[i].measure.sent, q[i].measure.sent);
+    EXPECT_EQ(p[i].measure.lost, q[i].measure.lost);
+    EXPECT_EQ(p[i].measure.baseline_seconds, q[i].measure.baseline_seconds);
+    EXPECT_EQ(p[i].verdict.verdict, q[i].verdict.verdict);
+  }
+  EXPECT_EQ(p[0].peer, "b");
+  EXPECT_EQ(p[0].measure.sent, 100);
+  EXPECT_EQ(p[0].measure.lost, 20);
+  // b has no baseline of its own: the median of all three RTTs (11 us).
+  EXPECT_EQ(p[0].measure.baseline_seconds, 11e-6);
+  EXPECT_EQ(p[1].measure.baseline_seconds, 2e-6);  // c's own
+}
+
 TEST(LocateCounters, JoinsByPortAndSkipsBadLabels) {
   const auto queries = MakeCounterQueries("30m", {0x10, 0x20});
   ASSERT_FALSE(queries.empty());
