@@ -298,12 +298,16 @@ class FabricCollector : public Collector {
                        "Packets received (PortCountersExtended PortRcvPkts).",
                        labels(), static_cast<double>(p.extended->rcv_pkts));
         }
-        if (p.counters) {
+        if (p.xmit_wait) {
           sink.Counter("fabric_switch_port_transmit_wait_total",
-                       "Ticks with data to send but no credits "
-                       "(PortCounters PortXmitWait, 32-bit: it saturates, "
-                       "see fabric_switch_port_counters_saturated).",
-                       labels(), static_cast<double>(p.counters->xmit_wait));
+                       "Ticks with data to send but no credits (PortXmitWait: "
+                       "the 64-bit PortCountersExtended one where the switch "
+                       "PMA advertises it, else the 32-bit PortCounters one, "
+                       "which saturates: see "
+                       "fabric_switch_port_counters_saturated).",
+                       labels(), static_cast<double>(p.xmit_wait->ticks));
+        }
+        if (p.counters) {
           for (const auto& [error, value] : p.counters->errors) {
             Labels l = labels();
             l.insert(l.begin(), {"error", error});

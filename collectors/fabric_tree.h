@@ -66,6 +66,7 @@ class FabricTrees {
   struct Prev {
     std::uint64_t xmit_wait = 0, xmit_data = 0, rcv_data = 0;
     bool wait_ok = false, data_ok = false;
+    bool wait_wide = false;  // xmit_wait from the 64-bit field
     double at = 0;
     double wait_seconds_total = 0;
   };

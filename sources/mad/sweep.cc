@@ -53,6 +53,25 @@ std::optional<Shard> ParseShard(const std::string& text) {
   }
 }
 
+void ChooseXmitWait(SwitchPortSample& p, bool wide) {
+  p.xmit_wait.reset();
+  if (!wide) {
+    if (p.extended) p.extended->xmit_wait.reset();
+    if (p.counters) {
+      const auto& sat = p.counters->saturated;
+      p.xmit_wait = PortXmitWait{
+          .ticks = p.counters->xmit_wait,
+          .saturated = std::find(sat.begin(), sat.end(), "port_xmit_wait") !=
+                       sat.end()};
+    }
+    return;
+  }
+  if (p.counters) std::erase(p.counters->saturated, "port_xmit_wait");
+  if (p.extended && p.extended->xmit_wait) {
+    p.xmit_wait = PortXmitWait{.ticks = *p.extended->xmit_wait, .wide = true};
+  }
+}
+
 namespace {
 
 using Support = PescSwitchState::Support;
@@ -242,7 +261,11 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             sp.counters = DecodePortCounters(*r, &error);
             break;
           case Ask::kExtended:
-            sp.extended = DecodePortCountersExtended(*r, &error);
+            // PortXmitWait read as if advertised: this switch's first
+            // ClassPortInfo may answer after it; ChooseXmitWait drops it
+            // after the sweep unless the PMA does advertise it.
+            sp.extended =
+                DecodePortCountersExtended(*r, &error, /*additional=*/true);
             break;
           case Ask::kPortInfoExtended: {
             PescSwitchState& st = (*pesc)[s.guid];
@@ -283,6 +306,13 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   out.stats.timeouts -= std::min(out.stats.timeouts, probe_timeouts);
   out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
   for (SwitchSample& s : out.switches) {
+    bool wide = false;
+    if (pesc && !s.hosts_sm) {
+      auto it = pesc->find(s.guid);
+      wide = it != pesc->end() && it->second.class_port_info &&
+             it->second.class_port_info->AddlPortCountersExtendedSupported();
+    }
+    for (SwitchPortSample& p : s.ports) ChooseXmitWait(p, wide);
     if (!s.reachable) ++out.unreachable;
     if (s.hosts_sm) {
       ++out.hosts_sm;

@@ -18,6 +18,18 @@
 // are the PMA's answer, not loss. Once supported, every linked port's PESC
 // is sent with the sweep's other MADs (no extra round trip).
 //
+// PortXmitWait (issue 42): the 32-bit PortCounters field saturates at
+// 2^32-1 ticks (under a second of waiting on a Quantum-2 NDR port, whose tick
+// is 8 bytes). PortCountersExtended carries a 64-bit one when the switch
+// PMA's ClassPortInfo:CapabilityMask2 has IsAddlPortCountersExtendedSupported
+// (as perfquery -x decides). The ClassPortInfo is the one the PESC path
+// already asks once per switch and topology generation (kept in PescCache),
+// so the choice costs no MAD: a switch whose cached answer advertises the
+// bit has its PortXmitWait from PortCountersExtended, any other (no PESC
+// cache, an SM's switch, a ClassPortInfo lost or without the bit: ibsim
+// echoes the request, so all zero) from PortCounters, as before.
+// SwitchPortSample::xmit_wait holds the chosen one.
+//
 // Never to a subnet manager: a switch whose LID is an SM's (port 0's
 // PortInfo CapabilityMask has IsSM at discovery, or `sm_lids`, e.g. the
 // master SM LID the local port names now) gets no PESC path at all (no PMA
@@ -58,13 +70,30 @@ struct Shard {
 // "i/n" with 1 <= i <= n; nullopt otherwise.
 std::optional<Shard> ParseShard(const std::string& text);
 
+// A switch port's PortXmitWait as the sweep exports it.
+struct PortXmitWait {
+  std::uint64_t ticks = 0;
+  bool wide = false;       // from PortCountersExtended (64-bit)
+  bool saturated = false;  // the 32-bit one at 2^32-1: no longer counts
+};
+
 struct SwitchPortSample {
   int num = 0;
   std::optional<PortInfo> info;  // absent when PortInfo got no answer
   std::optional<PortCounters> counters;
   std::optional<PortCountersExtended> extended;
   std::optional<PortExtendedSpeedsCounters> pesc;
+  // From `extended` when the PMA advertises the 64-bit one (then absent if
+  // PortCountersExtended got no answer: never a 32-bit value in between),
+  // else from `counters`.
+  std::optional<PortXmitWait> xmit_wait;
 };
+
+// Fills p.xmit_wait as above; `wide`: the switch PMA advertises
+// IsAddlPortCountersExtendedSupported. Without it p.extended->xmit_wait is
+// dropped (reserved bytes); with it "port_xmit_wait" leaves
+// p.counters->saturated (the exported one no longer saturates).
+void ChooseXmitWait(SwitchPortSample& p, bool wide);
 
 struct SwitchSample {
   std::uint64_t guid = 0;
