@@ -151,7 +151,12 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
         }
       }
     }
-    if (st && st->support == Support::kUnknown) {
+    // An SM's switch gets the ClassPortInfo alone, for the PortXmitWait
+    // choice (see sweep.h), until it answers: never a PESC path.
+    const bool ask_cpi =
+        st ? st->support == Support::kUnknown
+           : pesc && n.lid != 0 && !(*pesc)[n.guid].class_port_info;
+    if (ask_cpi) {
       pending.push_back({.dlid = n.lid,
                          .mad = PmaClassPortInfoGet(),
                          .cookie = cookie(index, 0, Ask::kClassPortInfo)});
@@ -214,6 +219,10 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             cpi = DecodePmaClassPortInfo(*r, &error);
           } else {
             ++s.failed_mads;
+          }
+          if (s.hosts_sm) {  // the PortXmitWait choice only
+            if (cpi) (*pesc)[s.guid].class_port_info = cpi;
+            return;
           }
           if (!cpi) return unsupported(index);
           (*pesc)[s.guid].class_port_info = cpi;
@@ -307,7 +316,7 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
   for (SwitchSample& s : out.switches) {
     bool wide = false;
-    if (pesc && !s.hosts_sm) {
+    if (pesc) {
       auto it = pesc->find(s.guid);
       wide = it != pesc->end() && it->second.class_port_info &&
              it->second.class_port_info->AddlPortCountersExtendedSupported();

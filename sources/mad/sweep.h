@@ -26,15 +26,18 @@
 // already asks once per switch and topology generation (kept in PescCache),
 // so the choice costs no MAD: a switch whose cached answer advertises the
 // bit has its PortXmitWait from PortCountersExtended, any other (no PESC
-// cache, an SM's switch, a ClassPortInfo lost or without the bit: ibsim
-// echoes the request, so all zero) from PortCounters, as before.
-// SwitchPortSample::xmit_wait holds the chosen one.
+// cache, a ClassPortInfo lost or without the bit: ibsim echoes the request,
+// so all zero) from PortCounters, as before. An SM's switch (below) gets
+// that ClassPortInfo too, alone and until it answers: its PMA answers it
+// (ibsim its own, as it answers PortCounters; see docs/mad-broker.md), and
+// managed switches often host the SM. SwitchPortSample::xmit_wait holds the
+// chosen one.
 //
 // Never to a subnet manager: a switch whose LID is an SM's (port 0's
 // PortInfo CapabilityMask has IsSM at discovery, or `sm_lids`, e.g. the
-// master SM LID the local port names now) gets no PESC path at all (no PMA
-// ClassPortInfo, PortInfoExtended or PESC), only PortInfo, PortCounters and
-// PortCountersExtended. A real kernel never hands such a Get to OpenSM (the
+// master SM LID the local port names now) gets no PESC path at all (no
+// PortInfoExtended or PESC), only PortInfo, PortCounters,
+// PortCountersExtended and the PMA ClassPortInfo (for PortXmitWait, above). A real kernel never hands such a Get to OpenSM (the
 // HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
 // methods), but ibsim forwards every PMA attribute it does not implement to
 // the SM attached at the destination port, and OpenSM 3.3.23's PerfMgr

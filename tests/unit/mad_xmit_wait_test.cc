@@ -236,20 +236,30 @@ TEST(XmitWaitSweep, PmaWithoutTheBitKeepsThe32BitWait) {
 }
 
 TEST(XmitWaitSweep, NoClassPortInfoAskedMeansThe32BitWait) {
-  // No PESC cache (pesc: false), or an SM's switch: no ClassPortInfo is
-  // sent, so nothing advertises the wide one.
+  // No PESC cache (pesc: false): no ClassPortInfo is sent, so nothing
+  // advertises the wide one.
   Rig rig(0x2);
   MadOptions options;
   options.timeout = std::chrono::milliseconds(1);
-  SweepResult r = Sweep(*rig.transport, rig.topology, Shard{}, options);
+  const SweepResult r = Sweep(*rig.transport, rig.topology, Shard{}, options);
   EXPECT_EQ(rig.asked[CLASS_PORT_INFO], 0);
   EXPECT_FALSE(r.switches[0].ports[0].xmit_wait->wide);
+}
 
+TEST(XmitWaitSweep, AnSmsSwitchGetsTheClassPortInfoButNoPesc) {
   Rig sm(0x2, /*sm_here=*/true);
+  SweepResult r = sm.Sweep();
+  EXPECT_TRUE(r.switches[0].hosts_sm);
+  EXPECT_EQ(sm.asked[CLASS_PORT_INFO], 1);
+  EXPECT_EQ(sm.asked[kAttrPortExtendedSpeedsCounters], 0);
+  ASSERT_TRUE(r.switches[0].ports[0].xmit_wait);
+  EXPECT_TRUE(r.switches[0].ports[0].xmit_wait->wide);
+  EXPECT_EQ(r.switches[0].ports[0].xmit_wait->ticks, 3 * kTwo32 + 5);
+  // Answered: not asked again; still no PESC.
   r = sm.Sweep();
   EXPECT_EQ(sm.asked[CLASS_PORT_INFO], 0);
-  EXPECT_TRUE(r.switches[0].hosts_sm);
-  EXPECT_FALSE(r.switches[0].ports[0].xmit_wait->wide);
+  EXPECT_EQ(sm.asked[kAttrPortExtendedSpeedsCounters], 0);
+  EXPECT_TRUE(r.switches[0].ports[1].xmit_wait->wide);
 }
 
 MadOptions Fast() {
