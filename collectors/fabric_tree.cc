@@ -160,6 +160,7 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
     // Routes may differ: tables, next hops and counters start again.
     generation_ = generation;
     lfts_.clear();
+    edge_pma_.clear();
     index_.Reset();
   }
   const double cpu_start = CpuNow();
@@ -200,8 +201,11 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
         edge_topology.by_guid[g] = edge_topology.nodes.size();
         edge_topology.nodes.push_back(*topology.Find(g));
       }
+      // No PESC here; the ClassPortInfo once per switch and generation, so
+      // a foreign next hop's PortXmitWait is 64-bit where its owner's is.
       const mad::SweepResult extra =
-          mad::Sweep(transport, edge_topology, mad::Shard{}, options);
+          mad::Sweep(transport, edge_topology, mad::Shard{}, options,
+                     &edge_pma_, {}, /*pesc_mads=*/false);
       for (const mad::SwitchSample& s : extra.switches) {
         const mad::FabricNode* node = topology.Find(s.guid);
         for (const mad::SwitchPortSample& p : s.ports) {

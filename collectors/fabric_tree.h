@@ -86,6 +86,7 @@ class FabricTrees {
   std::uint64_t generation_ = 0;
   std::unique_ptr<mad::RouteTracer> tracer_;
   congestion::Lfts lfts_;
+  mad::PescCache edge_pma_;  // edge switches' PMA ClassPortInfo
   std::map<std::uint64_t, std::string> table_errors_;
   congestion::RouteIndex index_;
   congestion::Tracker tracker_;

@@ -361,7 +361,7 @@ void Put32(std::uint8_t* at, std::uint64_t v) {
 // (IsPMRSFECCountersSupported: the RS-FEC PESC layout exists);
 // CapabilityMask2 bit 1 (IsAddlPortCountersExtendedSupported: the 64-bit
 // error counters and PortXmitWait in PortCountersExtended, which
-// FillPortCountersExt fills), as Quantum-2 and ConnectX-7 PMAs advertise.
+// FillPortCountersExt fills).
 void FillPmaClassPortInfo(std::uint8_t* data) {
   ib_class_port_info_t cpi{};
   cpi.base_ver = 1;

@@ -95,7 +95,8 @@ std::uint32_t CapabilityOf(const FabricNode& n, int port) {
 
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
-                  PescCache* pesc, const std::vector<std::uint16_t>& sm_lids) {
+                  PescCache* pesc, const std::vector<std::uint16_t>& sm_lids,
+                  bool pesc_mads) {
   SweepResult out;
   std::set<std::uint16_t> sms(sm_lids.begin(), sm_lids.end());
   for (std::uint16_t lid : topology.SmLids()) sms.insert(lid);
@@ -126,8 +127,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
     s.lid = n.lid;
     s.description = n.description;
     s.hosts_sm = n.lid != 0 && sms.count(n.lid) > 0;
-    PescSwitchState* st =
-        pesc && n.lid != 0 && !s.hosts_sm ? &(*pesc)[n.guid] : nullptr;
+    PescSwitchState* st = pesc && pesc_mads && n.lid != 0 && !s.hosts_sm
+                              ? &(*pesc)[n.guid]
+                              : nullptr;
     for (int p = 1; p <= n.num_ports; ++p) {
       SwitchPortSample sample;
       sample.num = p;
@@ -151,8 +153,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
         }
       }
     }
-    // An SM's switch gets the ClassPortInfo alone, for the PortXmitWait
-    // choice (see sweep.h), until it answers: never a PESC path.
+    // An SM's switch (or any, without `pesc_mads`) gets the ClassPortInfo
+    // alone, for the PortXmitWait choice (see sweep.h), until it answers:
+    // never a PESC path.
     const bool ask_cpi =
         st ? st->support == Support::kUnknown
            : pesc && n.lid != 0 && !(*pesc)[n.guid].class_port_info;
@@ -220,7 +223,7 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           } else {
             ++s.failed_mads;
           }
-          if (s.hosts_sm) {  // the PortXmitWait choice only
+          if (s.hosts_sm || !pesc_mads) {  // the PortXmitWait choice only
             if (cpi) (*pesc)[s.guid].class_port_info = cpi;
             return;
           }
@@ -325,7 +328,7 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
     if (!s.reachable) ++out.unreachable;
     if (s.hosts_sm) {
       ++out.hosts_sm;
-    } else if (pesc) {
+    } else if (pesc && pesc_mads) {
       auto it = pesc->find(s.guid);
       s.pesc_unsupported =
           it == pesc->end() || it->second.support != Support::kSupported;

@@ -25,9 +25,10 @@
 // (as perfquery -x decides). The ClassPortInfo is the one the PESC path
 // already asks once per switch and topology generation (kept in PescCache),
 // so the choice costs no MAD: a switch whose cached answer advertises the
-// bit has its PortXmitWait from PortCountersExtended, any other (no PESC
-// cache, a ClassPortInfo lost or without the bit: ibsim echoes the request,
-// so all zero) from PortCounters, as before. An SM's switch (below) gets
+// bit has its PortXmitWait from PortCountersExtended, any other (no cache,
+// a ClassPortInfo lost or without the bit: ibsim echoes the request, so all
+// zero) from PortCounters, as before. With PESC off (`pesc_mads` false)
+// the cache still holds the ClassPortInfo, asked alone. An SM's switch (below) gets
 // that ClassPortInfo too, alone and until it answers: its PMA answers it
 // (ibsim its own, as it answers PortCounters; see docs/mad-broker.md), and
 // managed switches often host the SM. SwitchPortSample::xmit_wait holds the
@@ -133,11 +134,15 @@ struct SweepResult {
 };
 
 // The switches of `topology` in `shard`, swept once. With `pesc` (null:
-// no PESC at all), PortExtendedSpeedsCounters as above, never to a switch
-// whose LID is in topology.SmLids() or `sm_lids`.
+// no PESC and no ClassPortInfo at all, so the 32-bit PortXmitWait),
+// PortExtendedSpeedsCounters as above, never to a switch whose LID is in
+// topology.SmLids() or `sm_lids`. `pesc_mads` false: the cache serves the
+// PortXmitWait choice only (ClassPortInfo, no PESC path; pesc_unsupported
+// not counted), as for an SM's switch.
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
                   PescCache* pesc = nullptr,
-                  const std::vector<std::uint16_t>& sm_lids = {});
+                  const std::vector<std::uint16_t>& sm_lids = {},
+                  bool pesc_mads = true);
 
 }  // namespace fabric::mad

@@ -246,6 +246,24 @@ TEST(XmitWaitSweep, NoClassPortInfoAskedMeansThe32BitWait) {
   EXPECT_FALSE(r.switches[0].ports[0].xmit_wait->wide);
 }
 
+TEST(XmitWaitSweep, PescOffStillAsksTheClassPortInfoAloneOnce) {
+  // collectors.fabric.pesc: false, and the shard-edge reads of the trees.
+  Rig rig(0x2);
+  MadOptions options;
+  options.timeout = std::chrono::milliseconds(1);
+  options.retries = 0;
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    rig.asked.clear();
+    const SweepResult r = Sweep(*rig.transport, rig.topology, Shard{},
+                                options, &rig.cache, {}, /*pesc_mads=*/false);
+    EXPECT_EQ(rig.asked[CLASS_PORT_INFO], sweep == 0 ? 1 : 0);
+    EXPECT_EQ(rig.asked[kAttrPortExtendedSpeedsCounters], 0);
+    EXPECT_EQ(r.pesc_unsupported, 0);
+    ASSERT_TRUE(r.switches[0].ports[0].xmit_wait);
+    EXPECT_TRUE(r.switches[0].ports[0].xmit_wait->wide);
+  }
+}
+
 TEST(XmitWaitSweep, AnSmsSwitchGetsTheClassPortInfoButNoPesc) {
   Rig sm(0x2, /*sm_here=*/true);
   SweepResult r = sm.Sweep();
