@@ -59,10 +59,10 @@ void ChooseXmitWait(SwitchPortSample& p, bool wide) {
     if (p.extended) p.extended->xmit_wait.reset();
     if (p.counters) {
       const auto& sat = p.counters->saturated;
-      p.xmit_wait = PortXmitWait{
-          .ticks = p.counters->xmit_wait,
-          .saturated = std::find(sat.begin(), sat.end(), "port_xmit_wait") !=
-                       sat.end()};
+      p.xmit_wait =
+          PortXmitWait{.ticks = p.counters->xmit_wait,
+                       .saturated = std::find(sat.begin(), sat.end(),
+                                              "port_xmit_wait") != sat.end()};
     }
     return;
   }

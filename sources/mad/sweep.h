@@ -28,8 +28,8 @@
 // bit has its PortXmitWait from PortCountersExtended, any other (no cache,
 // a ClassPortInfo lost or without the bit: ibsim echoes the request, so all
 // zero) from PortCounters, as before. With PESC off (`pesc_mads` false)
-// the cache still holds the ClassPortInfo, asked alone. An SM's switch (below) gets
-// that ClassPortInfo too, alone and until it answers: its PMA answers it
+// the cache still holds the ClassPortInfo, asked alone. An SM's switch (below)
+// gets that ClassPortInfo too, alone and until it answers: its PMA answers it
 // (ibsim its own, as it answers PortCounters; see docs/mad-broker.md), and
 // managed switches often host the SM. SwitchPortSample::xmit_wait holds the
 // chosen one.
@@ -38,8 +38,9 @@
 // PortInfo CapabilityMask has IsSM at discovery, or `sm_lids`, e.g. the
 // master SM LID the local port names now) gets no PESC path at all (no
 // PortInfoExtended or PESC), only PortInfo, PortCounters,
-// PortCountersExtended and the PMA ClassPortInfo (for PortXmitWait, above). A real kernel never hands such a Get to OpenSM (the
-// HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
+// PortCountersExtended and the PMA ClassPortInfo (for PortXmitWait, above;
+// ibsim answers it itself). A real kernel never hands a PESC Get to OpenSM
+// (the HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
 // methods), but ibsim forwards every PMA attribute it does not implement to
 // the SM attached at the destination port, and OpenSM 3.3.23's PerfMgr
 // receive callback dereferences the missing request of an unsolicited MAD:

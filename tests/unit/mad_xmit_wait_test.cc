@@ -114,8 +114,7 @@ TEST(XmitWaitChoice, WideWhenAdvertisedElseThe32BitOne) {
   EXPECT_TRUE(wide.xmit_wait->wide);
   EXPECT_FALSE(wide.xmit_wait->saturated);
   // The exported PortXmitWait does not saturate; other fields still do.
-  EXPECT_EQ(wide.counters->saturated,
-            std::vector<std::string>{"symbol_error"});
+  EXPECT_EQ(wide.counters->saturated, std::vector<std::string>{"symbol_error"});
 
   // Advertised but PortCountersExtended unanswered: none this sweep, not a
   // 32-bit value that would look like a counter reset.
@@ -254,8 +253,8 @@ TEST(XmitWaitSweep, PescOffStillAsksTheClassPortInfoAloneOnce) {
   options.retries = 0;
   for (int sweep = 0; sweep < 2; ++sweep) {
     rig.asked.clear();
-    const SweepResult r = Sweep(*rig.transport, rig.topology, Shard{},
-                                options, &rig.cache, {}, /*pesc_mads=*/false);
+    const SweepResult r = Sweep(*rig.transport, rig.topology, Shard{}, options,
+                                &rig.cache, {}, /*pesc_mads=*/false);
     EXPECT_EQ(rig.asked[CLASS_PORT_INFO], sweep == 0 ? 1 : 0);
     EXPECT_EQ(rig.asked[kAttrPortExtendedSpeedsCounters], 0);
     EXPECT_EQ(r.pesc_unsupported, 0);
@@ -338,8 +337,8 @@ TEST(XmitWaitSim, AWaitBeyond2To32NeitherSaturatesNorWraps) {
     if (p.host < 0 && p.device == "ib-leaf0" && p.port_num == 1) root = &p;
   }
   ASSERT_NE(root, nullptr);
-  for (int i = 0; i < 100 && root->counters.Get(sim::Ctr::kPortXmitWait) <=
-                                 2 * kTwo32;
+  for (int i = 0;
+       i < 100 && root->counters.Get(sim::Ctr::kPortXmitWait) <= 2 * kTwo32;
        ++i) {
     Step(c, std::chrono::seconds(1));
   }
@@ -376,9 +375,9 @@ TEST(XmitWaitSim, AWaitBeyond2To32NeitherSaturatesNorWraps) {
   trees.Update(*transport, Fast(), topo, Shard{}, second, 11, 1e9 + 1, name,
                sink2);
   auto families = sink2.Take();
-  const double secs = Value(families,
-                            "fabric_switch_port_transmit_wait_seconds_total",
-                            root->guid, 1);
+  const double secs =
+      Value(families, "fabric_switch_port_transmit_wait_seconds_total",
+            root->guid, 1);
   // Ticks x 8 bytes / 50 GB/s: most of that second (the slow receiver
   // drains a tenth of line rate).
   EXPECT_GT(secs, 0.5);
