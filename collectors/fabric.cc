@@ -98,9 +98,11 @@ class FabricCollector : public Collector {
       discovered_at_ = now;
       LoadNames(sink);
     }
+    // With PESC off the cache still keeps each switch PMA's ClassPortInfo:
+    // whether its PortXmitWait is 64-bit (sources/mad/sweep.h).
     const mad::SweepResult sweep =
-        mad::Sweep(*transport_, *topology_, settings_.shard, options,
-                   settings_.pesc ? &pesc_ : nullptr, {held_.sm_lid});
+        mad::Sweep(*transport_, *topology_, settings_.shard, options, &pesc_,
+                   {held_.sm_lid}, settings_.pesc);
     if (settings_.pesc) LogSmSwitches(sweep);
     Count(sweep.stats);
     unsupported_ += sweep.pesc_unanswered;
@@ -298,12 +300,16 @@ class FabricCollector : public Collector {
                        "Packets received (PortCountersExtended PortRcvPkts).",
                        labels(), static_cast<double>(p.extended->rcv_pkts));
         }
-        if (p.counters) {
+        if (p.xmit_wait) {
           sink.Counter("fabric_switch_port_transmit_wait_total",
-                       "Ticks with data to send but no credits "
-                       "(PortCounters PortXmitWait, 32-bit: it saturates, "
-                       "see fabric_switch_port_counters_saturated).",
-                       labels(), static_cast<double>(p.counters->xmit_wait));
+                       "Ticks with data to send but no credits (PortXmitWait: "
+                       "the 64-bit PortCountersExtended one where the switch "
+                       "PMA advertises it, else the 32-bit PortCounters one, "
+                       "which saturates: see "
+                       "fabric_switch_port_counters_saturated).",
+                       labels(), static_cast<double>(p.xmit_wait->ticks));
+        }
+        if (p.counters) {
           for (const auto& [error, value] : p.counters->errors) {
             Labels l = labels();
             l.insert(l.begin(), {"error", error});
@@ -385,7 +391,8 @@ class FabricCollector : public Collector {
   int discovery_unreachable_ = 0;
   std::map<std::uint64_t, std::string> names_;
   std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0, unsupported_ = 0;
-  mad::PescCache pesc_;  // this topology's PESC support per switch
+  // This topology's PESC support and PMA ClassPortInfo per switch.
+  mad::PescCache pesc_;
   FabricTrees trees_;    // congestion roots and victims (issue 42)
   struct SwitchHealth {
     std::uint64_t failed = 0;

@@ -24,7 +24,9 @@
 // sweep's health: fabric_sweep_mads_total{result},
 // fabric_sweep_unreachable_nodes and fabric_sweep_pesc_unsupported_switches
 // (a PMA without PESC is counted there once per sweep, never logged per
-// port). `pesc: false` leaves PESC out of the sweep (no MADs, no series).
+// port). `pesc: false` leaves PESC out of the sweep (no PESC MADs, no series;
+// the PMA ClassPortInfo is still asked once per switch and discovery, for
+// the 64-bit PortXmitWait, sources/mad/sweep.h).
 //
 // With `congestion_trees` (default on) every sweep also names each waiting
 // port a congestion root or victim (collectors/fabric_tree.h, docs/

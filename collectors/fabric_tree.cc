@@ -77,23 +77,22 @@ void FabricTrees::AddSample(const mad::Topology& topology,
   Prev& prev = prev_[{guid, p.num}];
   const double interval = now - prev.at;
   // A counter that went down (reset, wrap) or sits saturated gives no
-  // delta this sweep: unknown, never a wrong wait.
-  const bool saturated =
-      p.counters &&
-      std::find(p.counters->saturated.begin(), p.counters->saturated.end(),
-                "port_xmit_wait") != p.counters->saturated.end();
-  if (p.counters && !saturated) {
-    if (prev.wait_ok && p.counters->xmit_wait >= prev.xmit_wait &&
-        prev.at > 0) {
-      s.xmit_wait_ticks =
-          static_cast<double>(p.counters->xmit_wait - prev.xmit_wait);
+  // delta this sweep: unknown, never a wrong wait. Nor does a change of
+  // source (32-bit PortCounters <-> 64-bit PortCountersExtended, when a
+  // rediscovery learns the PMA's ClassPortInfo anew): the two may differ.
+  const mad::PortXmitWait* wait = p.xmit_wait ? &*p.xmit_wait : nullptr;
+  if (wait && !wait->saturated) {
+    if (prev.wait_ok && prev.wait_wide == wait->wide &&
+        wait->ticks >= prev.xmit_wait && prev.at > 0) {
+      s.xmit_wait_ticks = static_cast<double>(wait->ticks - prev.xmit_wait);
       congestion::WaitTick tick = congestion::WaitTickFor(
           s.device_id, thresholds_.fallback_tick_seconds);
       const double secs = congestion::WaitSeconds(
           *s.xmit_wait_ticks, tick, s.lanes, s.rate_bytes_per_second);
       if (secs >= 0) prev.wait_seconds_total += std::min(secs, interval);
     }
-    prev.xmit_wait = p.counters->xmit_wait;
+    prev.xmit_wait = wait->ticks;
+    prev.wait_wide = wait->wide;
     prev.wait_ok = true;
   } else {
     prev.wait_ok = false;
@@ -161,6 +160,7 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
     // Routes may differ: tables, next hops and counters start again.
     generation_ = generation;
     lfts_.clear();
+    edge_pma_.clear();
     index_.Reset();
   }
   const double cpu_start = CpuNow();
@@ -201,8 +201,11 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
         edge_topology.by_guid[g] = edge_topology.nodes.size();
         edge_topology.nodes.push_back(*topology.Find(g));
       }
+      // No PESC here; the ClassPortInfo once per switch and generation, so
+      // a foreign next hop's PortXmitWait is 64-bit where its owner's is.
       const mad::SweepResult extra =
-          mad::Sweep(transport, edge_topology, mad::Shard{}, options);
+          mad::Sweep(transport, edge_topology, mad::Shard{}, options,
+                     &edge_pma_, {}, /*pesc_mads=*/false);
       for (const mad::SwitchSample& s : extra.switches) {
         const mad::FabricNode* node = topology.Find(s.guid);
         for (const mad::SwitchPortSample& p : s.ports) {

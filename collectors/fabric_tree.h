@@ -66,6 +66,7 @@ class FabricTrees {
   struct Prev {
     std::uint64_t xmit_wait = 0, xmit_data = 0, rcv_data = 0;
     bool wait_ok = false, data_ok = false;
+    bool wait_wide = false;  // xmit_wait from the 64-bit field
     double at = 0;
     double wait_seconds_total = 0;
   };
@@ -85,6 +86,7 @@ class FabricTrees {
   std::uint64_t generation_ = 0;
   std::unique_ptr<mad::RouteTracer> tracer_;
   congestion::Lfts lfts_;
+  mad::PescCache edge_pma_;  // edge switches' PMA ClassPortInfo
   std::map<std::uint64_t, std::string> table_errors_;
   congestion::RouteIndex index_;
   congestion::Tracker tracker_;

@@ -324,6 +324,22 @@ void FillPortCountersExt(const Port& p, std::uint8_t port_select,
   e.unicast_rcv_pkts = cl_hton64(k.Get(Ctr::kUnicastRcvPackets));
   e.multicast_xmit_pkts = cl_hton64(k.Get(Ctr::kMulticastXmitPackets));
   e.multicast_rcv_pkts = cl_hton64(k.Get(Ctr::kMulticastRcvPackets));
+  // The additional counters (ClassPortInfo advertises them): the model's
+  // error counters as they are (it keeps them at their PortCounters
+  // widths), PortXmitWait whole (never capped, unlike PortCounters').
+  e.counter_select2 = cl_hton32(0xffffffff);
+  e.symbol_err_cnt = cl_hton64(k.Get(Ctr::kSymbolError));
+  e.link_err_recover = cl_hton64(k.Get(Ctr::kLinkErrorRecovery));
+  e.link_downed = cl_hton64(k.Get(Ctr::kLinkDowned));
+  e.rcv_err = cl_hton64(k.Get(Ctr::kPortRcvErrors));
+  e.rcv_rem_phys_err = cl_hton64(k.Get(Ctr::kPortRcvRemotePhysicalErrors));
+  e.rcv_switch_relay_err = cl_hton64(k.Get(Ctr::kPortRcvSwitchRelayErrors));
+  e.xmit_discards = cl_hton64(k.Get(Ctr::kPortXmitDiscards));
+  e.xmit_constraint_err = cl_hton64(k.Get(Ctr::kPortXmitConstraintErrors));
+  e.rcv_constraint_err = cl_hton64(k.Get(Ctr::kPortRcvConstraintErrors));
+  e.link_integrity_err = cl_hton64(k.Get(Ctr::kLocalLinkIntegrityErrors));
+  e.buffer_overrun = cl_hton64(k.Get(Ctr::kExcessiveBufferOverrunErrors));
+  e.vl15_dropped = cl_hton64(k.Get(Ctr::kVL15Dropped));
   e.xmit_wait = cl_hton64(k.Get(Ctr::kPortXmitWait));
   std::memcpy(data, &e, sizeof(e));
 }
@@ -342,12 +358,16 @@ void Put32(std::uint8_t* at, std::uint64_t v) {
 
 // PerfMgt ClassPortInfo: BaseVersion, ClassVersion, and CapabilityMask
 // bit 9 (IsExtendedWidthSupported: PortCountersExtended) and bit 14
-// (IsPMRSFECCountersSupported: the RS-FEC PESC layout exists).
+// (IsPMRSFECCountersSupported: the RS-FEC PESC layout exists);
+// CapabilityMask2 bit 1 (IsAddlPortCountersExtendedSupported: the 64-bit
+// error counters and PortXmitWait in PortCountersExtended, which
+// FillPortCountersExt fills).
 void FillPmaClassPortInfo(std::uint8_t* data) {
   ib_class_port_info_t cpi{};
   cpi.base_ver = 1;
   cpi.class_ver = 1;
   cpi.cap_mask = cl_hton16((1u << 9) | (1u << 14));
+  ib_class_set_cap_mask2(&cpi, 1u << 1);
   std::memcpy(data, &cpi, sizeof(cpi));
 }
 

@@ -7,7 +7,10 @@
 //   PortCounters (Perf 0x12)     the 16/8/4-bit fields (saturated) and the
 //                                32-bit data/packet/xmit_wait fields
 //                                (saturating at 2^32-1, as the PMA does).
-//   PortCountersExtended (0x1D)  64-bit data/packet counters.
+//   PortCountersExtended (0x1D)  64-bit data/packet counters, and the
+//                                additional ones (errors, PortXmitWait
+//                                unsaturated) that the PMA ClassPortInfo
+//                                advertises (CapabilityMask2 bit 1).
 //   NodeDescription (0x10)       the device's node_desc or the switch name.
 //   SwitchInfo (0x12), LinearForwardingTable (0x19) at a switch: min-hop
 //                                routes over the IB switches as the model

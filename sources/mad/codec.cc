@@ -341,14 +341,14 @@ std::optional<PortCounters> DecodePortCounters(Bytes mad, std::string* error) {
   c.xmit_pkts = mad_get_field(d, 0, IB_PC_XMT_PKTS_F);
   c.rcv_pkts = mad_get_field(d, 0, IB_PC_RCV_PKTS_F);
   c.xmit_wait = mad_get_field(d, 0, IB_PC_XMT_WAIT_F);
-  // No wider PortXmitWait here: PortCountersExtended (libibmad's
-  // IB_PC_EXT_*) has none, so the 32-bit one sticks under long congestion.
+  // Sticks under long congestion; the 64-bit one is in PortCountersExtended
+  // where the PMA advertises it (DecodePortCountersExtended, additional).
   if (at_max(c.xmit_wait, 32)) c.saturated.push_back("port_xmit_wait");
   return c;
 }
 
 std::optional<PortCountersExtended> DecodePortCountersExtended(
-    Bytes mad, std::string* error) {
+    Bytes mad, std::string* error, bool additional) {
   if (!Check(mad, false, kAttrPortCountersExtended, error)) {
     return std::nullopt;
   }
@@ -358,6 +358,7 @@ std::optional<PortCountersExtended> DecodePortCountersExtended(
   e.rcv_data = mad_get_field64(d, 0, IB_PC_EXT_RCV_BYTES_F);
   e.xmit_pkts = mad_get_field64(d, 0, IB_PC_EXT_XMT_PKTS_F);
   e.rcv_pkts = mad_get_field64(d, 0, IB_PC_EXT_RCV_PKTS_F);
+  if (additional) e.xmit_wait = mad_get_field64(d, 0, IB_PC_EXT_XMT_WAIT_F);
   return e;
 }
 

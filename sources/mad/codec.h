@@ -138,6 +138,12 @@ struct PortCountersExtended {
   std::uint64_t rcv_data = 0;
   std::uint64_t xmit_pkts = 0;
   std::uint64_t rcv_pkts = 0;
+  // PortXmitWait, 64-bit (libibmad IB_PC_EXT_XMT_WAIT_F): one of the
+  // additional counters the attribute carries only when the PMA's
+  // ClassPortInfo:CapabilityMask2 has IsAddlPortCountersExtendedSupported
+  // (PmaClassPortInfo::AddlPortCountersExtendedSupported); elsewhere those
+  // bytes are reserved. Read only when the decoder is told so.
+  std::optional<std::uint64_t> xmit_wait;
 };
 
 using Bytes = std::span<const std::uint8_t>;
@@ -153,8 +159,10 @@ std::optional<SwitchInfo> DecodeSwitchInfo(Bytes mad, std::string* error);
 // Also refuses a block number beyond kLftMaxBlock.
 std::optional<LftBlock> DecodeLftBlock(Bytes mad, std::string* error);
 std::optional<PortCounters> DecodePortCounters(Bytes mad, std::string* error);
+// `additional`: the PMA advertises the additional counters (as perfquery -x
+// decides from ClassPortInfo), so PortXmitWait is read too.
 std::optional<PortCountersExtended> DecodePortCountersExtended(
-    Bytes mad, std::string* error);
+    Bytes mad, std::string* error, bool additional = false);
 
 // "0x" + 16 lowercase hex digits, as node_guid is exported.
 std::string GuidString(std::uint64_t guid);
@@ -196,6 +204,12 @@ struct PmaClassPortInfo {
   // Bit 14: IsPMRSFECCountersSupported.
   bool RsFecCountersSupported() const {
     return (capability_mask & (1u << 14)) != 0;
+  }
+  // CapabilityMask2 bit 1: IsAddlPortCountersExtendedSupported, i.e.
+  // PortCountersExtended carries the 64-bit error counters and PortXmitWait
+  // (perfquery.c tests the same bit of the same 27-bit field).
+  bool AddlPortCountersExtendedSupported() const {
+    return (capability_mask2 & (1u << 1)) != 0;
   }
 };
 

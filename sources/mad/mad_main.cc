@@ -224,9 +224,11 @@ int main(int argc, char** argv) {
             static_cast<unsigned long long>(p.extended->xmit_pkts),
             static_cast<unsigned long long>(p.extended->rcv_pkts));
       }
-      if (p.counters) {
+      if (p.xmit_wait) {
         std::printf(" xmit_wait %llu",
-                    static_cast<unsigned long long>(p.counters->xmit_wait));
+                    static_cast<unsigned long long>(p.xmit_wait->ticks));
+      }
+      if (p.counters) {
         for (const auto& [name, v] : p.counters->errors) {
           std::printf(" %s %llu", name.c_str(),
                       static_cast<unsigned long long>(v));

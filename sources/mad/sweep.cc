@@ -53,6 +53,25 @@ std::optional<Shard> ParseShard(const std::string& text) {
   }
 }
 
+void ChooseXmitWait(SwitchPortSample& p, bool wide) {
+  p.xmit_wait.reset();
+  if (!wide) {
+    if (p.extended) p.extended->xmit_wait.reset();
+    if (p.counters) {
+      const auto& sat = p.counters->saturated;
+      p.xmit_wait =
+          PortXmitWait{.ticks = p.counters->xmit_wait,
+                       .saturated = std::find(sat.begin(), sat.end(),
+                                              "port_xmit_wait") != sat.end()};
+    }
+    return;
+  }
+  if (p.counters) std::erase(p.counters->saturated, "port_xmit_wait");
+  if (p.extended && p.extended->xmit_wait) {
+    p.xmit_wait = PortXmitWait{.ticks = *p.extended->xmit_wait, .wide = true};
+  }
+}
+
 namespace {
 
 using Support = PescSwitchState::Support;
@@ -76,7 +95,8 @@ std::uint32_t CapabilityOf(const FabricNode& n, int port) {
 
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
-                  PescCache* pesc, const std::vector<std::uint16_t>& sm_lids) {
+                  PescCache* pesc, const std::vector<std::uint16_t>& sm_lids,
+                  bool pesc_mads) {
   SweepResult out;
   std::set<std::uint16_t> sms(sm_lids.begin(), sm_lids.end());
   for (std::uint16_t lid : topology.SmLids()) sms.insert(lid);
@@ -107,8 +127,9 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
     s.lid = n.lid;
     s.description = n.description;
     s.hosts_sm = n.lid != 0 && sms.count(n.lid) > 0;
-    PescSwitchState* st =
-        pesc && n.lid != 0 && !s.hosts_sm ? &(*pesc)[n.guid] : nullptr;
+    PescSwitchState* st = pesc && pesc_mads && n.lid != 0 && !s.hosts_sm
+                              ? &(*pesc)[n.guid]
+                              : nullptr;
     for (int p = 1; p <= n.num_ports; ++p) {
       SwitchPortSample sample;
       sample.num = p;
@@ -132,7 +153,13 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
         }
       }
     }
-    if (st && st->support == Support::kUnknown) {
+    // An SM's switch (or any, without `pesc_mads`) gets the ClassPortInfo
+    // alone, for the PortXmitWait choice (see sweep.h), until it answers:
+    // never a PESC path.
+    const bool ask_cpi =
+        st ? st->support == Support::kUnknown
+           : pesc && n.lid != 0 && !(*pesc)[n.guid].class_port_info;
+    if (ask_cpi) {
       pending.push_back({.dlid = n.lid,
                          .mad = PmaClassPortInfoGet(),
                          .cookie = cookie(index, 0, Ask::kClassPortInfo)});
@@ -196,6 +223,10 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           } else {
             ++s.failed_mads;
           }
+          if (s.hosts_sm || !pesc_mads) {  // the PortXmitWait choice only
+            if (cpi) (*pesc)[s.guid].class_port_info = cpi;
+            return;
+          }
           if (!cpi) return unsupported(index);
           (*pesc)[s.guid].class_port_info = cpi;
           // The probe: the first port with a link.
@@ -242,7 +273,11 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             sp.counters = DecodePortCounters(*r, &error);
             break;
           case Ask::kExtended:
-            sp.extended = DecodePortCountersExtended(*r, &error);
+            // PortXmitWait read as if advertised: this switch's first
+            // ClassPortInfo may answer after it; ChooseXmitWait drops it
+            // after the sweep unless the PMA does advertise it.
+            sp.extended =
+                DecodePortCountersExtended(*r, &error, /*additional=*/true);
             break;
           case Ask::kPortInfoExtended: {
             PescSwitchState& st = (*pesc)[s.guid];
@@ -283,10 +318,17 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   out.stats.timeouts -= std::min(out.stats.timeouts, probe_timeouts);
   out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
   for (SwitchSample& s : out.switches) {
+    bool wide = false;
+    if (pesc) {
+      auto it = pesc->find(s.guid);
+      wide = it != pesc->end() && it->second.class_port_info &&
+             it->second.class_port_info->AddlPortCountersExtendedSupported();
+    }
+    for (SwitchPortSample& p : s.ports) ChooseXmitWait(p, wide);
     if (!s.reachable) ++out.unreachable;
     if (s.hosts_sm) {
       ++out.hosts_sm;
-    } else if (pesc) {
+    } else if (pesc && pesc_mads) {
       auto it = pesc->find(s.guid);
       s.pesc_unsupported =
           it == pesc->end() || it->second.support != Support::kSupported;

@@ -18,12 +18,29 @@
 // are the PMA's answer, not loss. Once supported, every linked port's PESC
 // is sent with the sweep's other MADs (no extra round trip).
 //
+// PortXmitWait (issue 42): the 32-bit PortCounters field saturates at
+// 2^32-1 ticks (under a second of waiting on a Quantum-2 NDR port, whose tick
+// is 8 bytes). PortCountersExtended carries a 64-bit one when the switch
+// PMA's ClassPortInfo:CapabilityMask2 has IsAddlPortCountersExtendedSupported
+// (as perfquery -x decides). The ClassPortInfo is the one the PESC path
+// already asks once per switch and topology generation (kept in PescCache),
+// so the choice costs no MAD: a switch whose cached answer advertises the
+// bit has its PortXmitWait from PortCountersExtended, any other (no cache,
+// a ClassPortInfo lost or without the bit: ibsim echoes the request, so all
+// zero) from PortCounters, as before. With PESC off (`pesc_mads` false)
+// the cache still holds the ClassPortInfo, asked alone. An SM's switch (below)
+// gets that ClassPortInfo too, alone and until it answers: its PMA answers it
+// (ibsim its own, as it answers PortCounters; see docs/mad-broker.md), and
+// managed switches often host the SM. SwitchPortSample::xmit_wait holds the
+// chosen one.
+//
 // Never to a subnet manager: a switch whose LID is an SM's (port 0's
 // PortInfo CapabilityMask has IsSM at discovery, or `sm_lids`, e.g. the
-// master SM LID the local port names now) gets no PESC path at all (no PMA
-// ClassPortInfo, PortInfoExtended or PESC), only PortInfo, PortCounters and
-// PortCountersExtended. A real kernel never hands such a Get to OpenSM (the
-// HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
+// master SM LID the local port names now) gets no PESC path at all (no
+// PortInfoExtended or PESC), only PortInfo, PortCounters,
+// PortCountersExtended and the PMA ClassPortInfo (for PortXmitWait, above;
+// ibsim answers it itself). A real kernel never hands a PESC Get to OpenSM
+// (the HCA/switch PMA answers it, and OpenSM registers PerfMgt with no request
 // methods), but ibsim forwards every PMA attribute it does not implement to
 // the SM attached at the destination port, and OpenSM 3.3.23's PerfMgr
 // receive callback dereferences the missing request of an unsolicited MAD:
@@ -58,13 +75,30 @@ struct Shard {
 // "i/n" with 1 <= i <= n; nullopt otherwise.
 std::optional<Shard> ParseShard(const std::string& text);
 
+// A switch port's PortXmitWait as the sweep exports it.
+struct PortXmitWait {
+  std::uint64_t ticks = 0;
+  bool wide = false;       // from PortCountersExtended (64-bit)
+  bool saturated = false;  // the 32-bit one at 2^32-1: no longer counts
+};
+
 struct SwitchPortSample {
   int num = 0;
   std::optional<PortInfo> info;  // absent when PortInfo got no answer
   std::optional<PortCounters> counters;
   std::optional<PortCountersExtended> extended;
   std::optional<PortExtendedSpeedsCounters> pesc;
+  // From `extended` when the PMA advertises the 64-bit one (then absent if
+  // PortCountersExtended got no answer: never a 32-bit value in between),
+  // else from `counters`.
+  std::optional<PortXmitWait> xmit_wait;
 };
+
+// Fills p.xmit_wait as above; `wide`: the switch PMA advertises
+// IsAddlPortCountersExtendedSupported. Without it p.extended->xmit_wait is
+// dropped (reserved bytes); with it "port_xmit_wait" leaves
+// p.counters->saturated (the exported one no longer saturates).
+void ChooseXmitWait(SwitchPortSample& p, bool wide);
 
 struct SwitchSample {
   std::uint64_t guid = 0;
@@ -101,11 +135,15 @@ struct SweepResult {
 };
 
 // The switches of `topology` in `shard`, swept once. With `pesc` (null:
-// no PESC at all), PortExtendedSpeedsCounters as above, never to a switch
-// whose LID is in topology.SmLids() or `sm_lids`.
+// no PESC and no ClassPortInfo at all, so the 32-bit PortXmitWait),
+// PortExtendedSpeedsCounters as above, never to a switch whose LID is in
+// topology.SmLids() or `sm_lids`. `pesc_mads` false: the cache serves the
+// PortXmitWait choice only (ClassPortInfo, no PESC path; pesc_unsupported
+// not counted), as for an SM's switch.
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
                   PescCache* pesc = nullptr,
-                  const std::vector<std::uint16_t>& sm_lids = {});
+                  const std::vector<std::uint16_t>& sm_lids = {},
+                  bool pesc_mads = true);
 
 }  // namespace fabric::mad

@@ -205,5 +205,47 @@ TEST_F(SimCongestion, UnbalancedUplinkIsTheRootTheIdleOneIsNot) {
       << roots[0];
 }
 
+// The simulator's default Quantum-2 switches count a PortXmitWait tick per
+// 8 bytes: a root facing a slow receiver at NDR passes 2^32 ticks within a
+// second, where the 32-bit PortCounters field saturates. The simulator's
+// PMA advertises IsAddlPortCountersExtendedSupported (ClassPortInfo
+// CapabilityMask2 bit 1), so the daemon exports the 64-bit PortXmitWait of
+// PortCountersExtended: beyond 2^32, no saturation flag, and the port's
+// wait seconds keep growing past the 0.69 s that 2^32 ticks hold at NDR.
+TEST_F(SimCongestion, QuantumRootWaitPasses2To32WithoutSaturating) {
+  const int port = Start(
+      "traffic: {load: 0.1}\n"
+      "events:\n  - scenario: steady\n  - scenario: slow-receiver\n");
+  ASSERT_GT(port, 0);
+  ::fabric::sim::SimConfig config;
+  config.hosts = kHosts;
+  ASSERT_TRUE(config.timeline.quantum_switches);
+  const ::fabric::sim::Cluster model(config);
+  const auto& root = SwitchPort(model, "ib-leaf0", 1);
+  const std::string labels = "{port=\"1\",switch=\"ib-leaf0\",switch_guid=\"" +
+                             Guid(root.guid) + "\"}";
+  const std::string ticks = "fabric_switch_port_transmit_wait_total" + labels;
+  const std::string secs =
+      "fabric_switch_port_transmit_wait_seconds_total" + labels;
+  constexpr double kTwo32 = 4294967296.0;
+  const auto s = ScrapeUntil(
+      port,
+      [&](const Samples& x) {
+        auto t = x.find(ticks), w = x.find(secs);
+        return t != x.end() && t->second > 4 * kTwo32 && w != x.end() &&
+               w->second > 2.0;
+      },
+      std::chrono::seconds(120));
+  ASSERT_TRUE(s) << "no wait beyond 2^32 exported; log:\n"
+                 << ReadFile(dir_ / "fabricmon.log");
+  for (const auto& [k, v] : *s) {
+    if (k.rfind("fabric_switch_port_counters_saturated{counter=\"port_xmit_"
+                "wait\"",
+                0) == 0) {
+      ADD_FAILURE() << "PortXmitWait exported as saturated: " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fabric::testing
