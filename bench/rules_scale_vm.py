@@ -73,9 +73,18 @@ def wait_http(port, path, proc, seconds=300):
     return False
 
 
-def run(work, blocks, rules_dir, step, until, free_port):
+def run(work, blocks, rules_dir, step, until, free_port, data_end=None):
     """Returns ({group: {eval_end_time: seconds}}, info) measured until
-    UNTIL (wall clock), or raises on a start failure."""
+    UNTIL (wall clock), or raises on a start failure. Without DATA_END "now"
+    must be inside the data until UNTIL, and ({}, {}) comes back at once when
+    fewer than 10 minutes are left for the import and the measurement (the
+    caller's Prometheus must not lose its window). With DATA_END (blocks of
+    an earlier run) vmalert evaluates as of a time inside the data
+    (-datasource.lookback), ending 60 s before DATA_END at UNTIL."""
+    if data_end is None and until - time.time() < 600:
+        print("vmalert: too little time before the data's end; not run "
+              "(rerun on the kept blocks: bench/rules_scale_vm.py)", flush=True)
+        return {}, {}
     home = os.path.join(work, "vm")
     os.makedirs(home, exist_ok=True)
     procs = []
@@ -108,6 +117,12 @@ def run(work, blocks, rules_dir, step, until, free_port):
                                % vm_port, timeout=30)
         time.sleep(5)
         url = "http://127.0.0.1:%d" % vm_port
+        lookback = 0
+        if data_end is not None:
+            # Evaluate as of (now - lookback): at UNTIL that is DATA_END - 60.
+            until = time.time() + until
+            lookback = max(0, int(until - (data_end - 60)))
+        info["lookback_s"] = lookback
         # The unit's flags; the notifier is a closed loopback port (alerts
         # are not delivered: the cost measured is the evaluation).
         alert = start("vmalert", [
@@ -118,6 +133,7 @@ def run(work, blocks, rules_dir, step, until, free_port):
             "-remoteRead.url=" + url,
             "-notifier.url=http://127.0.0.1:%d" % nowhere,
             "-evaluationInterval=%ds" % step,
+            "-datasource.lookback=%ds" % lookback,
             "-httpListenAddr=127.0.0.1:%d" % alert_port])
         if not wait_http(alert_port, "/metrics", alert):
             raise SystemExit("vmalert did not start: " + home)
@@ -148,3 +164,36 @@ def run(work, blocks, rules_dir, step, until, free_port):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def main():
+    """VM-only rerun on the blocks a `rules_scale.py --keep` run left."""
+    import argparse
+    import json
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import rules_scale
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--workdir", required=True, help="the kept WORKDIR")
+    ap.add_argument("--step", type=int, default=30)
+    ap.add_argument("--seconds", type=int, default=300)
+    args = ap.parse_args()
+    blocks = os.path.join(args.workdir, "tsdb")
+    end = max(json.load(open(os.path.join(blocks, b, "meta.json")))["maxTime"]
+              for b in os.listdir(blocks)
+              if os.path.exists(os.path.join(blocks, b, "meta.json"))) / 1000
+    rules = os.path.join(args.workdir, "vm-rules")
+    rules_scale.write_rules(rules, ROOT)
+    groups, info = run(args.workdir, blocks, rules, args.step, args.seconds,
+                       rules_scale.free_port, data_end=end)
+    table = [(g, 0, 0, "") for g in sorted(groups)]
+    print("Command: `bench/rules_scale_vm.py %s` (%s UTC, load average %s)" % (
+        " ".join(sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M"),
+        " ".join("%.2f" % x for x in os.getloadavg())))
+    print("\n".join(rules_scale.interval_table(
+        table, {}, groups, info, rules_scale.intervals(ROOT), args.step)))
+    json.dump(groups, open(os.path.join(args.workdir, "vm-evaluations.json"), "w"))
+
+
+if __name__ == "__main__":
+    main()
