@@ -27,8 +27,12 @@ ports, a down port, a degraded link, link errors, one PFC storm.
 
 Usage: bench/rules_scale.py [--ports 10000] [--hours 6] [--step 30]
                             [--switch-ports N] [--probe-peers 1]
-                            [--compare TREE]
+                            [--compare TREE] [--vm] [--skip-dashboards]
                             [--workdir DIR] [--keep] [--out FILE.md]
+--vm also imports the blocks into VictoriaMetrics and times every group
+under vmalert before the data's end (bench/rules_scale_vm.py, which also
+runs alone on a --keep WORKDIR afterwards); the last table sets each
+group's evaluations on both against a quarter of its production interval.
 --compare TREE runs another source tree's rules and dashboards (an older
 commit checked out with `git worktree add`) on a second Prometheus over a
 copy of the same blocks, at the same time, and adds a side-by-side table:
