@@ -27,8 +27,12 @@ ports, a down port, a degraded link, link errors, one PFC storm.
 
 Usage: bench/rules_scale.py [--ports 10000] [--hours 6] [--step 30]
                             [--switch-ports N] [--probe-peers 1]
-                            [--compare TREE]
+                            [--compare TREE] [--vm] [--skip-dashboards]
                             [--workdir DIR] [--keep] [--out FILE.md]
+--vm also imports the blocks into VictoriaMetrics and times every group
+under vmalert before the data's end (bench/rules_scale_vm.py, which also
+runs alone on a --keep WORKDIR afterwards); the last table sets each
+group's evaluations on both against a quarter of its production interval.
 --compare TREE runs another source tree's rules and dashboards (an older
 commit checked out with `git worktree add`) on a second Prometheus over a
 copy of the same blocks, at the same time, and adds a side-by-side table:
@@ -699,10 +703,8 @@ def substitute(expr, values, interval, scrape, seconds):
     return re.sub(r"\$\{?[a-z_]+\}?", ".*", fill(expr, values))
 
 
-def start_prometheus(home, tree, blocks, step):
-    """Prometheus on BLOCKS with TREE's rule files, evaluated every STEP,
-    logging to HOME/prom.log; returns (Popen, port)."""
-    rules_dir = os.path.join(home, "rules")
+def write_rules(rules_dir, tree):
+    """TREE's rule files into RULES_DIR, every group at the global interval."""
     os.makedirs(rules_dir, exist_ok=True)
     for f in ("recording_rules.yml", "alerting_rules.yml"):
         # Groups with their own interval (5 m) are evaluated every STEP
@@ -715,6 +717,12 @@ def start_prometheus(home, tree, blocks, step):
         text = open(os.path.join(tree, "dashboards", "prometheus", f)).read()
         text = re.sub(r"(?m)^    interval: \S+\n", "", text)
         open(os.path.join(rules_dir, f), "w").write(text)
+
+
+def start_prometheus(home, tree, blocks, step):
+    """Prometheus on BLOCKS with TREE's rule files, evaluated every STEP,
+    logging to HOME/prom.log; returns (Popen, port)."""
+    write_rules(os.path.join(home, "rules"), tree)
     config = os.path.join(home, "prometheus.yml")
     with open(config, "w") as c:
         c.write("global:\n  evaluation_interval: %ds\n" % step)
@@ -785,6 +793,55 @@ def group_table(groups, measured):
         out.append((name, len(groups[name]["rules"]), min(seen.values()),
                     " ".join("%.3f" % seen[t] for t in sorted(seen))))
     return out
+
+
+def intervals(tree):
+    """{group (file): production interval in seconds} of TREE's rules."""
+    out = {}
+    for f in ("recording_rules.yml", "alerting_rules.yml"):
+        group = None
+        for line in open(os.path.join(tree, "dashboards", "prometheus", f)):
+            m = re.match(r"  - name: (\S+)", line)
+            if m:
+                group = "%s (%s)" % (m.group(1), f.split("_")[0])
+                out[group] = 30  # deploy.md's evaluation_interval
+            m = re.match(r"    interval: (\d+)([sm])", line)
+            if m and group:
+                out[group] = int(m.group(1)) * (60 if m.group(2) == "m" else 1)
+    return out
+
+
+def interval_table(table, measured, vm_groups, vm_info, production, step):
+    """Markdown: each group's evaluations on Prometheus and under vmalert
+    against a quarter of its production interval (issue 39's goal)."""
+    def cell(seen):
+        if not seen:
+            return "not evaluated"
+        v = sorted(seen.values())
+        return "%.3f / %.3f / %.3f" % (v[0], v[len(v) // 2], v[-1])
+    out = ["Against a quarter of each group's production interval (every group"
+           " evaluated every %d s here; min / median / max of the evaluations,"
+           " seconds):" % step, "",
+           "| group | interval | quarter | Prometheus | vmalert | max under the quarter |",
+           "|---|---|---|---|---|---|"]
+    for name, _, _, _ in table:
+        iv = production.get(name, 30)
+        worst = max(list(measured.get(name, {}).values()) +
+                    list(vm_groups.get(name, {}).values()) or [float("nan")])
+        out.append("| %s | %d s | %.1f s | %s | %s | %s |" % (
+            name, iv, iv / 4, cell(measured.get(name)),
+            cell(vm_groups.get(name)) if vm_groups else "not run",
+            "yes" if worst < iv / 4 else "**no**"))
+    if vm_info:
+        out += ["", "vmalert: import of the blocks with vmctl %.0f s; measured %s-%s UTC;"
+                " %d of %d rule executions failed (vmalert_execution_errors_total);"
+                " RSS victoria-metrics %.0f MiB, vmalert %.0f MiB." % (
+                    vm_info["import_s"],
+                    time.strftime("%H:%M:%S", time.gmtime(vm_info["start"])),
+                    time.strftime("%H:%M:%S", time.gmtime(vm_info["end"])),
+                    vm_info["errors"], vm_info["executions"],
+                    vm_info["rss_vm"] / 2**20, vm_info["rss_vmalert"] / 2**20)]
+    return out + [""]
 
 
 def rule_table(table, measured, slow=0.5):
@@ -890,6 +947,12 @@ def main():
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", help="also write the Markdown report here")
+    ap.add_argument("--vm", action="store_true",
+                    help="also import the blocks into VictoriaMetrics (vmctl) and"
+                         " time every group under vmalert, before the data's end"
+                         " (bench/rules_scale_vm.py); then Prometheus as usual")
+    ap.add_argument("--skip-dashboards", action="store_true",
+                    help="time the rule groups only")
     args = ap.parse_args()
 
     work = args.workdir or tempfile.mkdtemp(prefix="fabricmon_rules_scale_")
@@ -933,6 +996,17 @@ def main():
             trees.append(("compared", os.path.abspath(args.compare)))
         for k in range(1, len(trees)):
             shutil.copytree(blocks, blocks + "-%d" % k)
+        vm_groups, vm_info = {}, {}
+        if args.vm:
+            # vmalert's results go to VictoriaMetrics, which stores them at
+            # any time: measured while "now" is inside the data, before
+            # Prometheus starts (Prometheus' window is after the data's end),
+            # so that the two do not share the cores.
+            import rules_scale_vm
+            vm_rules = os.path.join(work, "vm-rules")
+            write_rules(vm_rules, ROOT)
+            vm_groups, vm_info = rules_scale_vm.run(
+                work, blocks, vm_rules, args.step, end - 60, free_port)
         t0 = time.monotonic()
         for k, (label, tree) in enumerate(trees):
             proms.append(start_prometheus(
@@ -968,15 +1042,18 @@ def main():
         # resolved over the range up to the window's end, so that a
         # variable on a series recorded every 5 m finds it.
         now = end + 240
-        timed = [time_dashboards(port, tree, now, window_end, args.step)
+        timed = [([], []) if args.skip_dashboards else
+                 time_dashboards(port, tree, now, window_end, args.step)
                  for (_, tree), (_, port) in zip(trees, proms)]
         rows, failed = timed[0]
 
-        report.append("Command: `bench/rules_scale.py --ports %d --hours %g --step %d%s%s%s`"
-                      % (args.ports, args.hours, args.step,
-                         "" if args.switch_ports is None else " --switch-ports %d" % args.switch_ports,
-                         "" if args.probe_peers == 1 else " --probe-peers %d" % args.probe_peers,
-                         "" if not args.compare else " --compare %s" % args.compare))
+        report.append("Command: `bench/rules_scale.py %s` (%s UTC)"
+                      % (" ".join(sys.argv[1:]),
+                         time.strftime("%Y-%m-%d %H:%M", time.gmtime(end))))
+        # The raw evaluations, should the report below fail.
+        with open(os.path.join(work, "evaluations.json"), "w") as raw:
+            json.dump({"prometheus": {str(k): v for k, v in measured[0].items()},
+                       "vmalert": vm_groups, "vm": vm_info}, raw)
         report.append("")
         report.append("| quantity | value |")
         report.append("|---|---|")
@@ -1010,6 +1087,8 @@ def main():
                 name, nrules, warm, shown, "yes" if warm < 1 else "**no**"))
         report.append("")
         report.extend(rule_table(table, measured[0]))
+        report.extend(interval_table(table, measured[0], vm_groups, vm_info,
+                                     intervals(ROOT), args.step))
         if args.compare:
             report.extend(comparison(args.compare, table,
                                      group_table(groups[1], measured[1]),
@@ -1031,7 +1110,7 @@ def main():
             report.append("")
         report.append("Worst rule group %.3f s; worst panel query %.3f s (%d queries)."
                       " Load average during the run: %s."
-                      % (worst_group, max(r[0] for r in rows), len(rows),
+                      % (worst_group, max([r[0] for r in rows] or [0]), len(rows),
                          open("/proc/loadavg").read().split()[:3]))
         text = "\n".join(report) + "\n"
         print(text)
