@@ -547,9 +547,16 @@ TEST_F(ProbeEcmpNetns, LocatorRanksTheLossyLinkFirst) {
                          "to both other edges (the hash put them elsewhere)";
   const auto [e, s] = *chosen;
   ASSERT_TRUE(fabric_->AddFault(e, s));
-  // The window starts after the fault and the paths' last traces.
+  // The window starts after the fault and the paths' last traces. On a
+  // loaded machine a trace can land inside the window (exit 7: a pair whose
+  // path changed in it is not placed): ask again once the window has moved
+  // past it.
   std::this_thread::sleep_for(35s);
-  const auto r = fabric_->Locate("25s");
+  auto r = fabric_->Locate("25s");
+  for (int again = 0; again < 3 && r.exit_code == 7; ++again) {
+    std::this_thread::sleep_for(10s);
+    r = fabric_->Locate("25s");
+  }
   fabric_->RemoveFaults();
   ASSERT_EQ(r.exit_code, 0)
       << r.out << testing::ReadFile(fabric_->dir / "locate.err");
