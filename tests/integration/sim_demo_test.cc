@@ -136,8 +136,11 @@ TEST_F(SimDemo, PrintsAlertsAsTheyFireWithTheirRunbook) {
   const std::string banner = Slurp(log_);
   ASSERT_TRUE(std::regex_search(banner, m, am)) << banner;
   EXPECT_TRUE(fabric::testing::HttpGetOk(std::stoi(m[1]), "/-/ready"));
+  // Printed whether or not the congestion root fired first and inhibits it
+  // (then marked "(inhibited: its cause is alerting)").
   const std::regex fired(
-      "FIRING +FabricPortCongestionHotspot +host=host0 mlx5_0/1\n.*\n +"
+      "FIRING +FabricPortCongestionHotspot +host=host0 mlx5_0/1"
+      "( +\\(inhibited: [^)\n]*\\))?\n.*\n +"
       "runbook: docs/runbooks/FabricPortCongestionHotspot.md\n");
   bool printed = false;
   const auto until = std::chrono::steady_clock::now() + 150s;
