@@ -7,9 +7,9 @@
 // OpenSM on hca0, DAEMONS fabricmon daemons on hca1.. with only the sm
 // collector at INTERVAL seconds (shortened so that a window holds many
 // collections); checks every daemon's sm collector succeeded and saw the
-// master (else no figure, exit 1); prints MADs per daemon per collection and the master's
-// MAD rate for 2,000 nodes at the 60 s default. Run it against an older
-// binary for the before figure.
+// master (else no figure, exit 1); prints MADs per daemon per collection and
+// the master's MAD rate for 2,000 nodes at the 60 s default. Run it against an
+// older binary for the before figure.
 //
 //   sm_load_ibsim FABRICMON [DAEMONS=4] [INTERVAL_S=2] [WINDOW_S=60]
 //
@@ -105,8 +105,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir);
     ports.push_back(fabric::testing::FreeLoopbackPort());
     std::ofstream(dir + "/fabricmon.yaml")
-        << "listen_address: \"127.0.0.1:" << ports.back()
-        << "\"\ncollectors:\n"
+        << "listen_address: \"127.0.0.1:" << ports.back() << "\"\ncollectors:\n"
         << "  ib_port: {enabled: false}\n  hw_counters: {enabled: false}\n"
         << "  congestion: {enabled: false}\n  roce: {enabled: false}\n"
         << "  nic_identity: {enabled: false}\n  ib_link: {enabled: false}\n"
@@ -127,8 +126,9 @@ int main(int argc, char** argv) {
   int reporting = 0;
   for (size_t i = 0; i < ports.size(); ++i) {
     const auto body = fabric::testing::HttpGetOk(ports[i], "/metrics");
-    if (body && body->find("fabric_collector_success{collector=\"sm\"} 1") !=
-                    std::string::npos &&
+    if (body &&
+        body->find("fabric_collector_success{collector=\"sm\"} 1") !=
+            std::string::npos &&
         body->find("fabric_sm_state{") != std::string::npos) {
       ++reporting;
     } else if (reporting == 0 && i == 0) {

@@ -393,7 +393,7 @@ class FabricCollector : public Collector {
   std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0, unsupported_ = 0;
   // This topology's PESC support and PMA ClassPortInfo per switch.
   mad::PescCache pesc_;
-  FabricTrees trees_;    // congestion roots and victims (issue 42)
+  FabricTrees trees_;  // congestion roots and victims (issue 42)
   struct SwitchHealth {
     std::uint64_t failed = 0;
     int unanswered = 0;

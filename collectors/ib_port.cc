@@ -217,8 +217,7 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
 
 class IbPortCollector final : public Collector {
  public:
-  IbPortCollector(CollectorEnv env, DeviceFilter devices,
-                  CounterFilter series)
+  IbPortCollector(CollectorEnv env, DeviceFilter devices, CounterFilter series)
       : env_(std::move(env)),
         devices_(std::move(devices)),
         series_(std::move(series)) {}
@@ -540,8 +539,7 @@ class IbPortCollector final : public Collector {
 
 std::unique_ptr<Collector> MakeIbPortCollector(const CollectorEnv& env,
                                                const CollectorConfig& config) {
-  return std::make_unique<IbPortCollector>(env, config.devices,
-                                           config.series);
+  return std::make_unique<IbPortCollector>(env, config.devices, config.series);
 }
 
 CollectorSpec IbPortCollectorSpec() {

@@ -201,8 +201,7 @@ TEST(HwCountersFilterTest, ExcludedCountersAreNotRead) {
   EXPECT_TRUE(c.ok);
   EXPECT_GT(fs->Reads(dir + "np_cnp_sent"), 0);
   EXPECT_EQ(fs->Reads(dir + "rx_write_requests"), 0);
-  EXPECT_EQ(c.Value("fabric_roce_cnp_sent_total", {{"device", "mlx5_0"}}),
-            9.0);
+  EXPECT_EQ(c.Value("fabric_roce_cnp_sent_total", {{"device", "mlx5_0"}}), 9.0);
   // out_of_sequence's own metric is not excluded: it is read.
   EXPECT_TRUE(
       c.Value("fabric_roce_out_of_sequence_total", {{"device", "mlx5_0"}}));

@@ -233,9 +233,9 @@ TEST(IbPortFilterTest, ExcludedCountersAreNotRead) {
   CollectorEnv env;
   env.sysfs = fs;
   CollectorConfig config;
-  config.series = CounterFilter(
-      {}, {"fabric_port_transmit_bytes_total", "link_downed",
-           "fabric_port_counters_saturated"});
+  config.series =
+      CounterFilter({}, {"fabric_port_transmit_bytes_total", "link_downed",
+                         "fabric_port_counters_saturated"});
   auto collector = MakeIbPortCollector(env, config);
   auto c = testing::Run(*collector);
   EXPECT_GT(fs->Reads(port + "counters/symbol_error"), 0);
