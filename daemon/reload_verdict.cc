@@ -1,11 +1,9 @@
 #include "daemon/reload_verdict.h"
 
 #include <charconv>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 namespace fabric {
