@@ -24,6 +24,7 @@
 #include "probe/peers.h"
 #include "probe/udp_transport.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
 
 namespace fabric {
@@ -205,8 +206,9 @@ TEST_F(ProbeCollectorTest, CollectorsProbeEachOtherAndFollowThePeersFile) {
     c.settings = std::make_shared<SettingsOf<ProbeSettings>>(s);
     return c;
   };
-  // Ports from the dynamic range, unlikely to be taken.
-  const int pa = 20000 + ::getpid() % 20000, pb = pa + 1;
+  const int pa = testing::FreeUdpPort();
+  int pb = testing::FreeUdpPort();
+  while (pb == pa) pb = testing::FreeUdpPort();
   std::string file = (dir_ / "peers").string();
   std::ofstream(file) << "# none yet\n";
   CollectorEnv env;

@@ -18,6 +18,7 @@
 
 #include "collectors/probe.h"
 #include "collectors/registry.h"
+#include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
 
 namespace fabric {
@@ -38,7 +39,7 @@ TEST(ProbeUnansweredTest, FileSdTargetsAreProbedOnTheProbePort) {
   std::ofstream(file) << R"([
   {"targets": ["127.0.0.1:10915", "127.0.0.2:10915"], "labels": {"cluster": "t"}}
 ])";
-  const int port = 20000 + ::getpid() % 20000;
+  const int port = testing::FreeUdpPort();
   ProbeSettings s;
   s.transport = "udp";
   s.listen_address = probe::Endpoint(boost::asio::ip::make_address("127.0.0.1"),
