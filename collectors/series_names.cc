@@ -5,6 +5,7 @@
 
 #include "collectors/hw_counters.h"
 #include "collectors/opensm_parse.h"
+#include "core/metric_names.h"
 
 namespace fabric {
 namespace {
@@ -55,9 +56,11 @@ constexpr std::string_view kOptionalCounters[] = {
 
 using NameList = std::span<const std::string_view>;
 
-std::vector<std::string> Names(std::initializer_list<std::string_view> families,
+// The collector's families as docs/metrics.md lists them under its section
+// (core/metric_names.h), then the counter names its labels carry.
+std::vector<std::string> Names(std::string_view collector,
                                std::initializer_list<NameList> counters) {
-  std::vector<std::string> out(families.begin(), families.end());
+  std::vector<std::string> out = DocumentedFamilies(collector);
   for (NameList names : counters)
     out.insert(out.end(), names.begin(), names.end());
   return out;
@@ -67,143 +70,14 @@ std::vector<std::string> Names(std::initializer_list<std::string_view> families,
 
 std::vector<std::string> KnownSeries(std::string_view collector) {
   if (collector == "ib_port") {
-    return Names(
-        {
-            "fabric_device_info",
-            "fabric_port_info",
-            "fabric_port_state",
-            "fabric_port_physical_state",
-            "fabric_port_rate_bytes_per_second",
-            "fabric_port_link_width_lanes",
-            "fabric_port_lid",
-            "fabric_port_sm_lid",
-            "fabric_port_sm_sl",
-            "fabric_port_capability_mask",
-            "fabric_port_transmit_bytes_total",
-            "fabric_port_receive_bytes_total",
-            "fabric_port_transmit_packets_total",
-            "fabric_port_receive_packets_total",
-            "fabric_port_unicast_transmit_packets_total",
-            "fabric_port_unicast_receive_packets_total",
-            "fabric_port_multicast_transmit_packets_total",
-            "fabric_port_multicast_receive_packets_total",
-            "fabric_port_transmit_wait_total",
-            "fabric_port_errors_total",
-            "fabric_port_counters_saturated",
-            "fabric_port_other_total",
-        },
-        {kSwitchPortErrorNames, kPortRcvDiscards, kPortCounters});
+    return Names(collector,
+                 {kSwitchPortErrorNames, kPortRcvDiscards, kPortCounters});
   }
   if (collector == "hw_counters") {
-    return Names(
-        {
-            "fabric_hw_counters_total",
-            "fabric_device_hw_counters_total",
-            "fabric_roce_cnp_sent_total",
-            "fabric_roce_cnp_handled_total",
-            "fabric_roce_cnp_ignored_total",
-            "fabric_roce_ecn_marked_packets_total",
-            "fabric_roce_out_of_sequence_total",
-            "fabric_roce_packet_sequence_errors_total",
-            "fabric_roce_local_ack_timeout_errors_total",
-            "fabric_roce_adaptive_retransmissions_total",
-            "fabric_roce_slow_restarts_total",
-        },
-        {QCounter32Names(), kHwCounters64});
+    return Names(collector, {QCounter32Names(), kHwCounters64});
   }
-  if (collector == "roce") {
-    return Names(
-        {
-            "fabric_roce_netdev_info",
-            "fabric_pfc_pause_frames_total",
-            "fabric_pfc_pause_duration_seconds_total",
-            "fabric_pfc_pause_transitions_total",
-            "fabric_pfc_pause_storm_events_total",
-            "fabric_roce_priority_bytes_total",
-            "fabric_roce_priority_packets_total",
-            "fabric_roce_priority_discarded_packets_total",
-            "fabric_roce_priority_ecn_marked_packets_total",
-            "fabric_roce_rx_ecn_marked_packets_total",
-            "fabric_roce_global_pause_frames_total",
-            "fabric_roce_global_pause_duration_seconds_total",
-            "fabric_roce_phy_discarded_packets_total",
-            "fabric_roce_rx_out_of_buffer_total",
-            "fabric_roce_rx_buffer_passed_threshold_total",
-            "fabric_roce_phy_corrected_bit_errors_total",
-            "fabric_roce_phy_lane_errors_total",
-            "fabric_roce_phy_pcs_symbol_errors_total",
-            "fabric_roce_phy_symbol_errors_total",
-            "fabric_roce_phy_crc_errors_total",
-            "fabric_roce_phy_link_down_events_total",
-            "fabric_roce_fec_mode_info",
-            "fabric_roce_fec_corrected_blocks_total",
-            "fabric_roce_fec_uncorrectable_blocks_total",
-            "fabric_roce_fec_corrected_bit_errors_total",
-            "fabric_roce_fec_lane_corrected_blocks_total",
-            "fabric_roce_fec_lane_uncorrectable_blocks_total",
-            "fabric_roce_fec_lane_corrected_bit_errors_total",
-            "fabric_roce_ecn_enabled",
-            "fabric_roce_pfc_enabled",
-            "fabric_roce_pfc_capable_traffic_classes",
-            "fabric_roce_dcb_pfc_frames_total",
-            "fabric_roce_ets_willing",
-            "fabric_roce_priority_traffic_class",
-            "fabric_roce_trust_info",
-            "fabric_roce_gid_entries",
-            "fabric_roce_optional_counter_total",
-            "fabric_roce_link_speed_bytes_per_second",
-            "fabric_roce_link_speed_capable_bytes_per_second",
-            "fabric_roce_link_partner_speed_capable_bytes_per_second",
-        },
-        {kOptionalCounters});
-  }
-  if (collector == "fabric") {
-    return Names(
-        {
-            "fabric_switch_info",
-            "fabric_switch_port_state",
-            "fabric_switch_port_physical_state",
-            "fabric_switch_port_link_info",
-            "fabric_switch_port_transmit_bytes_total",
-            "fabric_switch_port_receive_bytes_total",
-            "fabric_switch_port_transmit_packets_total",
-            "fabric_switch_port_receive_packets_total",
-            "fabric_switch_port_transmit_wait_total",
-            "fabric_switch_port_errors_total",
-            "fabric_switch_port_counters_saturated",
-            "fabric_switch_port_link_width_lanes",
-            "fabric_switch_port_link_width_capable_lanes",
-            "fabric_switch_port_lane_rate_bytes_per_second",
-            "fabric_switch_port_lane_rate_capable_bytes_per_second",
-            "fabric_switch_port_rate_bytes_per_second",
-            "fabric_switch_port_sync_header_errors_total",
-            "fabric_switch_port_unknown_blocks_total",
-            "fabric_switch_port_fec_corrected_symbols_total",
-            "fabric_switch_port_fec_lane_corrected_symbols_total",
-            "fabric_switch_port_fec_corrected_blocks_total",
-            "fabric_switch_port_fec_uncorrectable_blocks_total",
-            "fabric_switch_port_phy_lane_errors_total",
-            "fabric_switch_port_fec_lane_corrected_blocks_total",
-            "fabric_switch_port_fec_lane_uncorrectable_blocks_total",
-            "fabric_switch_port_link_down_transitions_total",
-            "fabric_switch_mad_failures_total",
-            "fabric_switch_unanswered_sweeps",
-            "fabric_sweep_pesc_unsupported_switches",
-            "fabric_sweep_mads_total",
-            "fabric_sweep_unreachable_nodes",
-            // Congestion trees (collectors/fabric_tree.h).
-            "fabric_switch_port_transmit_wait_seconds_total",
-            "fabric_congestion_root",
-            "fabric_congestion_root_since_timestamp_seconds",
-            "fabric_congestion_root_victims",
-            "fabric_congestion_tree_lost_bytes_per_second",
-            "fabric_congestion_victim",
-            "fabric_congestion_port_lost_bytes_per_second",
-            "fabric_congestion_host_victim",
-            "fabric_congestion_undecided_ports",
-        },
-        {kSwitchPortErrorNames});
-  }
+  if (collector == "roce") return Names(collector, {kOptionalCounters});
+  if (collector == "fabric") return Names(collector, {kSwitchPortErrorNames});
   return {};
 }
 

@@ -1,9 +1,9 @@
 // The series names a collector's `include`/`exclude` patterns can match:
-// its metric families (as docs/metrics.md lists them under the collector's
-// section) and the counter names its `counter`/`error` labels carry. The
-// registry hands them to the config parser (CollectorKeys::series), which
-// warns about a pattern matching none of them; tests check the lists
-// against docs/metrics.md and against what the collectors emit.
+// its metric families (docs/metrics.md's rows under the collector's section,
+// compiled in: core/metric_names.h) and the counter names its
+// `counter`/`error` labels carry. The registry hands them to the config
+// parser (CollectorKeys::series), which warns about a pattern matching none
+// of them; metrics_doc_test checks the doc against what the collectors emit.
 //
 // Thread-safety: returns fresh values; safe from any thread.
 #pragma once

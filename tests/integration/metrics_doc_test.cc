@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/metric_names.h"
 #include "tests/integration/fabricmon_run.h"
 
 namespace fabric {
@@ -30,22 +31,11 @@ std::set<std::string> EmittedFamilies() {
   return names;
 }
 
-// section ("" before the first "## ") -> metric names in its table rows.
-std::map<std::string, std::set<std::string>> DocumentedMetrics() {
-  std::ifstream in(testing::SourceDir() + "/docs/metrics.md");
+// section -> metric names in its table rows (core/metric_names.h).
+std::map<std::string, std::set<std::string>> DocumentedBySection() {
   std::map<std::string, std::set<std::string>> out;
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) {
-      section = line.substr(3);
-      continue;
-    }
-    if (line.rfind("| `", 0) != 0) continue;
-    std::size_t end = line.find('`', 3);
-    if (end == std::string::npos) continue;
-    std::string name = line.substr(3, end - 3);
-    // "fabric_x{labels}" rows: the name is before the brace.
-    out[section].insert(name.substr(0, name.find('{')));
+  for (const auto& m : DocumentedMetrics()) {
+    out[std::string(m.section)].emplace(m.name);
   }
   return out;
 }
@@ -54,7 +44,7 @@ TEST(MetricsDocTest, EveryEmittedMetricIsDocumented) {
   auto emitted = EmittedFamilies();
   ASSERT_FALSE(emitted.empty());
   std::set<std::string> documented;
-  for (const auto& [section, names] : DocumentedMetrics()) {
+  for (const auto& [section, names] : DocumentedBySection()) {
     documented.insert(names.begin(), names.end());
   }
   for (const auto& name : emitted) {
@@ -65,7 +55,7 @@ TEST(MetricsDocTest, EveryEmittedMetricIsDocumented) {
 
 TEST(MetricsDocTest, IbPortAndHwCountersDocsAreEmitted) {
   auto emitted = EmittedFamilies();
-  auto documented = DocumentedMetrics();
+  auto documented = DocumentedBySection();
   for (const char* section : {"ib_port", "hw_counters"}) {
     ASSERT_FALSE(documented[section].empty())
         << "no table under ## " << section;

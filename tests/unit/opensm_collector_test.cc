@@ -20,6 +20,7 @@
 #include "collectors/opensm_parse.h"
 #include "collectors/registry.h"
 #include "config/config.h"
+#include "core/metric_names.h"
 #include "tests/support/osm_plugin_harness.h"
 
 namespace fabric {
@@ -233,17 +234,8 @@ TEST(OpensmSettings, DefaultsKeysAndErrors) {
 
 // Families in docs/metrics.md's "## opensm" table.
 std::set<std::string> DocumentedOpensmMetrics() {
-  std::ifstream in(testing::SourceDir() + "/docs/metrics.md");
-  std::set<std::string> out;
-  std::string line;
-  bool in_section = false;
-  while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) in_section = line == "## opensm";
-    if (!in_section || line.rfind("| `", 0) != 0) continue;
-    const std::string name = line.substr(3, line.find('`', 3) - 3);
-    out.insert(name.substr(0, name.find('{')));
-  }
-  return out;
+  const auto names = DocumentedFamilies("opensm");
+  return {names.begin(), names.end()};
 }
 
 // The whole path: the real plugin sends, the collector receives and emits.
