@@ -69,6 +69,7 @@
 #include "tests/support/paths.h"
 #include "tests/support/prom_api.h"
 #include "tests/support/sim_host_config.h"
+#include "tests/support/temp_dir.h"
 
 extern char** environ;
 
@@ -275,10 +276,7 @@ class Stack {
                  const std::vector<std::string>& sim_args = {},
                  bool with_ib = false, bool standby_sm = false,
                  bool sim_mad = false) {
-    dir_ = fs::temp_directory_path() /
-           ("fabricmon_e2e_" + std::to_string(getpid()) + "_" + scenario);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = tmp_.path();
     // The simulator: two hosts, live trees under dir/sim/host<i>.
     std::vector<std::string> sim_argv = {testing::Binary("fabricmon-sim"),
                                          "--out",
@@ -412,7 +410,6 @@ class Stack {
     ib_.reset();
     daemons_.clear();
     sim_.reset();
-    fs::remove_all(dir_);
   }
 
   const std::string& error() const { return error_; }
@@ -454,6 +451,7 @@ class Stack {
   }
 
  private:
+  testing::TempDir tmp_{"fabricmon-e2e"};
   fs::path dir_;
   std::string error_;
   std::unique_ptr<Child> sim_, prometheus_;

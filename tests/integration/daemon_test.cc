@@ -32,6 +32,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 extern char** environ;
@@ -70,10 +71,6 @@ class Process {
  public:
   Process(const std::vector<std::string>& args,
           const std::vector<std::string>& extra_env = {}, rlim_t fd_limit = 0) {
-    dir_ =
-        fs::temp_directory_path() / ("daemon_test." + std::to_string(getpid()) +
-                                     "." + std::to_string(counter_++));
-    fs::create_directories(dir_);
     std::vector<std::string> argv_s = {testing::Binary("fabricmon")};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s;
@@ -110,8 +107,6 @@ class Process {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   std::string stdout_path() const { return dir_ / "stdout"; }
@@ -152,8 +147,8 @@ class Process {
   }
 
  private:
-  static inline int counter_ = 0;
-  fs::path dir_;
+  testing::TempDir tmp_{"fabricmon-daemon-test"};
+  fs::path dir_ = tmp_.path();
   pid_t pid_ = -1;
   bool exited_ = false;
 };
@@ -168,15 +163,10 @@ std::string H100() { return testing::Fixture("real/sysfs-gpud-h100"); }
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("daemon_test_cfg." + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = tmp_.path();
     config_ = dir_ / "fabricmon.yaml";
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  testing::TempDir tmp_{"fabricmon-daemon-test-cfg"};
   fs::path dir_;
   std::string config_;
 };

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tests/integration/fabricmon_run.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -95,9 +96,8 @@ TEST_P(GoldenTest, PromtoolCheckMetricsIsClean) {
 // exits 0, exports what is readable, and reports the skips per collector.
 TEST(OnceBadTreeTest, SkipsAreCountedInSelfMetrics) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() /
-                        ("fabricmon_once_bad_" + std::to_string(::getpid()));
-  fs::remove_all(root);
+  testing::TempDir tmp("fabricmon-once-bad");
+  const fs::path root = tmp.path();
   auto write = [&](const std::string& rel, const std::string& data) {
     fs::create_directories((root / rel).parent_path());
     std::ofstream(root / rel) << data;
@@ -115,7 +115,6 @@ TEST(OnceBadTreeTest, SkipsAreCountedInSelfMetrics) {
   auto run = testing::RunCommand(testing::Binary("fabricmon") +
                                  " --once --config /dev/null --sysfs.root " +
                                  root.string() + " 2>/dev/null");
-  fs::remove_all(root);
   ASSERT_EQ(run.exit_code, 0);
   auto samples = testing::ParseSamples(run.out);
   EXPECT_EQ(samples["fabric_collector_skipped_inputs{collector=\"ib_port\"}"],

@@ -19,6 +19,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing {
@@ -49,16 +50,8 @@ double Rejected(const std::string& body, const std::string& reason) {
 
 class HttpDaemonTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("http_daemon_test." + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    daemon_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void SetUp() override { dir_ = tmp_.path(); }
+  void TearDown() override { daemon_.reset(); }
   // Starts fabricmon on the H100 fixture; returns its port (0 = failed).
   int StartDaemon(const std::string& listen,
                   const std::string& extra_args = "") {
@@ -97,6 +90,7 @@ class HttpDaemonTest : public ::testing::Test {
     o.password = password;
     return o;
   }
+  testing::TempDir tmp_{"fabricmon-http-daemon"};
 
   fs::path dir_, log_;
   std::unique_ptr<sim::Session> daemon_;

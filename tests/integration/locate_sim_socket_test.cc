@@ -14,6 +14,7 @@
 #include "simulator/model.h"
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing {
@@ -22,9 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(LocateSimSocket, LinkListsTheLidsTheSimulatorRoutesOutOfAPort) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("locate_sim_socket_test." + std::to_string(getpid()));
-  fs::create_directories(dir);
+  testing::TempDir tmp("fabricmon-locate-sim-socket");
+  const fs::path dir = tmp.path();
   sim::SimConfig config;
   config.hosts = 3;
   const sim::Cluster model(config);  // the same fabric fabricmon-sim builds
@@ -82,7 +82,6 @@ TEST(LocateSimSocket, LinkListsTheLidsTheSimulatorRoutesOutOfAPort) {
   };
   EXPECT_EQ(lids(r.out.substr(0, split)), behind_port1);
   EXPECT_EQ(lids(r.out.substr(split + 5)), uplink);
-  fs::remove_all(dir);
 }
 
 }  // namespace

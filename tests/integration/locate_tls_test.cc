@@ -17,6 +17,7 @@
 #include "tests/support/ci.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing {
@@ -30,9 +31,7 @@ class LocateTls : public ::testing::Test {
     if (!fs::exists("/usr/bin/prometheus")) {
       MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
     }
-    dir_ = fs::temp_directory_path() /
-           ("locate_tls_test." + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = tmp_.path();
     std::string error;
     ASSERT_TRUE(MakeTestCa(dir_.string(), &error)) << error;
     std::ofstream(dir_ / "web.yml")
@@ -73,10 +72,7 @@ class LocateTls : public ::testing::Test {
         std::chrono::seconds(60)))
         << ReadFile(dir_ / "prometheus.log");
   }
-  void TearDown() override {
-    prometheus_.reset();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { prometheus_.reset(); }
 
   struct Outcome {
     int exit_code = -1;
@@ -112,6 +108,7 @@ class LocateTls : public ::testing::Test {
         << "want \"" << want << "\" in: " << o.err;
     EXPECT_EQ(o.out, "");
   }
+  testing::TempDir tmp_{"fabricmon-locate-tls"};
 
   fs::path dir_;
   int port_ = 0;

@@ -60,6 +60,7 @@
 #include "tests/support/icmp_forge.h"
 #include "tests/support/paths.h"
 #include "tests/support/shell.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/udp_relay.h"
 
 namespace fabric {
@@ -658,7 +659,7 @@ class ProbeRailsNetnsTest : public ::testing::Test {
     const std::string id = std::to_string(::getpid());
     x_ = "fmpx" + id;
     y_ = "fmpy" + id;
-    dir_ = fs::temp_directory_path() / ("fabricmon-probe-rails-" + id);
+    dir_ = tmp_.path();
     fs::create_directories(dir_ / "sysfs");
     for (const auto& ns : {x_, y_}) {
       ASSERT_TRUE(Sh("ip netns add " + ns)) << ns;
@@ -705,8 +706,6 @@ class ProbeRailsNetnsTest : public ::testing::Test {
     for (const auto& ns : {x_, y_}) {
       if (!ns.empty()) Sh("ip netns del " + ns);
     }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   // A daemon whose rail r<k> listens on 169.254.(95+k).<own> and probes
@@ -752,6 +751,7 @@ class ProbeRailsNetnsTest : public ::testing::Test {
 
   const bool by_device_ = false;
   std::string x_, y_;
+  testing::TempDir tmp_{"fabricmon-probe-rails"};
   fs::path dir_;
   Daemon dx_, dy_;
 };

@@ -24,6 +24,7 @@
 #include "tests/support/http.h"
 #include "tests/support/http_client.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing {
@@ -67,9 +68,7 @@ void Repoint(const fs::path& link, const fs::path& target) {
 class ReloadFilesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("reload_files_test." + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = tmp_.path();
     log_ = dir_ / "fabricmon.log";
     fifo_ = dir_ / "fifo";
     ASSERT_EQ(mkfifo(fifo_.c_str(), 0600), 0);
@@ -81,11 +80,7 @@ class ReloadFilesTest : public ::testing::Test {
     config_ = dir_ / "fabricmon.yaml";
     fs::create_symlink(dir_ / "good.yaml", config_);
   }
-  void TearDown() override {
-    daemon_.reset();
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
+  void TearDown() override { daemon_.reset(); }
 
   // Starts the daemon on the H100 fixture; its port, 0 if it did not start.
   int Start(const std::string& extra_args = "") {
@@ -121,6 +116,7 @@ class ReloadFilesTest : public ::testing::Test {
     const int status = daemon_->Wait(20s);
     return status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
+  testing::TempDir tmp_{"fabricmon-reload-files"};
 
   fs::path dir_, log_, fifo_, config_;
   std::unique_ptr<sim::Session> daemon_;

@@ -29,6 +29,7 @@
 #include "tests/support/http.h"
 #include "tests/support/osm_flood.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric {
@@ -139,14 +140,8 @@ std::string ScrapeWhen(int port,
 class SeriesCapTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("series_cap_test." + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = tmp_.path();
     config_ = dir_ / "fabricmon.yaml";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   // Collectors that read the host are off (sm, where built, finds no
@@ -160,6 +155,7 @@ class SeriesCapTest : public ::testing::Test {
            "  nic_identity: {enabled: false}\n" +
            collector;
   }
+  testing::TempDir tmp_{"fabricmon-series-cap"};
 
   fs::path dir_;
   std::string config_;

@@ -18,6 +18,7 @@
 #include "tests/integration/sim_support.h"
 #include "tests/support/paths.h"
 #include "tests/support/sim_host_config.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric::testing {
@@ -46,16 +47,10 @@ const ::fabric::sim::Port& SwitchPort(const ::fabric::sim::Cluster& c,
 
 class SimCongestion : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("sim_congestion_daemon_test." + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = tmp_.path(); }
   void TearDown() override {
     daemon_.reset();
     sim_.reset();
-    fs::remove_all(dir_);
   }
 
   // Starts fabricmon-sim on `timeline` and a daemon sweeping its switches
@@ -136,6 +131,7 @@ class SimCongestion : public ::testing::Test {
     }
     return out;
   }
+  testing::TempDir tmp_{"fabricmon-sim-congestion"};
 
   fs::path dir_;
   std::unique_ptr<sim::Session> sim_, daemon_;

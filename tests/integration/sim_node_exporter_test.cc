@@ -13,6 +13,7 @@
 #include "tests/integration/sim_support.h"
 #include "tests/support/ci.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::testing {
 namespace {
@@ -24,15 +25,8 @@ TEST(SimNodeExporter, ReadsTheSimTreeAndAgreesWithFabricmon) {
   if (!fs::exists("/usr/bin/prometheus-node-exporter")) {
     MISSING_DEPENDENCY("prometheus-node-exporter not installed");
   }
-  std::string tmpl = fs::temp_directory_path() / "simne.XXXXXX";
-  const fs::path dir = ::mkdtemp(tmpl.data());
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{dir};
+  testing::TempDir tmp("fabricmon-sim-node-exporter");
+  const fs::path dir = tmp.path();
   {
     std::ofstream t(dir / "timeline.yaml");
     t << "events:\n"

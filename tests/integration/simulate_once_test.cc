@@ -17,6 +17,7 @@
 #include "tests/integration/fabricmon_run.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -182,15 +183,11 @@ class SimulatedDaemon {
   pid_t pid_ = -1;
 };
 
-std::string TempDir() {
-  std::string tmpl = std::filesystem::temp_directory_path() / "fm-sim.XXXXXX";
-  return mkdtemp(tmpl.data()) ? tmpl : "";
-}
-
 // Live: a failover 10 s into the daemon's run (70 s of simulated time, after
 // the 60 s of history) is counted, and the standby is master from then on.
 TEST_F(SimulateOnceTest, LiveFailoverIsCountedAndHungMasterStalls) {
-  const std::string dir = TempDir();
+  testing::TempDir tmp("fabricmon-simulate-once");
+  const std::string dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::ofstream(dir + "/failover.yaml")
       << "events:\n  - scenario: steady\n  - scenario: sm-failover\n"
@@ -226,7 +223,6 @@ TEST_F(SimulateOnceTest, LiveFailoverIsCountedAndHungMasterStalls) {
         std::chrono::seconds(120));
     EXPECT_TRUE(s) << "the hung master never showed as stalled";
   }
-  std::filesystem::remove_all(dir);
 }
 
 // Every scenario and every shipped timeline: one exposition each, in which

@@ -241,8 +241,6 @@ std::string MissingIbTools() {
 
 IbsimFabric::IbsimFabric(std::string netfile) : netfile_(std::move(netfile)) {
   static std::atomic<int> counter{0};
-  std::string templ = (fs::temp_directory_path() / "fabricmon-ibsim-XXXXXX");
-  if (::mkdtemp(templ.data())) dir_ = templ;
   sockname_ = "fm" + std::to_string(::getpid()) + "_" +
               std::to_string(counter.fetch_add(1));
 }
@@ -259,8 +257,6 @@ IbsimFabric::~IbsimFabric() {
   }
   if (console_in_ >= 0) ::close(console_in_);
   if (console_out_ >= 0) ::close(console_out_);
-  std::error_code ec;
-  if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
 
 bool IbsimFabric::Start(std::string* error) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tests/support/in_ci.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::testing {
 
@@ -127,7 +128,8 @@ class IbsimFabric {
 
  private:
   std::string netfile_;
-  std::string dir_;
+  TempDir tmp_{"fabricmon-ibsim"};  // removed after the destructor's kills
+  std::string dir_ = tmp_.path();
   std::string sockname_;
   pid_t ibsim_ = -1;
   int console_in_ = -1;   // ibsim's stdin

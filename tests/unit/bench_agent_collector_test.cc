@@ -21,17 +21,15 @@
 #include "collectors/registry.h"
 #include "config/config.h"
 #include "core/metric_sink.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
 
-// A key file with `mode` in a new temporary directory (removed by the
-// caller with its parent).
-std::string WriteKey(std::filesystem::perms mode) {
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "bench-key.XXXXXX");
-  if (::mkdtemp(dir.data()) == nullptr) return "";
-  const std::string path = dir + "/key";
+// A key file with `mode` in `dir`, named `name`.
+std::string WriteKey(const testing::TempDir& dir, const std::string& name,
+                     std::filesystem::perms mode) {
+  const std::string path = dir.path() + "/" + name;
   std::ofstream(path) << GenerateKeyHex();
   std::filesystem::permissions(path, mode);
   return path;
@@ -39,9 +37,12 @@ std::string WriteKey(std::filesystem::perms mode) {
 
 TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   using std::filesystem::perms;
-  const std::string key = WriteKey(perms::owner_read | perms::owner_write);
+  testing::TempDir dir("fabricmon-bench-key");
+  const std::string key =
+      WriteKey(dir, "key", perms::owner_read | perms::owner_write);
   const std::string shared =
-      WriteKey(perms::owner_read | perms::owner_write | perms::group_read);
+      WriteKey(dir, "shared",
+               perms::owner_read | perms::owner_write | perms::group_read);
   ASSERT_FALSE(key.empty() || shared.empty());
   std::string error;
   auto config = ParseConfig("", AllCollectorKeys(), &error);
@@ -89,9 +90,6 @@ TEST(BenchAgentSettings, DefaultsKeysAndErrors) {
   EXPECT_NE(error.find("collectors.bench_agent.listen_address (line 3)"),
             std::string::npos)
       << error;
-  std::error_code ec;
-  std::filesystem::remove_all(std::filesystem::path(key).parent_path(), ec);
-  std::filesystem::remove_all(std::filesystem::path(shared).parent_path(), ec);
 }
 
 // A loopback port free a moment ago (the collector takes a fixed
@@ -111,9 +109,7 @@ std::uint16_t FreePort() {
 class BenchAgentCollectorTest : public ::testing::Test {
  public:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("bench-agent-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
+    dir_ = tmp_.path();
     key_path_ = (dir_ / "key").string();
     std::string hex = GenerateKeyHex();
     std::ofstream(key_path_) << hex;
@@ -145,7 +141,6 @@ class BenchAgentCollectorTest : public ::testing::Test {
     work_.reset();
     io_.stop();
     thread_.join();
-    std::filesystem::remove_all(dir_);
   }
   std::string Text(int i, bool* ok = nullptr) {
     MetricSink sink;
@@ -160,6 +155,7 @@ class BenchAgentCollectorTest : public ::testing::Test {
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type>
       work_ = boost::asio::make_work_guard(io_);
   std::thread thread_;
+  testing::TempDir tmp_{"fabricmon-bench-agent"};
   std::filesystem::path dir_;
   std::string key_path_;
   Key key_;

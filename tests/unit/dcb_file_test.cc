@@ -233,9 +233,9 @@ TEST(DcbFileSettingsTest, DcbDirIsAnAbsolutePathDefaultEmpty) {
 // the dumps the simulator writes, so fabric_roce_pfc_enabled and the trust
 // mode are exported without DCB netlink.
 TEST(DcbFileSettingsTest, RoceCollectorReadsTheSimulatorsDcbDump) {
-  std::string tmpl = (fs::temp_directory_path() / "dcb_roce.XXXXXX");
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-  const fs::path root = tmpl;
+  testing::TempDir tmp("fabricmon-dcb-roce");
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path root = tmp.path();
   sim::SimConfig sim_config;
   sim_config.hosts = 1;
   sim::Cluster cluster(sim_config);
@@ -274,8 +274,6 @@ TEST(DcbFileSettingsTest, RoceCollectorReadsTheSimulatorsDcbDump) {
   EXPECT_EQ(pfc["3"], 1);
   EXPECT_EQ(pfc["0"], 0);
   EXPECT_EQ(trust, "dscp");
-  std::error_code ec;
-  fs::remove_all(root, ec);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "sources/mad/broker_client.h"
 #include "sources/mad/codec.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::mad::broker {
 namespace {
@@ -108,9 +109,7 @@ TEST(BrokerBatch, RepliesOfAMessageRoundTripAllOrNothing) {
 class FakeBroker {
  public:
   FakeBroker() {
-    char tmpl[] = "/tmp/fabricmon-batch-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    endpoint_.socket_path = dir_ + "/broker.sock";
+    endpoint_.socket_path = dir_.path() + "/broker.sock";
     listener_ = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -122,7 +121,6 @@ class FakeBroker {
   ~FakeBroker() {
     if (fd_ >= 0) ::close(fd_);
     ::close(listener_);
-    std::filesystem::remove_all(dir_);
   }
   // Transport::Open against this broker, which answers its OPEN.
   std::unique_ptr<Transport> Open() {
@@ -158,7 +156,7 @@ class FakeBroker {
   }
 
  private:
-  std::string dir_;
+  testing::TempDir dir_{"fabricmon-batch"};
   Endpoint endpoint_;
   int listener_ = -1;
   int fd_ = -1;

@@ -21,6 +21,7 @@
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/families.h"
 #include "tests/support/paths.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
 namespace fabric {
@@ -427,14 +428,12 @@ TEST(RoceGidTypeTest, Labels) {
 // open would, in every cache mode.
 TEST(RoceCollectorTest, FollowsTheTreeCollectionAfterCollection) {
   namespace fs = std::filesystem;
+  testing::TempDir tmp("fabricmon-roce-reader");
   for (SysfsCacheMode mode :
        {SysfsCacheMode::kPerCollection, SysfsCacheMode::kSysfs,
         SysfsCacheMode::kInotify}) {
     const fs::path root =
-        fs::temp_directory_path() /
-        ("fabricmon_roce_reader_" + std::to_string(::getpid()) + "_" +
-         std::to_string(static_cast<int>(mode)));
-    fs::remove_all(root);
+        fs::path(tmp.path()) / std::to_string(static_cast<int>(mode));
     auto write = [&](const std::string& rel, const std::string& data) {
       fs::create_directories((root / rel).parent_path());
       if (mode == SysfsCacheMode::kSysfs) {
@@ -484,7 +483,6 @@ TEST(RoceCollectorTest, FollowsTheTreeCollectionAfterCollection) {
               0)
         << int(mode);
     EXPECT_EQ(Count(f, "fabric_roce_ecn_enabled"), 1u);
-    fs::remove_all(root);
   }
 }
 

@@ -21,6 +21,7 @@
 #include "simulator/runner.h"
 #include "sources/mad/codec.h"
 #include "sources/sysfs.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
 
 namespace fabric::sim {
@@ -52,8 +53,7 @@ Mad WithoutTid(Mad m) {
 class SimMadSocket : public ::testing::Test {
  protected:
   SimMadSocket()
-      : dir_(fs::temp_directory_path() /
-             ("sim_mad_socket_test." + std::to_string(getpid()))),
+      : dir_(tmp_.path()),
         runner_(
             [] {
               SimConfig c;
@@ -69,10 +69,7 @@ class SimMadSocket : public ::testing::Test {
     ASSERT_TRUE(runner_.RenderNow(&error)) << error;
     ASSERT_TRUE(server_.Start(socket(), &error)) << error;
   }
-  void TearDown() override {
-    server_.Stop();
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { server_.Stop(); }
   std::string socket() const { return (dir_ / "mad.sock").string(); }
   std::uint64_t Guid(int host, const char* device) {
     std::uint64_t guid = 0;
@@ -81,6 +78,7 @@ class SimMadSocket : public ::testing::Test {
     return guid;
   }
 
+  testing::TempDir tmp_{"fabricmon-sim-mad-socket"};
   fs::path dir_;
   LiveRunner runner_;
   MadSocketServer server_;

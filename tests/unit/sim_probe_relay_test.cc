@@ -18,6 +18,7 @@
 #include "probe/peers.h"
 #include "simulator/probe_relay.h"
 #include "simulator/runner.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric::sim {
 namespace {
@@ -45,8 +46,7 @@ bool Readable(int fd, int ms) {
 class SimProbeRelay : public ::testing::Test {
  protected:
   SimProbeRelay()
-      : dir_(fs::temp_directory_path() /
-             ("sim_probe_relay_test." + std::to_string(getpid()))),
+      : dir_(tmp_.path()),
         runner_(
             [] {
               SimConfig c;
@@ -71,7 +71,6 @@ class SimProbeRelay : public ::testing::Test {
     relay_.reset();
     for (int fd : responders_) ::close(fd);
     ::close(prober_);
-    fs::remove_all(dir_);
   }
   // Sends `n` probes from host `from` to host `to` through the relay, each
   // echoed by the responder; returns how many answers came back.
@@ -104,6 +103,7 @@ class SimProbeRelay : public ::testing::Test {
     return answered;
   }
 
+  testing::TempDir tmp_{"fabricmon-sim-probe-relay"};
   fs::path dir_;
   LiveRunner runner_;
   std::vector<int> responders_;

@@ -15,6 +15,7 @@
 
 #include "sources/sysfs.h"
 #include "tests/support/fake_sysfs.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -32,17 +33,9 @@ std::size_t OpenFds() {
 
 class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("fabricmon_reader_" + std::to_string(::getpid()) + "_" +
-             std::to_string(counter_++));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    fs::remove_all(root_);
-    fs::remove_all(root_.string() + ".gone");
-  }
+  // The tree, and the ".gone" directory MoveAway keeps beside it, both in
+  // the test's own temporary directory.
+  void SetUp() override { fs::create_directories(root_); }
 
   void Write(const std::string& rel, const std::string& data) {
     fs::create_directories((root_ / rel).parent_path());
@@ -88,8 +81,8 @@ class SysfsReaderTest : public ::testing::TestWithParam<SysfsCacheMode> {
     return *names;
   }
 
-  fs::path root_;
-  static inline int counter_ = 0;
+  testing::TempDir tmp_{"fabricmon-reader"};
+  fs::path root_ = fs::path(tmp_.path()) / "sys";
 };
 
 const std::string kPort = "class/infiniband/mlx5_0/ports/1";
