@@ -5,6 +5,7 @@
 #include "collectors/fabric_class.h"
 #include "collectors/hw_counters.h"
 #include "collectors/ib_port.h"
+#include "collectors/jobs.h"
 #include "collectors/nic_identity.h"
 #include "collectors/opensm.h"
 #include "collectors/probe.h"
@@ -32,6 +33,7 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
       OpensmCollectorSpec(),
       ProbeCollectorSpec(),
       BenchAgentCollectorSpec(),
+      JobsCollectorSpec(),
 #if FABRICMON_WITH_RDMA
       SmCollectorSpec(),
       FabricCollectorSpec(),

@@ -36,6 +36,9 @@ PACKAGES=(
   dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
   # systemd_nspawn_test boots a debootstrapped Debian under systemd-nspawn.
   debootstrap systemd-container
+  # slurm_real_test: a real Slurm (munged, slurmctld, slurmd, sbatch) whose
+  # jobs the jobs collector exports.
+  slurmctld slurmd slurm-client munge
   # Rebuilds (and CI's second build directory) reuse compiled objects;
   # mold links the test binaries (CMakeLists.txt).
   ccache mold

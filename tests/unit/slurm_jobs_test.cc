@@ -1,0 +1,222 @@
+// The Slurm jobs source (sources/slurm_jobs.h) on cgroup v1 and v2 trees laid
+// out as slurmd 22.05 lays them out (v1 recorded from a real slurmd on this
+// machine: freezer/slurm_<node>/uid_<uid>/job_<id>/step_batch), and the jobs
+// collector through the registry: the series, the cap, a node without
+// Slurm, a job that ends. The real slurmd: tests/integration/slurm_jobs_test.
+#include "sources/slurm_jobs.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "collectors/jobs.h"
+#include "collectors/registry.h"
+#include "config/config.h"
+#include "tests/support/fake_sysfs.h"
+#include "tests/unit/ib_collect_util.h"
+
+namespace fabric {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+std::string Environ(const std::string& id, const std::string& name) {
+  using namespace std::string_literals;
+  return "PATH=/usr/bin\0SLURM_JOB_ID="s + id + "\0SLURM_JOB_NAME="s + name +
+         "\0SLURM_JOB_NODELIST=gpu[001-004]\0HOME=/home/a\0"s;
+}
+
+// /proc as a map: path -> contents; anything else fails like a missing file.
+TextFileReader Proc(std::map<std::string, std::string> files) {
+  return [files](const std::string& path, std::size_t) {
+    FileRead r;
+    if (auto f = files.find(path); f != files.end()) {
+      r.text = f->second;
+    } else {
+      r.error = "No such file or directory";
+      r.error_number = ENOENT;
+    }
+    return r;
+  };
+}
+
+TEST(SlurmJobsParseTest, NamesAndFiles) {
+  EXPECT_EQ(ParseJobDir("job_1234"), "1234");
+  EXPECT_EQ(ParseJobDir("job_"), std::nullopt);
+  EXPECT_EQ(ParseJobDir("job_12x"), std::nullopt);
+  EXPECT_EQ(ParseJobDir("step_batch"), std::nullopt);
+  EXPECT_EQ(ParseUidDir("uid_1000"), 1000u);
+  EXPECT_EQ(ParseUidDir("uid_-1"), std::nullopt);
+  EXPECT_EQ(ParseUidDir("uid_99999999999"), std::nullopt);
+  EXPECT_EQ(FirstPid("20645\n20646\n"), 20645);
+  EXPECT_EQ(FirstPid(""), std::nullopt);
+  EXPECT_EQ(ParseStatusUid("Name:\tsleep\nUmask:\t0022\nUid:\t1000\t1000\t1000"
+                           "\t1000\nGid:\t100\n"),
+            1000u);
+  EXPECT_EQ(ParseStatusUid("Name:\tx\n"), std::nullopt);
+  auto vars = ParseSlurmEnviron(Environ("7", "train-a"));
+  EXPECT_EQ(vars["SLURM_JOB_NAME"], "train-a");
+  EXPECT_EQ(vars["SLURM_JOB_NODELIST"], "gpu[001-004]");
+  EXPECT_EQ(vars.count("PATH"), 0u);
+  // Truncated or garbage environments give what they hold.
+  EXPECT_THAT(ParseSlurmEnviron(std::string("SLURM_JOB_ID", 12)), IsEmpty());
+}
+
+TEST(SlurmJobsTest, CgroupV1FromThePathAndTheEnvironment) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string v1 = "fs/cgroup/freezer/slurm_gpu001";
+  fs->File(v1 + "/uid_1000/job_12/step_batch/cgroup.procs", "300\n301\n");
+  fs->File(v1 + "/uid_1001/job_9/step_0/cgroup.procs", "400\n");
+  fs->Dir(v1 + "/uid_1001/job_9/step_extern");
+  fs->File(v1 + "/tasks", "");
+  // memory lists the same job again: one entry.
+  fs->Dir("fs/cgroup/memory/slurm_gpu001/uid_1000/job_12");
+  fs->Dir("fs/cgroup/cpu/user.slice");
+  const auto jobs = ReadSlurmJobs(
+      *fs, "fs/cgroup",
+      Proc({{"/proc/300/environ", Environ("12", "llama-70b")},
+            // Job 9's environment is not readable (ProtectProc).
+            {"/proc/400/status", "Name:\tx\nUid:\t5\t5\t5\t5\n"}}),
+      "/proc");
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].id, "9");     // by number
+  EXPECT_EQ(jobs[0].uid, 1001u);  // the path's, not /proc's
+  EXPECT_EQ(jobs[0].name, "");
+  EXPECT_EQ(jobs[1].id, "12");
+  EXPECT_EQ(jobs[1].uid, 1000u);
+  EXPECT_EQ(jobs[1].name, "llama-70b");
+  EXPECT_EQ(jobs[1].nodelist, "gpu[001-004]");
+}
+
+TEST(SlurmJobsTest, CgroupV2UidFromAProcessOfTheJob) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string scope = "fs/cgroup/system.slice/slurmstepd.scope";
+  fs->File(scope + "/job_77/step_0/user/task_0/cgroup.procs", "900\n");
+  fs->File(scope + "/job_77/step_0/slurm/cgroup.procs", "");
+  fs->Dir(scope + "/job_78/step_extern/user");  // no process: uid unknown
+  fs->Dir(scope + "/system");
+  // A second slurmd on the node (multiple-slurmd): its own scope.
+  fs->Dir("fs/cgroup/system.slice/n2_slurmstepd.scope/job_80");
+  fs->Dir("fs/cgroup/system.slice/ssh.service");
+  const auto jobs = ReadSlurmJobs(
+      *fs, "fs/cgroup",
+      Proc({{"/proc/900/status", "Name:\tpython\nUid:\t1000\t1000\t1000\t1000"},
+            // A pid reused by another job's process says nothing.
+            {"/proc/900/environ", Environ("76", "other")}}),
+      "/proc");
+  ASSERT_EQ(jobs.size(), 3u);
+  EXPECT_EQ(jobs[0].id, "77");
+  EXPECT_EQ(jobs[0].uid, 1000u);
+  EXPECT_EQ(jobs[0].name, "");
+  EXPECT_EQ(jobs[1].id, "78");
+  EXPECT_EQ(jobs[1].uid, std::nullopt);
+  EXPECT_EQ(jobs[2].id, "80");
+}
+
+TEST(SlurmJobsTest, HybridHostsV2TreeUnderUnified) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  fs->Dir("fs/cgroup/unified/system.slice/slurmstepd.scope/job_5");
+  const auto jobs = ReadSlurmJobs(*fs, "fs/cgroup", Proc({}), "/proc");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].id, "5");
+}
+
+TEST(SlurmJobsTest, NoSlurmNoCgroupAndFailingDirectoriesGiveNothing) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  EXPECT_THAT(ReadSlurmJobs(*fs, "fs/cgroup", Proc({}), "/proc"), IsEmpty());
+  fs->Dir("fs/cgroup/freezer/user.slice");
+  fs->Dir("fs/cgroup/system.slice/ssh.service");
+  EXPECT_THAT(ReadSlurmJobs(*fs, "fs/cgroup", Proc({}), "/proc"), IsEmpty());
+  // A uid directory that cannot be listed (EACCES), a job that vanished.
+  fs->Dir("fs/cgroup/freezer/slurm/uid_3/job_1");
+  fs->Fail("fs/cgroup/freezer/slurm/uid_3", EACCES);
+  fs->Dir("fs/cgroup/freezer/slurm/uid_4/job_2");
+  fs->Fail("fs/cgroup/freezer/slurm/uid_4/job_2", ENOENT);
+  const auto jobs = ReadSlurmJobs(*fs, "fs/cgroup", Proc({}), "/proc");
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].id, "2");
+}
+
+class JobsCollectorTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Collector> Make(const std::string& yaml) {
+    std::string error;
+    auto config = ParseConfig(yaml, AllCollectorKeys(), &error);
+    EXPECT_TRUE(config) << error;
+    CollectorEnv env;
+    env.sysfs = fs_;
+    env.read_text_file = Proc({{"/proc/300/environ", Environ("12", "train")}});
+    return MakeCollector("jobs", env, config->Collector("jobs"));
+  }
+  std::shared_ptr<testing::FakeSysfs> fs_ =
+      std::make_shared<testing::FakeSysfs>();
+};
+
+TEST_F(JobsCollectorTest, OneSeriesPerJobAndAnEndedJobIsGone) {
+  auto c = Make("");
+  ASSERT_TRUE(c);
+  // No Slurm: nothing at all, and a healthy collection.
+  auto none = testing::Run(*c);
+  EXPECT_TRUE(none.ok);
+  EXPECT_THAT(none.families, IsEmpty());
+
+  const std::string v1 = "fs/cgroup/freezer/slurm/uid_0";
+  fs_->File(v1 + "/job_12/step_batch/cgroup.procs", "300\n");
+  fs_->Dir(v1 + "/job_13");
+  auto two = testing::Run(*c);
+  EXPECT_TRUE(two.ok);
+  EXPECT_EQ(two.Find("fabric_node_job_info", {}).size(), 2u);
+  EXPECT_EQ(two.Value("fabric_node_job_info", {{"job_id", "12"},
+                                               {"user", "root"},
+                                               {"job_name", "train"},
+                                               {"nodelist", "gpu[001-004]"},
+                                               {"scheduler", "slurm"}}),
+            1);
+  EXPECT_EQ(two.Value("fabric_node_job_info", {{"job_id", "13"}}), 1);
+  EXPECT_EQ(two.Family("fabric_node_jobs_over_cap"), nullptr);
+
+  fs_->Remove(v1 + "/job_12");
+  auto one = testing::Run(*c);
+  EXPECT_EQ(one.Find("fabric_node_job_info", {}).size(), 1u);
+  EXPECT_EQ(one.Find("fabric_node_job_info", {{"job_id", "12"}}).size(), 0u);
+}
+
+TEST_F(JobsCollectorTest, CapKeepsTheLowestIdsAndCountsTheRest) {
+  for (int id : {5, 40, 300}) {
+    fs_->Dir("fs/cgroup/freezer/slurm/uid_0/job_" + std::to_string(id));
+  }
+  auto c = Make("collectors:\n  jobs:\n    max_jobs: 2\n");
+  auto r = testing::Run(*c);
+  EXPECT_EQ(r.Find("fabric_node_job_info", {}).size(), 2u);
+  EXPECT_EQ(r.Find("fabric_node_job_info", {{"job_id", "300"}}).size(), 0u);
+  EXPECT_EQ(r.Value("fabric_node_jobs_over_cap", {}), 1);
+  // Back under the cap: the gauge stays, at 0.
+  fs_->Remove("fs/cgroup/freezer/slurm/uid_0/job_300");
+  EXPECT_EQ(testing::Run(*c).Value("fabric_node_jobs_over_cap", {}), 0);
+}
+
+TEST(JobsSettingsTest, BadValuesNameKeyAndLine) {
+  std::string error;
+  auto bad = [&](const std::string& body) {
+    return !ParseConfig("collectors:\n  jobs:\n" + body, AllCollectorKeys(),
+                        &error);
+  };
+  EXPECT_TRUE(bad("    max_jobs: 0\n"));
+  EXPECT_NE(error.find("collectors.jobs.max_jobs (line 3)"), std::string::npos)
+      << error;
+  EXPECT_TRUE(bad("    proc_root: proc\n"));
+  EXPECT_NE(error.find("collectors.jobs.proc_root (line 3)"), std::string::npos)
+      << error;
+  EXPECT_TRUE(bad("    cgroup_root: \"\"\n"));
+  EXPECT_FALSE(bad("    enabled: false\n"));
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  EXPECT_TRUE(config->Collector("jobs").enabled);
+  EXPECT_EQ(config->Collector("jobs").interval, std::chrono::seconds(30));
+}
+
+}  // namespace
+}  // namespace fabric
