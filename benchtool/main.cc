@@ -97,6 +97,7 @@ fb::RunInfo DescribeRun(const fb::RunOptions& o,
   fabric::BuildInfo build = fabric::ThisBuild();
   info.fabricmon_version = build.version;
   info.fabricmon_revision = build.revision;
+  fb::ReadSlurmAllocation(std::getenv, &info);
   if (cluster) {
     info.link = cluster->description();
     info.devices_from = "this host (--local)";

@@ -432,6 +432,13 @@ std::string About(const Results& r, const std::string& name) {
   row("fabric class",
       OrUnknown(info.fabric_class) + (rails.empty() ? "" : " (" + rails + ")"));
   if (!info.link.empty()) row("link", info.link);
+  if (!info.slurm_job_id.empty()) {
+    row("Slurm job",
+        info.slurm_job_id +
+            (info.slurm_job_name.empty() ? ""
+                                         : " (" + info.slurm_job_name + ")") +
+            " on " + OrUnknown(info.slurm_job_nodelist));
+  }
   row("iterations", std::to_string(r.iterations) + " measured, " +
                         std::to_string(r.warmup) + " warm-up per size");
   std::string devices;

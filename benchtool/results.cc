@@ -40,6 +40,11 @@ json InfoJson(const RunInfo& info) {
   j["host_fabric_classes"] = info.host_fabric_classes;
   j["fabric_class"] = info.fabric_class;
   j["mixed_warning"] = info.mixed_warning;
+  if (!info.slurm_job_id.empty()) {
+    j["slurm"] = {{"job_id", info.slurm_job_id},
+                  {"job_name", info.slurm_job_name},
+                  {"nodelist", info.slurm_job_nodelist}};
+  }
   return j;
 }
 
@@ -72,6 +77,10 @@ RunInfo InfoFromJson(const json& j) {
       j.value("host_fabric_classes", std::vector<std::string>{});
   info.fabric_class = j.value("fabric_class", "");
   info.mixed_warning = j.value("mixed_warning", "");
+  const json slurm = j.value("slurm", json::object());
+  info.slurm_job_id = slurm.value("job_id", "");
+  info.slurm_job_name = slurm.value("job_name", "");
+  info.slurm_job_nodelist = slurm.value("nodelist", "");
   return info;
 }
 

@@ -43,6 +43,17 @@ bool LeadingNumber(const std::string& text, double* v, std::string* rest) {
 
 }  // namespace
 
+void ReadSlurmAllocation(const std::function<const char*(const char*)>& getenv,
+                         RunInfo* info) {
+  auto var = [&](const char* name) {
+    const char* v = getenv(name);
+    return std::string(v ? v : "");
+  };
+  info->slurm_job_id = var("SLURM_JOB_ID");
+  info->slurm_job_name = var("SLURM_JOB_NAME");
+  info->slurm_job_nodelist = var("SLURM_JOB_NODELIST");
+}
+
 std::vector<DeviceInfo> ReadDevices(const Sysfs& sysfs) {
   std::vector<DeviceInfo> out;
   auto devices = sysfs.List("class/infiniband");

@@ -2,7 +2,7 @@
 // later says what it was measured on: the agents, the RDMA devices (HCA
 // model, firmware, and per port link layer, rate, MTU), the link --local
 // built, the line rate the report draws, start and end time and the
-// fabricmon build.
+// fabricmon build, and the Slurm allocation it ran in.
 //
 // Devices are read through the daemon's sysfs door (core/sysfs.h) on the
 // host that runs the coordinator, which for --local is the host the agents
@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,14 @@ struct RunInfo {
   std::vector<std::string> host_fabric_classes;
   std::string fabric_class;
   std::string mixed_warning;
+  // The Slurm allocation the run was made in (SLURM_JOB_ID, _NAME,
+  // _NODELIST of the coordinator's environment); empty outside Slurm.
+  std::string slurm_job_id, slurm_job_name, slurm_job_nodelist;
 };
+
+// Fills the slurm_* fields from `getenv` (std::getenv, or a test's).
+void ReadSlurmAllocation(const std::function<const char*(const char*)>& getenv,
+                         RunInfo* info);
 
 // Every device under class/infiniband with its ports.
 std::vector<DeviceInfo> ReadDevices(const Sysfs& sysfs);

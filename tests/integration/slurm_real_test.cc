@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <thread>
@@ -144,12 +145,14 @@ class SlurmRealTest : public ::testing::Test {
     text << in.rdbuf();
     return "\n--- " + name + ":\n" + text.str();
   }
-  // Submits `sleep 300` as `user`; returns the job ID ("" on failure).
-  std::string Submit(const std::string& name, const std::string& user) {
+  // Submits `command` (sbatch --wrap) as `user` with sbatch's `options`;
+  // returns the job ID ("" on failure).
+  std::string Submit(const std::string& name, const std::string& user,
+                     const std::string& command = "sleep 300",
+                     const std::string& options = "-o /dev/null") {
     std::string as = user == "root" ? "" : " --uid=" + user + " --gid=nogroup";
-    const std::string out = Sh("sbatch -J " + name + as +
-                               " -n1 -o /dev/null --chdir=/tmp --wrap "
-                               "'sleep 300'");
+    const std::string out = Sh("sbatch -J " + name + as + " -n1 " + options +
+                               " --chdir=/tmp --wrap '" + command + "'");
     std::smatch m;
     if (!std::regex_search(out, m, std::regex("Submitted batch job (\\d+)"))) {
       return "";
@@ -213,6 +216,34 @@ TEST_F(SlurmRealTest, RunningJobsAreExportedAndACancelledOneDisappears) {
       },
       60s))
       << "exported after scancel: " << ::testing::PrintToString(after);
+}
+
+// fabricmon-bench run inside an allocation records the job in results.json
+// and the report.
+TEST_F(SlurmRealTest, BenchRunInsideAnAllocationRecordsTheJob) {
+  const std::string out = (dir_ / "r.json").string();
+  const std::string id =
+      Submit("fm-bench", "root",
+             Binary("fabricmon-bench") +
+                 " run --pattern allreduce-ring --local 2 --local-loopback"
+                 " --sizes 1K --iterations 2 --warmup 1 --out " +
+                 out,
+             "--wait -o " + (dir_ / "log" / "bench.out").string());
+  ASSERT_FALSE(id.empty()) << Log("slurmctld.log");
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty()) << Log("bench.out") << Log("slurmd.log");
+  const auto j = nlohmann::json::parse(text.str());
+  EXPECT_EQ(j["metadata"]["slurm"], nlohmann::json({{"job_id", id},
+                                                    {"job_name", "fm-bench"},
+                                                    {"nodelist", host_}}));
+  std::ifstream report((dir_ / "r.html").string());
+  std::stringstream html;
+  html << report.rdbuf();
+  EXPECT_NE(html.str().find("<th>Slurm job</th><td>" + id + " (fm-bench) on " +
+                            host_ + "</td>"),
+            std::string::npos);
 }
 
 }  // namespace

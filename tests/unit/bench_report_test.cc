@@ -257,7 +257,13 @@ TEST(BenchReport, SaysWhatTheRunWasMeasuredOnAndIfInterrupted) {
   r.info.start_time = "2026-12-05T07:40:03Z";
   r.info.end_time = "2026-12-05T07:41:01Z";
   r.info.fabricmon_version = "0.9.0";
+  r.info.slurm_job_id = "4711";
+  r.info.slurm_job_name = "nccl-check";
+  r.info.slurm_job_nodelist = "gpu[001-002]";
   std::string html = ReportHtml({r}, {"r.json"});
+  EXPECT_NE(html.find("<th>Slurm job</th><td>4711 (nccl-check) on "
+                      "gpu[001-002]</td>"),
+            std::string::npos);
   EXPECT_NE(html.find("IB (rdma, 2 hosts) [interrupted]"), std::string::npos);
   EXPECT_NE(html.find("was interrupted: it holds 18 completed size(s)"),
             std::string::npos);

@@ -5,6 +5,7 @@
 // marked, and files written before all this still read.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "benchtool/results.h"
@@ -129,6 +130,39 @@ TEST(BenchResults, MetadataIsWrittenAndReadBack) {
   EXPECT_EQ(back->info.fabricmon_version, "0.9.0");
   EXPECT_EQ(back->iterations, 20);
   EXPECT_EQ(back->results[0].tail_name, "p90");
+}
+
+// Run inside a Slurm allocation, results.json records it (and outside one,
+// says nothing about Slurm).
+TEST(BenchResults, TheSlurmAllocationIsRecorded) {
+  RunInfo info = SampleInfo();
+  const std::map<std::string, std::string> env = {
+      {"SLURM_JOB_ID", "4711"},
+      {"SLURM_JOB_NAME", "nccl-check"},
+      {"SLURM_JOB_NODELIST", "gpu[001-002]"}};
+  ReadSlurmAllocation(
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      &info);
+  Results r = Summarize(FourHosts(20), Ramp(20), "IB", info);
+  json j = json::parse(ToJson(r));
+  EXPECT_EQ(j["metadata"]["slurm"], json({{"job_id", "4711"},
+                                          {"job_name", "nccl-check"},
+                                          {"nodelist", "gpu[001-002]"}}));
+  std::string err;
+  auto back = FromJson(ToJson(r), &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(back->info.slurm_job_id, "4711");
+  EXPECT_EQ(back->info.slurm_job_nodelist, "gpu[001-002]");
+
+  RunInfo outside = SampleInfo();
+  ReadSlurmAllocation([](const char*) -> const char* { return nullptr; },
+                      &outside);
+  json none =
+      json::parse(ToJson(Summarize(FourHosts(20), Ramp(20), "IB", outside)));
+  EXPECT_FALSE(none["metadata"].contains("slurm"));
 }
 
 TEST(BenchResults, InterruptedRunKeepsItsSizesAndSaysSo) {
