@@ -35,8 +35,8 @@ struct Fabric {
   std::shared_ptr<sim::FatTree> tree;
   congestion::CountingFabric counting;
   MadTransport* transport;
-  Fabric(int k, int hosts_per_leaf)
-      : tree(std::make_shared<sim::FatTree>(k, hosts_per_leaf)),
+  Fabric(int k, int hosts_per_leaf, int parallel = 1)
+      : tree(std::make_shared<sim::FatTree>(k, hosts_per_leaf, parallel)),
         counting(tree),
         transport(&counting.transport()) {}
   void Advance(const congestion::Scenario& sc) { counting.Advance(sc); }
@@ -177,6 +177,33 @@ TEST(FabricTreeTest, ASwitchThatStopsAnsweringNeverYieldsAWrongRoot) {
   for (const auto& r : trees.last().roots) {
     EXPECT_EQ(r.ref, root) << congestion::PortRefString(r.ref);
   }
+}
+
+// Two parallel links between every leaf and aggregation switch, min-hop
+// routing spreading destinations over them by LID: a flooded link whose
+// parallel sibling has room (congestion/scenario.h's truth) is named the
+// root with cause unbalanced, over MADs, as the accuracy bench counts it.
+TEST(FabricTreeTest, AFloodedParallelLinkWithRoomBesideItIsUnbalanced) {
+  int unbalanced = 0;
+  for (std::uint32_t seed = 1; seed <= 40 && unbalanced < 3; ++seed) {
+    Fabric f(4, 2, /*parallel=*/2);
+    const mad::Topology topo = mad::Discover(*f.transport, Fast());
+    ASSERT_EQ(topo.unreachable, 0);
+    std::mt19937 rng(seed);
+    auto sc = congestion::MakeScenario(*f.tree, {.roots = 1}, rng);
+    if (sc.truth.roots.begin()->second != congestion::Cause::kUnbalanced) {
+      continue;
+    }
+    ++unbalanced;
+    FabricTrees trees;
+    MetricSink sink;
+    auto c = TwoSweeps(f, topo, sc, mad::Shard{}, trees, sink);
+    ASSERT_FALSE(c.roots.empty()) << "seed " << seed;
+    EXPECT_EQ(c.roots.front().ref, sc.truth.roots.begin()->first);
+    EXPECT_EQ(c.roots.front().cause, congestion::Cause::kUnbalanced)
+        << "seed " << seed;
+  }
+  EXPECT_EQ(unbalanced, 3);
 }
 
 // The compact input (only the switches Classify looks at) must classify
