@@ -73,6 +73,25 @@ class SimCongestion : public ::testing::Test {
     return StartDaemon(0, &daemon_, /*fabric=*/true);
   }
 
+  // Start() on the shipped scenarios/`name`.yaml (their switches are
+  // Quantum-2s: the per-ASIC PortXmitWait tick, 64-bit counter).
+  int StartScenario(const std::string& name) {
+    timeline_ = ReadFile(SourceDir() + "/scenarios/" + name + ".yaml");
+    return Start(timeline_);
+  }
+  // The simulator's model of what StartScenario() plays.
+  ::fabric::sim::SimConfig Model() const {
+    ::fabric::sim::SimConfig config;
+    config.hosts = kHosts;
+    std::string error;
+    auto timeline = ::fabric::sim::ParseTimeline(timeline_, &error);
+    EXPECT_TRUE(timeline) << error;
+    if (timeline) config.timeline = *timeline;
+    EXPECT_TRUE(config.timeline.quantum_switches)
+        << "the shipped scenarios play Quantum-2 switches (DeviceID 54002)";
+    return config;
+  }
+
   // fabricmon-sim on `timeline` (YAML text), kHosts hosts, MADs on a
   // socket; false (and a failure) when it does not come up.
   bool StartSim(const std::string& timeline) {
@@ -165,6 +184,22 @@ class SimCongestion : public ::testing::Test {
     return *s;
   }
 
+  // Exactly one root in `s`: `root`, with `cause`.
+  static void ExpectOneRoot(const Samples& s, const std::string& cause,
+                            const ::fabric::sim::Port& root) {
+    const std::vector<std::string> roots =
+        Prefixed(s, "fabric_congestion_root{");
+    ASSERT_EQ(roots.size(), 1u) << ::testing::PrintToString(roots);
+    EXPECT_NE(roots[0].find("cause=\"" + cause + "\""), std::string::npos)
+        << roots[0];
+    EXPECT_NE(roots[0].find("port=\"" + std::to_string(root.port_num) + "\""),
+              std::string::npos)
+        << roots[0];
+    EXPECT_NE(roots[0].find("switch_guid=\"" + Guid(root.guid) + "\""),
+              std::string::npos)
+        << roots[0];
+  }
+
   static std::vector<std::string> Prefixed(const Samples& s,
                                            const std::string& prefix) {
     std::vector<std::string> out;
@@ -177,17 +212,13 @@ class SimCongestion : public ::testing::Test {
   fs::path dir_;
   std::unique_ptr<sim::Session> sim_, daemon_, prometheus_;
   std::vector<std::unique_ptr<sim::Session>> others_;  // hosts 1.. daemons
+  std::string timeline_;                               // StartScenario()'s
 };
 
 TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
-  const int port = Start(
-      "fabric: {switch_asic: generic}\ntraffic: {load: 0.1}\n"
-      "events:\n  - scenario: steady\n  - scenario: slow-receiver\n");
+  const int port = StartScenario("congestion-slow-receiver");
   ASSERT_GT(port, 0);
-  ::fabric::sim::SimConfig config;
-  config.hosts = kHosts;
-  config.timeline.quantum_switches = false;
-  const ::fabric::sim::Cluster model(config);  // the fabric fabricmon-sim runs
+  const ::fabric::sim::Cluster model(Model());  // what fabricmon-sim runs
   const auto& root = SwitchPort(model, "ib-leaf0", 1);  // faces host0 mlx5_0
   // Its victims on the LFT route from ib-leaf1's hosts: the spine's port
   // to ib-leaf0 and ib-leaf1's uplink, each naming the root.
@@ -200,14 +231,7 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
                       victim->device + "\"");
   }
   const Samples s = Roots(port, victims);
-  const std::vector<std::string> roots = Prefixed(s, "fabric_congestion_root{");
-  ASSERT_EQ(roots.size(), 1u) << ::testing::PrintToString(roots);
-  EXPECT_NE(roots[0].find("cause=\"slow_receiver\""), std::string::npos)
-      << roots[0];
-  EXPECT_NE(roots[0].find("port=\"1\""), std::string::npos) << roots[0];
-  EXPECT_NE(roots[0].find("switch_guid=\"" + Guid(root.guid) + "\""),
-            std::string::npos)
-      << roots[0];
+  ExpectOneRoot(s, "slow_receiver", root);
   for (const std::string& want : victims) {
     bool found = false;
     for (const auto& v : Prefixed(s, "fabric_congestion_victim{")) {
@@ -220,27 +244,21 @@ TEST_F(SimCongestion, SlowReceiverIsTheRootAndItsFeedersItsVictims) {
 }
 
 TEST_F(SimCongestion, UnbalancedUplinkIsTheRootTheIdleOneIsNot) {
-  const int port = Start(
-      "fabric: {uplinks: 2, switch_asic: generic}\ntraffic: {load: 0.1}\n"
-      "events:\n  - scenario: steady\n  - scenario: unbalanced-links\n");
+  const int port = StartScenario("congestion-unbalanced");
   ASSERT_GT(port, 0);
-  ::fabric::sim::SimConfig config;
-  config.hosts = kHosts;
-  config.timeline.uplinks = 2;
-  config.timeline.quantum_switches = false;
-  const ::fabric::sim::Cluster model(config);
-  const auto& loaded = SwitchPort(model, "ib-leaf0", kHosts + 2);
-  const Samples s = Roots(port);
-  const std::vector<std::string> roots = Prefixed(s, "fabric_congestion_root{");
-  ASSERT_EQ(roots.size(), 1u) << ::testing::PrintToString(roots);
-  EXPECT_NE(roots[0].find("cause=\"unbalanced\""), std::string::npos)
-      << roots[0];
-  EXPECT_NE(roots[0].find("port=\"" + std::to_string(kHosts + 2) + "\""),
-            std::string::npos)
-      << roots[0];
-  EXPECT_NE(roots[0].find("switch_guid=\"" + Guid(loaded.guid) + "\""),
-            std::string::npos)
-      << roots[0];
+  const ::fabric::sim::Cluster model(Model());
+  ExpectOneRoot(Roots(port), "unbalanced",
+                SwitchPort(model, "ib-leaf0", kHosts + 2));
+}
+
+// All of every host's mlx5_0 traffic goes up ib-leaf0's one uplink: it runs
+// at line rate and waits; nothing past it does.
+TEST_F(SimCongestion, OversubscribedUplinkIsTheRoot) {
+  const int port = StartScenario("congestion-oversubscribed");
+  ASSERT_GT(port, 0);
+  const ::fabric::sim::Cluster model(Model());
+  ExpectOneRoot(Roots(port), "oversubscribed",
+                SwitchPort(model, "ib-leaf0", kHosts + 1));
 }
 
 // The simulator's default Quantum-2 switches count a PortXmitWait tick per
