@@ -87,9 +87,27 @@ TEST(FabricTreeTest, TheSweepNamesTheScenariosRootsOverMads) {
     auto c = TwoSweeps(f, topo, sc, mad::Shard{}, trees, sink);
     EXPECT_EQ(Roots(c), TruthRoots(sc)) << "seed " << seed;
     EXPECT_TRUE(c.partial.empty()) << c.partial.front();
-    // The exported series.
+    // The exported series; the wait seconds of every switch port swept,
+    // once per sweep (the sink holds both sweeps').
     std::set<std::string> names;
-    for (const auto& fam : sink.Take()) names.insert(fam.name);
+    std::size_t swept = 0;
+    for (const auto& sw : mad::Sweep(*f.transport, topo, {}, Fast()).switches) {
+      swept += sw.ports.size();
+    }
+    for (const auto& fam : sink.Take()) {
+      names.insert(fam.name);
+      if (fam.name != "fabric_switch_port_transmit_wait_seconds_total") {
+        continue;
+      }
+      std::set<std::string> ports;
+      for (const auto& m : fam.metric) {
+        std::string key;
+        for (const auto& l : m.label) key += l.value + "/";
+        ports.insert(key);
+      }
+      EXPECT_EQ(fam.metric.size(), 2 * swept);
+      EXPECT_EQ(ports.size(), swept);
+    }
     for (const char* m :
          {"fabric_congestion_root", "fabric_congestion_root_victims",
           "fabric_congestion_root_since_timestamp_seconds",
