@@ -5,7 +5,9 @@
 // sweep in which its tree exists (a moving root: the second sweep, with
 // the first one's tracker state), so every verdict is within one sweep.
 //
-// Per fat-tree size and overall:
+// Per fat-tree size and overall, first on plain fat trees, then on fat
+// trees with two parallel links between every leaf and aggregation switch
+// (where a flooded link can be `unbalanced`), then per true cause:
 //   root first   - the |truth| largest reported roots are the true roots
 //   wrong root   - a scenario in which some reported root is not a true one
 //   cause        - true roots reported with their true cause
@@ -71,27 +73,49 @@ void Score(const Scenario& sc, const Classification& c, Tally& t) {
 
 double Pct(int a, int b) { return b ? 100.0 * a / b : 0; }
 
-}  // namespace
+struct Size {
+  int k, hosts_per_leaf, parallel;
+};
 
-int main(int argc, char** argv) {
-  const int scenarios = argc > 1 ? std::atoi(argv[1]) : 240;
-  const unsigned seed =
-      argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1;
-  struct Size {
-    int k, hosts_per_leaf;
-  };
-  const Size sizes[] = {{4, 2}, {6, 3}, {8, 4}, {12, 4}};
-  std::mt19937 rng(seed);
+struct CauseTally {
+  int n = 0, ok = 0, other = 0;
+};
+
+struct Table {
   std::map<std::string, Tally> by_size, by_kind;
   Tally all;
+  std::map<std::string, CauseTally> causes;  // by true cause
+};
+
+// Per true root: reported with its cause, with another, or not at all.
+void ScoreCauses(const Scenario& sc, const Classification& c, Table& table) {
+  for (const auto& [r, cause] : sc.truth.roots) {
+    CauseTally& t = table.causes[CauseName(cause)];
+    t.n++;
+    for (const RootSummary& rep : c.roots) {
+      if (rep.ref != r) continue;
+      if (rep.cause == cause) {
+        t.ok++;
+      } else {
+        t.other++;
+      }
+    }
+  }
+}
+
+template <std::size_t N>
+Table Run(const Size (&sizes)[N], int scenarios, std::mt19937& rng) {
+  Table table;
   for (const Size& z : sizes) {
-    fabric::sim::FatTree tree(z.k, z.hosts_per_leaf);
+    fabric::sim::FatTree tree(z.k, z.hosts_per_leaf, z.parallel);
     const Lfts lfts = LftsOf(tree);
-    const std::string size = "k=" + std::to_string(z.k) + " (" +
-                             std::to_string(tree.switches()) + " sw, " +
-                             std::to_string(tree.hosts()) + " hosts)";
+    const std::string size =
+        "k=" + std::to_string(z.k) +
+        (z.parallel > 1 ? " x" + std::to_string(z.parallel) + " links" : "") +
+        " (" + std::to_string(tree.switches()) + " sw, " +
+        std::to_string(tree.hosts()) + " hosts)";
     RouteIndex index;
-    const int n = scenarios / static_cast<int>(std::size(sizes));
+    const int n = scenarios / static_cast<int>(N);
     for (int i = 0; i < n; ++i) {
       const int kind = i % 3;  // 0: one root, 1: two roots, 2: a root moves
       ScenarioSpec spec;
@@ -114,14 +138,20 @@ int main(int argc, char** argv) {
       }
       Tally t;
       Score(sc, c, t);
-      by_size[size].Add(t);
-      by_kind[kind == 0   ? "1 root"
-              : kind == 1 ? "2 roots"
-                          : "moving root"]
+      ScoreCauses(sc, c, table);
+      table.by_size[size].Add(t);
+      table
+          .by_kind[kind == 0   ? "1 root"
+                   : kind == 1 ? "2 roots"
+                               : "moving root"]
           .Add(t);
-      all.Add(t);
+      table.all.Add(t);
     }
   }
+  return table;
+}
+
+void Print(const Table& table) {
   auto row = [](const std::string& name, const Tally& t) {
     std::printf("| %-28s | %4d | %6.1f %% | %5.1f %% | %6.1f %% | %6.1f %% |\n",
                 name.c_str(), t.scenarios, Pct(t.first, t.scenarios),
@@ -131,8 +161,44 @@ int main(int argc, char** argv) {
   std::printf(
       "| scenarios                    |    n | root first | wrong root | "
       "cause    | victims  |\n|---|---|---|---|---|---|\n");
-  for (const auto& [name, t] : by_size) row(name, t);
-  for (const auto& [name, t] : by_kind) row(name, t);
-  row("all", all);
+  for (const auto& [name, t] : table.by_size) row(name, t);
+  for (const auto& [name, t] : table.by_kind) row(name, t);
+  row("all", table.all);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int scenarios = argc > 1 ? std::atoi(argv[1]) : 240;
+  const unsigned seed =
+      argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 1;
+  std::mt19937 rng(seed);
+  // Plain fat trees (no parallel links), then fat trees with two parallel
+  // links between every leaf and aggregation switch (`unbalanced` roots).
+  const Size plain[] = {{4, 2, 1}, {6, 3, 1}, {8, 4, 1}, {12, 4, 1}};
+  const Size doubled[] = {{4, 2, 2}, {8, 4, 2}};
+  Table first = Run(plain, scenarios, rng);
+  Table second = Run(doubled, scenarios, rng);
+  Print(first);
+  std::printf(
+      "\nWith two parallel links between every leaf and aggregation switch:\n");
+  Print(second);
+  std::printf(
+      "\nCause by true cause (both tables):\n| true cause | roots | reported "
+      "with it | reported with another cause | not reported "
+      "|\n|---|---|---|---|---|\n");
+  std::map<std::string, CauseTally> causes;
+  for (const Table* t : {&first, &second}) {
+    for (const auto& [cause, c] : t->causes) {
+      causes[cause].n += c.n;
+      causes[cause].ok += c.ok;
+      causes[cause].other += c.other;
+    }
+  }
+  for (const auto& [cause, c] : causes) {
+    std::printf("| %s | %d | %.1f %% | %.1f %% | %.1f %% |\n", cause.c_str(),
+                c.n, Pct(c.ok, c.n), Pct(c.other, c.n),
+                Pct(c.n - c.ok - c.other, c.n));
+  }
   return 0;
 }

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <ctime>
 #include <set>
+#include <string>
+#include <tuple>
+#include <unordered_set>
 
 #include "congestion/xmit_wait.h"
 #include "sources/mad/codec.h"
+#include "sources/mad/routes.h"
 
 namespace fabric {
 namespace {
@@ -55,27 +59,53 @@ double RateBytes(const mad::PortInfo& info) {
 
 }  // namespace
 
-void FabricTrees::AddSample(const mad::Topology& topology,
-                            const mad::FabricNode* node, std::uint64_t guid,
+FabricTrees::SwitchSlots& FabricTrees::SlotsOf(const mad::Topology& topology,
+                                               const mad::FabricNode* node,
+                                               std::uint64_t guid,
+                                               int max_port) {
+  SwitchSlots& sw = slots_[guid];
+  const int size = std::max(max_port, node ? node->num_ports : 0) + 1;
+  if (sw.generation == generation_ &&
+      sw.ports.size() >= static_cast<std::size_t>(size)) {
+    return sw;
+  }
+  // A new topology (or a port beyond the known ones): the links again;
+  // the counters stay.
+  if (sw.ports.size() < static_cast<std::size_t>(size)) sw.ports.resize(size);
+  for (std::size_t q = 0; q < sw.ports.size(); ++q) {
+    PortSlot& slot = sw.ports[q];
+    slot.remote = {};
+    slot.remote_is_hca = false;
+    if (!node) continue;
+    auto it = node->ports.find(static_cast<int>(q));
+    if (it != node->ports.end() && it->second.remote_guid) {
+      slot.remote = {it->second.remote_guid, it->second.remote_port};
+      const mad::FabricNode* remote = topology.Find(it->second.remote_guid);
+      slot.remote_is_hca = remote && remote->type == 1;
+    }
+  }
+  sw.generation = generation_;
+  return sw;
+}
+
+void FabricTrees::AddSample(const mad::FabricNode* node, std::uint64_t guid,
                             const mad::SwitchPortSample& p, double now,
-                            congestion::SweepInput& input) {
-  congestion::PortSample s;
+                            PortSlot& slot) {
+  congestion::PortSample& s = samples_.emplace_back();
   s.ref = {guid, p.num};
   s.device_id = node ? node->device_id : 0;
   if (p.info) {
     s.lanes = mad::WidthLanes(p.info->link_width_active);
     s.rate_bytes_per_second = RateBytes(*p.info);
   }
-  if (node) {
-    auto it = node->ports.find(p.num);
-    if (it != node->ports.end() && it->second.remote_guid) {
-      s.remote = {it->second.remote_guid, it->second.remote_port};
-      const mad::FabricNode* remote = topology.Find(it->second.remote_guid);
-      s.remote_is_hca = remote && remote->type == 1;
-    }
-  }
-  Prev& prev = prev_[{guid, p.num}];
+  s.remote = slot.remote;
+  s.remote_is_hca = slot.remote_is_hca;
+  Prev& prev = slot.prev;
+  // Not read by the last Update (gone for a while, or an edge port no
+  // longer needed): no delta against what it read before.
+  if (prev.at != last_sweep_) prev = Prev{};
   const double interval = now - prev.at;
+  bool waits = false;
   // A counter that went down (reset, wrap) or sits saturated gives no
   // delta this sweep: unknown, never a wrong wait. Nor does a change of
   // source (32-bit PortCounters <-> 64-bit PortCountersExtended, when a
@@ -90,6 +120,12 @@ void FabricTrees::AddSample(const mad::Topology& topology,
       const double secs = congestion::WaitSeconds(
           *s.xmit_wait_ticks, tick, s.lanes, s.rate_bytes_per_second);
       if (secs >= 0) prev.wait_seconds_total += std::min(secs, interval);
+      // As Classify measures it: a port it may call waiting (either
+      // threshold) or a waiting next hop.
+      const double span = input_.interval_seconds;
+      waits = secs >= 0 && span > 0 &&
+              std::min(1.0, secs / span) >=
+                  std::min(thresholds_.wait, thresholds_.next_hop_wait);
     }
     prev.xmit_wait = wait->ticks;
     prev.wait_wide = wait->wide;
@@ -113,7 +149,45 @@ void FabricTrees::AddSample(const mad::Topology& topology,
     prev.data_ok = false;
   }
   prev.at = now;
-  input.ports.push_back(std::move(s));
+  waits_.push_back(waits);
+}
+
+void FabricTrees::AddSwitch(const mad::Topology& topology,
+                            const mad::SwitchSample& s, double now,
+                            const std::set<int>* only) {
+  const mad::FabricNode* node = topology.Find(s.guid);
+  int max_port = 0;
+  for (const mad::SwitchPortSample& p : s.ports) {
+    max_port = std::max(max_port, p.num);
+  }
+  SwitchSlots& sw = SlotsOf(topology, node, s.guid, max_port);
+  Range range{s.guid, samples_.size(), samples_.size()};
+  for (const mad::SwitchPortSample& p : s.ports) {
+    if (p.num < 0 || (only && !only->count(p.num))) continue;
+    AddSample(node, s.guid, p, now, sw.ports[p.num]);
+  }
+  range.end = samples_.size();
+  ranges_.push_back(range);
+}
+
+void FabricTrees::Compact() {
+  input_.ports.clear();
+  if (!compact_input_) {
+    input_.ports.assign(samples_.begin(), samples_.end());
+    return;
+  }
+  std::unordered_set<std::uint64_t> look;
+  for (const congestion::PortRef& r : tracker_.Tracked()) look.insert(r.guid);
+  for (std::size_t i = 0; i < samples_.size(); ++i) {
+    if (!waits_[i]) continue;
+    look.insert(samples_[i].ref.guid);
+    if (samples_[i].remote.guid) look.insert(samples_[i].remote.guid);
+  }
+  for (const Range& r : ranges_) {
+    if (!look.count(r.guid)) continue;
+    input_.ports.insert(input_.ports.end(), samples_.begin() + r.begin,
+                        samples_.begin() + r.end);
+  }
 }
 
 void FabricTrees::ReadTables(MadTransport& transport, const MadOptions& options,
@@ -155,38 +229,41 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
                          const mad::SweepResult& sweep, double now,
                          double wall_now, const NameOf& names,
                          MetricSink& sink) {
-  const std::uint64_t generation = mad::TopologyGeneration(topology);
+  const double cpu_start = CpuNow();
+  const std::uint64_t generation = mad::StampedGeneration(topology);
   if (generation != generation_) {
-    // Routes may differ: tables, next hops and counters start again.
+    // Routes may differ: tables and next hops start again; the links of
+    // each port are looked up again (SlotsOf).
     generation_ = generation;
     lfts_.clear();
     edge_pma_.clear();
     index_.Reset();
+    std::erase_if(slots_,
+                  [&](const auto& e) { return !topology.Find(e.first); });
   }
-  const double cpu_start = CpuNow();
-  congestion::SweepInput input;
-  input.interval_seconds = last_sweep_ > 0 ? now - last_sweep_ : 0;
+  input_.interval_seconds = last_sweep_ > 0 ? now - last_sweep_ : 0;
+  input_.pauses.clear();
+  samples_.clear();
+  waits_.clear();
+  ranges_.clear();
   std::set<std::pair<std::uint64_t, int>> seen;  // edge ports read
-  input.ports.reserve(prev_.size());
   for (const mad::SwitchSample& s : sweep.switches) {
-    const mad::FabricNode* node = topology.Find(s.guid);
-    for (const mad::SwitchPortSample& p : s.ports) {
-      AddSample(topology, node, s.guid, p, now, input);
-    }
+    AddSwitch(topology, s, now, nullptr);
   }
   auto own_port = [&](std::uint64_t g, int q) {
     return shard.Contains(g) || seen.count({g, q}) > 0;
   };
+  Compact();
   const double cpu_samples = CpuNow();
-  ReadTables(transport, options, topology, input, sink);
+  ReadTables(transport, options, topology, input_, sink);
   auto own = [&](std::uint64_t g) { return shard.Contains(g); };
   if (shard.count > 1) {
     // The shard edge: read the foreign next hops of waiting ports, one hop
     // further per round.
     for (int round = 0; round < kMaxEdgeRounds; ++round) {
-      input.lfts = std::move(lfts_);
-      auto edge = congestion::EdgeReads(input, thresholds_, &index_, own);
-      lfts_ = std::move(input.lfts);
+      input_.lfts = std::move(lfts_);
+      auto edge = congestion::EdgeReads(input_, thresholds_, &index_, own);
+      lfts_ = std::move(input_.lfts);
       std::map<std::uint64_t, std::set<int>> ports;
       for (const PortRef& r : edge) {
         const mad::FabricNode* n = topology.Find(r.guid);
@@ -207,50 +284,91 @@ void FabricTrees::Update(MadTransport& transport, const MadOptions& options,
           mad::Sweep(transport, edge_topology, mad::Shard{}, options,
                      &edge_pma_, {}, /*pesc_mads=*/false);
       for (const mad::SwitchSample& s : extra.switches) {
-        const mad::FabricNode* node = topology.Find(s.guid);
-        for (const mad::SwitchPortSample& p : s.ports) {
-          if (!ports[s.guid].count(p.num)) continue;
-          AddSample(topology, node, s.guid, p, now, input);
-          seen.insert({s.guid, p.num});
-        }
+        const std::set<int>& wanted = ports[s.guid];
+        AddSwitch(topology, s, now, &wanted);
+        for (int q : wanted) seen.insert({s.guid, q});
       }
       // Ports asked but not answered: known as asked, not asked again.
       for (const auto& [g, wanted] : ports) {
         for (int q : wanted) seen.insert({g, q});
       }
-      ReadTables(transport, options, topology, input, sink);
+      Compact();
+      ReadTables(transport, options, topology, input_, sink);
     }
   }
-  input.lfts = std::move(lfts_);  // lent, not copied (MBs on a big fabric)
+  input_.lfts = std::move(lfts_);  // lent, not copied (MBs on a big fabric)
   last_sweep_ = now;
   congestion::Classification all =
-      tracker_.Run(input, thresholds_, now, &index_);
-  lfts_ = std::move(input.lfts);
+      tracker_.Run(input_, thresholds_, now, &index_);
+  lfts_ = std::move(input_.lfts);
   last_ = shard.count > 1 ? congestion::OwnedOnly(all, own) : std::move(all);
   const double cpu_classified = CpuNow();
   for (const std::string& p : last_.partial)
     sink.Skip("fabric: congestion: " + p);
-  // Wait seconds of every own port whose tick is known to convert.
-  for (const mad::SwitchSample& s : sweep.switches) {
-    const std::string guid = mad::GuidString(s.guid);
-    const std::string name = names(s.guid, s.description);
-    for (const mad::SwitchPortSample& p : s.ports) {
-      const Prev& prev = prev_[{s.guid, p.num}];
-      if (!prev.wait_ok) continue;
-      sink.Counter("fabric_switch_port_transmit_wait_seconds_total",
-                   kWaitSecondsHelp,
-                   Labels{{"port", std::to_string(p.num)},
-                          {"switch", name},
-                          {"switch_guid", guid}},
-                   prev.wait_seconds_total);
-    }
-  }
-  // Ports not read this sweep (gone, or an edge port no longer needed)
-  // have no delta next time.
-  std::erase_if(prev_, [&](const auto& e) { return e.second.at < now; });
+  ExportWaitSeconds(sweep, names, sink);
   Export(last_, names, topology, now, wall_now, sink);
   cpu_ = {cpu_samples - cpu_start, cpu_classified - cpu_samples,
           CpuNow() - cpu_classified};
+}
+
+// Wait seconds of every own port whose tick is known to convert, in the
+// order the exposition sorts them (port number as text, then switch name,
+// then GUID: core/metric_sink.cc). A collection refills the samples of an
+// earlier one, which Take() left in that order: emitted in it, sample i
+// gets the label storage it had, walked in memory order; emitted in sweep
+// order, 128,000 samples cost a cache miss each (perf: 60 % of Update).
+void FabricTrees::ExportWaitSeconds(const mad::SweepResult& sweep,
+                                    const NameOf& names, MetricSink& sink) {
+  struct Own {
+    std::string name, guid;
+    const SwitchSlots* slots = nullptr;
+    std::vector<bool> read;  // by port number: sampled this sweep
+  };
+  std::vector<Own> own(sweep.switches.size());
+  std::size_t ports = 0;
+  // The own switches' ranges come first, in the sweep's order.
+  for (std::size_t i = 0; i < sweep.switches.size(); ++i) {
+    const mad::SwitchSample& s = sweep.switches[i];
+    const Range& r = ranges_[i];
+    Own& o = own[i];
+    o.name = names(s.guid, s.description);
+    o.guid = mad::GuidString(s.guid);
+    o.slots = &slots_.at(s.guid);
+    o.read.assign(o.slots->ports.size(), false);
+    for (std::size_t j = r.begin; j < r.end; ++j) {
+      o.read[samples_[j].ref.port] = true;
+    }
+    ports = std::max(ports, o.read.size());
+  }
+  std::vector<std::size_t> by_name(own.size());
+  for (std::size_t i = 0; i < by_name.size(); ++i) by_name[i] = i;
+  std::sort(by_name.begin(), by_name.end(), [&](std::size_t a, std::size_t b) {
+    return std::tie(own[a].name, own[a].guid) <
+           std::tie(own[b].name, own[b].guid);
+  });
+  std::vector<std::string> port_text(ports);
+  std::vector<std::size_t> by_text(ports);
+  for (std::size_t p = 0; p < ports; ++p) {
+    port_text[p] = std::to_string(p);
+    by_text[p] = p;
+  }
+  std::sort(by_text.begin(), by_text.end(), [&](std::size_t a, std::size_t b) {
+    return port_text[a] < port_text[b];
+  });
+  for (std::size_t p : by_text) {
+    for (std::size_t i : by_name) {
+      const Own& o = own[i];
+      if (p >= o.read.size() || !o.read[p]) continue;
+      const Prev& prev = o.slots->ports[p].prev;
+      if (!prev.wait_ok) continue;
+      sink.Counter("fabric_switch_port_transmit_wait_seconds_total",
+                   kWaitSecondsHelp,
+                   LabelRefs{{"port", port_text[p]},
+                             {"switch", o.name},
+                             {"switch_guid", o.guid}},
+                   prev.wait_seconds_total);
+    }
+  }
 }
 
 void FabricTrees::Export(const congestion::Classification& c,

@@ -26,9 +26,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "congestion/tree.h"
 #include "core/metric_sink.h"
@@ -62,21 +64,55 @@ class FabricTrees {
   };
   const Cpu& cpu() const { return cpu_; }
 
+  // Tests: false hands Classify every port of the sweep instead of the
+  // compact input (below); the classification must be the same.
+  void set_compact_input(bool on) { compact_input_ = on; }
+
  private:
   struct Prev {
     std::uint64_t xmit_wait = 0, xmit_data = 0, rcv_data = 0;
     bool wait_ok = false, data_ok = false;
     bool wait_wide = false;  // xmit_wait from the 64-bit field
-    double at = 0;
+    double at = 0;           // the Update that read it (0: never)
     double wait_seconds_total = 0;
   };
+  // Per switch, by port number: the previous counters and the link each
+  // port leads to (from the topology of `generation`). A flat array: one
+  // lookup per switch and sweep, not one per port.
+  struct PortSlot {
+    Prev prev;
+    congestion::PortRef remote;
+    bool remote_is_hca = false;
+  };
+  struct SwitchSlots {
+    std::uint64_t generation = 0;
+    std::vector<PortSlot> ports;
+  };
+  // This sweep's samples of one switch: samples_[begin, end).
+  struct Range {
+    std::uint64_t guid = 0;
+    std::size_t begin = 0, end = 0;
+  };
+  SwitchSlots& SlotsOf(const mad::Topology& topology,
+                       const mad::FabricNode* node, std::uint64_t guid,
+                       int max_port);
   // Sample of one port, against (and updating) its previous counters.
-  void AddSample(const mad::Topology& topology, const mad::FabricNode* node,
-                 std::uint64_t guid, const mad::SwitchPortSample& p, double now,
-                 congestion::SweepInput& input);
+  void AddSample(const mad::FabricNode* node, std::uint64_t guid,
+                 const mad::SwitchPortSample& p, double now, PortSlot& slot);
+  // The switches' samples, appended as one range per switch.
+  void AddSwitch(const mad::Topology& topology, const mad::SwitchSample& s,
+                 double now, const std::set<int>* only);
+  // input_.ports from samples_: every port of the switches Classify looks
+  // at — those with a port waiting at the lower threshold, the switches
+  // such ports send into (their next hops and parallel links), and those
+  // of the roots the tracker holds; the other ports are known and calm,
+  // and Classify never looks at them. Same order as samples_.
+  void Compact();
   void ReadTables(MadTransport& transport, const MadOptions& options,
                   const mad::Topology& topology,
                   const congestion::SweepInput& input, MetricSink& sink);
+  void ExportWaitSeconds(const mad::SweepResult& sweep, const NameOf& names,
+                         MetricSink& sink);
   void ExportHostVictims(const congestion::Classification& c,
                          const mad::Topology& topology, MetricSink& sink);
   void Export(const congestion::Classification& c, const NameOf& names,
@@ -91,14 +127,17 @@ class FabricTrees {
   congestion::RouteIndex index_;
   congestion::Tracker tracker_;
   congestion::Thresholds thresholds_;
-  struct KeyHash {
-    std::size_t operator()(const std::pair<std::uint64_t, int>& k) const {
-      return std::hash<std::uint64_t>()(k.first * 0x9e3779b97f4a7c15ull ^
-                                        static_cast<std::uint64_t>(k.second));
-    }
-  };
-  // (switch GUID, port) -> last sweep's counters: every port of the shard.
-  std::unordered_map<std::pair<std::uint64_t, int>, Prev, KeyHash> prev_;
+  // Switch GUID -> its ports' last counters: every switch of the shard and
+  // the edge switches read.
+  std::unordered_map<std::uint64_t, SwitchSlots> slots_;
+  // Reused between sweeps (no allocation in a steady sweep): every port's
+  // sample, by switch; whether each sample waits (lower threshold);
+  // Classify's input.
+  std::vector<congestion::PortSample> samples_;
+  std::vector<bool> waits_;
+  std::vector<Range> ranges_;
+  congestion::SweepInput input_;
+  bool compact_input_ = true;
   double last_sweep_ = 0;
   congestion::Classification last_;
   Cpu cpu_;

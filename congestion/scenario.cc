@@ -12,6 +12,9 @@ namespace {
 constexpr double kRate = 50e9;            // 4x NDR, bytes/s
 constexpr std::uint16_t kDevice = 54002;  // Quantum-2: 8 bytes per tick
 constexpr double kTickBytes = 8;
+// Parallel links whose mean load is below this could carry their traffic
+// spread evenly (Thresholds::oversubscribed_utilization's 0.8).
+constexpr double kGroupRoom = 0.8;
 
 struct Flow {
   int src = 0, dst = 0;
@@ -173,6 +176,26 @@ Scenario MakeScenario(const sim::FatTree& tree, const ScenarioSpec& spec,
       s.remote_is_hca = !nodes[peer].is_switch;
       sc.input.ports.push_back(s);
     }
+  }
+  // A flooded switch link with parallel links to the same neighbour:
+  // `unbalanced` when the group could carry what it carries spread evenly
+  // (its mean load below the oversubscribed threshold: adaptive routing
+  // would have had room), else the group as a whole is `oversubscribed`.
+  for (auto& [root, cause] : sc.truth.roots) {
+    if (cause != Cause::kOversubscribed) continue;
+    const PortSample* r = nullptr;
+    for (const PortSample& s : sc.input.ports) {
+      if (s.ref == root) r = &s;
+    }
+    if (!r || r->remote_is_hca) continue;
+    double sum = 0;
+    int links = 0;
+    for (const PortSample& s : sc.input.ports) {
+      if (s.ref.guid != root.guid || s.remote.guid != r->remote.guid) continue;
+      sum += *s.xmit_bytes / (kRate * spec.interval_seconds);
+      ++links;
+    }
+    if (links >= 2 && sum / links < kGroupRoom) cause = Cause::kUnbalanced;
   }
   return sc;
 }

@@ -5,7 +5,10 @@
 // rate, or an over-full switch uplink), and credit backpressure spread
 // upstream along every flow that crosses the root (each egress port before
 // the root waits a share of the root's wait), then one hop further along
-// flows that share those victims (head-of-line blocking). Other ports carry
+// flows that share those victims (head-of-line blocking). A flooded switch
+// link that has parallel links to the same neighbour (FatTree's
+// `parallel`) is `unbalanced` in the truth when the group's mean load is
+// below 0.8 (spread evenly, it would fit), else `oversubscribed`. Other ports carry
 // background traffic and small waits (noise below the alert threshold).
 // The counters are what a sweep of Quantum-2 ports (DeviceID 54002, 4x
 // NDR, 8-byte wait tick) would read over one interval.

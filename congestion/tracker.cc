@@ -28,6 +28,13 @@ Classification Tracker::Run(const SweepInput& input,
   return result;
 }
 
+std::vector<PortRef> Tracker::Tracked() const {
+  std::vector<PortRef> out;
+  out.reserve(roots_.size());
+  for (const auto& [ref, seen] : roots_) out.push_back(ref);
+  return out;
+}
+
 void Tracker::Update(Classification& result, double now_seconds) {
   std::set<PortRef> current;
   for (RootSummary& r : result.roots) {

@@ -14,13 +14,6 @@ namespace {
 
 constexpr std::size_t kMaxPartial = 20;
 
-struct RefHash {
-  std::size_t operator()(const PortRef& r) const {
-    return std::hash<std::uint64_t>()(r.guid * 0x9e3779b97f4a7c15ull ^
-                                      static_cast<std::uint64_t>(r.port));
-  }
-};
-
 // What Classify knows of one port after the first pass.
 struct PortState {
   const PortSample* sample = nullptr;
@@ -35,6 +28,99 @@ struct PortState {
   PortRef root;
   bool root_known = false;
   Cause cause = Cause::kNone;
+};
+
+// Per-port states in the order of the input, found by switch and port
+// number: one vector and a small array per switch, not a hash node per
+// port (a sweep has 100,000 ports; this is what Classify walks most).
+class PortTable {
+ public:
+  struct Item {
+    const PortRef& ref;
+    PortState& st;
+  };
+  class Iter {
+   public:
+    Iter(PortTable* t, std::size_t i) : t_(t), i_(i) {}
+    Item operator*() const { return {t_->refs_[i_], t_->states_[i_]}; }
+    Iter& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const Iter& o) const { return i_ != o.i_; }
+
+   private:
+    PortTable* t_;
+    std::size_t i_;
+  };
+  Iter begin() { return {this, 0}; }
+  Iter end() { return {this, states_.size()}; }
+
+  // Every input port's switch entry (its ports, for the next hops guessed
+  // without a table), then states stay put: reserve for all of them.
+  void Reserve(std::size_t n) {
+    refs_.reserve(n);
+    states_.reserve(n);
+  }
+  // The state of `ref`, made on first sight; `samples` of its switch gets
+  // `sample` appended.
+  PortState& Insert(const PortRef& ref, const PortSample* sample) {
+    Switch& sw = SwitchOf(ref.guid);
+    sw.samples.push_back(sample);
+    std::int32_t* slot = Slot(sw, ref, true);
+    if (*slot < 0) {
+      *slot = static_cast<std::int32_t>(states_.size());
+      refs_.push_back(ref);
+      states_.emplace_back();
+    }
+    return states_[*slot];
+  }
+  PortState* Find(const PortRef& ref) {
+    auto it = switches_.find(ref.guid);
+    if (it == switches_.end()) return nullptr;
+    std::int32_t* slot = Slot(it->second, ref, false);
+    return slot && *slot >= 0 ? &states_[*slot] : nullptr;
+  }
+  PortState& At(const PortRef& ref) { return *Find(ref); }
+  // The samples of a switch's ports in input order; null if none.
+  const std::vector<const PortSample*>* Samples(std::uint64_t guid) const {
+    auto it = switches_.find(guid);
+    return it == switches_.end() ? nullptr : &it->second.samples;
+  }
+
+ private:
+  struct Switch {
+    std::vector<std::int32_t> by_port;  // state index, -1 none
+    std::map<int, std::int32_t> other;  // port numbers outside 0..4095
+    std::vector<const PortSample*> samples;
+  };
+  Switch& SwitchOf(std::uint64_t guid) {
+    // The input comes switch by switch: remember the last one.
+    if (!last_ || last_guid_ != guid) {
+      last_ = &switches_[guid];
+      last_guid_ = guid;
+    }
+    return *last_;
+  }
+  static std::int32_t* Slot(Switch& sw, const PortRef& ref, bool make) {
+    if (ref.port < 0 || ref.port >= 4096) {
+      auto it = sw.other.find(ref.port);
+      if (it != sw.other.end()) return &it->second;
+      return make ? &sw.other.emplace(ref.port, -1).first->second : nullptr;
+    }
+    const auto port = static_cast<std::size_t>(ref.port);
+    if (port >= sw.by_port.size()) {
+      if (!make) return nullptr;
+      sw.by_port.resize(std::max<std::size_t>(port + 1, 65), -1);
+    }
+    return &sw.by_port[port];
+  }
+
+  std::vector<PortRef> refs_;
+  std::vector<PortState> states_;
+  std::unordered_map<std::uint64_t, Switch> switches_;
+  Switch* last_ = nullptr;
+  std::uint64_t last_guid_ = 0;
 };
 
 double Utilization(const PortSample& s, double interval) {
@@ -59,7 +145,7 @@ class Classifier {
   std::vector<PortRef> Edge(const std::function<bool(std::uint64_t)>& own) {
     Measure();
     std::set<PortRef> want;
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       if (!st.weak_waiting) continue;
       const PortSample& s = *st.sample;
       if (!s.remote.guid || s.remote_is_hca || own(s.remote.guid)) continue;
@@ -70,7 +156,7 @@ class Classifier {
       for (int q = 1; q < 256; ++q) {
         if (hops ? hops->test(q) : q != s.remote.port) {
           PortRef hop{s.remote.guid, q};
-          if (!ports_.count(hop)) want.insert(hop);
+          if (!ports_.Find(hop)) want.insert(hop);
         }
       }
     }
@@ -79,7 +165,7 @@ class Classifier {
 
   Classification Run() {
     Measure();
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       if (st.weak_waiting) Decide(ref, st);
       // The lower threshold of a held port keeps a root a root; a held
       // port that is no root any more reports as any other.
@@ -108,15 +194,19 @@ class Classifier {
  private:
   // Wait fractions, lost bandwidth, and who links where.
   void Measure() {
-    ports_.reserve(in_.ports.size());
+    ports_.Reserve(in_.ports.size());
+    std::array<std::uint64_t, 256>* row = nullptr;
+    std::uint64_t row_guid = 0;
     for (const PortSample& s : in_.ports) {
-      PortState& st = ports_[s.ref];
+      PortState& st = ports_.Insert(s.ref, &s);
       st.sample = &s;
       if (!s.is_hca && s.ref.port > 0 && s.ref.port < 256 && s.remote.guid) {
-        auto& row = neighbours_[s.ref.guid];
-        row[s.ref.port] = s.remote.guid;
+        if (!row || row_guid != s.ref.guid) {
+          row = &neighbours_[s.ref.guid];
+          row_guid = s.ref.guid;
+        }
+        (*row)[s.ref.port] = s.remote.guid;
       }
-      switch_ports_[s.ref.guid].push_back(&s);
       if (!s.xmit_wait_ticks || in_.interval_seconds <= 0) continue;
       WaitTick tick = WaitTickFor(s.device_id, t_.fallback_tick_seconds);
       double secs = WaitSeconds(*s.xmit_wait_ticks, tick, s.lanes,
@@ -159,16 +249,17 @@ class Classifier {
     }
     if (!exact) {
       // Any port of the neighbour but the one traffic comes in by.
-      auto it = switch_ports_.find(s.remote.guid);
-      if (it != switch_ports_.end()) {
-        for (const PortSample* q : it->second) {
+      const std::vector<const PortSample*>* remote =
+          ports_.Samples(s.remote.guid);
+      if (remote) {
+        for (const PortSample* q : *remote) {
           if (q->ref.port > 0 && q->ref.port < 256 &&
               q->ref.port != s.remote.port) {
             next.set(q->ref.port);
           }
         }
       }
-      if (it == switch_ports_.end() || next.none()) {
+      if (!remote || next.none()) {
         st.why = "no counters of " + PortRefString({s.remote.guid, 0});
         return;
       }
@@ -177,13 +268,13 @@ class Classifier {
     for (int q = 1; q < 256; ++q) {
       if (!next.test(q)) continue;
       PortRef hop{s.remote.guid, q};
-      auto it = ports_.find(hop);
-      if (it == ports_.end() || it->second.wait_fraction < 0) {
+      const PortState* h = ports_.Find(hop);
+      if (!h || h->wait_fraction < 0) {
         if (unknown.empty()) unknown = PortRefString(hop);
         continue;
       }
-      if (it->second.weak_waiting &&
-          it->second.wait_fraction >= t_.next_hop_ratio * st.wait_fraction) {
+      if (h->weak_waiting &&
+          h->wait_fraction >= t_.next_hop_ratio * st.wait_fraction) {
         st.waiting_next.push_back(hop);
       }
     }
@@ -205,7 +296,7 @@ class Classifier {
     // Parallel links to the same neighbour: coefficient of variation of
     // what they sent.
     std::vector<double> loads;
-    for (const PortSample* q : switch_ports_.at(s.ref.guid)) {
+    for (const PortSample* q : *ports_.Samples(s.ref.guid)) {
       if (q->remote.guid == s.remote.guid && q->xmit_bytes) {
         loads.push_back(*q->xmit_bytes);
       }
@@ -245,7 +336,7 @@ class Classifier {
   // down and up again) changes the answer.
   void ResolveAll() {
     std::vector<std::pair<PortRef, PortState*>> victims;
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       if (st.role == Role::kVictim) victims.emplace_back(ref, &st);
     }
     std::sort(victims.begin(), victims.end(),
@@ -256,7 +347,7 @@ class Classifier {
         const PortState* best = nullptr;
         PortRef best_ref;
         for (const PortRef& hop : st->waiting_next) {
-          const PortState& h = ports_.at(hop);
+          const PortState& h = ports_.At(hop);
           PortRef cand;
           if (h.role == Role::kRoot) {
             cand = hop;
@@ -265,7 +356,7 @@ class Classifier {
           } else {
             continue;
           }
-          const PortState& c = ports_.at(cand);
+          const PortState& c = ports_.At(cand);
           if (!best || c.lost > best->lost ||
               (c.lost == best->lost && cand < best_ref)) {
             best = &c;
@@ -292,13 +383,13 @@ class Classifier {
     // some port, however weakly waiting, still waits behind it. Without
     // one it is gone (a root that moved leaves no stale root behind).
     std::set<PortRef> weakly_referenced;
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       if (st.role == Role::kVictim && st.root_known) {
         weakly_referenced.insert(st.root);
       }
     }
     std::map<PortRef, RootSummary> roots;
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       const bool strong = st.wait_fraction >= t_.wait;
       const bool held = st.waiting && !strong && weakly_referenced.count(ref);
       if (st.role == Role::kRoot && (strong || held || referenced(ref))) {
@@ -308,7 +399,7 @@ class Classifier {
         r.tree_lost_bytes_per_second += st.lost;
       }
     }
-    for (auto& [ref, st] : ports_) {
+    for (auto [ref, st] : ports_) {
       bool is_root_reported = roots.count(ref) > 0;
       if (!st.waiting && !is_root_reported) continue;
       PortVerdict v;
@@ -334,7 +425,7 @@ class Classifier {
 
   bool referenced(const PortRef& ref) {
     if (referenced_.empty()) {
-      for (auto& [r, st] : ports_) {
+      for (auto [r, st] : ports_) {
         if (st.waiting && st.role == Role::kVictim && st.root_known) {
           referenced_.insert(st.root);
         }
@@ -423,10 +514,8 @@ class Classifier {
   const SweepInput& in_;
   const Thresholds& t_;
   RouteIndex& index_;
-  std::unordered_map<PortRef, PortState, RefHash> ports_;
+  PortTable ports_;
   RouteIndex::Neighbours neighbours_;
-  std::unordered_map<std::uint64_t, std::vector<const PortSample*>>
-      switch_ports_;
   std::set<PortRef> held_;
   std::set<PortRef> referenced_;
   std::set<std::uint64_t> missing_tables_;

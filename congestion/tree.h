@@ -224,6 +224,8 @@ class Tracker {
                      double now_seconds, RouteIndex* index = nullptr);
   // The since-when bookkeeping alone (for results classified elsewhere).
   void Update(Classification& result, double now_seconds);
+  // The ports it keeps as roots: last sweep's, and those held while unknown.
+  std::vector<PortRef> Tracked() const;
 
  private:
   struct Seen {

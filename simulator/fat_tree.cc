@@ -36,9 +36,10 @@ void FatTree::Finish() {
   Route();
 }
 
-FatTree::FatTree(int k, int hosts_per_leaf) {
+FatTree::FatTree(int k, int hosts_per_leaf, int parallel) {
   const int half = k / 2;
   const int leaves = k * half, aggs = k * half, cores = half * half;
+  parallel = std::max(1, parallel);
   hosts_ = leaves * hosts_per_leaf;
   // Switch order: leaves, aggs (pod by pod), cores.
   std::vector<std::pair<std::string, int>> switches;
@@ -47,7 +48,8 @@ FatTree::FatTree(int k, int hosts_per_leaf) {
       for (int i = 0; i < half; ++i) {
         switches.emplace_back(
             kind + std::to_string(pod) + "-" + std::to_string(i),
-            kind[0] == 'l' ? hosts_per_leaf + half : k);
+            kind[0] == 'l' ? hosts_per_leaf + half * parallel
+                           : half * parallel + half);
       }
     }
   }
@@ -62,10 +64,12 @@ FatTree::FatTree(int k, int hosts_per_leaf) {
   for (int pod = 0; pod < k; ++pod) {
     for (int i = 0; i < half; ++i) {
       for (int j = 0; j < half; ++j) {
-        Connect(leaf0 + pod * half + i, hosts_per_leaf + 1 + j,
-                agg0 + pod * half + j, i + 1);
-        Connect(agg0 + pod * half + i, half + 1 + j, core0 + i * half + j,
-                pod + 1);
+        for (int c = 0; c < parallel; ++c) {
+          Connect(leaf0 + pod * half + i, hosts_per_leaf + 1 + j * parallel + c,
+                  agg0 + pod * half + j, i * parallel + c + 1);
+        }
+        Connect(agg0 + pod * half + i, half * parallel + 1 + j,
+                core0 + i * half + j, pod + 1);
       }
     }
   }

@@ -6,7 +6,11 @@
 // 5k^2/4 switches (k = 40: 2,000); every leaf has `hosts_per_leaf`
 // one-port HCAs ("host<i>"). Leaf i of a pod: hosts on ports
 // 1..hosts_per_leaf, agg j on port hosts_per_leaf+1+j; agg j: leaf i on
-// port i+1, core j*k/2+m on port k/2+1+m; core: pod p on port p+1.
+// port i+1, core j*k/2+m on port k/2+1+m; core: pod p on port p+1. With
+// `parallel` P > 1 every leaf-agg pair has P parallel links (leaf i to agg
+// j on ports hosts_per_leaf+1+j*P+c, agg j to leaf i on i*P+c+1, c < P;
+// agg up links from k/2*P+1), which min-hop routing spreads destinations
+// over by LID, as static routing does.
 //
 // It answers what discovery and the route tracer send (NodeInfo,
 // NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable), by
@@ -32,7 +36,7 @@ namespace fabric::sim {
 
 class FatTree {
  public:
-  FatTree(int k, int hosts_per_leaf);
+  FatTree(int k, int hosts_per_leaf, int parallel = 1);
   // Not a fat tree: `switches` switches of `ports` ports linked at random
   // (a random spanning tree, then random extra links, never two between
   // one pair), `hosts` one-port HCAs on random free switch ports

@@ -84,9 +84,9 @@ struct Timeline {
   // (NodeInfo DeviceID 54002; PortXmitWait in 8-byte ticks, so the 32-bit
   // PortCounters field saturates within a second of waiting) or "generic"
   // (DeviceID 0xb924, an ASIC fabricmon's tick table does not know: the
-  // assumed 256 ns tick, as on ibsim). Until the sweep reads the 64-bit
-  // PortCountersExtended PortXmitWait, congestion trees on the simulator
-  // need "generic" (scenarios/congestion-*.yaml, the demo tour).
+  // assumed 256 ns tick, as on ibsim). The sweep reads the 64-bit
+  // PortCountersExtended PortXmitWait, so the shipped scenarios play
+  // Quantum-2 switches (scenarios/congestion-*.yaml, the demo tour).
   bool quantum_switches = true;
 };
 

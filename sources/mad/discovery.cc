@@ -2,6 +2,8 @@
 
 #include <deque>
 
+#include "sources/mad/routes.h"
+
 namespace fabric::mad {
 namespace {
 
@@ -173,6 +175,7 @@ Topology Discover(MadTransport& transport, const MadOptions& options) {
   topo.stats = transport.Run(
       pending, options,
       [&](const MadRequest& q, const MadResult& r) { walk.Done(q, r); });
+  topo.generation = TopologyGeneration(topo);
   return topo;
 }
 

@@ -50,6 +50,11 @@ struct Topology {
   int unreachable = 0;              // nodes that did not answer NodeInfo
   std::vector<std::string> errors;  // malformed answers (first few)
   MadStats stats;
+  // TopologyGeneration (routes.h) of this topology as Discover() returned
+  // it, so that per-sweep users need not hash 100,000 ports again; 0: not
+  // stamped (built by hand), compute it. Whoever changes a stamped
+  // topology sets it to 0.
+  std::uint64_t generation = 0;
 
   const FabricNode* Find(std::uint64_t guid) const {
     auto it = by_guid.find(guid);

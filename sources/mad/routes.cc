@@ -60,6 +60,11 @@ std::uint64_t TopologyGeneration(const Topology& topology) {
   return f.h;
 }
 
+std::uint64_t StampedGeneration(const Topology& topology) {
+  return topology.generation ? topology.generation
+                             : TopologyGeneration(topology);
+}
+
 struct RouteTracer::Walk {
   std::uint16_t dst = 0;
   std::size_t node = 0;

@@ -80,6 +80,8 @@ enum class LftAccess { kDirectedRoute, kLidRouted };
 // A fingerprint of what routes depend on: node GUIDs, types, LIDs/LMCs,
 // port states and links, independent of discovery's answer order.
 std::uint64_t TopologyGeneration(const Topology& topology);
+// topology.generation when Discover() stamped it, else computed.
+std::uint64_t StampedGeneration(const Topology& topology);
 
 class RouteTracer {
  public:

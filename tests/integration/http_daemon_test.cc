@@ -128,13 +128,7 @@ TEST_F(HttpDaemonTest, PrometheusScrapesOverTlsWithBasicAuth) {
       << "      password_file: " << (dir_ / "password").string() << "\n"
       << "    static_configs:\n      - targets: ['127.0.0.1:" << port << "']\n";
   const int prom_port = FreeLoopbackPort();
-  sim::Session prometheus(
-      "/usr/bin/prometheus --config.file=" +
-          (dir_ / "prometheus.yml").string() +
-          " --storage.tsdb.path=" + (dir_ / "data").string() +
-          " --web.listen-address=127.0.0.1:" + std::to_string(prom_port) +
-          " --log.level=warn",
-      (dir_ / "prometheus.log").string());
+  const auto prometheus = sim::StartPrometheus(dir_, prom_port);
   ASSERT_TRUE(WaitFor(
       [&] {
         auto r = sim::PromQuery(prom_port,

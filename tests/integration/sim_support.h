@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -192,6 +194,19 @@ class Session {
   pid_t pid_ = -1;
   pid_t sid_done_ = -1;
 };
+
+// A real Prometheus (the Debian package's /usr/bin/prometheus) serving
+// 127.0.0.1:`port`, configured by `dir`/prometheus.yml; its data and log
+// (prometheus.log) under `dir`. Stopped with the Session.
+inline std::unique_ptr<Session> StartPrometheus(
+    const std::filesystem::path& dir, int port) {
+  return std::make_unique<Session>(
+      "/usr/bin/prometheus --config.file=" + (dir / "prometheus.yml").string() +
+          " --storage.tsdb.path=" + (dir / "data").string() +
+          " --web.listen-address=127.0.0.1:" + std::to_string(port) +
+          " --log.level=warn",
+      (dir / "prometheus.log").string());
+}
 
 // Waits up to `limit` for `demo` to write `ports_file` (it does once every
 // process it started listens); nullopt when it exits first or time runs
