@@ -36,6 +36,9 @@ PACKAGES=(
   dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
   # systemd_nspawn_test boots a debootstrapped Debian under systemd-nspawn.
   debootstrap systemd-container
+  # The gnmi collector (Ethernet switches over gNMI): gRPC C++ and protobuf,
+  # protoc and grpc_cpp_plugin generate proto/gnmi/ (proto/CMakeLists.txt).
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Rebuilds (and CI's second build directory) reuse compiled objects;
   # mold links the test binaries (CMakeLists.txt).
   ccache mold
@@ -52,6 +55,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # dashboards_schema_test checks the Grafana dashboards with @grafana/schema
+# (and gnmi_switch_test runs a gNMI target on @grpc/grpc-js, tests/gnmi/)
 # from npm (tests/grafana-schema/check.sh installs the pinned packages into
 # the build directory): node and npm from Debian, unless a node is already
 # there (NodeSource's nodejs bundles npm and conflicts with Debian's npm).

@@ -1,0 +1,71 @@
+// Pure functions of the gnmi collector (collectors/gnmi_switch.h): what one
+// gNMI Notification from an Ethernet switch says about its ports, in
+// fabricmon's schema. Tested on protobuf messages built in the test
+// (tests/unit/gnmi_parse_test.cc).
+//
+// The paths (docs/gnmi.md has each with its source): OpenConfig interfaces
+// (/interfaces/interface[name]/state/counters/*, .../state/oper-status,
+// .../ethernet/state/port-speed), OpenConfig QoS as Cumulus Linux serves it
+// (/qos/interfaces/interface[interface-id]/output/queues/queue[name]/state/*
+// and .../switch-priority[priority]/state/...) and OpenConfig LLDP
+// (/lldp/interfaces/interface[name]/neighbors/neighbor[id]/state/*). A full
+// path is the Notification's prefix followed by the Update's path; origin
+// and target are ignored. Anything else is counted as unknown, never fatal.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gnmi.pb.h"
+
+namespace fabric::gnmi_switch {
+
+// One value for one series of one switch port. `metric` is the family name
+// (fabric_switch_port_*); `labels` are the series' labels besides
+// switch/port (error, queue, priority, direction), in order.
+struct PortValue {
+  std::string port;
+  std::string metric;
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+};
+
+// One leaf of an LLDP neighbour of `port` (the neighbour's `id` key):
+// field is the leaf name (system-name, port-id, port-description,
+// chassis-id).
+struct LldpLeaf {
+  std::string port;
+  std::string neighbor_id;
+  std::string field;
+  std::string value;
+};
+
+struct ParsedNotification {
+  std::vector<PortValue> values;
+  std::vector<LldpLeaf> lldp;
+  // Ports whose whole subtree the target deleted (the interface is gone).
+  std::vector<std::string> deleted_ports;
+  // Updates not turned into a value: a path fabricmon does not read, or a
+  // value of the wrong kind ("unknown_path", "bad_value").
+  int unknown_paths = 0;
+  int bad_values = 0;
+};
+
+ParsedNotification ParseNotification(const gnmi::Notification& notification);
+
+// "/a/b[k=v]/c" of a path (for logs and tests).
+std::string PathString(const gnmi::Path& prefix, const gnmi::Path& path);
+
+// OpenConfig port-speed: an identity "SPEED_400GB", "SPEED_2500MB" (with or
+// without the "openconfig-if-ethernet:" module prefix), or a number of Mb/s
+// (Cumulus Linux documents the leaf in units of 10^6 bit/s). Bytes per
+// second; false when it is neither.
+bool ParsePortSpeed(const std::string& text, double* bytes_per_second);
+
+// The paths the collector subscribes to, as Path messages (prefix-less,
+// wildcard keys "*").
+std::vector<gnmi::Path> SubscriptionPaths();
+
+}  // namespace fabric::gnmi_switch

@@ -1,0 +1,446 @@
+#include "collectors/gnmi_switch.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "collectors/gnmi_parse.h"
+#include "config/yaml_keys.h"
+#include "core/thread_annotations.h"
+#include "gnmi.grpc.pb.h"
+
+namespace fabric {
+namespace {
+
+using gnmi_switch::ParsedNotification;
+using LabelList = std::vector<std::pair<std::string, std::string>>;
+
+constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+
+// One series of one port: (metric, port, extra labels).
+using SeriesKey = std::tuple<std::string, std::string, LabelList>;
+
+struct Neighbor {
+  std::string system_name, port_id, port_description, chassis_id;
+};
+
+// What the collector knows of one switch. Guarded by the collector's mu_.
+struct SwitchState {
+  GnmiSwitchTarget target;
+  bool up = false;
+  bool warned = false;  // a failure streak logged
+  double last_message = 0;
+  double connects = 0;
+  double updates = 0;
+  double unknown_paths = 0;
+  double bad_values = 0;
+  std::map<SeriesKey, double> values;
+  // port -> neighbour id -> fields
+  std::map<std::string, std::map<std::string, Neighbor>> lldp;
+  std::shared_ptr<grpc::ClientContext> call;  // the stream in flight
+};
+
+void Apply(const ParsedNotification& p, SwitchState& s) {
+  for (const auto& port : p.deleted_ports) {
+    std::erase_if(s.values, [&](const auto& kv) {
+      return std::get<1>(kv.first) == port;
+    });
+    s.lldp.erase(port);
+  }
+  for (const auto& v : p.values) {
+    s.values[{v.metric, v.port, v.labels}] = v.value;
+  }
+  for (const auto& l : p.lldp) {
+    Neighbor& n = s.lldp[l.port][l.neighbor_id];
+    if (l.field == "system-name") n.system_name = l.value;
+    if (l.field == "port-id") n.port_id = l.value;
+    if (l.field == "port-description") n.port_description = l.value;
+    if (l.field == "chassis-id") n.chassis_id = l.value;
+  }
+  s.unknown_paths += p.unknown_paths;
+  s.bad_values += p.bad_values;
+}
+
+class GnmiSwitchCollector final : public Collector {
+ public:
+  GnmiSwitchCollector(const CollectorEnv& env, GnmiSettings settings)
+      : env_(env), settings_(std::move(settings)) {
+    for (const auto& t : settings_.switches) {
+      if (!GnmiShardContains(t.name, settings_.shard_index,
+                             settings_.shard_count))
+        continue;
+      auto s = std::make_unique<SwitchState>();
+      s->target = t;
+      switches_.push_back(std::move(s));
+    }
+  }
+  ~GnmiSwitchCollector() override { Stop(); }
+
+  std::string_view Name() const override { return "gnmi"; }
+
+  void Start(boost::asio::io_context&) override { StartThreads(); }
+
+  void Stop() override {
+    {
+      MutexLock lock(mu_);
+      if (!started_ || stopping_) return;
+      stopping_ = true;
+      for (auto& s : switches_) {
+        if (s->call) s->call->TryCancel();
+      }
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  bool Collect(MetricSink& sink) override {
+    StartThreads();  // `--once` has no Start(): its first collection starts
+    MutexLock lock(mu_);
+    for (const auto& s : switches_) Emit(*s, sink);
+    return true;
+  }
+
+ private:
+  void StartThreads() {
+    MutexLock lock(mu_);
+    if (started_) return;
+    started_ = true;
+    for (auto& s : switches_) {
+      threads_.emplace_back([this, st = s.get()] { Run(*st); });
+    }
+    threads_.emplace_back([this] { Watchdog(); });
+  }
+
+  void Emit(const SwitchState& s, MetricSink& sink) REQUIRES(mu_) {
+    const std::string& sw = s.target.name;
+    sink.Gauge("fabric_gnmi_switch_up",
+               "1 while the switch's gNMI stream delivers, else 0",
+               LabelRefs{{"switch", sw}}, s.up ? 1 : 0);
+    sink.Counter("fabric_gnmi_connects_total",
+                 "Subscribe streams opened to the switch",
+                 LabelRefs{{"switch", sw}}, s.connects);
+    sink.Counter("fabric_gnmi_updates_total",
+                 "gNMI notifications received from the switch",
+                 LabelRefs{{"switch", sw}}, s.updates);
+    sink.Counter("fabric_gnmi_skipped_updates_total",
+                 "updates not exported: a path not read or a bad value",
+                 LabelRefs{{"switch", sw}, {"reason", "unknown_path"}},
+                 s.unknown_paths);
+    sink.Counter("fabric_gnmi_skipped_updates_total",
+                 "updates not exported: a path not read or a bad value",
+                 LabelRefs{{"switch", sw}, {"reason", "bad_value"}},
+                 s.bad_values);
+    for (const auto& [key, value] : s.values) {
+      const auto& [metric, port, extra] = key;
+      Labels labels = {{"switch", sw}, {"port", port}};
+      for (const auto& [k, v] : extra) labels.push_back({k, v});
+      const bool counter = metric.ends_with("_total");
+      if (counter) {
+        sink.Counter(metric, "switch port counter over gNMI (docs/gnmi.md)",
+                     std::move(labels), value);
+      } else {
+        sink.Gauge(metric, "switch port value over gNMI (docs/gnmi.md)",
+                   std::move(labels), value);
+      }
+    }
+    for (const auto& [port, neighbors] : s.lldp) {
+      for (const auto& [id, n] : neighbors) {
+        sink.Gauge("fabric_switch_port_link_info",
+                   "the LLDP neighbour on the switch port (1)",
+                   LabelRefs{{"switch", sw},
+                             {"port", port},
+                             {"remote_name", n.system_name},
+                             {"remote_port", n.port_id},
+                             {"remote_port_description", n.port_description},
+                             {"remote_chassis_id", n.chassis_id}},
+                   1);
+      }
+    }
+  }
+
+  std::string ReadSecret(const std::string& path, std::string* error) const {
+    if (path.empty()) return {};
+    auto read = env_.read_text_file(path, kMaxSecretBytes);
+    if (!read.error.empty()) *error = path + ": " + read.error;
+    return read.text;
+  }
+
+  std::shared_ptr<grpc::ChannelCredentials> Credentials(
+      std::string* error) const {
+    if (settings_.insecure) return grpc::InsecureChannelCredentials();
+    grpc::SslCredentialsOptions o;
+    o.pem_root_certs = ReadSecret(settings_.ca_file, error);
+    o.pem_cert_chain = ReadSecret(settings_.cert_file, error);
+    o.pem_private_key = ReadSecret(settings_.key_file, error);
+    return grpc::SslCredentials(o);
+  }
+
+  // One stream: connect, subscribe, read until it fails or we stop. Returns
+  // why it ended.
+  std::string Stream(SwitchState& s) {
+    std::string error;
+    auto creds = Credentials(&error);
+    std::string password = ReadSecret(settings_.password_file, &error);
+    while (!password.empty() &&
+           (password.back() == '\n' || password.back() == '\r'))
+      password.pop_back();
+    if (!error.empty()) return error;
+    grpc::ChannelArguments args;
+    if (!settings_.tls_server_name.empty())
+      args.SetSslTargetNameOverride(settings_.tls_server_name);
+    // A notification of a 64-port switch with every queue is well under
+    // this; a bigger one is a broken or hostile target.
+    args.SetMaxReceiveMessageSize(16 << 20);
+    auto channel = grpc::CreateCustomChannel(s.target.address, creds, args);
+    auto stub = gnmi::gNMI::NewStub(channel);
+
+    auto call = std::make_shared<grpc::ClientContext>();
+    if (!settings_.username.empty()) {
+      call->AddMetadata("username", settings_.username);
+      call->AddMetadata("password", password);
+    }
+    {
+      MutexLock lock(mu_);
+      if (stopping_) return "stopping";
+      s.call = call;
+      s.last_message = env_.clock();  // the deadline runs from the connect
+    }
+    auto stream = stub->Subscribe(call.get());
+    gnmi::SubscribeRequest request;
+    auto* list = request.mutable_subscribe();
+    list->set_mode(gnmi::SubscriptionList::STREAM);
+    list->set_encoding(gnmi::PROTO);
+    const auto interval_ns = static_cast<std::uint64_t>(
+        std::chrono::nanoseconds(settings_.sample_interval).count());
+    for (const auto& path : gnmi_switch::SubscriptionPaths()) {
+      auto* sub = list->add_subscription();
+      *sub->mutable_path() = path;
+      sub->set_mode(gnmi::SAMPLE);
+      sub->set_sample_interval(interval_ns);
+    }
+    std::string ended;
+    if (!stream->Write(request)) {
+      ended = "subscribe request not sent";
+    } else {
+      stream->WritesDone();
+      {
+        MutexLock lock(mu_);
+        ++s.connects;
+      }
+      gnmi::SubscribeResponse response;
+      while (stream->Read(&response)) {
+        ParsedNotification parsed;
+        if (response.has_update())
+          parsed = gnmi_switch::ParseNotification(response.update());
+        MutexLock lock(mu_);
+        s.last_message = env_.clock();
+        if (!s.up) {
+          s.up = true;
+          if (s.warned)
+            spdlog::info("gnmi: switch {} ({}) answers again", s.target.name,
+                         s.target.address);
+          s.warned = false;
+        }
+        if (response.has_update()) {
+          ++s.updates;
+          Apply(parsed, s);
+        }
+      }
+    }
+    grpc::Status status = stream->Finish();
+    if (ended.empty()) {
+      ended = status.ok() ? "stream ended by the switch"
+                          : status.error_message() + " (" +
+                                std::to_string(status.error_code()) + ")";
+    }
+    MutexLock lock(mu_);
+    s.call.reset();
+    return ended;
+  }
+
+  void Run(SwitchState& s) {
+    auto backoff = std::chrono::microseconds(std::chrono::seconds(1));
+    for (;;) {
+      std::string why = Stream(s);
+      MutexLock lock(mu_);
+      if (stopping_) return;
+      const bool was_up = s.up;
+      s.up = false;
+      s.values.clear();
+      s.lldp.clear();
+      if (!s.warned) {
+        spdlog::warn("gnmi: switch {} ({}): {}; its series are dropped until "
+                     "it answers, retrying with back-off",
+                     s.target.name, s.target.address, why);
+        s.warned = true;
+      }
+      if (was_up) backoff = std::chrono::seconds(1);
+      wake_.wait_for(lock.native(), backoff,
+                     [&]() REQUIRES(mu_) { return stopping_; });
+      if (stopping_) return;
+      backoff = std::min(backoff * 2, settings_.max_backoff);
+    }
+  }
+
+  // Cancels a stream that brought nothing for `deadline` (a switch that
+  // accepted the connection and went silent, or never answers the
+  // subscription); its thread then reconnects.
+  void Watchdog() {
+    const double deadline =
+        std::chrono::duration<double>(settings_.deadline).count();
+    const auto tick = std::min<std::chrono::microseconds>(
+        settings_.deadline / 4, std::chrono::seconds(1));
+    MutexLock lock(mu_);
+    while (!stopping_) {
+      const double now = env_.clock();
+      for (auto& s : switches_) {
+        if (s->call && now - s->last_message > deadline) {
+          s->call->TryCancel();
+          s->last_message = now;  // once per deadline
+        }
+      }
+      wake_.wait_for(lock.native(), tick,
+                     [&]() REQUIRES(mu_) { return stopping_; });
+    }
+  }
+
+  const CollectorEnv env_;
+  const GnmiSettings settings_;
+  Mutex mu_;
+  std::condition_variable wake_;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // The vector is fixed at construction; each SwitchState is guarded by mu_.
+  std::vector<std::unique_ptr<SwitchState>> switches_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+bool GnmiShardContains(const std::string& name, int index, int count) {
+  if (count <= 1) return true;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return static_cast<int>(h % static_cast<std::uint64_t>(count)) == index - 1;
+}
+
+std::unique_ptr<Collector> MakeGnmiSwitchCollector(
+    const CollectorEnv& env, const CollectorConfig& config) {
+  return std::make_unique<GnmiSwitchCollector>(
+      env, SettingsAs<GnmiSettings>(config));
+}
+
+namespace {
+
+GnmiSettings ParseGnmiSettings(const YAML::Node& node, const std::string& path) {
+  using namespace config_keys;
+  GnmiSettings s;
+  YAML::Mark password_mark, tls_mark;
+  bool tls_keys = false;
+  ForEachKey(node, path, [&](const std::string& key, const YAML::Node& value,
+                             const std::string& key_path,
+                             const YAML::Mark& mark) {
+    if (key == "switches") {
+      if (!value.IsSequence())
+        Fail(key_path, mark, "must be a list of {name, address}");
+      std::size_t i = 0;
+      for (const auto& item : value) {
+        const std::string item_path = key_path + "[" + std::to_string(i++) + "]";
+        GnmiSwitchTarget t;
+        ForEachKey(item, item_path,
+                   [&](const std::string& k, const YAML::Node& v,
+                       const std::string& kp, const YAML::Mark& m) {
+                     if (k == "name") {
+                       t.name = Scalar(v, kp);
+                     } else if (k == "address") {
+                       t.address = Scalar(v, kp);
+                     } else {
+                       Fail(kp, m, "unknown key (name, address)");
+                     }
+                   });
+        if (t.address.empty() || t.address.find(':') == std::string::npos)
+          Fail(item_path, item.Mark(), "needs an address host:port");
+        if (t.name.empty()) t.name = t.address;
+        for (const auto& other : s.switches) {
+          if (other.name == t.name)
+            Fail(item_path, item.Mark(), "switch " + Quote(t.name) +
+                                             " is listed twice");
+        }
+        s.switches.push_back(std::move(t));
+      }
+    } else if (key == "insecure") {
+      s.insecure = Bool(value, key_path);
+    } else if (key == "ca_file" || key == "cert_file" || key == "key_file") {
+      std::string file = SecretPath(Scalar(value, key_path), key_path, mark);
+      (key == "ca_file" ? s.ca_file
+                        : key == "cert_file" ? s.cert_file : s.key_file) = file;
+      tls_keys = true;
+      tls_mark = mark;
+    } else if (key == "tls_server_name") {
+      s.tls_server_name = Scalar(value, key_path);
+    } else if (key == "username") {
+      s.username = Scalar(value, key_path);
+    } else if (key == "password_file") {
+      s.password_file = SecretPath(Scalar(value, key_path), key_path, mark);
+      password_mark = mark;
+    } else if (key == "sample_interval") {
+      s.sample_interval = Duration(value, key_path, std::chrono::milliseconds(100));
+    } else if (key == "deadline") {
+      s.deadline = Duration(value, key_path, std::chrono::milliseconds(100));
+    } else if (key == "max_backoff") {
+      s.max_backoff = Duration(value, key_path, std::chrono::seconds(1));
+    } else if (key == "shard") {
+      const std::string text = Scalar(value, key_path);
+      int i = 0, n = 0;
+      char slash = 0;
+      std::istringstream in(text);
+      if (!(in >> i >> slash >> n) || slash != '/' || i < 1 || n < 1 ||
+          i > n || !in.eof())
+        Fail(key_path, mark, "is not i/n with 1 <= i <= n (e.g. 1/4)");
+      s.shard_index = i;
+      s.shard_count = n;
+    }
+  });
+  if (s.insecure && tls_keys)
+    Fail(Join(path, "insecure"), tls_mark,
+         "ca_file/cert_file/key_file are TLS settings; insecure turns TLS off");
+  if (s.cert_file.empty() != s.key_file.empty())
+    Fail(Join(path, s.cert_file.empty() ? "key_file" : "cert_file"), tls_mark,
+         "cert_file and key_file go together (the client certificate)");
+  if (!s.password_file.empty() && s.username.empty())
+    Fail(Join(path, "password_file"), password_mark, "needs a username");
+  return s;
+}
+
+}  // namespace
+
+CollectorSpec GnmiSwitchCollectorSpec() {
+  CollectorSpec spec;
+  spec.name = "gnmi";
+  spec.enabled = false;
+  // Collect() copies what the streams delivered: as often as the samples
+  // arrive is enough.
+  spec.interval = std::chrono::seconds(5);
+  spec.keys = {"switches",  "insecure",        "ca_file",  "cert_file",
+               "key_file",  "tls_server_name", "username", "password_file",
+               "sample_interval", "deadline",  "max_backoff", "shard"};
+  spec.parse = [](const YAML::Node& node, const std::string& path,
+                  const CollectorConfig&) {
+    return std::make_shared<SettingsOf<GnmiSettings>>(
+        ParseGnmiSettings(node, path));
+  };
+  spec.make = MakeGnmiSwitchCollector;
+  return spec;
+}
+
+}  // namespace fabric
