@@ -225,11 +225,10 @@ class GnmiSwitchCollector final : public Collector {
       sub->set_mode(gnmi::SAMPLE);
       sub->set_sample_interval(interval_ns);
     }
-    std::string ended;
-    if (!stream->Write(request)) {
-      ended = "subscribe request not sent";
-    } else {
-      stream->WritesDone();
+    // The request side stays open: a target may end the RPC when the
+    // client half-closes (the Node.js target does), and gNMI clients keep
+    // STREAM subscriptions open. A failed Write is explained by Finish().
+    if (stream->Write(request)) {
       {
         MutexLock lock(mu_);
         ++s.connects;
@@ -255,11 +254,10 @@ class GnmiSwitchCollector final : public Collector {
       }
     }
     grpc::Status status = stream->Finish();
-    if (ended.empty()) {
-      ended = status.ok() ? "stream ended by the switch"
-                          : status.error_message() + " (" +
-                                std::to_string(status.error_code()) + ")";
-    }
+    std::string ended = status.ok() ? "stream ended by the switch"
+                                    : status.error_message() + " (gRPC code " +
+                                          std::to_string(status.error_code()) +
+                                          ")";
     MutexLock lock(mu_);
     s.call.reset();
     return ended;
