@@ -379,17 +379,22 @@ GnmiSettings ParseGnmiSettings(const YAML::Node& node, const std::string& path) 
     } else if (key == "insecure") {
       s.insecure = Bool(value, key_path);
     } else if (key == "ca_file" || key == "cert_file" || key == "key_file") {
-      std::string file = SecretPath(Scalar(value, key_path), key_path, mark);
+      std::string file = Scalar(value, key_path);
+      if (!file.empty()) {
+        file = SecretPath(file, key_path, mark);
+        tls_keys = true;
+        tls_mark = mark;
+      }
       (key == "ca_file" ? s.ca_file
                         : key == "cert_file" ? s.cert_file : s.key_file) = file;
-      tls_keys = true;
-      tls_mark = mark;
     } else if (key == "tls_server_name") {
       s.tls_server_name = Scalar(value, key_path);
     } else if (key == "username") {
       s.username = Scalar(value, key_path);
     } else if (key == "password_file") {
-      s.password_file = SecretPath(Scalar(value, key_path), key_path, mark);
+      s.password_file = Scalar(value, key_path);
+      if (!s.password_file.empty())
+        s.password_file = SecretPath(s.password_file, key_path, mark);
       password_mark = mark;
     } else if (key == "sample_interval") {
       s.sample_interval = Duration(value, key_path, std::chrono::milliseconds(100));
