@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "gnmi.pb.h"
+
 namespace fabric::gnmi_switch {
 namespace {
 
@@ -46,7 +48,8 @@ bool JsonNumber(std::string_view text, double* out) {
     text = text.substr(1, text.size() - 2);
   }
   if (text.empty()) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), *out);
   return ec == std::errc() && end == text.data() + text.size() &&
          std::isfinite(*out);
 }
@@ -170,8 +173,8 @@ constexpr Leaf kQueueLeaves[] = {
 constexpr Leaf kPriorityLeaves[] = {
     {"in-pause-pkts", "fabric_switch_port_pfc_pause_frames_total", "direction",
      "rx", 1},
-    {"out-pause-pkts", "fabric_switch_port_pfc_pause_frames_total",
-     "direction", "tx", 1},
+    {"out-pause-pkts", "fabric_switch_port_pfc_pause_frames_total", "direction",
+     "tx", 1},
     {"in-pause-duration", "fabric_switch_port_pfc_pause_duration_seconds_total",
      "direction", "rx", 1e-6},
     {"out-pause-duration",
@@ -196,8 +199,8 @@ bool AddNumber(const Leaf& leaf, const std::string& port,
   if (!leaf.label.empty()) {
     labels.emplace_back(leaf.label, leaf.label_value);
   }
-  out->values.push_back({port, std::string(leaf.metric), std::move(labels),
-                         value * leaf.scale});
+  out->values.push_back(
+      {port, std::string(leaf.metric), std::move(labels), value * leaf.scale});
   return true;
 }
 
@@ -251,10 +254,9 @@ Result Qos(const std::vector<Elem>& e, const gnmi::TypedValue& v,
                                                               : Result::kBad;
   }
   // switch-priority[priority=P]/state/{counters/}<leaf>
-  if (e[3].name == "switch-priority" && e.size() >= 6 &&
-      e[4].name == "state") {
-    const bool shape = e.size() == 6 ||
-                       (e.size() == 7 && e[5].name == "counters");
+  if (e[3].name == "switch-priority" && e.size() >= 6 && e[4].name == "state") {
+    const bool shape =
+        e.size() == 6 || (e.size() == 7 && e[5].name == "counters");
     const Leaf* leaf = shape ? Find(kPriorityLeaves, e.back().name) : nullptr;
     if (!leaf) return Result::kUnknown;
     const std::string priority = e[3].Key("priority");
@@ -269,8 +271,9 @@ Result Qos(const std::vector<Elem>& e, const gnmi::TypedValue& v,
 // /lldp/interfaces/interface[name=X]/neighbors/neighbor[id=N]/state/<leaf>
 Result Lldp(const std::vector<Elem>& e, const gnmi::TypedValue& v,
             ParsedNotification* out) {
-  if (!Matches(e, 1, {"interfaces", "interface", "neighbors", "neighbor",
-                      "state", e.back().name}))
+  if (!Matches(e, 1,
+               {"interfaces", "interface", "neighbors", "neighbor", "state",
+                e.back().name}))
     return Result::kUnknown;
   const std::string_view field = e.back().name;
   if (field != "system-name" && field != "port-id" &&
@@ -293,14 +296,6 @@ Result One(const gnmi::Path& prefix, const gnmi::Update& update,
   if (e[0].name == "qos") return Qos(e, update.val(), out);
   if (e[0].name == "lldp") return Lldp(e, update.val(), out);
   return Result::kUnknown;
-}
-
-gnmi::PathElem Elem(const std::string& name,
-                    std::initializer_list<std::string> keys = {}) {
-  gnmi::PathElem e;
-  e.set_name(name);
-  for (const auto& k : keys) (*e.mutable_key())[k] = "*";
-  return e;
 }
 
 }  // namespace
@@ -355,8 +350,7 @@ bool ParsePortSpeed(const std::string& text, double* bytes_per_second) {
     s.remove_suffix(2);
     double n = 0;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec != std::errc() || end != s.data() + s.size() || n <= 0)
-      return false;
+    if (ec != std::errc() || end != s.data() + s.size() || n <= 0) return false;
     mbits = n * unit;
   } else {
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), mbits);
@@ -366,26 +360,6 @@ bool ParsePortSpeed(const std::string& text, double* bytes_per_second) {
   }
   *bytes_per_second = mbits * 1e6 / 8;
   return true;
-}
-
-std::vector<gnmi::Path> SubscriptionPaths() {
-  std::vector<gnmi::Path> out;
-  auto add = [&](std::initializer_list<gnmi::PathElem> elems) {
-    gnmi::Path p;
-    for (const auto& e : elems) *p.add_elem() = e;
-    out.push_back(std::move(p));
-  };
-  add({Elem("interfaces"), Elem("interface", {"name"}), Elem("state")});
-  add({Elem("interfaces"), Elem("interface", {"name"}), Elem("ethernet"),
-       Elem("state"), Elem("port-speed")});
-  add({Elem("qos"), Elem("interfaces"), Elem("interface", {"interface-id"}),
-       Elem("output"), Elem("queues"), Elem("queue", {"name"}),
-       Elem("state")});
-  add({Elem("qos"), Elem("interfaces"), Elem("interface", {"interface-id"}),
-       Elem("switch-priority", {"priority"}), Elem("state")});
-  add({Elem("lldp"), Elem("interfaces"), Elem("interface", {"name"}),
-       Elem("neighbors"), Elem("neighbor", {"id"}), Elem("state")});
-  return out;
 }
 
 }  // namespace fabric::gnmi_switch

@@ -16,9 +16,15 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "gnmi.pb.h"
+// The generated messages (proto/gnmi, fabric_gnmi_proto), declared only:
+// the collector's threading code includes this header without them.
+namespace gnmi {
+class Notification;
+class Path;
+}  // namespace gnmi
 
 namespace fabric::gnmi_switch {
 
@@ -63,9 +69,5 @@ std::string PathString(const gnmi::Path& prefix, const gnmi::Path& path);
 // (Cumulus Linux documents the leaf in units of 10^6 bit/s). Bytes per
 // second; false when it is neither.
 bool ParsePortSpeed(const std::string& text, double* bytes_per_second);
-
-// The paths the collector subscribes to, as Path messages (prefix-less,
-// wildcard keys "*").
-std::vector<gnmi::Path> SubscriptionPaths();
 
 }  // namespace fabric::gnmi_switch

@@ -1,19 +1,17 @@
 #include "collectors/gnmi_switch.h"
 
-#include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <sstream>
 #include <thread>
 #include <tuple>
 
+#include "collectors/gnmi_client.h"
 #include "collectors/gnmi_parse.h"
 #include "config/yaml_keys.h"
 #include "core/thread_annotations.h"
-#include "gnmi.grpc.pb.h"
 
 namespace fabric {
 namespace {
@@ -43,7 +41,7 @@ struct SwitchState {
   std::map<SeriesKey, double> values;
   // port -> neighbour id -> fields
   std::map<std::string, std::map<std::string, Neighbor>> lldp;
-  std::shared_ptr<grpc::ClientContext> call;  // the stream in flight
+  std::shared_ptr<gnmi_switch::SubscribeCall> call;  // the stream in flight
 };
 
 void Apply(const ParsedNotification& p, SwitchState& s) {
@@ -69,8 +67,9 @@ void Apply(const ParsedNotification& p, SwitchState& s) {
 
 class GnmiSwitchCollector final : public Collector {
  public:
-  GnmiSwitchCollector(const CollectorEnv& env, GnmiSettings settings)
-      : env_(env), settings_(std::move(settings)) {
+  GnmiSwitchCollector(const CollectorEnv& env, GnmiSettings settings,
+                      gnmi_switch::SubscribeCallFactory calls)
+      : env_(env), settings_(std::move(settings)), calls_(std::move(calls)) {
     for (const auto& t : settings_.switches) {
       if (!GnmiShardContains(t.name, settings_.shard_index,
                              settings_.shard_count))
@@ -92,7 +91,7 @@ class GnmiSwitchCollector final : public Collector {
       if (!started_ || stopping_) return;
       stopping_ = true;
       for (auto& s : switches_) {
-        if (s->call) s->call->TryCancel();
+        if (s->call) s->call->Cancel();
       }
     }
     wake_.notify_all();
@@ -172,92 +171,54 @@ class GnmiSwitchCollector final : public Collector {
     return read.text;
   }
 
-  std::shared_ptr<grpc::ChannelCredentials> Credentials(
-      std::string* error) const {
-    if (settings_.insecure) return grpc::InsecureChannelCredentials();
-    grpc::SslCredentialsOptions o;
-    o.pem_root_certs = ReadSecret(settings_.ca_file, error);
-    o.pem_cert_chain = ReadSecret(settings_.cert_file, error);
-    o.pem_private_key = ReadSecret(settings_.key_file, error);
-    return grpc::SslCredentials(o);
-  }
-
   // One stream: connect, subscribe, read until it fails or we stop. Returns
   // why it ended.
   std::string Stream(SwitchState& s) {
     std::string error;
-    auto creds = Credentials(&error);
-    std::string password = ReadSecret(settings_.password_file, &error);
-    while (!password.empty() &&
-           (password.back() == '\n' || password.back() == '\r'))
-      password.pop_back();
-    if (!error.empty()) return error;
-    grpc::ChannelArguments args;
-    if (!settings_.tls_server_name.empty())
-      args.SetSslTargetNameOverride(settings_.tls_server_name);
-    // A notification of a 64-port switch with every queue is well under
-    // this; a bigger one is a broken or hostile target.
-    args.SetMaxReceiveMessageSize(16 << 20);
-    auto channel = grpc::CreateCustomChannel(s.target.address, creds, args);
-    auto stub = gnmi::gNMI::NewStub(channel);
-
-    auto call = std::make_shared<grpc::ClientContext>();
-    if (!settings_.username.empty()) {
-      call->AddMetadata("username", settings_.username);
-      call->AddMetadata("password", password);
+    gnmi_switch::ClientOptions o;
+    o.insecure = settings_.insecure;
+    if (!o.insecure) {
+      o.ca_pem = ReadSecret(settings_.ca_file, &error);
+      o.cert_pem = ReadSecret(settings_.cert_file, &error);
+      o.key_pem = ReadSecret(settings_.key_file, &error);
     }
+    o.tls_server_name = settings_.tls_server_name;
+    o.username = settings_.username;
+    o.password = ReadSecret(settings_.password_file, &error);
+    while (!o.password.empty() &&
+           (o.password.back() == '\n' || o.password.back() == '\r'))
+      o.password.pop_back();
+    o.sample_interval = settings_.sample_interval;
+    if (!error.empty()) return error;
+    std::shared_ptr<gnmi_switch::SubscribeCall> call =
+        calls_(s.target.address, o);
     {
       MutexLock lock(mu_);
       if (stopping_) return "stopping";
       s.call = call;
       s.last_message = env_.clock();  // the deadline runs from the connect
     }
-    auto stream = stub->Subscribe(call.get());
-    gnmi::SubscribeRequest request;
-    auto* list = request.mutable_subscribe();
-    list->set_mode(gnmi::SubscriptionList::STREAM);
-    list->set_encoding(gnmi::PROTO);
-    const auto interval_ns = static_cast<std::uint64_t>(
-        std::chrono::nanoseconds(settings_.sample_interval).count());
-    for (const auto& path : gnmi_switch::SubscriptionPaths()) {
-      auto* sub = list->add_subscription();
-      *sub->mutable_path() = path;
-      sub->set_mode(gnmi::SAMPLE);
-      sub->set_sample_interval(interval_ns);
-    }
-    // The request side stays open: a target may end the RPC when the
-    // client half-closes (the Node.js target does), and gNMI clients keep
-    // STREAM subscriptions open. A failed Write is explained by Finish().
-    if (stream->Write(request)) {
-      {
-        MutexLock lock(mu_);
-        ++s.connects;
-      }
-      gnmi::SubscribeResponse response;
-      while (stream->Read(&response)) {
-        ParsedNotification parsed;
-        if (response.has_update())
-          parsed = gnmi_switch::ParseNotification(response.update());
-        MutexLock lock(mu_);
-        s.last_message = env_.clock();
-        if (!s.up) {
-          s.up = true;
-          if (s.warned)
-            spdlog::info("gnmi: switch {} ({}) answers again", s.target.name,
-                         s.target.address);
-          s.warned = false;
-        }
-        if (response.has_update()) {
-          ++s.updates;
-          Apply(parsed, s);
-        }
-      }
-    }
-    grpc::Status status = stream->Finish();
-    std::string ended = status.ok() ? "stream ended by the switch"
-                                    : status.error_message() + " (gRPC code " +
-                                          std::to_string(status.error_code()) +
-                                          ")";
+    gnmi_switch::SubscribeCall::Handlers h;
+    h.subscribed = [&] {
+      MutexLock lock(mu_);
+      ++s.connects;
+    };
+    h.message = [&] {
+      MutexLock lock(mu_);
+      s.last_message = env_.clock();
+      if (s.up) return;
+      s.up = true;
+      if (s.warned)
+        spdlog::info("gnmi: switch {} ({}) answers again", s.target.name,
+                     s.target.address);
+      s.warned = false;
+    };
+    h.notification = [&](const gnmi_switch::ParsedNotification& parsed) {
+      MutexLock lock(mu_);
+      ++s.updates;
+      Apply(parsed, s);
+    };
+    std::string ended = call->Run(h);
     MutexLock lock(mu_);
     s.call.reset();
     return ended;
@@ -274,9 +235,10 @@ class GnmiSwitchCollector final : public Collector {
       s.values.clear();
       s.lldp.clear();
       if (!s.warned) {
-        spdlog::warn("gnmi: switch {} ({}): {}; its series are dropped until "
-                     "it answers, retrying with back-off",
-                     s.target.name, s.target.address, why);
+        spdlog::warn(
+            "gnmi: switch {} ({}): {}; its series are dropped until "
+            "it answers, retrying with back-off",
+            s.target.name, s.target.address, why);
         s.warned = true;
       }
       if (was_up) backoff = std::chrono::seconds(1);
@@ -300,7 +262,7 @@ class GnmiSwitchCollector final : public Collector {
       const double now = env_.clock();
       for (auto& s : switches_) {
         if (s->call && now - s->last_message > deadline) {
-          s->call->TryCancel();
+          s->call->Cancel();
           s->last_message = now;  // once per deadline
         }
       }
@@ -311,6 +273,7 @@ class GnmiSwitchCollector final : public Collector {
 
   const CollectorEnv env_;
   const GnmiSettings settings_;
+  const gnmi_switch::SubscribeCallFactory calls_;
   Mutex mu_;
   std::condition_variable wake_;
   bool started_ GUARDED_BY(mu_) = false;
@@ -333,87 +296,96 @@ bool GnmiShardContains(const std::string& name, int index, int count) {
 }
 
 std::unique_ptr<Collector> MakeGnmiSwitchCollector(
-    const CollectorEnv& env, const CollectorConfig& config) {
+    const CollectorEnv& env, const CollectorConfig& config,
+    gnmi_switch::SubscribeCallFactory calls) {
+  if (!calls) calls = gnmi_switch::NewGrpcSubscribeCall;
   return std::make_unique<GnmiSwitchCollector>(
-      env, SettingsAs<GnmiSettings>(config));
+      env, SettingsAs<GnmiSettings>(config), std::move(calls));
 }
 
 namespace {
 
-GnmiSettings ParseGnmiSettings(const YAML::Node& node, const std::string& path) {
+GnmiSettings ParseGnmiSettings(const YAML::Node& node,
+                               const std::string& path) {
   using namespace config_keys;
   GnmiSettings s;
   YAML::Mark password_mark, tls_mark;
   bool tls_keys = false;
-  ForEachKey(node, path, [&](const std::string& key, const YAML::Node& value,
-                             const std::string& key_path,
-                             const YAML::Mark& mark) {
-    if (key == "switches") {
-      if (!value.IsSequence())
-        Fail(key_path, mark, "must be a list of {name, address}");
-      std::size_t i = 0;
-      for (const auto& item : value) {
-        const std::string item_path = key_path + "[" + std::to_string(i++) + "]";
-        GnmiSwitchTarget t;
-        ForEachKey(item, item_path,
-                   [&](const std::string& k, const YAML::Node& v,
-                       const std::string& kp, const YAML::Mark& m) {
-                     if (k == "name") {
-                       t.name = Scalar(v, kp);
-                     } else if (k == "address") {
-                       t.address = Scalar(v, kp);
-                     } else {
-                       Fail(kp, m, "unknown key (name, address)");
-                     }
-                   });
-        if (t.address.empty() || t.address.find(':') == std::string::npos)
-          Fail(item_path, item.Mark(), "needs an address host:port");
-        if (t.name.empty()) t.name = t.address;
-        for (const auto& other : s.switches) {
-          if (other.name == t.name)
-            Fail(item_path, item.Mark(), "switch " + Quote(t.name) +
-                                             " is listed twice");
+  ForEachKey(
+      node, path,
+      [&](const std::string& key, const YAML::Node& value,
+          const std::string& key_path, const YAML::Mark& mark) {
+        if (key == "switches") {
+          if (!value.IsSequence())
+            Fail(key_path, mark, "must be a list of {name, address}");
+          std::size_t i = 0;
+          for (const auto& item : value) {
+            const std::string item_path =
+                key_path + "[" + std::to_string(i++) + "]";
+            GnmiSwitchTarget t;
+            ForEachKey(item, item_path,
+                       [&](const std::string& k, const YAML::Node& v,
+                           const std::string& kp, const YAML::Mark& m) {
+                         if (k == "name") {
+                           t.name = Scalar(v, kp);
+                         } else if (k == "address") {
+                           t.address = Scalar(v, kp);
+                         } else {
+                           Fail(kp, m, "unknown key (name, address)");
+                         }
+                       });
+            if (t.address.empty() || t.address.find(':') == std::string::npos)
+              Fail(item_path, item.Mark(), "needs an address host:port");
+            if (t.name.empty()) t.name = t.address;
+            for (const auto& other : s.switches) {
+              if (other.name == t.name)
+                Fail(item_path, item.Mark(),
+                     "switch " + Quote(t.name) + " is listed twice");
+            }
+            s.switches.push_back(std::move(t));
+          }
+        } else if (key == "insecure") {
+          s.insecure = Bool(value, key_path);
+        } else if (key == "ca_file" || key == "cert_file" ||
+                   key == "key_file") {
+          std::string file = Scalar(value, key_path);
+          if (!file.empty()) {
+            file = SecretPath(file, key_path, mark);
+            tls_keys = true;
+            tls_mark = mark;
+          }
+          (key == "ca_file"     ? s.ca_file
+           : key == "cert_file" ? s.cert_file
+                                : s.key_file) = file;
+        } else if (key == "tls_server_name") {
+          s.tls_server_name = Scalar(value, key_path);
+        } else if (key == "username") {
+          s.username = Scalar(value, key_path);
+        } else if (key == "password_file") {
+          s.password_file = Scalar(value, key_path);
+          if (!s.password_file.empty())
+            s.password_file = SecretPath(s.password_file, key_path, mark);
+          password_mark = mark;
+        } else if (key == "sample_interval") {
+          s.sample_interval =
+              Duration(value, key_path, std::chrono::milliseconds(100));
+        } else if (key == "deadline") {
+          s.deadline =
+              Duration(value, key_path, std::chrono::milliseconds(100));
+        } else if (key == "max_backoff") {
+          s.max_backoff = Duration(value, key_path, std::chrono::seconds(1));
+        } else if (key == "shard") {
+          const std::string text = Scalar(value, key_path);
+          int i = 0, n = 0;
+          char slash = 0;
+          std::istringstream in(text);
+          if (!(in >> i >> slash >> n) || slash != '/' || i < 1 || n < 1 ||
+              i > n || !in.eof())
+            Fail(key_path, mark, "is not i/n with 1 <= i <= n (e.g. 1/4)");
+          s.shard_index = i;
+          s.shard_count = n;
         }
-        s.switches.push_back(std::move(t));
-      }
-    } else if (key == "insecure") {
-      s.insecure = Bool(value, key_path);
-    } else if (key == "ca_file" || key == "cert_file" || key == "key_file") {
-      std::string file = Scalar(value, key_path);
-      if (!file.empty()) {
-        file = SecretPath(file, key_path, mark);
-        tls_keys = true;
-        tls_mark = mark;
-      }
-      (key == "ca_file" ? s.ca_file
-                        : key == "cert_file" ? s.cert_file : s.key_file) = file;
-    } else if (key == "tls_server_name") {
-      s.tls_server_name = Scalar(value, key_path);
-    } else if (key == "username") {
-      s.username = Scalar(value, key_path);
-    } else if (key == "password_file") {
-      s.password_file = Scalar(value, key_path);
-      if (!s.password_file.empty())
-        s.password_file = SecretPath(s.password_file, key_path, mark);
-      password_mark = mark;
-    } else if (key == "sample_interval") {
-      s.sample_interval = Duration(value, key_path, std::chrono::milliseconds(100));
-    } else if (key == "deadline") {
-      s.deadline = Duration(value, key_path, std::chrono::milliseconds(100));
-    } else if (key == "max_backoff") {
-      s.max_backoff = Duration(value, key_path, std::chrono::seconds(1));
-    } else if (key == "shard") {
-      const std::string text = Scalar(value, key_path);
-      int i = 0, n = 0;
-      char slash = 0;
-      std::istringstream in(text);
-      if (!(in >> i >> slash >> n) || slash != '/' || i < 1 || n < 1 ||
-          i > n || !in.eof())
-        Fail(key_path, mark, "is not i/n with 1 <= i <= n (e.g. 1/4)");
-      s.shard_index = i;
-      s.shard_count = n;
-    }
-  });
+      });
   if (s.insecure && tls_keys)
     Fail(Join(path, "insecure"), tls_mark,
          "ca_file/cert_file/key_file are TLS settings; insecure turns TLS off");
@@ -434,15 +406,18 @@ CollectorSpec GnmiSwitchCollectorSpec() {
   // Collect() copies what the streams delivered: as often as the samples
   // arrive is enough.
   spec.interval = std::chrono::seconds(5);
-  spec.keys = {"switches",  "insecure",        "ca_file",  "cert_file",
-               "key_file",  "tls_server_name", "username", "password_file",
-               "sample_interval", "deadline",  "max_backoff", "shard"};
+  spec.keys = {"switches",  "insecure",      "ca_file",
+               "cert_file", "key_file",      "tls_server_name",
+               "username",  "password_file", "sample_interval",
+               "deadline",  "max_backoff",   "shard"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     return std::make_shared<SettingsOf<GnmiSettings>>(
         ParseGnmiSettings(node, path));
   };
-  spec.make = MakeGnmiSwitchCollector;
+  spec.make = [](const CollectorEnv& env, const CollectorConfig& config) {
+    return MakeGnmiSwitchCollector(env, config);
+  };
   return spec;
 }
 

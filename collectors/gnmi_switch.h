@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/gnmi_client.h"
 
 namespace fabric {
 
@@ -63,8 +64,10 @@ struct GnmiSettings {
 // Whether switch `name` belongs to shard index/count (FNV-1a of the name).
 bool GnmiShardContains(const std::string& name, int index, int count);
 
+// `calls`: how a Subscribe stream is made (null: gRPC; a fake in tests).
 std::unique_ptr<Collector> MakeGnmiSwitchCollector(
-    const CollectorEnv& env, const CollectorConfig& config);
+    const CollectorEnv& env, const CollectorConfig& config,
+    gnmi_switch::SubscribeCallFactory calls = nullptr);
 CollectorSpec GnmiSwitchCollectorSpec();
 
 }  // namespace fabric

@@ -130,8 +130,8 @@ class GnmiSwitchTest : public ::testing::Test {
 
   std::unique_ptr<GnmiTarget> Target(const std::string& name,
                                      std::vector<std::string> args = {}) {
-    auto t = std::make_unique<GnmiTarget>(dir_.path() + "/" + name + ".log",
-                                          args);
+    auto t =
+        std::make_unique<GnmiTarget>(dir_.path() + "/" + name + ".log", args);
     EXPECT_GT(t->port(), 0) << name << ": " << t->log();
     return t;
   }
@@ -202,21 +202,31 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
   ASSERT_TRUE(leaf2->Set(kIf + "/state/counters/bogus-leaf", "uint", "1"));
   ASSERT_TRUE(leaf2->Set(kIf + "/state/counters/out-octets", "string", "lots"));
   ASSERT_TRUE(leaf2->Set(kIf + "/state/counters/in-pkts", "double", "-5"));
-  ASSERT_TRUE(
-      leaf2->Set("/interfaces/interface[name=*]/state/counters/in-octets",
-                 "uint", "9"));
+  ASSERT_TRUE(leaf2->Set(
+      "/interfaces/interface[name=*]/state/counters/in-octets", "uint", "9"));
 
   std::ofstream(dir_.path() + "/password") << "s3cret\n";
   const int nothing = FreeLoopbackPort();  // nobody listens there
-  StartDaemon("    insecure: true\n    username: fabricmon\n"
-              "    password_file: " + dir_.path() + "/password\n"
-              "    switches:\n"
-              "      - {name: leaf1, address: " + leaf1->address() + "}\n"
-              "      - {name: leaf2, address: " + leaf2->address() + "}\n"
-              "      - {name: silent, address: " + silent->address() + "}\n"
-              "      - {name: badauth, address: " + badauth->address() + "}\n"
-              "      - {name: dead, address: 127.0.0.1:" +
-              std::to_string(nothing) + "}\n");
+  StartDaemon(
+      "    insecure: true\n    username: fabricmon\n"
+      "    password_file: " +
+      dir_.path() +
+      "/password\n"
+      "    switches:\n"
+      "      - {name: leaf1, address: " +
+      leaf1->address() +
+      "}\n"
+      "      - {name: leaf2, address: " +
+      leaf2->address() +
+      "}\n"
+      "      - {name: silent, address: " +
+      silent->address() +
+      "}\n"
+      "      - {name: badauth, address: " +
+      badauth->address() +
+      "}\n"
+      "      - {name: dead, address: 127.0.0.1:" +
+      std::to_string(nothing) + "}\n");
   StartPrometheus();
 
   for (const Leaf& l : Leaves()) {
@@ -225,9 +235,10 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
   Expect("fabric_gnmi_switch_up{switch=\"leaf1\"}", 1);
   Expect("fabric_switch_port_receive_bytes_total{switch=\"leaf2\"}", 42);
   Expect("fabric_switch_port_transmit_packets_total{switch=\"leaf2\"}", 77);
-  Expect("count(fabric_switch_port_transmit_bytes_total{switch=\"leaf2\"}) "
-         "or vector(0)",
-         0);
+  Expect(
+      "count(fabric_switch_port_transmit_bytes_total{switch=\"leaf2\"}) "
+      "or vector(0)",
+      0);
   for (const char* reason : {"unknown_path", "bad_value"}) {
     Expect(std::string("fabric_gnmi_skipped_updates_total{switch=\"leaf2\","
                        "reason=\"") +
@@ -247,22 +258,24 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
   EXPECT_NE(DaemonLog().find("switch dead"), std::string::npos);
 
   // A value the test changes on the target reaches Prometheus.
-  ASSERT_TRUE(leaf1->Set(kIf + "/state/counters/in-octets", "uint",
-                         "123456789999"));
-  Expect("fabric_switch_port_receive_bytes_total{switch=\"leaf1\","
-         "port=\"swp1\"}",
-         123456789999);
+  ASSERT_TRUE(
+      leaf1->Set(kIf + "/state/counters/in-octets", "uint", "123456789999"));
+  Expect(
+      "fabric_switch_port_receive_bytes_total{switch=\"leaf1\","
+      "port=\"swp1\"}",
+      123456789999);
 
   // Dropped mid-update: leaf1 reconnects and serves on.
   const int before = leaf1->Subscribes();
   ASSERT_TRUE(leaf1->Command("mode drop"));
   ASSERT_TRUE(WaitFor([&] { return leaf1->Subscribes() > before; }, 60s))
       << DaemonLog();
-  ASSERT_TRUE(leaf1->Set(kIf + "/state/counters/in-octets", "uint",
-                         "200000000000"));
-  Expect("fabric_switch_port_receive_bytes_total{switch=\"leaf1\","
-         "port=\"swp1\"}",
-         200000000000);
+  ASSERT_TRUE(
+      leaf1->Set(kIf + "/state/counters/in-octets", "uint", "200000000000"));
+  Expect(
+      "fabric_switch_port_receive_bytes_total{switch=\"leaf1\","
+      "port=\"swp1\"}",
+      200000000000);
   Expect("fabric_gnmi_switch_up{switch=\"leaf1\"}", 1);
   Expect("fabric_gnmi_connects_total{switch=\"leaf1\"} >= bool 2", 1);
   EXPECT_NE(DaemonLog().find("dropped mid-update"), std::string::npos)
@@ -275,25 +288,30 @@ TEST_F(GnmiSwitchTest, TlsWithClientCertificateAndRefusals) {
   const std::string d = dir_.path() + "/";
   auto good = Target("tls", {"--cert", d + "server.crt", "--key",
                              d + "server.key", "--ca", d + "ca.crt"});
-  auto stranger = Target("stranger", {"--cert", d + "stranger.crt", "--key",
-                                      d + "stranger.key"});
+  auto stranger = Target(
+      "stranger", {"--cert", d + "stranger.crt", "--key", d + "stranger.key"});
   auto plain = Target("plain");
   for (auto* t : {good.get(), stranger.get(), plain.get()})
     ASSERT_TRUE(t->Set(kIf + "/state/counters/in-octets", "uint", "31337"));
   StartDaemon("    ca_file: " + d + "ca.crt\n    cert_file: " + d +
-              "client.crt\n    key_file: " + d + "client.key\n"
+              "client.crt\n    key_file: " + d +
+              "client.key\n"
               "    switches:\n"
-              "      - {name: tls, address: " + good->address() + "}\n"
-              "      - {name: stranger, address: " + stranger->address() +
+              "      - {name: tls, address: " +
+              good->address() +
+              "}\n"
+              "      - {name: stranger, address: " +
+              stranger->address() +
               "}\n      - {name: plain, address: " + plain->address() + "}\n");
   StartPrometheus();
   Expect("fabric_switch_port_receive_bytes_total{switch=\"tls\"}", 31337);
   Expect("fabric_gnmi_switch_up{switch=\"tls\"}", 1);
   for (const char* sw : {"stranger", "plain"}) {
     Expect(std::string("fabric_gnmi_switch_up{switch=\"") + sw + "\"}", 0);
-    Expect(std::string("count(fabric_switch_port_receive_bytes_total{switch=\"") +
-               sw + "\"}) or vector(0)",
-           0);
+    Expect(
+        std::string("count(fabric_switch_port_receive_bytes_total{switch=\"") +
+            sw + "\"}) or vector(0)",
+        0);
   }
 }
 

@@ -6,9 +6,11 @@
 
 #include <cmath>
 
+#include "collectors/gnmi_client.h"
 #include "collectors/gnmi_switch.h"
 #include "collectors/registry.h"
 #include "config/config.h"
+#include "gnmi.pb.h"
 
 namespace fabric::gnmi_switch {
 namespace {
@@ -47,10 +49,10 @@ void AddString(gnmi::Notification& n, const std::string& path,
   u->mutable_val()->set_string_val(v);
 }
 
-const PortValue* Find(const ParsedNotification& p, const std::string& metric,
-                      const std::string& port,
-                      std::vector<std::pair<std::string, std::string>> labels =
-                          {}) {
+const PortValue* Find(
+    const ParsedNotification& p, const std::string& metric,
+    const std::string& port,
+    std::vector<std::pair<std::string, std::string>> labels = {}) {
   for (const auto& v : p.values) {
     if (v.metric == metric && v.port == port && v.labels == labels) return &v;
   }
@@ -189,8 +191,8 @@ TEST(GnmiParse, ValueKinds) {
 TEST(GnmiParse, BadInputIsCountedNeverFatal) {
   gnmi::Notification n;
   const std::string base = "/interfaces/interface[name=swp1]/state/counters/";
-  AddString(n, base + "in-octets", "lots");                      // not a number
-  auto* u = n.add_update();                                     // no value
+  AddString(n, base + "in-octets", "lots");  // not a number
+  auto* u = n.add_update();                  // no value
   *u->mutable_path() = P(base + "out-octets");
   u = n.add_update();  // negative
   *u->mutable_path() = P(base + "in-pkts");
@@ -202,12 +204,14 @@ TEST(GnmiParse, BadInputIsCountedNeverFatal) {
   AddUint(n, "/interfaces/interface[name=*]/state/counters/in-octets", 1);
   AddUint(n, "/interfaces/interface[name=swp1]/state/counters/bogus", 1);
   AddUint(n, "/system/state/hostname", 1);
-  AddUint(n, "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
-             "queue[name=0]/state/nonsense",
+  AddUint(n,
+          "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
+          "queue[name=0]/state/nonsense",
           1);
-  AddUint(n, "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
-             "queue/state/ecn-marked-pkts",
-          1);  // queue without its key
+  AddUint(n,
+          "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
+          "queue/state/ecn-marked-pkts",
+          1);      // queue without its key
   n.add_update();  // an empty path
   AddString(n, "/interfaces/interface[name=swp1]/ethernet/state/port-speed",
             "SPEED_UNKNOWN");
@@ -237,10 +241,10 @@ TEST(GnmiParse, PortSpeed) {
 }
 
 TEST(GnmiParse, SubscriptionPathsAreWhatTheParserReads) {
-  auto paths = SubscriptionPaths();
+  auto paths = SubscriptionPathStrings();
   ASSERT_EQ(paths.size(), 5u);
-  EXPECT_EQ(PathString({}, paths[0]), "/interfaces/interface[name=*]/state");
-  EXPECT_EQ(PathString({}, paths[2]),
+  EXPECT_EQ(paths[0], "/interfaces/interface[name=*]/state");
+  EXPECT_EQ(paths[2],
             "/qos/interfaces/interface[interface-id=*]/output/queues/"
             "queue[name=*]/state");
 }
@@ -259,7 +263,8 @@ TEST(GnmiSettings, DefaultsKeysAndErrors) {
   auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   EXPECT_FALSE(config->Collector("gnmi").enabled);
-  EXPECT_TRUE(SettingsAs<GnmiSettings>(config->Collector("gnmi")).switches.empty());
+  EXPECT_TRUE(
+      SettingsAs<GnmiSettings>(config->Collector("gnmi")).switches.empty());
 
   config = ParseConfig(
       "collectors:\n"
@@ -292,7 +297,8 @@ TEST(GnmiSettings, DefaultsKeysAndErrors) {
   };
   for (const Bad& bad : {
            Bad{"    switches: leaf1\n", "collectors.gnmi.switches (line 3)"},
-           Bad{"    switches:\n      - name: x\n", "collectors.gnmi.switches[0]"},
+           Bad{"    switches:\n      - name: x\n",
+               "collectors.gnmi.switches[0]"},
            Bad{"    switches:\n      - {address: a:1, port: 2}\n",
                "collectors.gnmi.switches[0].port"},
            Bad{"    switches:\n      - {name: a, address: a:1}\n"
