@@ -6,9 +6,10 @@
 // the rest in the Update), then sync_response after the first round.
 //
 //   node server.js --proto DIR [--port N] [--cert F --key F [--ca F]]
-//                  [--user U --password P]
+//                  [--user U --password P] [--ports K] [--synthetic PORTS]
 //
-// Prints "listening PORT" once bound (port 0: the kernel's choice), then
+// Prints "listening PORT" once bound (port 0: the kernel's choice; with
+// --ports K, K ports on one server: "listening P1 ... PK"), then
 // reads commands on stdin, one per line, and answers each with "ok N":
 //   set PATH uint|int|string|double|json VALUE   a leaf and its value
 //   del PATH                       the leaf is gone (and sends a delete)
@@ -17,6 +18,11 @@
 //                                  round, sends half its updates and fails
 //   stats                          prints "subscribes N" (streams so far)
 // Paths: /a/b[k=v]/c (no '/', ']' or '=' inside keys).
+//
+// --synthetic PORTS (bench/gnmi_scale.py): no leaves from stdin; every
+// second every stream gets PORTS ports' worth of the documented leaves
+// (28 per port), counters growing each round, encoded once per round and
+// written as bytes to every stream, so the target's own cost stays small.
 'use strict';
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -107,6 +113,14 @@ function subscribe(call) {
   call.on('data', (req) => {
     if (!req.subscribe || timer) return;
     if (mode === 'silent') return;
+    if (synthetic > 0) {
+      syntheticStreams.add(call);
+      const drop = () => syntheticStreams.delete(call);
+      call.on('cancelled', drop);
+      call.on('error', drop);
+      call.on('close', drop);
+      return;
+    }
     const sub = req.subscribe.subscription || [];
     const ns = sub.length ? Number(sub[0].sample_interval) : 1e9;
     const ms = Math.max(50, Math.round(ns / 1e6));
@@ -133,8 +147,71 @@ function subscribe(call) {
   call.on('cancelled', stop);
 }
 
+// Pre-encoded responses (Buffers) pass through as they are.
+const svc = gnmi.gNMI.service;
+const encode = svc.Subscribe.responseSerialize;
+const service = {...svc, Subscribe: {...svc.Subscribe,
+  responseSerialize: (v) => Buffer.isBuffer(v) ? v : encode(v)}};
+
+const synthetic = Number(args.synthetic || 0);
+const syntheticStreams = new Set();
+let syntheticRound = 0;
+function syntheticBuffers() {
+  const r = ++syntheticRound;
+  const ts = String(BigInt(Date.now()) * 1000000n);
+  const u = (name, val) => ({path: {elem: name.split('/').map(
+      (n) => ({name: n, key: {}}))}, val});
+  const num = (v) => ({uint_val: String(v)});
+  const out = [];
+  for (let p = 1; p <= synthetic; p++) {
+    const port = 'swp' + p;
+    const base = r * 1000 + p;
+    out.push({timestamp: ts, prefix: {elem: [{name: 'interfaces', key: {}},
+        {name: 'interface', key: {name: port}}]}, update: [
+      ...['in-octets', 'out-octets', 'in-pkts', 'out-pkts', 'in-errors',
+          'in-discards', 'out-discards', 'out-errors', 'tx-wait',
+          'carrier-transitions'].map((l, i) =>
+          u('state/counters/' + l, num(base * (i + 1)))),
+      u('state/oper-status', {string_val: 'UP'}),
+      u('ethernet/state/port-speed', {string_val: 'SPEED_400GB'})]});
+    for (const q of ['0', '3']) {
+      out.push({timestamp: ts, prefix: {elem: [{name: 'qos', key: {}},
+          {name: 'interfaces', key: {}},
+          {name: 'interface', key: {'interface-id': port}},
+          {name: 'output', key: {}}, {name: 'queues', key: {}},
+          {name: 'queue', key: {name: q}}]}, update:
+        ['ecn-marked-pkts', 'no-buffer-uc-dropped-pkts', 'transmit-pkts',
+         'transmit-octets', 'max-queue-len'].map((l, i) =>
+            u('state/' + l, num(base + i)))});
+    }
+    out.push({timestamp: ts, prefix: {elem: [{name: 'qos', key: {}},
+        {name: 'interfaces', key: {}},
+        {name: 'interface', key: {'interface-id': port}},
+        {name: 'switch-priority', key: {priority: '3'}}]}, update: [
+      u('state/counters/in-pause-pkts', num(base)),
+      u('state/counters/out-pause-pkts', num(base + 1)),
+      u('state/in-pause-duration', num(base * 10)),
+      u('state/out-pause-duration', num(base * 11))]});
+    out.push({timestamp: ts, prefix: {elem: [{name: 'lldp', key: {}},
+        {name: 'interfaces', key: {}}, {name: 'interface', key: {name: port}},
+        {name: 'neighbors', key: {}}, {name: 'neighbor', key: {id: '1'}}]},
+      update: [u('state/system-name', {string_val: 'host' + p}),
+               u('state/port-description', {string_val: 'eth0'})]});
+  }
+  return out.map((n) => encode({update: n}));
+}
+if (synthetic > 0) {
+  setInterval(() => {
+    if (!syntheticStreams.size) return;
+    const buffers = syntheticBuffers();
+    for (const call of syntheticStreams) {
+      for (const b of buffers) call.write(b);
+    }
+  }, 1000);
+}
+
 const server = new grpc.Server();
-server.addService(gnmi.gNMI.service, {Subscribe: subscribe});
+server.addService(service, {Subscribe: subscribe});
 let creds = grpc.ServerCredentials.createInsecure();
 if (args.cert) {
   const ca = args.ca ? fs.readFileSync(args.ca) : null;
@@ -142,10 +219,15 @@ if (args.cert) {
       ca, [{cert_chain: fs.readFileSync(args.cert),
             private_key: fs.readFileSync(args.key)}], !!ca);
 }
-server.bindAsync('127.0.0.1:' + (args.port || '0'), creds, (err, port) => {
-  if (err) { console.error(err.message); process.exit(1); }
-  console.log('listening ' + port);
-});
+const count = Number(args.ports || 1);
+const bound = [];
+for (let i = 0; i < count; i++) {
+  server.bindAsync('127.0.0.1:' + (args.port || '0'), creds, (err, port) => {
+    if (err) { console.error(err.message); process.exit(1); }
+    bound.push(port);
+    if (bound.length === count) console.log('listening ' + bound.join(' '));
+  });
+}
 
 let commands = 0;
 readline.createInterface({input: process.stdin}).on('line', (line) => {
