@@ -83,9 +83,13 @@ class GrpcSubscribeCall final : public SubscribeCall {
       handlers.subscribed();
       gnmi::SubscribeResponse response;
       while (stream->Read(&response)) {
-        handlers.message();
-        if (response.has_update())
-          handlers.notification(ParseNotification(response.update()));
+        if (response.has_update()) {
+          const ParsedNotification parsed =
+              ParseNotification(response.update());
+          handlers.response(&parsed);
+        } else {
+          handlers.response(nullptr);
+        }
       }
     }
     grpc::Status status = stream->Finish();

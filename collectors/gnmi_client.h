@@ -33,12 +33,11 @@ class SubscribeCall {
   virtual ~SubscribeCall() = default;
   // Connects, subscribes and reads until the stream ends, fails or is
   // cancelled; returns why. `subscribed` once the request is sent;
-  // `notification` for every Notification; `message` for every response
-  // (sync_response included).
+  // `response` for every response: its Notification parsed, or null (a
+  // sync_response).
   struct Handlers {
     std::function<void()> subscribed;
-    std::function<void(const ParsedNotification&)> notification;
-    std::function<void()> message;
+    std::function<void(const ParsedNotification*)> response;
   };
   virtual std::string Run(const Handlers& handlers) = 0;
   virtual void Cancel() = 0;

@@ -130,6 +130,8 @@ constexpr std::string_view kRxPackets =
 constexpr std::string_view kTxPackets =
     "fabric_switch_port_transmit_packets_total";
 constexpr std::string_view kErrors = "fabric_switch_port_errors_total";
+constexpr std::string_view kState = "fabric_switch_port_state";
+constexpr std::string_view kRate = "fabric_switch_port_rate_bytes_per_second";
 
 // /interfaces/interface[name]/state/counters/<leaf>. The `error` values are
 // the InfiniBand ones where the meaning is the same (docs/metrics.md).
@@ -190,18 +192,23 @@ const Leaf* Find(const Leaf (&table)[N], std::string_view leaf) {
   return nullptr;
 }
 
-// Adds one numeric leaf; false when the value is not a number.
+// Adds one numeric leaf; false when the value is not a number. `key_label`
+// = `key_value`: the label the path's key gives (queue, priority), if any.
 bool AddNumber(const Leaf& leaf, const std::string& port,
-               std::vector<std::pair<std::string, std::string>> labels,
+               std::string_view key_label, const std::string& key_value,
                const gnmi::TypedValue& v, ParsedNotification* out) {
   double value = 0;
   if (!Number(v, &value)) return false;
-  if (!leaf.label.empty()) {
-    labels.emplace_back(leaf.label, leaf.label_value);
-  }
   out->values.push_back(
-      {port, std::string(leaf.metric), std::move(labels), value * leaf.scale});
+      {{leaf.metric, port, key_label, key_value, leaf.label, leaf.label_value},
+       value * leaf.scale});
   return true;
+}
+
+// A value without labels besides switch/port.
+void AddPlain(std::string_view metric, const std::string& port, double value,
+              ParsedNotification* out) {
+  out->values.push_back({{metric, port, {}, {}, {}, {}}, value});
 }
 
 enum class Result { kOk, kUnknown, kBad };
@@ -215,7 +222,7 @@ Result Interface(const std::vector<Elem>& e, const gnmi::TypedValue& v,
   if (Matches(e, 2, {"state", "counters", e.back().name})) {
     const Leaf* leaf = Find(kInterfaceCounters, e.back().name);
     if (!leaf) return Result::kUnknown;
-    return AddNumber(*leaf, port, {}, v, out) ? Result::kOk : Result::kBad;
+    return AddNumber(*leaf, port, {}, {}, v, out) ? Result::kOk : Result::kBad;
   }
   if (Matches(e, 2, {"state", "oper-status"})) {
     std::string status;
@@ -223,16 +230,14 @@ Result Interface(const std::vector<Elem>& e, const gnmi::TypedValue& v,
     // The IB PortState numbers, so one query covers both fabrics: UP is
     // ACTIVE (4), anything else (DOWN, LOWER_LAYER_DOWN, DORMANT,
     // NOT_PRESENT, TESTING, UNKNOWN) is not carrying traffic: DOWN (1).
-    out->values.push_back(
-        {port, "fabric_switch_port_state", {}, status == "UP" ? 4.0 : 1.0});
+    AddPlain(kState, port, status == "UP" ? 4.0 : 1.0, out);
     return Result::kOk;
   }
   if (Matches(e, 2, {"ethernet", "state", "port-speed"})) {
     std::string text;
     double rate = 0;
     if (!Text(v, &text) || !ParsePortSpeed(text, &rate)) return Result::kBad;
-    out->values.push_back(
-        {port, "fabric_switch_port_rate_bytes_per_second", {}, rate});
+    AddPlain(kRate, port, rate, out);
     return Result::kOk;
   }
   return Result::kUnknown;
@@ -250,8 +255,8 @@ Result Qos(const std::vector<Elem>& e, const gnmi::TypedValue& v,
     if (!leaf) return Result::kUnknown;
     const std::string queue = e[5].Key("name");
     if (queue.empty() || queue == "*") return Result::kBad;
-    return AddNumber(*leaf, port, {{"queue", queue}}, v, out) ? Result::kOk
-                                                              : Result::kBad;
+    return AddNumber(*leaf, port, "queue", queue, v, out) ? Result::kOk
+                                                          : Result::kBad;
   }
   // switch-priority[priority=P]/state/{counters/}<leaf>
   if (e[3].name == "switch-priority" && e.size() >= 6 && e[4].name == "state") {
@@ -261,9 +266,8 @@ Result Qos(const std::vector<Elem>& e, const gnmi::TypedValue& v,
     if (!leaf) return Result::kUnknown;
     const std::string priority = e[3].Key("priority");
     if (priority.empty() || priority == "*") return Result::kBad;
-    return AddNumber(*leaf, port, {{"priority", priority}}, v, out)
-               ? Result::kOk
-               : Result::kBad;
+    return AddNumber(*leaf, port, "priority", priority, v, out) ? Result::kOk
+                                                                : Result::kBad;
   }
   return Result::kUnknown;
 }

@@ -6,7 +6,6 @@
 #include <map>
 #include <sstream>
 #include <thread>
-#include <tuple>
 
 #include "collectors/gnmi_client.h"
 #include "collectors/gnmi_parse.h"
@@ -17,52 +16,93 @@ namespace fabric {
 namespace {
 
 using gnmi_switch::ParsedNotification;
-using LabelList = std::vector<std::pair<std::string, std::string>>;
+using gnmi_switch::SeriesKey;
 
 constexpr std::size_t kMaxSecretBytes = 64 * 1024;
-
-// One series of one port: (metric, port, extra labels).
-using SeriesKey = std::tuple<std::string, std::string, LabelList>;
 
 struct Neighbor {
   std::string system_name, port_id, port_description, chassis_id;
 };
 
-// What the collector knows of one switch. Guarded by the collector's mu_.
+// What the collector knows of one switch. Each switch has its own lock:
+// 64 streams delivering ~300 notifications a second each contended on one
+// (docs/measurements.md, "Ethernet switches over gNMI").
 struct SwitchState {
-  GnmiSwitchTarget target;
-  bool up = false;
-  bool warned = false;  // a failure streak logged
-  double last_message = 0;
-  double connects = 0;
-  double updates = 0;
-  double unknown_paths = 0;
-  double bad_values = 0;
-  std::map<SeriesKey, double> values;
+  explicit SwitchState(GnmiSwitchTarget t) : target(std::move(t)) {}
+  const GnmiSwitchTarget target;
+  Mutex mu;
+  bool up GUARDED_BY(mu) = false;
+  bool warned GUARDED_BY(mu) = false;  // a failure streak logged
+  double last_message GUARDED_BY(mu) = 0;
+  double connects GUARDED_BY(mu) = 0;
+  double updates GUARDED_BY(mu) = 0;
+  double unknown_paths GUARDED_BY(mu) = 0;
+  double bad_values GUARDED_BY(mu) = 0;
+  std::map<SeriesKey, double> values GUARDED_BY(mu);
   // port -> neighbour id -> fields
-  std::map<std::string, std::map<std::string, Neighbor>> lldp;
-  std::shared_ptr<gnmi_switch::SubscribeCall> call;  // the stream in flight
+  std::map<std::string, std::map<std::string, Neighbor>> lldp GUARDED_BY(mu);
+  // The stream in flight.
+  std::shared_ptr<gnmi_switch::SubscribeCall> call GUARDED_BY(mu);
+
+  void Apply(const ParsedNotification& p) REQUIRES(mu) {
+    for (const auto& port : p.deleted_ports) {
+      std::erase_if(values,
+                    [&](const auto& kv) { return kv.first.port == port; });
+      lldp.erase(port);
+    }
+    for (const auto& v : p.values) {
+      auto it = values.find(v.key);
+      if (it != values.end()) {
+        it->second = v.value;
+      } else {
+        values.emplace(v.key, v.value);
+      }
+    }
+    for (const auto& l : p.lldp) {
+      Neighbor& n = lldp[l.port][l.neighbor_id];
+      if (l.field == "system-name") n.system_name = l.value;
+      if (l.field == "port-id") n.port_id = l.value;
+      if (l.field == "port-description") n.port_description = l.value;
+      if (l.field == "chassis-id") n.chassis_id = l.value;
+    }
+    unknown_paths += p.unknown_paths;
+    bad_values += p.bad_values;
+  }
+
+  // Down: its series go (absent, not zero).
+  void Down() REQUIRES(mu) {
+    up = false;
+    values.clear();
+    lldp.clear();
+  }
 };
 
-void Apply(const ParsedNotification& p, SwitchState& s) {
-  for (const auto& port : p.deleted_ports) {
-    std::erase_if(s.values, [&](const auto& kv) {
-      return std::get<1>(kv.first) == port;
-    });
-    s.lldp.erase(port);
+constexpr std::string_view kPortHelp =
+    "switch port value over gNMI (docs/gnmi.md, docs/metrics.md)";
+
+void EmitValue(const std::string& sw, const SeriesKey& k, double value,
+               MetricSink& sink) {
+  const bool counter = k.metric.ends_with("_total");
+  auto put = [&](LabelRefs labels) {
+    if (counter) {
+      sink.Counter(k.metric, kPortHelp, labels, value);
+    } else {
+      sink.Gauge(k.metric, kPortHelp, labels, value);
+    }
+  };
+  const bool keyed = !k.key_label.empty(), fixed = !k.fixed_label.empty();
+  if (keyed && fixed) {
+    put({{"switch", sw},
+         {"port", k.port},
+         {k.key_label, k.key_value},
+         {k.fixed_label, k.fixed_value}});
+  } else if (keyed) {
+    put({{"switch", sw}, {"port", k.port}, {k.key_label, k.key_value}});
+  } else if (fixed) {
+    put({{"switch", sw}, {"port", k.port}, {k.fixed_label, k.fixed_value}});
+  } else {
+    put({{"switch", sw}, {"port", k.port}});
   }
-  for (const auto& v : p.values) {
-    s.values[{v.metric, v.port, v.labels}] = v.value;
-  }
-  for (const auto& l : p.lldp) {
-    Neighbor& n = s.lldp[l.port][l.neighbor_id];
-    if (l.field == "system-name") n.system_name = l.value;
-    if (l.field == "port-id") n.port_id = l.value;
-    if (l.field == "port-description") n.port_description = l.value;
-    if (l.field == "chassis-id") n.chassis_id = l.value;
-  }
-  s.unknown_paths += p.unknown_paths;
-  s.bad_values += p.bad_values;
 }
 
 class GnmiSwitchCollector final : public Collector {
@@ -71,12 +111,9 @@ class GnmiSwitchCollector final : public Collector {
                       gnmi_switch::SubscribeCallFactory calls)
       : env_(env), settings_(std::move(settings)), calls_(std::move(calls)) {
     for (const auto& t : settings_.switches) {
-      if (!GnmiShardContains(t.name, settings_.shard_index,
-                             settings_.shard_count))
-        continue;
-      auto s = std::make_unique<SwitchState>();
-      s->target = t;
-      switches_.push_back(std::move(s));
+      if (GnmiShardContains(t.name, settings_.shard_index,
+                            settings_.shard_count))
+        switches_.push_back(std::make_unique<SwitchState>(t));
     }
   }
   ~GnmiSwitchCollector() override { Stop(); }
@@ -90,9 +127,10 @@ class GnmiSwitchCollector final : public Collector {
       MutexLock lock(mu_);
       if (!started_ || stopping_) return;
       stopping_ = true;
-      for (auto& s : switches_) {
-        if (s->call) s->call->Cancel();
-      }
+    }
+    for (auto& s : switches_) {
+      MutexLock lock(s->mu);
+      if (s->call) s->call->Cancel();
     }
     wake_.notify_all();
     for (auto& t : threads_) t.join();
@@ -101,12 +139,19 @@ class GnmiSwitchCollector final : public Collector {
 
   bool Collect(MetricSink& sink) override {
     StartThreads();  // `--once` has no Start(): its first collection starts
-    MutexLock lock(mu_);
-    for (const auto& s : switches_) Emit(*s, sink);
+    for (const auto& s : switches_) {
+      MutexLock lock(s->mu);
+      Emit(*s, sink);
+    }
     return true;
   }
 
  private:
+  bool Stopping() {
+    MutexLock lock(mu_);
+    return stopping_;
+  }
+
   void StartThreads() {
     MutexLock lock(mu_);
     if (started_) return;
@@ -117,7 +162,7 @@ class GnmiSwitchCollector final : public Collector {
     threads_.emplace_back([this] { Watchdog(); });
   }
 
-  void Emit(const SwitchState& s, MetricSink& sink) REQUIRES(mu_) {
+  void Emit(const SwitchState& s, MetricSink& sink) REQUIRES(s.mu) {
     const std::string& sw = s.target.name;
     sink.Gauge("fabric_gnmi_switch_up",
                "1 while the switch's gNMI stream delivers, else 0",
@@ -136,19 +181,7 @@ class GnmiSwitchCollector final : public Collector {
                  "updates not exported: a path not read or a bad value",
                  LabelRefs{{"switch", sw}, {"reason", "bad_value"}},
                  s.bad_values);
-    for (const auto& [key, value] : s.values) {
-      const auto& [metric, port, extra] = key;
-      Labels labels = {{"switch", sw}, {"port", port}};
-      for (const auto& [k, v] : extra) labels.push_back({k, v});
-      const bool counter = metric.ends_with("_total");
-      if (counter) {
-        sink.Counter(metric, "switch port counter over gNMI (docs/gnmi.md)",
-                     std::move(labels), value);
-      } else {
-        sink.Gauge(metric, "switch port value over gNMI (docs/gnmi.md)",
-                   std::move(labels), value);
-      }
-    }
+    for (const auto& [key, value] : s.values) EmitValue(sw, key, value, sink);
     for (const auto& [port, neighbors] : s.lldp) {
       for (const auto& [id, n] : neighbors) {
         sink.Gauge("fabric_switch_port_link_info",
@@ -193,19 +226,25 @@ class GnmiSwitchCollector final : public Collector {
     std::shared_ptr<gnmi_switch::SubscribeCall> call =
         calls_(s.target.address, o);
     {
-      MutexLock lock(mu_);
-      if (stopping_) return "stopping";
+      MutexLock lock(s.mu);
       s.call = call;
       s.last_message = env_.clock();  // the deadline runs from the connect
     }
+    // Stop() cancels the calls it sees; one made after it is cancelled here.
+    if (Stopping()) call->Cancel();
     gnmi_switch::SubscribeCall::Handlers h;
     h.subscribed = [&] {
-      MutexLock lock(mu_);
+      MutexLock lock(s.mu);
       ++s.connects;
     };
-    h.message = [&] {
-      MutexLock lock(mu_);
+    // One lock per response.
+    h.response = [&](const ParsedNotification* parsed) {
+      MutexLock lock(s.mu);
       s.last_message = env_.clock();
+      if (parsed) {
+        ++s.updates;
+        s.Apply(*parsed);
+      }
       if (s.up) return;
       s.up = true;
       if (s.warned)
@@ -213,38 +252,33 @@ class GnmiSwitchCollector final : public Collector {
                      s.target.address);
       s.warned = false;
     };
-    h.notification = [&](const gnmi_switch::ParsedNotification& parsed) {
-      MutexLock lock(mu_);
-      ++s.updates;
-      Apply(parsed, s);
-    };
     std::string ended = call->Run(h);
-    MutexLock lock(mu_);
+    MutexLock lock(s.mu);
     s.call.reset();
     return ended;
   }
 
   void Run(SwitchState& s) {
     auto backoff = std::chrono::microseconds(std::chrono::seconds(1));
-    for (;;) {
+    while (!Stopping()) {
       std::string why = Stream(s);
-      MutexLock lock(mu_);
-      if (stopping_) return;
-      const bool was_up = s.up;
-      s.up = false;
-      s.values.clear();
-      s.lldp.clear();
-      if (!s.warned) {
-        spdlog::warn(
-            "gnmi: switch {} ({}): {}; its series are dropped until "
-            "it answers, retrying with back-off",
-            s.target.name, s.target.address, why);
-        s.warned = true;
+      bool was_up = false;
+      {
+        MutexLock lock(s.mu);
+        was_up = s.up;
+        s.Down();
+        if (!s.warned && !Stopping()) {
+          spdlog::warn(
+              "gnmi: switch {} ({}): {}; its series are dropped until it "
+              "answers, retrying with back-off",
+              s.target.name, s.target.address, why);
+          s.warned = true;
+        }
       }
       if (was_up) backoff = std::chrono::seconds(1);
+      MutexLock lock(mu_);
       wake_.wait_for(lock.native(), backoff,
                      [&]() REQUIRES(mu_) { return stopping_; });
-      if (stopping_) return;
       backoff = std::min(backoff * 2, settings_.max_backoff);
     }
   }
@@ -257,15 +291,16 @@ class GnmiSwitchCollector final : public Collector {
         std::chrono::duration<double>(settings_.deadline).count();
     const auto tick = std::min<std::chrono::microseconds>(
         settings_.deadline / 4, std::chrono::seconds(1));
-    MutexLock lock(mu_);
-    while (!stopping_) {
+    while (!Stopping()) {
       const double now = env_.clock();
       for (auto& s : switches_) {
+        MutexLock lock(s->mu);
         if (s->call && now - s->last_message > deadline) {
           s->call->Cancel();
           s->last_message = now;  // once per deadline
         }
       }
+      MutexLock lock(mu_);
       wake_.wait_for(lock.native(), tick,
                      [&]() REQUIRES(mu_) { return stopping_; });
     }
@@ -274,13 +309,13 @@ class GnmiSwitchCollector final : public Collector {
   const CollectorEnv env_;
   const GnmiSettings settings_;
   const gnmi_switch::SubscribeCallFactory calls_;
-  Mutex mu_;
+  Mutex mu_;  // started_, stopping_; the threads' wake-ups
   std::condition_variable wake_;
   bool started_ GUARDED_BY(mu_) = false;
   bool stopping_ GUARDED_BY(mu_) = false;
-  // The vector is fixed at construction; each SwitchState is guarded by mu_.
+  // Fixed at construction; each switch's state under its own lock.
   std::vector<std::unique_ptr<SwitchState>> switches_;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;  // Start/Stop (the io thread), --once
 };
 
 }  // namespace

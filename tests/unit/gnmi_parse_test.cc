@@ -49,12 +49,20 @@ void AddString(gnmi::Notification& n, const std::string& path,
   u->mutable_val()->set_string_val(v);
 }
 
+// The value of series `metric` of `port` whose extra labels are `labels`
+// (name=value, in order: the path's key, then the leaf's fixed one).
 const PortValue* Find(
     const ParsedNotification& p, const std::string& metric,
     const std::string& port,
     std::vector<std::pair<std::string, std::string>> labels = {}) {
   for (const auto& v : p.values) {
-    if (v.metric == metric && v.port == port && v.labels == labels) return &v;
+    std::vector<std::pair<std::string, std::string>> have;
+    if (!v.key.key_label.empty())
+      have.emplace_back(v.key.key_label, v.key.key_value);
+    if (!v.key.fixed_label.empty())
+      have.emplace_back(v.key.fixed_label, v.key.fixed_value);
+    if (v.key.metric == metric && v.key.port == port && have == labels)
+      return &v;
   }
   return nullptr;
 }
