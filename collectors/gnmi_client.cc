@@ -16,13 +16,19 @@ gnmi::PathElem Elem(const std::string& name,
   return e;
 }
 
-std::vector<gnmi::Path> SubscriptionPaths() {
+std::vector<gnmi::Path> SubscriptionPaths(bool sonic_counters_db) {
   std::vector<gnmi::Path> out;
   auto add = [&](std::initializer_list<gnmi::PathElem> elems) {
     gnmi::Path p;
     for (const auto& e : elems) *p.add_elem() = e;
     out.push_back(std::move(p));
   };
+  if (sonic_counters_db) {
+    // Every port's counter table (sonic-gnmi's virtual path; the prefix
+    // carries target COUNTERS_DB).
+    add({Elem("COUNTERS"), Elem("Ethernet*")});
+    return out;
+  }
   add({Elem("interfaces"), Elem("interface", {"name"}), Elem("state")});
   add({Elem("interfaces"), Elem("interface", {"name"}), Elem("ethernet"),
        Elem("state"), Elem("port-speed")});
@@ -68,8 +74,12 @@ class GrpcSubscribeCall final : public SubscribeCall {
     gnmi::SubscribeRequest request;
     auto* list = request.mutable_subscribe();
     list->set_mode(gnmi::SubscriptionList::STREAM);
-    list->set_encoding(gnmi::PROTO);
-    for (const auto& path : SubscriptionPaths()) {
+    // SONiC's tables are JSON objects; the OpenConfig leaves scalars.
+    list->set_encoding(options_.sonic_counters_db ? gnmi::JSON_IETF
+                                                  : gnmi::PROTO);
+    if (options_.sonic_counters_db)
+      list->mutable_prefix()->set_target("COUNTERS_DB");
+    for (const auto& path : SubscriptionPaths(options_.sonic_counters_db)) {
       auto* sub = list->add_subscription();
       *sub->mutable_path() = path;
       sub->set_mode(gnmi::SAMPLE);
@@ -113,9 +123,10 @@ std::unique_ptr<SubscribeCall> NewGrpcSubscribeCall(
   return std::make_unique<GrpcSubscribeCall>(address, options);
 }
 
-std::vector<std::string> SubscriptionPathStrings() {
+std::vector<std::string> SubscriptionPathStrings(bool sonic_counters_db) {
   std::vector<std::string> out;
-  for (const auto& p : SubscriptionPaths()) out.push_back(PathString({}, p));
+  for (const auto& p : SubscriptionPaths(sonic_counters_db))
+    out.push_back(PathString({}, p));
   return out;
 }
 

@@ -26,6 +26,9 @@ struct ClientOptions {
   std::string tls_server_name;
   std::string username, password;  // metadata; none when username is ""
   std::chrono::nanoseconds sample_interval{std::chrono::seconds(5)};
+  // SONiC's COUNTERS_DB tables (target COUNTERS_DB, COUNTERS/Ethernet*)
+  // instead of the OpenConfig paths.
+  bool sonic_counters_db = false;
 };
 
 class SubscribeCall {
@@ -51,6 +54,7 @@ std::unique_ptr<SubscribeCall> NewGrpcSubscribeCall(
     const std::string& address, const ClientOptions& options);
 
 // The subscribed paths as text ("/interfaces/interface[name=*]/state", ...).
-std::vector<std::string> SubscriptionPathStrings();
+std::vector<std::string> SubscriptionPathStrings(
+    bool sonic_counters_db = false);
 
 }  // namespace fabric::gnmi_switch

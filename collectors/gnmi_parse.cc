@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "gnmi.pb.h"
@@ -292,6 +293,79 @@ Result Lldp(const std::vector<Elem>& e, const gnmi::TypedValue& v,
   return Result::kOk;
 }
 
+// SONiC's COUNTERS_DB (target COUNTERS_DB): COUNTERS/<port> with the whole
+// table as a JSON object, or COUNTERS/<port>/<field> with one value; SAI
+// counter names, values as decimal strings (sonic-net/SONiC
+// doc/system-telemetry/grpc_telemetry.md). Port-level fields only; queue
+// tables (COUNTERS/<port>:<queue>) are not read.
+constexpr Leaf kSaiPortFields[] = {
+    {"SAI_PORT_STAT_IF_IN_OCTETS", kRxBytes, "", "", 1},
+    {"SAI_PORT_STAT_IF_OUT_OCTETS", kTxBytes, "", "", 1},
+    {"SAI_PORT_STAT_IF_IN_ERRORS", kErrors, "error", "port_rcv_errors", 1},
+    {"SAI_PORT_STAT_IF_IN_DISCARDS", kErrors, "error", "port_rcv_discards", 1},
+    {"SAI_PORT_STAT_IF_OUT_DISCARDS", kErrors, "error", "port_xmit_discards",
+     1},
+    {"SAI_PORT_STAT_IF_OUT_ERRORS", kErrors, "error", "port_xmit_errors", 1},
+};
+
+// SAI_PORT_STAT_PFC_<p>_{RX,TX}_{PKTS,PAUSE_DURATION_US}: the leaf (of
+// kPriorityLeaves) and the priority, or null.
+const Leaf* SaiPfcField(std::string_view field, std::string* priority) {
+  constexpr std::string_view kPrefix = "SAI_PORT_STAT_PFC_";
+  if (field.rfind(kPrefix, 0) != 0 || field.size() < kPrefix.size() + 2)
+    return nullptr;
+  const char p = field[kPrefix.size()];
+  if (p < '0' || p > '7' || field[kPrefix.size() + 1] != '_') return nullptr;
+  const std::string_view rest = field.substr(kPrefix.size() + 2);
+  std::string_view leaf;
+  if (rest == "RX_PKTS") leaf = "in-pause-pkts";
+  if (rest == "TX_PKTS") leaf = "out-pause-pkts";
+  if (rest == "RX_PAUSE_DURATION_US") leaf = "in-pause-duration";
+  if (rest == "TX_PAUSE_DURATION_US") leaf = "out-pause-duration";
+  if (leaf.empty()) return nullptr;
+  *priority = std::string(1, p);
+  return Find(kPriorityLeaves, leaf);
+}
+
+Result SonicField(const std::string& port, std::string_view field,
+                  const gnmi::TypedValue& v, ParsedNotification* out) {
+  std::string priority;
+  if (const Leaf* leaf = SaiPfcField(field, &priority))
+    return AddNumber(*leaf, port, "priority", priority, v, out) ? Result::kOk
+                                                                : Result::kBad;
+  const Leaf* leaf = Find(kSaiPortFields, field);
+  if (!leaf) return Result::kUnknown;
+  return AddNumber(*leaf, port, {}, {}, v, out) ? Result::kOk : Result::kBad;
+}
+
+// COUNTERS/<port>[/<field>]
+void Sonic(const std::vector<Elem>& e, const gnmi::TypedValue& v,
+           ParsedNotification* out) {
+  const std::string port(e.size() >= 2 ? e[1].name : std::string_view());
+  const auto count = [&](Result r) {
+    if (r == Result::kUnknown) ++out->unknown_paths;
+    if (r == Result::kBad) ++out->bad_values;
+  };
+  if (e.size() == 3) return count(SonicField(port, e[2].name, v, out));
+  if (e.size() != 2 || port.find(':') != std::string::npos)
+    return count(Result::kUnknown);  // a queue table, or no port
+  std::string_view text;
+  if (v.value_case() == gnmi::TypedValue::kJsonIetfVal)
+    text = v.json_ietf_val();
+  if (v.value_case() == gnmi::TypedValue::kJsonVal) text = v.json_val();
+  const auto table = nlohmann::json::parse(text, nullptr, false);
+  if (!table.is_object()) return count(Result::kBad);
+  for (const auto& [field, value] : table.items()) {
+    gnmi::TypedValue one;
+    if (value.is_string()) {
+      one.set_string_val(value.get<std::string>());
+    } else if (value.is_number_unsigned()) {
+      one.set_uint_val(value.get<std::uint64_t>());
+    }
+    count(SonicField(port, field, one, out));
+  }
+}
+
 Result One(const gnmi::Path& prefix, const gnmi::Update& update,
            ParsedNotification* out) {
   const auto e = Flatten(prefix, update.path());
@@ -299,6 +373,10 @@ Result One(const gnmi::Path& prefix, const gnmi::Update& update,
   if (e[0].name == "interfaces") return Interface(e, update.val(), out);
   if (e[0].name == "qos") return Qos(e, update.val(), out);
   if (e[0].name == "lldp") return Lldp(e, update.val(), out);
+  if (e[0].name == "COUNTERS") {
+    Sonic(e, update.val(), out);  // counts per field itself
+    return Result::kOk;
+  }
   return Result::kUnknown;
 }
 

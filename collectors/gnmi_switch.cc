@@ -222,6 +222,7 @@ class GnmiSwitchCollector final : public Collector {
            (o.password.back() == '\n' || o.password.back() == '\r'))
       o.password.pop_back();
     o.sample_interval = settings_.sample_interval;
+    o.sonic_counters_db = s.target.sonic_counters_db;
     if (!error.empty()) return error;
     std::shared_ptr<gnmi_switch::SubscribeCall> call =
         calls_(s.target.address, o);
@@ -365,8 +366,13 @@ GnmiSettings ParseGnmiSettings(const YAML::Node& node,
                            t.name = Scalar(v, kp);
                          } else if (k == "address") {
                            t.address = Scalar(v, kp);
+                         } else if (k == "paths") {
+                           const std::string paths = Scalar(v, kp);
+                           if (paths != "openconfig" && paths != "sonic")
+                             Fail(kp, m, "is not openconfig or sonic");
+                           t.sonic_counters_db = paths == "sonic";
                          } else {
-                           Fail(kp, m, "unknown key (name, address)");
+                           Fail(kp, m, "unknown key (name, address, paths)");
                          }
                        });
             if (t.address.empty() || t.address.find(':') == std::string::npos)

@@ -34,6 +34,9 @@ namespace fabric {
 struct GnmiSwitchTarget {
   std::string name;     // the `switch` label
   std::string address;  // host:port of its gNMI server
+  // `paths: sonic`: SONiC's COUNTERS_DB tables instead of OpenConfig
+  // (docs/gnmi.md: port counters and PFC only).
+  bool sonic_counters_db = false;
   bool operator==(const GnmiSwitchTarget&) const = default;
 };
 

@@ -192,6 +192,11 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
   auto leaf2 = Target("leaf2", auth);
   auto silent = Target("silent", auth);
   auto badauth = Target("badauth", {"--user", "fabricmon", "--password", "x"});
+  // SONiC's COUNTERS_DB table (paths: sonic), JSON as sonic-gnmi sends it.
+  auto sonic = Target("sonic", auth);
+  ASSERT_TRUE(sonic->Set("/COUNTERS/Ethernet0", "json",
+                         R"({"SAI_PORT_STAT_IF_IN_OCTETS":"4242",)"
+                         R"("SAI_PORT_STAT_PFC_3_TX_PKTS":"17"})"));
   ASSERT_TRUE(silent->Command("mode silent"));
   for (const Leaf& l : Leaves())
     ASSERT_TRUE(leaf1->Set(l.path, l.kind, l.value)) << leaf1->log();
@@ -222,6 +227,9 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
       "      - {name: silent, address: " +
       silent->address() +
       "}\n"
+      "      - {name: sonic, paths: sonic, address: " +
+      sonic->address() +
+      "}\n"
       "      - {name: badauth, address: " +
       badauth->address() +
       "}\n"
@@ -233,6 +241,14 @@ TEST_F(GnmiSwitchTest, ValuesReachPrometheusAndBadSwitchesCostOnlyTheirOwn) {
     if (!l.query.empty()) Expect(l.query, l.expected);
   }
   Expect("fabric_gnmi_switch_up{switch=\"leaf1\"}", 1);
+  Expect(
+      "fabric_switch_port_receive_bytes_total{switch=\"sonic\","
+      "port=\"Ethernet0\"}",
+      4242);
+  Expect(
+      "fabric_switch_port_pfc_pause_frames_total{switch=\"sonic\","
+      "port=\"Ethernet0\",priority=\"3\",direction=\"tx\"}",
+      17);
   Expect("fabric_switch_port_receive_bytes_total{switch=\"leaf2\"}", 42);
   Expect("fabric_switch_port_transmit_packets_total{switch=\"leaf2\"}", 77);
   Expect(

@@ -237,6 +237,49 @@ TEST(GnmiParse, DeletedInterface) {
   EXPECT_EQ(p.deleted_ports[0], "swp9");
 }
 
+TEST(GnmiParse, SonicCountersDbTable) {
+  gnmi::Notification n;
+  n.mutable_prefix()->set_target("COUNTERS_DB");
+  auto* u = n.add_update();
+  *u->mutable_path() = P("/COUNTERS/Ethernet8");
+  u->mutable_val()->set_json_ietf_val(
+      R"({"SAI_PORT_STAT_IF_IN_OCTETS": "1000",
+          "SAI_PORT_STAT_IF_OUT_DISCARDS": "7",
+          "SAI_PORT_STAT_PFC_3_RX_PKTS": "42",
+          "SAI_PORT_STAT_PFC_3_TX_PAUSE_DURATION_US": "2000000",
+          "SAI_PORT_STAT_ETHER_STATS_JABBERS": "0",
+          "SAI_PORT_STAT_IF_OUT_OCTETS": "lots"})");
+  AddString(n, "/COUNTERS/Ethernet8/SAI_PORT_STAT_PFC_9_RX_PKTS", "1");
+  AddString(n, "/COUNTERS/Ethernet8/SAI_PORT_STAT_IF_OUT_OCTETS", "5");
+  u = n.add_update();  // not JSON
+  *u->mutable_path() = P("/COUNTERS/Ethernet9");
+  u->mutable_val()->set_json_ietf_val("{oops");
+  AddString(n, "/COUNTERS/Ethernet8:3/SAI_QUEUE_STAT_PACKETS", "1");
+  auto p = ParseNotification(n);
+  EXPECT_EQ(
+      Find(p, "fabric_switch_port_receive_bytes_total", "Ethernet8")->value,
+      1000);
+  EXPECT_EQ(
+      Find(p, "fabric_switch_port_transmit_bytes_total", "Ethernet8")->value,
+      5);
+  EXPECT_EQ(Find(p, "fabric_switch_port_errors_total", "Ethernet8",
+                 {{"error", "port_xmit_discards"}})
+                ->value,
+            7);
+  EXPECT_EQ(Find(p, "fabric_switch_port_pfc_pause_frames_total", "Ethernet8",
+                 {{"priority", "3"}, {"direction", "rx"}})
+                ->value,
+            42);
+  EXPECT_EQ(Find(p, "fabric_switch_port_pfc_pause_duration_seconds_total",
+                 "Ethernet8", {{"priority", "3"}, {"direction", "tx"}})
+                ->value,
+            2);
+  EXPECT_EQ(p.values.size(), 5u);
+  // JABBERS, PFC_9, the queue table: unknown; "lots", "{oops": bad.
+  EXPECT_EQ(p.unknown_paths, 3);
+  EXPECT_EQ(p.bad_values, 2);
+}
+
 TEST(GnmiParse, PortSpeed) {
   double r = 0;
   EXPECT_TRUE(ParsePortSpeed("SPEED_2500MB", &r));
@@ -252,6 +295,8 @@ TEST(GnmiParse, SubscriptionPathsAreWhatTheParserReads) {
   auto paths = SubscriptionPathStrings();
   ASSERT_EQ(paths.size(), 5u);
   EXPECT_EQ(paths[0], "/interfaces/interface[name=*]/state");
+  EXPECT_EQ(SubscriptionPathStrings(true),
+            std::vector<std::string>{"/COUNTERS/Ethernet*"});
   EXPECT_EQ(paths[2],
             "/qos/interfaces/interface[interface-id=*]/output/queues/"
             "queue[name=*]/state");
@@ -280,7 +325,7 @@ TEST(GnmiSettings, DefaultsKeysAndErrors) {
       "    enabled: true\n"
       "    switches:\n"
       "      - {name: leaf1, address: 10.0.0.1:9339}\n"
-      "      - address: 10.0.0.2:9339\n"
+      "      - {address: 10.0.0.2:9339, paths: sonic}\n"
       "    insecure: true\n"
       "    username: fabricmon\n"
       "    sample_interval: 1s\n"
@@ -292,6 +337,8 @@ TEST(GnmiSettings, DefaultsKeysAndErrors) {
   ASSERT_EQ(s.switches.size(), 2u);
   EXPECT_EQ(s.switches[0].name, "leaf1");
   EXPECT_EQ(s.switches[1].name, "10.0.0.2:9339");
+  EXPECT_FALSE(s.switches[0].sonic_counters_db);
+  EXPECT_TRUE(s.switches[1].sonic_counters_db);
   EXPECT_TRUE(s.insecure);
   EXPECT_EQ(s.username, "fabricmon");
   EXPECT_EQ(s.sample_interval, std::chrono::seconds(1));
@@ -312,6 +359,8 @@ TEST(GnmiSettings, DefaultsKeysAndErrors) {
            Bad{"    switches:\n      - {name: a, address: a:1}\n"
                "      - {name: a, address: b:1}\n",
                "listed twice"},
+           Bad{"    switches:\n      - {address: a:1, paths: yang}\n",
+               "collectors.gnmi.switches[0].paths"},
            Bad{"    shard: 3/2\n", "collectors.gnmi.shard (line 3)"},
            Bad{"    shard: x\n", "collectors.gnmi.shard (line 3)"},
            Bad{"    sample_interval: 1ms\n",
