@@ -19,6 +19,12 @@ using gnmi_switch::ParsedNotification;
 using gnmi_switch::SeriesKey;
 
 constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+// Series kept per switch at most: a 64-port switch with every queue and
+// priority has ~2,000 (26 a port plus 8 queues x 8 and 8 priorities x 4);
+// a target inventing port or queue names must not grow the daemon without
+// bound. Past it a new series is counted (reason "series_cap"), not kept.
+constexpr std::size_t kMaxSeriesPerSwitch = 65536;
+constexpr std::size_t kMaxNeighborsPerSwitch = 4096;
 
 struct Neighbor {
   std::string system_name, port_id, port_description, chassis_id;
@@ -38,9 +44,11 @@ struct SwitchState {
   double updates GUARDED_BY(mu) = 0;
   double unknown_paths GUARDED_BY(mu) = 0;
   double bad_values GUARDED_BY(mu) = 0;
+  double over_cap GUARDED_BY(mu) = 0;
   std::map<SeriesKey, double> values GUARDED_BY(mu);
   // port -> neighbour id -> fields
   std::map<std::string, std::map<std::string, Neighbor>> lldp GUARDED_BY(mu);
+  std::size_t neighbors GUARDED_BY(mu) = 0;  // entries of `lldp`
   // The stream in flight.
   std::shared_ptr<gnmi_switch::SubscribeCall> call GUARDED_BY(mu);
 
@@ -48,17 +56,30 @@ struct SwitchState {
     for (const auto& port : p.deleted_ports) {
       std::erase_if(values,
                     [&](const auto& kv) { return kv.first.port == port; });
-      lldp.erase(port);
+      if (auto it = lldp.find(port); it != lldp.end()) {
+        neighbors -= it->second.size();
+        lldp.erase(it);
+      }
     }
     for (const auto& v : p.values) {
       auto it = values.find(v.key);
       if (it != values.end()) {
         it->second = v.value;
-      } else {
+      } else if (values.size() < kMaxSeriesPerSwitch) {
         values.emplace(v.key, v.value);
+      } else {
+        ++over_cap;
       }
     }
     for (const auto& l : p.lldp) {
+      auto port = lldp.find(l.port);
+      const bool known =
+          port != lldp.end() && port->second.count(l.neighbor_id);
+      if (!known && neighbors >= kMaxNeighborsPerSwitch) {
+        ++over_cap;
+        continue;
+      }
+      neighbors += !known;
       Neighbor& n = lldp[l.port][l.neighbor_id];
       if (l.field == "system-name") n.system_name = l.value;
       if (l.field == "port-id") n.port_id = l.value;
@@ -74,6 +95,7 @@ struct SwitchState {
     up = false;
     values.clear();
     lldp.clear();
+    neighbors = 0;
   }
 };
 
@@ -181,6 +203,10 @@ class GnmiSwitchCollector final : public Collector {
                  "updates not exported: a path not read or a bad value",
                  LabelRefs{{"switch", sw}, {"reason", "bad_value"}},
                  s.bad_values);
+    sink.Counter("fabric_gnmi_skipped_updates_total",
+                 "updates not exported: a path not read or a bad value",
+                 LabelRefs{{"switch", sw}, {"reason", "series_cap"}},
+                 s.over_cap);
     for (const auto& [key, value] : s.values) EmitValue(sw, key, value, sink);
     for (const auto& [port, neighbors] : s.lldp) {
       for (const auto& [id, n] : neighbors) {

@@ -29,7 +29,7 @@ using testing::WaitFor;
 constexpr std::string_view kRxBytes = "fabric_switch_port_receive_bytes_total";
 
 // How each fake switch behaves, by address.
-enum class Behaviour { kServe, kRefuse, kSilent };
+enum class Behaviour { kServe, kRefuse, kSilent, kFlood };
 
 struct Fake {
   std::mutex mu;
@@ -49,6 +49,16 @@ class FakeCall final : public SubscribeCall {
     const Behaviour b = f_.behaviour[address_];
     if (b == Behaviour::kRefuse) return "connection refused";
     h.subscribed();
+    if (b == Behaviour::kFlood) {
+      // A target inventing a new port name in every update.
+      ParsedNotification n;
+      for (int i = 0; i < 70000; ++i)
+        n.values.push_back(
+            {{kRxBytes, "p" + std::to_string(i), {}, {}, {}, {}}, 1});
+      lock.unlock();
+      h.response(&n);
+      lock.lock();
+    }
     if (b == Behaviour::kServe) {
       ParsedNotification n;
       n.values.push_back(
@@ -181,6 +191,25 @@ TEST_F(GnmiCollectorTest, ADroppedStreamDropsTheSeriesUntilItServesAgain) {
       [&] { return Value(*c, std::string(kRxBytes), "good") == 5678.0; }));
   EXPECT_EQ(Value(*c, "fabric_gnmi_switch_up", "good"), 1);
   EXPECT_EQ(Value(*c, "fabric_gnmi_connects_total", "good"), 2);
+  c->Stop();
+}
+
+TEST_F(GnmiCollectorTest, InventedSeriesAreCappedAndCounted) {
+  auto c = Make(std::chrono::seconds(30));
+  {
+    std::lock_guard lock(fake_.mu);
+    fake_.behaviour["good:9339"] = Behaviour::kFlood;
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] { return Value(*c, "fabric_gnmi_switch_up", "good") == 1.0; }));
+  int kept = 0;
+  for (const auto& f : Collect(*c)) {
+    if (f.name == kRxBytes) kept = static_cast<int>(f.metric.size());
+  }
+  EXPECT_EQ(kept, 65536);
+  EXPECT_EQ(SampleValue(Collect(*c), "fabric_gnmi_skipped_updates_total",
+                        {{"switch", "good"}, {"reason", "series_cap"}}),
+            70000 - 65536);
   c->Stop();
 }
 
