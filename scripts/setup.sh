@@ -14,6 +14,9 @@ PACKAGES=(
   zlib1g-dev libcrypt-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
+  # The gnmi collector (Ethernet switches over gNMI): gRPC C++ and protobuf,
+  # protoc and grpc_cpp_plugin generate proto/gnmi/ (proto/CMakeLists.txt).
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-node-exporter iproute2 ethtool procps curl
   python3 hyperfine time valgrind
@@ -36,9 +39,6 @@ PACKAGES=(
   dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
   # systemd_nspawn_test boots a debootstrapped Debian under systemd-nspawn.
   debootstrap systemd-container
-  # The gnmi collector (Ethernet switches over gNMI): gRPC C++ and protobuf,
-  # protoc and grpc_cpp_plugin generate proto/gnmi/ (proto/CMakeLists.txt).
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   # Rebuilds (and CI's second build directory) reuse compiled objects;
   # mold links the test binaries (CMakeLists.txt).
   ccache mold
