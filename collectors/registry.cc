@@ -12,6 +12,9 @@
 #include "collectors/roce.h"
 #include "collectors/series_names.h"
 #include "collectors/transceiver.h"
+#if FABRICMON_WITH_GNMI
+#include "collectors/gnmi_switch.h"
+#endif
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
 #include "collectors/ib_link.h"
@@ -38,6 +41,9 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
       SmCollectorSpec(),
       FabricCollectorSpec(),
       IbLinkCollectorSpec(),
+#endif
+#if FABRICMON_WITH_GNMI
+      GnmiSwitchCollectorSpec(),
 #endif
     };
     // What their include/exclude can match (collectors/series_names.h).

@@ -14,6 +14,9 @@ PACKAGES=(
   zlib1g-dev libcrypt-dev
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
+  # The gnmi collector (Ethernet switches over gNMI): gRPC C++ and protobuf,
+  # protoc and grpc_cpp_plugin generate proto/gnmi/ (proto/CMakeLists.txt).
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-node-exporter iproute2 ethtool procps curl
   python3 hyperfine time valgrind
@@ -55,6 +58,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # dashboards_schema_test checks the Grafana dashboards with @grafana/schema
+# (and gnmi_switch_test runs a gNMI target on @grpc/grpc-js, tests/gnmi/)
 # from npm (tests/grafana-schema/check.sh installs the pinned packages into
 # the build directory): node and npm from Debian, unless a node is already
 # there (NodeSource's nodejs bundles npm and conflicts with Debian's npm).
