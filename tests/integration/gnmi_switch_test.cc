@@ -158,12 +158,7 @@ class GnmiSwitchTest : public ::testing::Test {
         << "scrape_configs:\n  - job_name: fabricmon\n    static_configs:\n"
         << "      - targets: ['127.0.0.1:" << daemon_port_ << "']\n";
     prom_port_ = FreeLoopbackPort();
-    prometheus_ = std::make_unique<sim::Session>(
-        "/usr/bin/prometheus --config.file=" + dir +
-            "/prometheus.yml --storage.tsdb.path=" + dir +
-            "/prom-data --web.listen-address=127.0.0.1:" +
-            std::to_string(prom_port_) + " --log.level=warn",
-        dir + "/prometheus.log");
+    prometheus_ = sim::StartPrometheus(dir, prom_port_);
   }
 
   std::string DaemonLog() { return ReadFile(dir_.path() + "/fabricmon.log"); }

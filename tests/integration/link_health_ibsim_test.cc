@@ -145,12 +145,7 @@ class LinkHealthIbsim : public ::testing::Test {
         << "scrape_configs:\n  - job_name: fabricmon\n    static_configs:\n"
         << "      - targets: ['127.0.0.1:" << daemon_port_ << "']\n";
     prom_port_ = FreeLoopbackPort();
-    prometheus_ = std::make_unique<sim::Session>(
-        "/usr/bin/prometheus --config.file=" + dir +
-            "/prometheus.yml --storage.tsdb.path=" + dir +
-            "/prom-data --web.listen-address=127.0.0.1:" +
-            std::to_string(prom_port_) + " --log.level=warn",
-        dir + "/prometheus.log");
+    prometheus_ = sim::StartPrometheus(dir, prom_port_);
     ASSERT_TRUE(PromUntil("up{job=\"fabricmon\"} == 1", [](const auto& r) {
       return r.size() == 1;
     })) << ReadText(dir + "/prometheus.log");
