@@ -23,16 +23,7 @@ shift
 dashboards=("$@")
 [[ ${#dashboards[@]} -gt 0 ]] || dashboards=("$src"/dashboards/grafana/*.json)
 
-mkdir -p "$work"
-# One install at a time (tests run side by side share WORKDIR).
-(
-  flock 9
-  if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" ||
-     [[ ! -x "$work/node_modules/.bin/tsc" ]]; then
-    cp "$here/package.json" "$here/package-lock.json" "$work/"
-    (cd "$work" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-  fi
-) 9>"$work/.install.lock"
+"$here/../support/npm_ci.sh" "$here" "$work" .bin/tsc
 
 checks="$(mktemp -d "$work/checks.XXXXXX")"
 trap 'rm -rf "$checks"' EXIT
