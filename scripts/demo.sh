@@ -308,12 +308,13 @@ YAML
 done
 
 # The shipped rules; unless --shipped-for, with `for:` shortened and the
-# 5-minute groups every 30 s, so a one-minute fault of the tour alerts.
+# 5-minute and 1-minute groups every 30 s, so a one-minute fault of the
+# tour alerts.
 for f in recording_rules.yml alerting_rules.yml; do
   if [[ -n "$shipped_for" ]]; then
     cp "$here/dashboards/prometheus/$f" "$work/$f"
   else
-    sed -E 's/^( +)for: [0-9]+[smh]$/\1for: 20s/; s/^( +)interval: 5m$/\1interval: 30s/' \
+    sed -E 's/^( +)for: [0-9]+[smh]$/\1for: 20s/; s/^( +)interval: [0-9]+m$/\1interval: 30s/' \
       "$here/dashboards/prometheus/$f" >"$work/$f"
   fi
 done
