@@ -35,8 +35,9 @@ runs alone on a --keep WORKDIR afterwards); the last table sets each
 group's evaluations on both against a quarter of its production interval.
 --compare TREE runs another source tree's rules and dashboards (an older
 commit checked out with `git worktree add`) on a second Prometheus over a
-copy of the same blocks, at the same time, and adds a side-by-side table:
-old and new rules on one dataset at one load. (Blocks cannot be reused by a
+copy of the same blocks, at the same time, and adds side-by-side tables
+(each group's fastest evaluation, and each rule's of the groups over 0.5 s,
+with the ratio): old and new rules on one dataset at one load. (Blocks cannot be reused by a
 later run: rules run on the wall clock, and the data is visible to them only
 for the 5 minutes after its end.)
 Everything (data, blocks, Prometheus) lives in WORKDIR (default a new temp
