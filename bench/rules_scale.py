@@ -35,8 +35,9 @@ runs alone on a --keep WORKDIR afterwards); the last table sets each
 group's evaluations on both against a quarter of its production interval.
 --compare TREE runs another source tree's rules and dashboards (an older
 commit checked out with `git worktree add`) on a second Prometheus over a
-copy of the same blocks, at the same time, and adds a side-by-side table:
-old and new rules on one dataset at one load. (Blocks cannot be reused by a
+copy of the same blocks, at the same time, and adds side-by-side tables
+(each group's fastest evaluation, and each rule's of the groups over 0.5 s,
+with the ratio): old and new rules on one dataset at one load. (Blocks cannot be reused by a
 later run: rules run on the wall clock, and the data is visible to them only
 for the 5 minutes after its end.)
 Everything (data, blocks, Prometheus) lives in WORKDIR (default a new temp
@@ -859,6 +860,36 @@ def rule_table(table, measured, slow=0.5):
     return out + [""] if out else out
 
 
+def rule_comparison(table, measured, other_table, other_measured, slow=0.5):
+    """Markdown: each rule of the groups over SLOW (warm) in either tree,
+    fastest evaluation in this tree and in the compared one (a rule is its
+    group and name; a name repeated in a group keeps its order)."""
+    slow_groups = {n for n, _, w, _ in table + other_table
+                   if w is not None and w >= slow}
+
+    def by_rule(m):
+        out, count = {}, {}
+        for key in sorted(k for k in m if not isinstance(k, str)):
+            group, _, name = key
+            count[(group, name)] = count.get((group, name), 0) + 1
+            if group in slow_groups:
+                out[(group, name, count[(group, name)])] = min(m[key].values())
+        return out
+    a, b = by_rule(measured), by_rule(other_measured)
+    if not a and not b:
+        return []
+    out = ["Rules of the groups over %.1f s in either tree (fastest evaluation;"
+           " ratio = this tree / compared):" % slow, "",
+           "| group | rule | this tree | compared | ratio |", "|---|---|---|---|---|"]
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k), b.get(k)
+        out.append("| %s | %s%s | %s | %s | %s |" % (
+            k[0], k[1], " (%d)" % k[2] if k[2] > 1 else "",
+            "—" if x is None else "%.3f s" % x, "—" if y is None else "%.3f s" % y,
+            "%.2f" % (x / y) if x is not None and y else "—"))
+    return out + [""]
+
+
 def time_dashboards(port, tree, now, resolve_end, step):
     """Times every panel query of TREE's dashboards (cold, then warm) as
     of NOW; returns (rows, refused)."""
@@ -1053,6 +1084,8 @@ def main():
         # The raw evaluations, should the report below fail.
         with open(os.path.join(work, "evaluations.json"), "w") as raw:
             json.dump({"prometheus": {str(k): v for k, v in measured[0].items()},
+                       "compared": {str(k): v for k, v in measured[-1].items()}
+                       if args.compare else {},
                        "vmalert": vm_groups, "vm": vm_info}, raw)
         report.append("")
         report.append("| quantity | value |")
@@ -1090,9 +1123,11 @@ def main():
         report.extend(interval_table(table, measured[0], vm_groups, vm_info,
                                      intervals(ROOT), args.step))
         if args.compare:
-            report.extend(comparison(args.compare, table,
-                                     group_table(groups[1], measured[1]),
+            other_table = group_table(groups[1], measured[1])
+            report.extend(comparison(args.compare, table, other_table,
                                      timed[0][0], timed[1][0]))
+            report.extend(rule_comparison(table, measured[0], other_table,
+                                          measured[1]))
         report.append("Dashboard queries over each dashboard's default range (budget < 2 s), slowest first:")
         report.append("")
         report.append("| warm | cold | dashboard | panel | kind | series | within budget |")

@@ -307,13 +307,14 @@ YAML
 "
 done
 
-# The shipped rules; unless --shipped-for, with `for:` shortened and the
-# 5-minute groups every 30 s, so a one-minute fault of the tour alerts.
+# The shipped rules; unless --shipped-for, with `for:` shortened, the
+# 5-minute groups every 30 s and the 1-minute ones at the evaluation
+# interval, so a one-minute fault of the tour alerts.
 for f in recording_rules.yml alerting_rules.yml; do
   if [[ -n "$shipped_for" ]]; then
     cp "$here/dashboards/prometheus/$f" "$work/$f"
   else
-    sed -E 's/^( +)for: [0-9]+[smh]$/\1for: 20s/; s/^( +)interval: 5m$/\1interval: 30s/' \
+    sed -E 's/^( +)for: [0-9]+[smh]$/\1for: 20s/; s/^( +)interval: 5m$/\1interval: 30s/; /^ +interval: 1m$/d' \
       "$here/dashboards/prometheus/$f" >"$work/$f"
   fi
 done

@@ -275,7 +275,7 @@ class Stack {
   explicit Stack(const std::string& scenario,
                  const std::vector<std::string>& sim_args = {},
                  bool with_ib = false, bool standby_sm = false,
-                 bool sim_mad = false) {
+                 bool sim_mad = false, bool dead_probe_peer = false) {
     dir_ = tmp_.path();
     // The simulator: two hosts, live trees under dir/sim/host<i>.
     std::vector<std::string> sim_argv = {testing::Binary("fabricmon-sim"),
@@ -296,8 +296,13 @@ class Stack {
     // The two daemons probe each other over loopback (UDP) and daemon 0
     // runs a bench agent (TCP), so the probe and bench-agent expressions
     // are evaluated on real data.
+    // With `dead_probe_peer`, daemon 1 also probes probe_base + 3, where
+    // nothing listens (a probe port with no responder), so
+    // FabricProbePeerUnanswered's series (fabric_probe_peer_unanswered_seconds)
+    // has data; only the expression checks ask for it (its 100 % loss would
+    // fire FabricProbeLoss in the scenarios that count alerts).
     const int probe_base =
-        testing::sim::FreePortRange(testing::sim::PidSpread(37915), 3);
+        testing::sim::FreePortRange(testing::sim::PidSpread(37915), 4);
     const fs::path key = dir_ / "probe.key";
     std::ofstream(key) << std::string(64, 'e') << "\n";
     fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
@@ -316,7 +321,11 @@ class Stack {
           << "  probe:\n    enabled: true\n    interval: 100ms\n"
           << "    listen_address: \"127.0.0.1:" << probe_base + h << "\"\n"
           << "    key_file: " << key.string()
-          << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\"]\n"
+          << "\n    peers: [\"127.0.0.1:" << probe_base + 1 - h << "\""
+          << (h == 1 && dead_probe_peer
+                  ? ", \"127.0.0.1:" + std::to_string(probe_base + 3) + "\""
+                  : std::string())
+          << "]\n"
           << "  bench_agent:\n    enabled: " << (h == 0 ? "true" : "false")
           << "\n    listen_address: \"127.0.0.1:" << probe_base + 2
           << "\"\n    key_file: " << key.string() << "\n";
@@ -550,7 +559,11 @@ std::string ForQuery(std::string expr) {
 //    not), so the switch-port FEC/BER and link-width expressions have data;
 //  - link-degraded, on the simulator's MADs too: a switch port that runs
 //    below what both ends support (fabric:switch_port_link_downgraded, which
-//    a runbook queries as is).
+//    a runbook queries as is);
+//  - link-flap, on the simulator's MADs: a host port and the switch port at
+//    the other end of its cable go down and retrain (the link events are
+//    recorded only where above 0, fabric_link_events and
+//    fabric_switch_port_link_events).
 constexpr auto kExprTimeout = seconds(45);
 
 // The results fabricmon-bench pushes to a Pushgateway (issue 16) come from
@@ -587,6 +600,21 @@ bool ClearedByPerfMgr(const std::string& where, const std::string& expr) {
 bool NeedsCongestionVictims(const std::string&, const std::string& expr) {
   return expr.find("fabric_congestion_victim") != std::string::npos;
 }
+// The alerts on transmit discards (host and switch ports) and on switch-port
+// symbol errors read the error rates recorded only where above 0
+// (fabric:{port,switch_port}_errors:rate5m_nonzero, issue 39 item 9); no
+// scenario raises a port_xmit_discards counter or a switch port's symbol
+// errors (the simulator's error scenarios target host ports; the saturated
+// counters it raises are left out by the alerts). The recording rules' own
+// expressions read every error series and have data here; promtool tests the
+// alerts on values (errors_test.yml, switch_ports_test.yml).
+bool NeedsErrorsNoScenarioRaises(const std::string&, const std::string& expr) {
+  return expr.find(
+             "fabric:port_errors:rate5m_nonzero{error=\"port_xmit_"
+             "discards\"}") != std::string::npos ||
+         expr.find("fabric:switch_port_errors:rate5m_nonzero{error=") !=
+             std::string::npos;
+}
 bool NeedsTheProbeBaseline(const std::string& where, const std::string& expr) {
   return where == "fabric:probe_rtt_seconds:mean5m_baseline" ||
          expr.find("fabric:probe_rtt_seconds:mean5m_baseline") !=
@@ -621,7 +649,8 @@ void ExpectDataInSomeScenario(
                NeedsTheProbeBaseline(all[i].first, all[i].second) ||
                NeedsFabricPortProbes(all[i].first, all[i].second) ||
                ClearedByPerfMgr(all[i].first, all[i].second) ||
-               NeedsCongestionVictims(all[i].first, all[i].second);
+               NeedsCongestionVictims(all[i].first, all[i].second) ||
+               NeedsErrorsNoScenarioRaises(all[i].first, all[i].second);
   }
   const std::string missing_ib = testing::MissingIbTools();
   if (!missing_ib.empty()) {
@@ -633,13 +662,13 @@ void ExpectDataInSomeScenario(
         ScenarioRun{"device-removed",
                     {"--burst-length", "8s", "--burst-period", "16s"}},
         ScenarioRun{"symbol-errors", {}, /*with_ib=*/false, /*sim_mad=*/true},
-        ScenarioRun{
-            "link-degraded", {}, /*with_ib=*/false, /*sim_mad=*/true}}) {
+        ScenarioRun{"link-degraded", {}, /*with_ib=*/false, /*sim_mad=*/true},
+        ScenarioRun{"link-flap", {}, /*with_ib=*/false, /*sim_mad=*/true}}) {
     if (std::all_of(found.begin(), found.end(), [](bool f) { return f; })) {
       break;
     }
     Stack stack(run.scenario, run.sim_args, run.with_ib, /*standby_sm=*/false,
-                run.sim_mad);
+                run.sim_mad, /*dead_probe_peer=*/true);
     ASSERT_EQ(stack.error(), "") << run.scenario;
     Stack::WaitFor(
         [&] {
