@@ -58,6 +58,24 @@ struct IpPaths {
       by_address;
 };
 
+// A trace ends where no router answers a TTL `tries` times, which is also
+// how it ends at the peer (the peer answers trace datagrams with silence).
+// Through a lossy link that silence can come early: the trace records the
+// first hops only, and the pair would seem to change path. A path whose
+// hops are a strict prefix of another path's (same source and destination)
+// is such a truncated trace: drop it.
+void DropTruncated(std::set<std::vector<std::string>>* paths) {
+  for (auto it = paths->begin(); it != paths->end();) {
+    const auto& a = *it;
+    const bool truncated =
+        std::any_of(paths->begin(), paths->end(), [&](const auto& b) {
+          return b.size() > a.size() &&
+                 std::equal(a.begin(), a.end() - 1, b.begin());
+        });
+    it = truncated ? paths->erase(it) : std::next(it);
+  }
+}
+
 IpPaths IpPathsOf(const std::vector<PromSample>& samples) {
   IpPaths out;
   for (const PromSample& s : samples) {
@@ -74,6 +92,8 @@ IpPaths IpPathsOf(const std::vector<PromSample>& samples) {
     out.by_pair[KeyOf(s)].insert(path);
     out.by_address[{src, dst}].insert(path);
   }
+  for (auto& [key, paths] : out.by_pair) DropTruncated(&paths);
+  for (auto& [key, paths] : out.by_address) DropTruncated(&paths);
   return out;
 }
 

@@ -80,6 +80,31 @@ TEST(LocateIpPaths, JoinsEachPairsPathAndThePeersPathBack) {
   EXPECT_EQ(pairs[3].ip_links.size(), 8u);
 }
 
+// Through a lossy link a trace can stop early (no answer at a TTL reads as
+// the peer's silence): a path that is a strict prefix of another is that
+// truncated trace, not a change of path; the pair is placed on the whole one.
+TEST(LocateIpPaths, ATruncatedTraceIsNotAChangeOfPath) {
+  PairAnswers a;
+  a.sent = {Sent("h1", "10.2.0.1:10916", 100),
+            Sent("h1", "10.3.0.1:10916", 100)};
+  a.lost = {Sent("h1", "10.2.0.1:10916", 30)};
+  a.path = {
+      Path("h1", "10.2.0.1:10916", "10.1.0.1", "10.2.0.1", "g1,s1,e2"),
+      Path("h1", "10.2.0.1:10916", "10.1.0.1", "10.2.0.1", "g1,s1"),
+      Path("h1", "10.2.0.1:10916", "10.1.0.1", "10.2.0.1", "g1"),
+      // Not a prefix (another spine): still a change of path.
+      Path("h1", "10.3.0.1:10916", "10.1.0.1", "10.3.0.1", "g1,s1,e3"),
+      Path("h1", "10.3.0.1:10916", "10.1.0.1", "10.3.0.1", "g1,s2"),
+  };
+  const auto pairs = JoinPairs(a, {});
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_TRUE(pairs[0].unmapped_reason.empty()) << pairs[0].unmapped_reason;
+  ASSERT_EQ(pairs[0].ip_links.size(), 4u);
+  EXPECT_EQ(pairs[0].ip_links[3], IpLinks({"e2", "10.2.0.1"})[0]);
+  EXPECT_EQ(pairs[1].unmapped_reason,
+            "its traced path changed within the window");
+}
+
 // Bad pairs all crossing g1 -> s1, good ones elsewhere: g1 -> s1 first,
 // no MAD (no transport at all), named by address.
 TEST(LocateIpPaths, VotesIpLinksWithoutTheFabricAndNamesThemByAddress) {
