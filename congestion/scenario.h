@@ -8,8 +8,8 @@
 // flows that share those victims (head-of-line blocking). A flooded switch
 // link that has parallel links to the same neighbour (FatTree's
 // `parallel`) is `unbalanced` in the truth when the group's mean load is
-// below 0.8 (spread evenly, it would fit), else `oversubscribed`. Other ports carry
-// background traffic and small waits (noise below the alert threshold).
+// below 0.8 (spread evenly, it would fit), else `oversubscribed`. Other ports
+// carry background traffic and small waits (noise below the alert threshold).
 // The counters are what a sweep of Quantum-2 ports (DeviceID 54002, 4x
 // NDR, 8-byte wait tick) would read over one interval.
 //
