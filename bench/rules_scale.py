@@ -12,8 +12,13 @@ as OpenMetrics text; backfills it with
 rules, evaluated every STEP; then reports
   - the sample and series count, and how long generation and backfill took;
   - each rule group's evaluation time (prometheus_rule_group_last_duration_
-    seconds; every group evaluated every STEP, the 5 m groups too, so that
-    the groups reading their series are timed with them);
+    seconds; each group at its production interval, the 5 m groups every
+    minute so that the groups reading their series are timed with them;
+    --every-step: every group every STEP), against a quarter of its
+    production interval, and the CPU Prometheus used meanwhile;
+  - each rule's work (samples touched, from Prometheus' query statistics)
+    and time run alone, after the window: a cost the machine's load does not
+    move, and each group's time without the others beside it;
   - each dashboard query's time over its dashboard's default time range
     (range queries at Grafana's step for that range, at least STEP; instant
     queries for tables), with the variables at their defaults (All, or the
@@ -28,6 +33,7 @@ ports, a down port, a degraded link, link errors, one PFC storm.
 Usage: bench/rules_scale.py [--ports 10000] [--hours 6] [--step 30]
                             [--switch-ports N] [--probe-peers 1]
                             [--compare TREE] [--vm] [--skip-dashboards]
+                            [--every-step]
                             [--workdir DIR] [--keep] [--out FILE.md]
 --vm also imports the blocks into VictoriaMetrics and times every group
 under vmalert before the data's end (bench/rules_scale_vm.py, which also
@@ -609,6 +615,12 @@ def generate(path, ports, timestamps, step, switch_ports, probe_peers):
     return hosts, w.series, w.samples, sizes
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process PID so far (/proc/PID/stat)."""
+    fields = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -704,26 +716,33 @@ def substitute(expr, values, interval, scrape, seconds):
     return re.sub(r"\$\{?[a-z_]+\}?", ".*", fill(expr, values))
 
 
-def write_rules(rules_dir, tree):
-    """TREE's rule files into RULES_DIR, every group at the global interval."""
+def write_rules(rules_dir, tree, every_step=False):
+    """TREE's rule files into RULES_DIR, each group at its production interval
+    but at most every minute (EVERY_STEP: every group at the global interval,
+    the old measure)."""
     os.makedirs(rules_dir, exist_ok=True)
     for f in ("recording_rules.yml", "alerting_rules.yml"):
-        # Groups with their own interval (5 m) are evaluated every STEP
-        # here: a 5 m group runs at a phase Prometheus derives from a hash
-        # of its name and file, so within the 5 minutes the data is visible
-        # it might run only at their end, and the groups reading its series
-        # (the switch-port speed, a port's remembered rate) would be timed
-        # without them. The cost of one evaluation is the same; the extra
-        # evaluations only add load to the other groups' figures.
+        # A 5 m group runs at a phase Prometheus derives from a hash of its
+        # name and file, so within the 5 minutes the data is visible it
+        # might run only at their end, and the groups reading its series
+        # (the switch-port speed, the cabling) would be timed without them:
+        # here it runs every minute. Its cost per evaluation is the same;
+        # the extra evaluations only add load to the other groups' figures
+        # (pessimistic). With EVERY_STEP every group runs every STEP, as the
+        # measurements before 2026-12-06 did: the 1 m and 5 m groups then
+        # load the 2 cores 2-10 times as often as in production.
         text = open(os.path.join(tree, "dashboards", "prometheus", f)).read()
-        text = re.sub(r"(?m)^    interval: \S+\n", "", text)
+        if every_step:
+            text = re.sub(r"(?m)^    interval: \S+\n", "", text)
+        else:
+            text = re.sub(r"(?m)^    interval: \d+m\n", "    interval: 1m\n", text)
         open(os.path.join(rules_dir, f), "w").write(text)
 
 
-def start_prometheus(home, tree, blocks, step):
-    """Prometheus on BLOCKS with TREE's rule files, evaluated every STEP,
-    logging to HOME/prom.log; returns (Popen, port)."""
-    write_rules(os.path.join(home, "rules"), tree)
+def start_prometheus(home, tree, blocks, step, every_step=False):
+    """Prometheus on BLOCKS with TREE's rule files (write_rules), the global
+    evaluation interval STEP, logging to HOME/prom.log; returns (Popen, port)."""
+    write_rules(os.path.join(home, "rules"), tree, every_step)
     config = os.path.join(home, "prometheus.yml")
     with open(config, "w") as c:
         c.write("global:\n  evaluation_interval: %ds\n" % step)
@@ -812,25 +831,29 @@ def intervals(tree):
     return out
 
 
-def interval_table(table, measured, vm_groups, vm_info, production, step):
+def interval_table(table, measured, vm_groups, vm_info, production, step, work):
     """Markdown: each group's evaluations on Prometheus and under vmalert
-    against a quarter of its production interval (issue 39's goal)."""
+    against a quarter of its production interval (issue 39's goal), and the
+    group's rules run alone one after another (WORK, rule_work)."""
+    alone = {}
+    for key, _, _, secs in work:
+        alone[key] = alone.get(key, 0.0) + secs
     def cell(seen):
         if not seen:
             return "not evaluated"
         v = sorted(seen.values())
         return "%.3f / %.3f / %.3f" % (v[0], v[len(v) // 2], v[-1])
-    out = ["Against a quarter of each group's production interval (every group"
-           " evaluated every %d s here; min / median / max of the evaluations,"
-           " seconds):" % step, "",
-           "| group | interval | quarter | Prometheus | vmalert | max under the quarter |",
-           "|---|---|---|---|---|---|"]
+    out = ["Against a quarter of each group's production interval (min / median / max"
+           " of the evaluations, seconds; alone: its rules as queries one after"
+           " another, nothing else evaluating):", "",
+           "| group | interval | quarter | Prometheus | alone | vmalert | max under the quarter |",
+           "|---|---|---|---|---|---|---|"]
     for name, _, _, _ in table:
         iv = production.get(name, 30)
         worst = max(list(measured.get(name, {}).values()) +
                     list(vm_groups.get(name, {}).values()) or [float("nan")])
-        out.append("| %s | %d s | %.1f s | %s | %s | %s |" % (
-            name, iv, iv / 4, cell(measured.get(name)),
+        out.append("| %s | %d s | %.1f s | %s | %.3f | %s | %s |" % (
+            name, iv, iv / 4, cell(measured.get(name)), alone.get(name, 0.0),
             cell(vm_groups.get(name)) if vm_groups else "not run",
             "yes" if worst < iv / 4 else "**no**"))
     if vm_info:
@@ -924,6 +947,55 @@ def time_dashboards(port, tree, now, resolve_end, step):
     return rows, failed
 
 
+def rule_work(port, tree, at):
+    """Samples each rule of TREE touches in one evaluation as of AT, from
+    Prometheus' own query statistics (`stats=all`, totalQueryableSamples):
+    a measure of a rule's cost that the machine's load does not move, unlike
+    its evaluation time. Each expression runs once, alone, after the
+    measurement window (the data stays queryable at a past time). Returns
+    [(group (file), rule, samples, seconds)]."""
+    import yaml
+    out = []
+    for f in ("recording_rules.yml", "alerting_rules.yml"):
+        doc = yaml.safe_load(open(os.path.join(tree, "dashboards", "prometheus", f)))
+        for g in doc["groups"]:
+            key = "%s (%s)" % (g["name"], f.split("_")[0])
+            for r in g["rules"]:
+                name = r.get("record") or r.get("alert")
+                try:
+                    res = get(port, "/api/v1/query",
+                              {"query": r["expr"], "time": at, "stats": "all"})
+                except urllib.error.HTTPError as e:
+                    out.append((key, name, -1, 0.0))
+                    continue
+                st = res["data"].get("stats", {})
+                out.append((key, name,
+                            st.get("samples", {}).get("totalQueryableSamples", -1),
+                            st.get("timings", {}).get("evalTotalTime", 0.0)))
+    return out
+
+
+def work_table(work):
+    """Markdown: samples per evaluation, per group and the 25 costliest rules."""
+    groups = {}
+    for key, _, samples, secs in work:
+        s, t = groups.get(key, (0, 0.0))
+        groups[key] = (s + max(samples, 0), t + secs)
+    total = sum(s for s, _ in groups.values())
+    out = ["Work per evaluation (samples each rule touches, Prometheus' query statistics,"
+           " each expression alone after the window; load-independent). All groups:"
+           " %.2f M samples per round, %.1f s alone." % (
+               total / 1e6, sum(t for _, t in groups.values())), "",
+           "| group | samples | seconds alone |", "|---|---|---|"]
+    for key, (s, t) in sorted(groups.items(), key=lambda kv: -kv[1][0]):
+        out.append("| %s | %d | %.3f |" % (key, s, t))
+    out += ["", "The 25 costliest rules:", "", "| group | rule | samples | seconds alone |",
+            "|---|---|---|---|"]
+    for key, name, s, t in sorted(work, key=lambda w: -w[2])[:25]:
+        out.append("| %s | %s | %d | %.3f |" % (key, name, s, t))
+    return out + [""]
+
+
 def comparison(other, table, other_table, rows, other_rows):
     """Markdown: warm group times and the slowest panels of both trees."""
     out = ["Side by side with `%s` (same blocks, run at the same time):" % other, "",
@@ -982,6 +1054,10 @@ def main():
                     help="also import the blocks into VictoriaMetrics (vmctl) and"
                          " time every group under vmalert, before the data's end"
                          " (bench/rules_scale_vm.py); then Prometheus as usual")
+    ap.add_argument("--every-step", action="store_true",
+                    help="evaluate every group every STEP, the 1 m and 5 m groups"
+                         " too (the measure before 2026-12-06); default: each"
+                         " group at its production interval, 5 m groups every minute")
     ap.add_argument("--skip-dashboards", action="store_true",
                     help="time the rule groups only")
     args = ap.parse_args()
@@ -1035,14 +1111,15 @@ def main():
             # so that the two do not share the cores.
             import rules_scale_vm
             vm_rules = os.path.join(work, "vm-rules")
-            write_rules(vm_rules, ROOT)
+            write_rules(vm_rules, ROOT, args.every_step)
             vm_groups, vm_info = rules_scale_vm.run(
                 work, blocks, vm_rules, args.step, end - 60, free_port)
         t0 = time.monotonic()
         for k, (label, tree) in enumerate(trees):
             proms.append(start_prometheus(
                 os.path.join(work, "prom-%d" % k), tree,
-                blocks if k == 0 else blocks + "-%d" % k, args.step))
+                blocks if k == 0 else blocks + "-%d" % k, args.step,
+                args.every_step))
         for prom_k, port in proms:
             wait_ready(prom_k, port, work)
         t_ready = time.monotonic() - t0
@@ -1059,12 +1136,14 @@ def main():
                   " raise --buffer" % -margin, file=sys.stderr)
         time.sleep(max(0, end - time.time()))
         window_end = end + 300
+        cpu0 = [cpu_seconds(p.pid) for p, _ in proms]
         measured = [{} for _ in proms]
         groups = [{} for _ in proms]
         while time.time() < window_end:
             for k, (_, port) in enumerate(proms):
                 poll_rules(port, groups[k], measured[k], end + args.step, window_end)
             time.sleep(2)
+        cpu_share = (cpu_seconds(proms[0][0].pid) - cpu0[0]) / (time.time() - end)
 
         # Dashboards are timed as of 4 minutes after the data's end: the
         # raw series are still visible to instant selectors (5 m lookback)
@@ -1077,6 +1156,7 @@ def main():
                  time_dashboards(port, tree, now, window_end, args.step)
                  for (_, tree), (_, port) in zip(trees, proms)]
         rows, failed = timed[0]
+        work_rows = rule_work(proms[0][1], ROOT, end + 150)
 
         report.append("Command: `bench/rules_scale.py %s` (%s UTC)"
                       % (" ".join(sys.argv[1:]),
@@ -1103,8 +1183,10 @@ def main():
         report.append("| Prometheus ready on the blocks | %.0f s |" % t_ready)
         report.append("")
         report.append("Rule groups (evaluation time, `prometheus_rule_group_last_duration_seconds`"
-                      " as `/api/v1/rules` reports it; budget < 1 s; every group evaluated"
-                      " every %d s, the 5 m groups too):" % args.step)
+                      " as `/api/v1/rules` reports it; budget < 1 s; %s):"
+                      % ("every group evaluated every %d s, the 5 m groups too" % args.step
+                         if args.every_step else "each group at its production interval,"
+                         " the 5 m groups every minute"))
         report.append("")
         report.append("| group | rules | warm (fastest) | every evaluation in the window, s | within budget |")
         report.append("|---|---|---|---|---|")
@@ -1120,8 +1202,14 @@ def main():
                 name, nrules, warm, shown, "yes" if warm < 1 else "**no**"))
         report.append("")
         report.extend(rule_table(table, measured[0]))
+        report.extend(work_table(work_rows))
         report.extend(interval_table(table, measured[0], vm_groups, vm_info,
-                                     intervals(ROOT), args.step))
+                                     intervals(ROOT), args.step, work_rows))
+        report.append("Prometheus used %.2f cores on average while the rules ran on the data"
+                      " (its CPU time over the 5-minute window / the window); %s."
+                      % (cpu_share, "every group every %d s" % args.step if args.every_step
+                         else "each group at its production interval, the 5 m groups every minute"))
+        report.append("")
         if args.compare:
             other_table = group_table(groups[1], measured[1])
             report.extend(comparison(args.compare, table, other_table,
