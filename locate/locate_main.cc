@@ -304,6 +304,21 @@ int main(int argc, char** argv) {
     }
   }
 
+  // (4b) The jobs on the hosts of each top link's bad pairs: one query for
+  // the fleet's jobs; a failure costs the jobs only.
+  std::set<std::string> hosts;
+  for (const RankedLink& r : report.ranked) {
+    hosts.insert(r.score.hosts.begin(), r.score.hosts.end());
+  }
+  if (!hosts.empty()) {
+    QueryError kind;
+    if (const auto jobs = prom->Query(kJobsQuery, now, &kind, &error)) {
+      for (RankedLink& r : report.ranked) r.jobs = JobsOnHosts(*jobs, r.score.hosts);
+    } else {
+      std::cerr << "fabricmon-locate: jobs: " << error << "\n";
+    }
+  }
+
   // (5) The report.
   std::fputs((json ? FormatJson(report) : FormatTable(report)).c_str(), stdout);
   if (report.bad_traced == 0) {

@@ -66,6 +66,9 @@ std::string FormatTable(const Report& r) {
       const std::string b = CounterText(l.b_counters);
       if (!a.empty()) out += "                        a: " + a + "\n";
       if (!b.empty()) out += "                        b: " + b + "\n";
+      if (!l.jobs.empty()) {
+        out += "                        jobs: " + JobsText(l.jobs) + "\n";
+      }
     }
   }
   std::snprintf(buf, sizeof(buf), "%d links cleared by good pairs\n",
@@ -90,8 +93,15 @@ std::string FormatJson(const Report& r) {
   j["links"] = nlohmann::json::array();
   int rank = 1;
   for (const RankedLink& l : r.ranked) {
+    nlohmann::json jobs = nlohmann::json::array();
+    for (const Job& job : l.jobs) {
+      jobs.push_back({{"job_id", job.job_id},
+                      {"user", job.user},
+                      {"job_name", job.job_name}});
+    }
     j["links"].push_back(
         {{"rank", rank++},
+         {"jobs", jobs},
          {"votes", l.score.votes},
          {"bad_pairs", l.score.bad_pairs},
          {"good_pairs", l.score.good_pairs},

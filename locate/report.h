@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "locate/counters.h"
+#include "locate/jobs.h"
 #include "locate/pairs.h"
 #include "locate/score.h"
 
@@ -19,6 +20,9 @@ struct RankedLink {
   LinkScore score;
   std::string a_name, b_name;  // node descriptions ("" if unknown)
   PortCounters a_counters, b_counters;
+  // The jobs on the hosts of the bad pairs crossing it (locate/jobs.h),
+  // filled by the binary from Prometheus; empty when none is known.
+  std::vector<Job> jobs;
 };
 
 struct UnplacedPair {

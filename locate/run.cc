@@ -4,12 +4,22 @@
 #include <map>
 #include <set>
 
+#include "locate/jobs.h"
 #include "locate/trace.h"
 #include "sources/mad/routes.h"
 
 namespace fabric::locate {
 
 namespace {
+
+// A bad pair's hosts, whose jobs the links it crosses hurt.
+std::vector<std::string> PairHosts(const ProbePair& p) {
+  std::vector<std::string> out;
+  for (std::string h : {ProberHost(p.prober), HostOf(p.peer)}) {
+    if (!h.empty()) out.push_back(std::move(h));
+  }
+  return out;
+}
 
 void AddCost(const mad::Topology& topo, const mad::RouteTracer& tracer,
              FabricCost* cost) {
@@ -126,7 +136,8 @@ void LocateLinks(MadTransport* transport, const LocateOptions& options,
     if (!is_bad && ip_good >= options.max_good) continue;
     ++(is_bad ? report->bad_traced : report->good_traced);
     ip_good += is_bad ? 0 : 1;
-    observations.push_back({p.verdict.verdict, p.ip_links});
+    observations.push_back({p.verdict.verdict, p.ip_links,
+                            is_bad ? PairHosts(p) : std::vector<std::string>{}});
   }
   for (const ProbePair& p : pairs) {
     if (p.verdict.verdict == Verdict::kBad) {
@@ -179,7 +190,8 @@ void LocateLinks(MadTransport* transport, const LocateOptions& options,
     }
     ++(is_bad ? report->bad_traced : report->good_traced);
     observations.push_back(
-        {is_bad ? Verdict::kBad : Verdict::kGood, paths[i].links});
+        {is_bad ? Verdict::kBad : Verdict::kGood, paths[i].links,
+         is_bad ? PairHosts(*bad[i]) : std::vector<std::string>{}});
   }
   AddCost(*topology, tracer, cost);
   report->trace_stats = cost->Text();

@@ -75,6 +75,7 @@ Scores ScoreLinks(const std::vector<PathObservation>& paths,
       if (bad) {
         s.votes += 1.0 / static_cast<double>(links.size());
         ++s.bad_pairs;
+        s.hosts.insert(p.hosts.begin(), p.hosts.end());
       } else {
         ++s.good_pairs;
       }

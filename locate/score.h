@@ -15,6 +15,7 @@
 #include <compare>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ std::vector<Link> IpLinks(const std::vector<std::string>& path);
 struct PathObservation {
   Verdict verdict = Verdict::kUnknown;  // kUnknown paths are ignored
   std::vector<Link> links;              // a link twice counts once
+  // The hosts of the pair (prober, peer; locate/jobs.h), bad pairs only:
+  // whose jobs a link they cross hurts.
+  std::vector<std::string> hosts;
 };
 
 struct ScoreOptions {
@@ -87,6 +91,7 @@ struct LinkScore {
   double votes = 0;    // sum over bad pairs of 1 / (links on its path)
   int bad_pairs = 0;   // bad paths crossing the link
   int good_pairs = 0;  // good paths crossing the link
+  std::set<std::string> hosts;  // of the bad paths crossing it
 };
 
 struct Scores {
