@@ -1,15 +1,22 @@
 // RoCE switch ports in the congestion trees (issue 45 item 3), end to end:
-// three Ethernet switches served by the Node.js gNMI target
+// four Ethernet switches served by the Node.js gNMI target
 // (tests/gnmi/server.js, @grpc/grpc-js: not fabricmon's gRPC), cabled by
-// LLDP as a leaf-spine, their counters rising as the test set them; the real
-// fabricmon streams them and a real Prometheus scrapes it and evaluates the
-// shipped rules (every `for:` 2 s, windows 20 s). leaf1's swp1 egress, to a
-// host, marks ECN at 96 % of line rate and leaf1 pauses spine1; spine1's
-// port to leaf1 is paused and spine1 pauses leaf2; leaf2's uplink is paused.
-// One FabricCongestionRoot must fire, for leaf1 swp1 (oversubscribed, two
-// paused switch ports), and one FabricCongestionVictim for each paused port,
-// naming that root; leaf2's port that marks a little is no root. Then every
-// panel, rule and runbook expression over RoCE switch ports
+// LLDP as a three-tier Clos, their counters rising as the test set them; the
+// real fabricmon streams them and a real Prometheus scrapes it and evaluates
+// the shipped rules (every `for:` 2 s, windows 20 s).
+//   gpu-node-01 <- leaf1 swp1: marks ECN at 96 % of line rate; leaf1 pauses
+//                  spine1 (swp31);
+//   spine1 swp1 -> leaf1: paused; spine1 pauses super1 (swp9);
+//   super1 swp1 -> spine1: paused; super1 pauses spine2 (swp2);
+//   spine2 swp9 -> super1: paused; spine2 swp1 marks 10 packets/s (calm);
+//   spine2 swp5 -> gpu-node-09 eth0: paused by that host, which sends PFC
+//                  pauses and receives none (a stand-in exporter serves its
+//                  fabric_pfc_pause_duration_seconds_total, as the host's
+//                  daemon does: SimCongestion.PfcStormOriginIsTheRootInPrometheus).
+// The RoCE switch root must be leaf1 swp1 alone (oversubscribed, three
+// paused switch ports: hops 1 to 3), each paused port its victim, and
+// spine2 swp5 the victim of the host's pfc_origin root. Then every panel,
+// rule and runbook expression over RoCE switch ports
 // (ReadsGnmiSwitchPortsOnly: alerts_e2e_test's NeedsGnmiSwitches exemption)
 // must return data here. Everything on 127.0.0.1.
 #include <gtest/gtest.h>
@@ -25,6 +32,7 @@
 #include "tests/integration/runbook_queries.h"
 #include "tests/integration/sim_support.h"
 #include "tests/support/ci.h"
+#include "tests/support/fake_http_server.h"
 #include "tests/support/prom_api.h"
 #include "tests/support/temp_dir.h"
 
@@ -87,8 +95,8 @@ class GnmiCongestionTest : public ::testing::Test {
   }
 
   // The daemon streaming `switches` ({name, address}), a Prometheus on the
-  // shipped rules scraping it.
-  void Start(const std::map<std::string, std::string>& switches) {
+  // shipped rules scraping it and `host` as gpu-node-09:10915.
+  void Start(const std::map<std::string, std::string>& switches, int host) {
     const int daemon_port = FreeLoopbackPort();
     std::ofstream config(dir_.path() + "/fabricmon.yaml");
     config << "collectors:\n  gnmi:\n    enabled: true\n    insecure: true\n"
@@ -109,7 +117,9 @@ class GnmiCongestionTest : public ::testing::Test {
         << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         << "rule_files:\n  - recording_rules.yml\n  - alerting_rules.yml\n"
         << "scrape_configs:\n  - job_name: fabricmon\n    static_configs:\n"
-        << "      - targets: ['127.0.0.1:" << daemon_port << "']\n";
+        << "      - targets: ['127.0.0.1:" << daemon_port << "']\n"
+        << "      - targets: ['127.0.0.1:" << host << "']\n"
+        << "        labels: {instance: 'gpu-node-09:10915'}\n";
     prom_port_ = FreeLoopbackPort();
     prometheus_ = sim::StartPrometheus(dir, prom_port_);
   }
@@ -135,65 +145,100 @@ class GnmiCongestionTest : public ::testing::Test {
 TEST_F(GnmiCongestionTest, RoceSwitchRootAndUpstreamVictimsThroughTheRules) {
   auto leaf1 = Target("leaf1");
   auto spine1 = Target("spine1");
-  auto leaf2 = Target("leaf2");
-  // leaf1: swp1 to a host, at 48 of 50 GB/s, 50,000 ECN marks/s (the
-  // threshold at 400 Gb/s is 5,000/s); swp31 up to spine1, pausing it 25 %
-  // of the time.
+  auto super1 = Target("super1");
+  auto spine2 = Target("spine2");
+  // leaf1 swp1: 48 of 50 GB/s, 50,000 ECN marks/s (the threshold at
+  // 400 Gb/s is 5,000/s). Each pausing port pauses 25 % of the time.
   Port(*leaf1, "swp1", "gpu-node-01", "eth0");
   ASSERT_TRUE(Grow(*leaf1, If("swp1") + "/state/counters/out-octets", 48e9));
   ASSERT_TRUE(Grow(*leaf1, Ecn("swp1"), 50000));
+  ASSERT_TRUE(leaf1->Set(
+      "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
+      "queue[name=3]/state/max-queue-len",
+      "uint", "9000000"));
   Port(*leaf1, "swp31", "spine1", "swp1");
   ASSERT_TRUE(Grow(*leaf1, Pause("swp31", "out"), 250000));
-  // spine1: swp1 paused by leaf1; swp2 pauses leaf2.
   Port(*spine1, "swp1", "leaf1", "swp31");
   ASSERT_TRUE(Grow(*spine1, Pause("swp1", "in"), 250000));
-  Port(*spine1, "swp2", "leaf2", "swp31");
-  ASSERT_TRUE(Grow(*spine1, Pause("swp2", "out"), 250000));
-  // leaf2: its uplink paused by spine1; swp1 marks 10 packets/s.
-  Port(*leaf2, "swp31", "spine1", "swp2");
-  ASSERT_TRUE(Grow(*leaf2, Pause("swp31", "in"), 250000));
-  Port(*leaf2, "swp1", "gpu-node-02", "eth0");
-  ASSERT_TRUE(Grow(*leaf2, Ecn("swp1"), 10));
+  Port(*spine1, "swp9", "super1", "swp1");
+  ASSERT_TRUE(Grow(*spine1, Pause("swp9", "out"), 250000));
+  Port(*super1, "swp1", "spine1", "swp9");
+  ASSERT_TRUE(Grow(*super1, Pause("swp1", "in"), 250000));
+  Port(*super1, "swp2", "spine2", "swp9");
+  ASSERT_TRUE(Grow(*super1, Pause("swp2", "out"), 250000));
+  Port(*spine2, "swp9", "super1", "swp2");
+  ASSERT_TRUE(Grow(*spine2, Pause("swp9", "in"), 250000));
+  Port(*spine2, "swp1", "gpu-node-02", "eth0");
+  ASSERT_TRUE(Grow(*spine2, Ecn("swp1"), 10));
+  Port(*spine2, "swp5", "gpu-node-09", "eth0");
+  ASSERT_TRUE(Grow(*spine2, Pause("swp5", "in"), 250000));
+  // gpu-node-09's PFC pause time: sends 20 %, receives none.
+  const auto began = std::chrono::steady_clock::now();
+  FakeHttpServer host([&](const std::string&) {
+    const double t = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - began)
+                         .count();
+    const std::string labels =
+        "device=\"mlx5_0\",port=\"1\",netdev=\"eth0\",priority=\"3\",";
+    FakeHttpAnswer a;
+    a.content_type = "text/plain; version=0.0.4";
+    a.body = "fabric_pfc_pause_duration_seconds_total{" + labels +
+             "direction=\"tx\"} " + std::to_string(0.2 * t) +
+             "\nfabric_pfc_pause_duration_seconds_total{" + labels +
+             "direction=\"rx\"} 0\n";
+    return a;
+  });
   Start({{"leaf1", leaf1->address()},
          {"spine1", spine1->address()},
-         {"leaf2", leaf2->address()}});
+         {"super1", super1->address()},
+         {"spine2", spine2->address()}},
+        host.port());
 
-  std::vector<prom::Alert> roots, victims;
-  const bool fired = WaitFor(
+  // Root -> cause, victim -> its root, as the firing alerts say. The
+  // expected state is waited for: until the stand-in host's pause rate is
+  // known, spine2 swp5 is briefly a root of its own (the host behind it
+  // pauses it), as it would be for a host without a daemon.
+  const std::map<std::string, std::string> want_roots = {
+      {"leaf1/swp1", "oversubscribed"},
+      {"gpu-node-09:10915/mlx5_0", "pfc_origin"}};
+  const std::map<std::string, std::string> want_victims = {
+      {"spine1/swp1", "leaf1/swp1"},
+      {"super1/swp1", "leaf1/swp1"},
+      {"spine2/swp9", "leaf1/swp1"},
+      {"spine2/swp5", "gpu-node-09:10915/mlx5_0"}};
+  std::map<std::string, std::string> roots, victims;
+  const bool settled = WaitFor(
       [&] {
-        roots = Firing("FabricCongestionRoot");
-        victims = Firing("FabricCongestionVictim");
-        return !roots.empty() && victims.size() >= 2;
+        roots.clear();
+        victims.clear();
+        for (const auto& r : Firing("FabricCongestionRoot")) {
+          const auto& l = r.labels;
+          EXPECT_EQ(l.count("switch_guid"), 0u);
+          if (l.count("switch")) {
+            EXPECT_EQ(l.at("root_guid"), l.at("switch"));
+            EXPECT_EQ(l.at("root_port"), l.at("port"));
+          }
+          roots[l.at("root_guid") + "/" + l.at("root_port")] = l.at("cause");
+        }
+        for (const auto& v : Firing("FabricCongestionVictim")) {
+          victims[v.labels.at("switch") + "/" + v.labels.at("port")] =
+              v.labels.at("root_guid") + "/" + v.labels.at("root_port");
+        }
+        return roots == want_roots && victims == want_victims;
       },
       120s, 500ms);
-  ASSERT_TRUE(fired) << roots.size() << " roots, " << victims.size()
-                     << " victims\n"
-                     << Logs();
-  ASSERT_EQ(roots.size(), 1u);
-  const auto& root = roots[0].labels;
-  EXPECT_EQ(root.at("switch"), "leaf1");
-  EXPECT_EQ(root.at("port"), "swp1");
-  EXPECT_EQ(root.at("cause"), "oversubscribed");
-  EXPECT_EQ(root.at("root_guid"), "leaf1");
-  EXPECT_EQ(root.at("root_port"), "swp1");
-  EXPECT_EQ(root.count("switch_guid"), 0u);
+  EXPECT_EQ(roots, want_roots);
+  EXPECT_EQ(victims, want_victims);
+  ASSERT_TRUE(settled) << Logs();
   const auto count = prom::Query(
       prom_port_,
       "fabric:roce_switch_congestion_root_victims:count{root_guid=\"leaf1\"}");
   ASSERT_TRUE(count && count->size() == 1);
-  EXPECT_EQ(count->front().value, 2);
-  std::map<std::string, std::string> named;  // victim -> its root
-  for (const auto& v : victims) {
-    named[v.labels.at("switch") + "/" + v.labels.at("port")] =
-        v.labels.at("root_guid") + "/" + v.labels.at("root_port");
-  }
-  EXPECT_EQ(named, (std::map<std::string, std::string>{
-                       {"spine1/swp1", "leaf1/swp1"},
-                       {"leaf2/swp31", "leaf1/swp1"}}));
+  EXPECT_EQ(count->front().value, 3);
   // The paused ports page on their own too (held back by the markers in
   // Alertmanager: inhibit_alertmanager_test).
   EXPECT_TRUE(WaitFor(
-      [&] { return Firing("FabricSwitchPortCongestion").size() >= 2; }, 30s));
+      [&] { return Firing("FabricSwitchPortCongestion").size() >= 4; }, 30s));
 
   // Every expression over RoCE switch ports returns data here.
   std::vector<std::pair<std::string, std::string>> exprs;

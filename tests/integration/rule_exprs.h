@@ -70,15 +70,18 @@ inline std::string ForQuery(std::string expr) {
   return expr;
 }
 
-// An expression over RoCE switch ports streamed over gNMI only (issue 45):
-// their Ethernet-only families, the series recorded from them
-// (fabric:roce_switch_*, the switch-port PFC and ECN rates), or a switch
-// port selected by having no switch_guid.
+// An expression over RoCE switch ports streamed over gNMI (issue 45) and
+// no InfiniBand switch: their Ethernet-only families, the series recorded
+// from them (fabric:roce_switch_*, the switch-port PFC and ECN rates), or a
+// switch port selected by having no switch_guid; and neither a switch port
+// selected by having one nor the IB sweep's trees (a rule over both
+// fabrics has data on the simulated one).
 inline bool ReadsGnmiSwitchPortsOnly(const std::string& expr) {
   static const std::regex gnmi(
       R"(fabric_switch_port_(pfc|queue)_|fabric:roce_switch_|)"
       R"(fabric:switch_port_(pfc_pause|ecn_marked)|switch_guid="")");
-  return std::regex_search(expr, gnmi);
+  static const std::regex ib(R"(switch_guid!=""|fabric_congestion_)");
+  return std::regex_search(expr, gnmi) && !std::regex_search(expr, ib);
 }
 
 }  // namespace fabric::testing
