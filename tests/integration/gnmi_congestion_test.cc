@@ -76,9 +76,7 @@ bool Grow(GnmiTarget& t, const std::string& path, double per_second) {
 class GnmiCongestionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists("/usr/bin/prometheus"))
-      MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
-    if (std::string why = InstallGnmiTarget(); !why.empty())
+    if (std::string why = GnmiStackMissing(); !why.empty())
       MISSING_DEPENDENCY(why);
     ASSERT_FALSE(dir_.path().empty());
     std::filesystem::create_directories(dir_.path() + "/sys");
