@@ -12,6 +12,8 @@
 // --ports K, K ports on one server: "listening P1 ... PK"), then
 // reads commands on stdin, one per line, and answers each with "ok N":
 //   set PATH uint|int|string|double|json VALUE   a leaf and its value
+//   grow PATH PER_SECOND           a uint counter leaf that rises at that
+//                                  rate from 0 (now), as a switch counts
 //   del PATH                       the leaf is gone (and sends a delete)
 //   mode normal|silent|drop        silent: new streams get nothing;
 //                                  drop: each open stream, at its next
@@ -76,13 +78,15 @@ const streams = new Set();
 // element (the prefix), the rest relative to it.
 function round() {
   const groups = new Map();
-  for (const {elem, val} of leaves.values()) {
+  for (const {elem, val, rate, since} of leaves.values()) {
+    const v = rate === undefined ? val :
+        {uint_val: String(Math.floor(rate * (Date.now() - since) / 1000))};
     let cut = 0;
     elem.forEach((e, i) => { if (Object.keys(e.key).length) cut = i + 1; });
     const prefix = elem.slice(0, cut);
     const id = JSON.stringify(prefix);
     if (!groups.has(id)) groups.set(id, {prefix, updates: []});
-    groups.get(id).updates.push({path: {elem: elem.slice(cut)}, val});
+    groups.get(id).updates.push({path: {elem: elem.slice(cut)}, val: v});
   }
   const ts = String(BigInt(Date.now()) * 1000000n);
   const out = [];
@@ -236,6 +240,9 @@ readline.createInterface({input: process.stdin}).on('line', (line) => {
     if (words[0] === 'set') {
       leaves.set(words[1], {elem: parsePath(words[1]),
                             val: typed(words[2], words.slice(3).join(' '))});
+    } else if (words[0] === 'grow') {
+      leaves.set(words[1], {elem: parsePath(words[1]), rate: Number(words[2]),
+                            since: Date.now()});
     } else if (words[0] === 'del') {
       leaves.delete(words[1]);
       deleted.push(parsePath(words[1]));

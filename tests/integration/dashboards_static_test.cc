@@ -443,6 +443,33 @@ TEST(DashboardsStaticTest, FabricDashboardShowsSmsSwitchesAndCabling) {
                                      "fabric_switch_port_link_info"}});
 }
 
+// InfiniBand vs RoCE shows switch ports side by side (issue 45): the
+// sweep's (switch_guid) beside the Ethernet switches' streamed over gNMI
+// (none), the same recorded series where the meaning is the same.
+TEST(DashboardsStaticTest, IbVsRoceShowsSwitchPortsSideBySide) {
+  ExpectPanels(
+      "ib-vs-roce.json",
+      {{"timeseries:InfiniBand switch ports: transmit utilisation (top 10)",
+        "fabric:switch_port_transmit_utilization_ratio:rate5m{cluster=~\"$"
+        "cluster\",switch_guid!=\"\"}"},
+       {"timeseries:RoCE switch ports: transmit utilisation (top 10)",
+        "fabric:switch_port_transmit_utilization_ratio:rate5m{cluster=~\"$"
+        "cluster\",switch_guid=\"\"}"},
+       {"timeseries:InfiniBand switch ports: transmit-wait 5 m ratio (top 10)",
+        "fabric:switch_port_transmit_wait_ratio:rate5m{cluster=~\"$cluster\","
+        "switch_guid!=\"\"}"},
+       {"timeseries:RoCE switch ports: transmit-wait or PFC-paused 5 m ratio, "
+        "pausing ratio (top 10)",
+        "fabric:switch_port_transmit_wait_ratio:rate5m{cluster=~\"$cluster\","
+        "switch_guid=\"\"}"},
+       {"timeseries:RoCE switch ports: ECN-marked packets per second (top 10)",
+        "fabric:switch_port_ecn_marked_packets:rate5m"},
+       {"table:InfiniBand switch ports: congestion roots",
+        "fabric_congestion_root"},
+       {"table:RoCE switch ports: congestion roots",
+        "fabric:roce_switch_congestion_root:info"}});
+}
+
 TEST(DashboardsStaticTest, ProbesDashboardShowsRttHeatmapWorstPairsAndLoss) {
   ExpectPanels(
       "probes.json",

@@ -120,9 +120,7 @@ bool PromEquals(int port, const std::string& expr, double want,
 class GnmiSwitchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists("/usr/bin/prometheus"))
-      MISSING_DEPENDENCY("/usr/bin/prometheus not installed");
-    if (std::string why = InstallGnmiTarget(); !why.empty())
+    if (std::string why = GnmiStackMissing(); !why.empty())
       MISSING_DEPENDENCY(why);
     ASSERT_FALSE(dir_.path().empty());
     std::filesystem::create_directory(dir_.path() + "/sys");

@@ -30,6 +30,14 @@ inline std::string InstallGnmiTarget() {
   return r.exit_code == 0 ? "" : "npm ci of tests/gnmi failed: " + r.out;
 }
 
+// "" when a test can run the target against the daemon and a real
+// Prometheus (/usr/bin/prometheus, node, the pinned packages); else why not.
+inline std::string GnmiStackMissing() {
+  if (RunCommand("test -x /usr/bin/prometheus").exit_code != 0)
+    return "/usr/bin/prometheus not installed";
+  return InstallGnmiTarget();
+}
+
 class GnmiTarget {
  public:
   // `args`: server.js options besides --proto (--cert, --user, ...).

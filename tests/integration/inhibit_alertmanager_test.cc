@@ -5,8 +5,9 @@
 // notification: a port that is down inhibits its link, error and
 // congestion alerts, a degraded link its transmit-wait hotspot, a link
 // flap its recoveries, no master SM the failover alert, a switch-port
-// flap that port's errors; the same alerts on another port, or a switch
-// port that only retrained, stay active. Everything on 127.0.0.1, in a
+// flap that port's errors, a congestion root its victims' alerts (IB and
+// RoCE switch ports); the same alerts on another port, or a switch port
+// that only retrained, stay active. Everything on 127.0.0.1, in a
 // temp dir removed at the end; Alertmanager is stopped by pid.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -288,6 +289,36 @@ TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
       // suppressed (it cannot be: the rule requires the root firing).
       {{"FabricCongestionVictim", victim(leaf0, "9", "0x00000000000000ff")},
        false},
+  };
+  for (const auto& [alert, _] : cases) Post(alert);
+  ExpectStates(cases);
+}
+
+// RoCE switch ports streamed over gNMI (issue 45) have no switch_guid: the
+// root and its markers hold back the per-port alerts of their own switch
+// and port, not every switch's port of the same name.
+TEST_F(InhibitAlertmanagerTest, OneRoceSwitchRootOnePage) {
+  auto at = [](const std::string& sw, const std::string& port) {
+    return Labels{{"job", "fabricmon"}, {"switch", sw}, {"port", port}};
+  };
+  auto rooted = [](Labels l) {
+    l["root_guid"] = "leaf1";
+    l["root_port"] = "swp1";
+    return l;
+  };
+  Labels root = rooted(at("leaf1", "swp1"));
+  root["cause"] = "oversubscribed";
+  const std::vector<std::pair<Posted, bool>> cases = {
+      {{"FabricCongestionRoot", root}, false},
+      {{"FabricSwitchPortCongestion", at("leaf1", "swp1")}, true},
+      {{"FabricCongestionVictim", rooted(at("spine1", "swp1"))}, true},
+      {{"FabricSwitchPortCongestion", at("spine1", "swp1")}, true},
+      {{"FabricCongestionVictim", rooted(at("leaf2", "swp31"))}, true},
+      {{"FabricSwitchPortCongestion", at("leaf2", "swp31")}, true},
+      // Another switch's swp1, and the same port name on another switch
+      // than a victim's: their own pages.
+      {{"FabricSwitchPortCongestion", at("leaf3", "swp1")}, false},
+      {{"FabricSwitchPortCongestion", at("leaf3", "swp31")}, false},
   };
   for (const auto& [alert, _] : cases) Post(alert);
   ExpectStates(cases);
