@@ -56,8 +56,9 @@ constexpr char kUnansweredHelp[] =
 constexpr char kDownsHelp[] =
     "Times the fabric sweep saw this switch port's PortState leave ACTIVE "
     "(4) since the daemon started; a flap shorter than the sweep interval "
-    "is missed (the switch's own count: fabric_switch_port_errors_total"
-    "{error=\"link_downed\"}).";
+    "is missed, and where LinkDownedCounter does not count, one shorter "
+    "than port_info_every sweeps may be (the switch's own count: "
+    "fabric_switch_port_errors_total{error=\"link_downed\"}).";
 
 class FabricCollector : public Collector {
  public:
