@@ -33,7 +33,7 @@ struct FabricPort {
   // The whole PortInfo as discovery read it (widths, speeds): the sweep
   // right after a discovery takes it instead of asking again
   // (PortInfoMemory::Seed, sweep.h).
-  std::optional<PortInfo> info;
+  std::optional<PortInfo> info = std::nullopt;
 };
 
 struct FabricNode {
