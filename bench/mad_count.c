@@ -40,7 +40,7 @@ struct Pair {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct Pair pairs[kMaxPairs];
 static int npairs;
-static unsigned long changes;  /* sends since the start, under lock */
+static unsigned long changes; /* sends since the start, under lock */
 static pthread_once_t flusher_once = PTHREAD_ONCE_INIT;
 
 typedef int (*SendFn)(int, int, void*, int, int, int);

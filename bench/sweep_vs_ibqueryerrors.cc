@@ -534,8 +534,8 @@ int main(int argc, char** argv) {
       cols.emplace_back(name, ReadCounts(c.dir));
     };
     counted("--once", {fabricmon, "--once", "--config", config}, "hca1");
-    counted("--once in_process",
-            {fabricmon, "--once", "--config", in_process}, "hca1");
+    counted("--once in_process", {fabricmon, "--once", "--config", in_process},
+            "hca1");
     counted("--once pesc: false", {fabricmon, "--once", "--config", pesc_off},
             "hca1");
     counted("ibqueryerrors --switch", {"ibqueryerrors", "--switch"}, "hca2");
@@ -546,8 +546,8 @@ int main(int argc, char** argv) {
     Steady ignored;
     std::vector<MadCounts> sweeps;
     const Counting c = CountingDir(fabric, shim, "steady");
-    SteadySweep(fabric, fabricmon, "steady-counted",
-                "mad_broker: in_process\n", 4, &ignored, c, &sweeps);
+    SteadySweep(fabric, fabricmon, "steady-counted", "mad_broker: in_process\n",
+                4, &ignored, c, &sweeps);
     for (std::size_t i = 0; i < sweeps.size(); ++i) {
       cols.emplace_back("daemon sweep " + std::to_string(i + 2), sweeps[i]);
     }

@@ -124,8 +124,7 @@ bool DueForPortInfo(const PortInfoMemory& memory, const PortMemory& m,
 
 }  // namespace
 
-std::vector<PortMemory>& PortInfoMemory::Of(std::uint64_t guid,
-                                            int num_ports) {
+std::vector<PortMemory>& PortInfoMemory::Of(std::uint64_t guid, int num_ports) {
   std::vector<PortMemory>& v = ports[guid];
   if (v.size() < static_cast<std::size_t>(num_ports) + 1) {
     v.resize(static_cast<std::size_t>(num_ports) + 1);
@@ -186,11 +185,11 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   auto port_info_get = [&](std::uint64_t index, int port) {
     info_asked[index][static_cast<std::size_t>(port)] = 1;
     ++out.port_info_asked;
-    pending.push_back({.dlid = 0,
-                       .mad = DrSmpGet(kAttrPortInfo,
-                                       static_cast<std::uint32_t>(port),
-                                       nodes[index]->path),
-                       .cookie = cookie(index, port, Ask::kPortInfo)});
+    pending.push_back(
+        {.dlid = 0,
+         .mad = DrSmpGet(kAttrPortInfo, static_cast<std::uint32_t>(port),
+                         nodes[index]->path),
+         .cookie = cookie(index, port, Ask::kPortInfo)});
   };
   for (const FabricNode& n : topology.nodes) {
     if (n.type != 2 || !shard.Contains(n.guid)) continue;
