@@ -6,7 +6,8 @@
 // in transition, or every `port_info_every` sweeps; the sweep after a
 // discovery takes discovery's), and PortExtendedSpeedsCounters (PESC,
 // FEC/PHY errors) where the switch PMA has them (decided once per switch
-// and topology: ClassPortInfo, PortInfoExtended, one probe). Get MADs only; counters are never cleared.
+// and topology: ClassPortInfo, PortInfoExtended, one probe). Get MADs
+// only; counters are never cleared.
 // Exports fabric_switch_info, fabric_switch_port_{state,physical_state},
 // fabric_switch_port_link_info, fabric_switch_port_{transmit,receive}_
 // {bytes,packets}_total (PortCountersExtended, data x4),
