@@ -41,17 +41,8 @@ Mad Answer(const Mad& request) {
 // them; PortCounters carry `link_downed`.
 struct Rig {
   Rig() {
-    FabricNode local;
-    local.guid = 1;
-    local.type = 1;
-    local.num_ports = 1;
-    topology.nodes.push_back(local);
-    FabricNode sw;
-    sw.guid = 0x20;
-    sw.type = 2;
-    sw.num_ports = kPorts;
-    sw.lid = kSwitchLid;
-    sw.path = {0, 1};
+    topology = testing::LocalCaAndOneSwitch(kSwitchLid, kPorts);
+    FabricNode& sw = topology.nodes[1];
     for (int p = 0; p <= kPorts; ++p) {
       PortInfo info;
       info.state = 4;
@@ -59,8 +50,6 @@ struct Rig {
       info.link_width_active = 2;  // 4x
       sw.ports[p] = {.num = p, .state = 4, .phys_state = 5, .info = info};
     }
-    topology.nodes.push_back(sw);
-    topology.by_guid = {{1, 0}, {0x20, 1}};
     port->state = 4;
     port->phys_state = 5;
     port->lid = 1;
