@@ -24,7 +24,10 @@
 // ibsim, each also sets up umad2sim), which a daemon pays once; one
 // broker's start-up, OPEN and exit is measured on its own.
 //
-//   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS]
+//   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS] [BEFORE]
+//
+// BEFORE: another fabricmon binary (its broker beside it), whose --once
+// (defaults, and in process) runs in the same rounds, for a before/after.
 //
 // MADs by class and attribute (issue 44): when libmad_count.so
 // (bench/mad_count.c, an LD_PRELOAD counter over umad_send) sits beside
@@ -376,13 +379,16 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] "
-                 "[HCAS]\n");
+                 "[HCAS] [BEFORE]\n");
     return 2;
   }
   const std::string fabricmon = argv[1];
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   const int switches = argc > 3 ? std::atoi(argv[3]) : 32;
   const int hcas = argc > 4 ? std::atoi(argv[4]) : 384;
+  // Another build (e.g. main's), run in the same rounds for a before/after
+  // that the machine's load hits alike.
+  const std::string before = argc > 5 ? argv[5] : "";
   fabric::testing::IbsimFabric fabric(
       fabric::testing::FatTreeNetfile(switches, hcas));
   std::string error;
@@ -422,6 +428,8 @@ int main(int argc, char** argv) {
   std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
   std::vector<double> inproc_wall, inproc_cpu, nopesc_wall, nopesc_cpu;
   std::vector<double> fm_switches, inproc_switches, start_wall, start_cpu;
+  std::vector<double> before_wall, before_cpu, before_inproc_wall,
+      before_inproc_cpu;
   const std::string broker_program =
       std::filesystem::path(fabricmon).parent_path() / "fabricmon-mad-broker";
   for (int i = 0; i < runs; ++i) {
@@ -454,6 +462,16 @@ int main(int argc, char** argv) {
     start_cpu.push_back(s.cpu);
     idle_cpu.push_back(
         Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
+    if (!before.empty()) {
+      const Cost b1 =
+          Measure(fabric, {before, "--once", "--config", config}, "hca1");
+      const Cost b2 =
+          Measure(fabric, {before, "--once", "--config", in_process}, "hca1");
+      before_wall.push_back(b1.wall);
+      before_cpu.push_back(b1.cpu);
+      before_inproc_wall.push_back(b2.wall);
+      before_inproc_cpu.push_back(b2.cpu);
+    }
     fm_wall.push_back(f.wall);
     fm_cpu.push_back(f.cpu);
     peer_wall.push_back(a.wall + b.wall);
@@ -517,6 +535,20 @@ int main(int argc, char** argv) {
       "ibqueryerrors --switch + --switch --counters: wall %.3f s "
       "cpu %.3f s\n",
       pw, pc);
+  if (!before.empty()) {
+    const double bw = Median(before_wall), bc = Median(before_cpu);
+    const double biw = Median(before_inproc_wall),
+                 bic = Median(before_inproc_cpu);
+    std::printf(
+        "BEFORE (%s) --once: wall %.3f s cpu %.3f s, ratio to peer wall %.2f "
+        "cpu %.2f; in_process: wall %.3f s cpu %.3f s, ratio to peer wall "
+        "%.2f cpu %.2f\n",
+        before.c_str(), bw, bc, bw / pw, bc / pc, biw, bic, biw / pw,
+        bic / pc);
+    std::printf(
+        "in_process ratio to peer (this build): wall %.2f cpu %.2f\n",
+        iw / pw, ic / pc);
+  }
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f (target <= 1.0)\n",
               fw / pw, fc / pc);
   // One counted run of each, when the counter is there.
