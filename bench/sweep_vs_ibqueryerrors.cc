@@ -543,11 +543,9 @@ int main(int argc, char** argv) {
         "BEFORE (%s) --once: wall %.3f s cpu %.3f s, ratio to peer wall %.2f "
         "cpu %.2f; in_process: wall %.3f s cpu %.3f s, ratio to peer wall "
         "%.2f cpu %.2f\n",
-        before.c_str(), bw, bc, bw / pw, bc / pc, biw, bic, biw / pw,
-        bic / pc);
-    std::printf(
-        "in_process ratio to peer (this build): wall %.2f cpu %.2f\n",
-        iw / pw, ic / pc);
+        before.c_str(), bw, bc, bw / pw, bc / pc, biw, bic, biw / pw, bic / pc);
+    std::printf("in_process ratio to peer (this build): wall %.2f cpu %.2f\n",
+                iw / pw, ic / pc);
   }
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f (target <= 1.0)\n",
               fw / pw, fc / pc);
