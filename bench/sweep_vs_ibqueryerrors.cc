@@ -24,7 +24,18 @@
 // ibsim, each also sets up umad2sim), which a daemon pays once; one
 // broker's start-up, OPEN and exit is measured on its own.
 //
-//   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS]
+//   sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] [HCAS] [BEFORE]
+//
+// BEFORE: another fabricmon binary (its broker beside it), whose --once
+// (defaults, and in process) runs in the same rounds, for a before/after.
+//
+// MADs by class and attribute (issue 44): when libmad_count.so
+// (bench/mad_count.c, an LD_PRELOAD counter over umad_send) sits beside
+// this binary, one more run of each --once variant and of each peer
+// command, and one running in-process daemon's sweeps, are counted (every
+// try on the wire, retries included; fabricmon's brokers are counted with
+// it) and printed as a table. MAD counts do not move with the machine's
+// load; wall and CPU do.
 //
 // Numbers are for this machine and ibsim (a single-threaded userspace
 // simulator that serialises every MAD), not for a real fabric.
@@ -40,8 +51,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "sources/mad/broker_protocol.h"
@@ -58,12 +71,38 @@ struct Cost {
   int exit_code = -1;
 };
 
+// The MAD counter shim and where its processes write (empty: no counting).
+struct Counting {
+  std::string shim;  // libmad_count.so
+  std::string dir;   // MAD_COUNT_DIR
+};
+
+// The client environment of `host`, with the counter preloaded after
+// umad2sim when `counting` names a directory.
+std::vector<std::string> ClientEnv(const fabric::testing::IbsimFabric& fabric,
+                                   const std::string& host,
+                                   const Counting& counting) {
+  std::vector<std::string> env = fabric.ClientEnv(host);
+  if (counting.dir.empty()) return env;
+  for (auto& e : env) {
+    if (e.rfind("LD_PRELOAD=", 0) == 0) e += ":" + counting.shim;
+  }
+  env.push_back("MAD_COUNT_DIR=" + counting.dir);
+  return env;
+}
+
 Cost Measure(const fabric::testing::IbsimFabric& fabric,
              std::vector<std::string> argv, const std::string& host,
-             const std::string& out = "/dev/null", int fd3 = -1) {
+             const std::string& out = "/dev/null", int fd3 = -1,
+             const Counting& counting = {}) {
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
-  for (const auto& e : fabric.ClientEnv(host)) env_strings.push_back(e);
+  for (char** e = environ; *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind("LD_PRELOAD=", 0) != 0) env_strings.push_back(entry);
+  }
+  for (const auto& e : ClientEnv(fabric, host, counting)) {
+    env_strings.push_back(e);
+  }
   std::vector<char*> args, envp;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -114,6 +153,96 @@ Cost BrokerStartup(const fabric::testing::IbsimFabric& fabric,
       Measure(fabric, {broker, "--fd", "3"}, "hca1", "/dev/null", pair[1]);
   ::close(pair[1]);
   return c;
+}
+
+// MADs sent, by (class, attribute).
+using MadCounts = std::map<std::pair<int, int>, long>;
+
+// What every process that wrote to `dir` sent so far (bench/mad_count.c).
+MadCounts ReadCounts(const std::string& dir) {
+  MadCounts counts;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (f.path().extension() != ".txt") continue;
+    std::ifstream in(f.path());
+    unsigned mclass = 0, attribute = 0;
+    long n = 0;
+    for (std::string line; std::getline(in, line);) {
+      if (std::sscanf(line.c_str(), "%x %x %ld", &mclass, &attribute, &n) ==
+          3) {
+        counts[{static_cast<int>(mclass), static_cast<int>(attribute)}] += n;
+      }
+    }
+  }
+  return counts;
+}
+
+MadCounts Minus(const MadCounts& a, const MadCounts& b) {
+  MadCounts out = a;
+  for (const auto& [k, n] : b) out[k] -= n;
+  return out;
+}
+
+// A fresh counting directory under the fabric's.
+Counting CountingDir(const fabric::testing::IbsimFabric& fabric,
+                     const std::string& shim, const std::string& name) {
+  if (shim.empty()) return {};
+  const std::string dir = fabric.dir() + "/count-" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return {shim, dir};
+}
+
+const char* AttributeName(int mclass, int attribute) {
+  static const std::map<std::pair<int, int>, const char*> names = {
+      {{0x81, 0x10}, "SMP NodeDescription"},
+      {{0x81, 0x11}, "SMP NodeInfo"},
+      {{0x81, 0x12}, "SMP SwitchInfo"},
+      {{0x81, 0x15}, "SMP PortInfo"},
+      {{0x81, 0x19}, "SMP LinearForwardingTable"},
+      {{0x81, 0x20}, "SMP SMInfo"},
+      {{0x81, 0x33}, "SMP PortInfoExtended"},
+      {{0x01, 0x20}, "SMP (LID) SMInfo"},
+      {{0x01, 0x10}, "SMP (LID) NodeDescription"},
+      {{0x01, 0x15}, "SMP (LID) PortInfo"},
+      {{0x03, 0x35}, "SA PathRecord"},
+      {{0x04, 0x01}, "PMA ClassPortInfo"},
+      {{0x04, 0x12}, "PMA PortCounters"},
+      {{0x04, 0x1d}, "PMA PortCountersExtended"},
+      {{0x04, 0x1f}, "PMA PortExtendedSpeedsCounters"},
+  };
+  auto it = names.find({mclass, attribute});
+  return it == names.end() ? "other" : it->second;
+}
+
+// One table: a row per (class, attribute) any column has, and the totals.
+void PrintCounts(const std::vector<std::pair<std::string, MadCounts>>& cols) {
+  MadCounts keys;
+  for (const auto& [name, c] : cols) {
+    for (const auto& [k, n] : c) keys[k] += n;
+  }
+  std::printf("\nMADs sent (every try), by class and attribute:\n| |");
+  for (const auto& [name, c] : cols) std::printf(" %s |", name.c_str());
+  std::printf("\n|---|");
+  for (std::size_t i = 0; i < cols.size(); ++i) std::printf("---|");
+  std::printf("\n");
+  for (const auto& [k, total] : keys) {
+    if (total == 0) continue;
+    std::printf("| %s (0x%02x 0x%04x) |", AttributeName(k.first, k.second),
+                k.first, k.second);
+    for (const auto& [name, c] : cols) {
+      auto it = c.find(k);
+      std::printf(" %ld |", it == c.end() ? 0L : it->second);
+    }
+    std::printf("\n");
+  }
+  std::printf("| total |");
+  for (const auto& [name, c] : cols) {
+    long t = 0;
+    for (const auto& [k, n] : c) t += n;
+    std::printf(" %ld |", t);
+  }
+  std::printf("\n");
 }
 
 double Median(std::vector<double> v) {
@@ -178,7 +307,9 @@ struct Steady {
 // next (one sweep plus the 2 s interval's idle time).
 void SteadySweep(fabric::testing::IbsimFabric& fabric,
                  const std::string& fabricmon, const std::string& name,
-                 const std::string& extra, int sweeps, Steady* out) {
+                 const std::string& extra, int sweeps, Steady* out,
+                 const Counting& counting = {},
+                 std::vector<MadCounts>* per_sweep = nullptr) {
   const int port = fabric::testing::FreeLoopbackPort();
   const std::string config = fabric.dir() + "/" + name + ".yaml";
   std::ofstream(config)
@@ -189,8 +320,19 @@ void SteadySweep(fabric::testing::IbsimFabric& fabric,
          "  roce: {enabled: false}\n  nic_identity: {enabled: false}\n"
          "  transceiver: {enabled: false}\n  sm: {enabled: false}\n"
          "  fabric: {enabled: true, interval: 2s, timeout: 60s}\n";
-  const pid_t pid = fabric.StartClient({fabricmon, "--config", config}, "hca1",
-                                       fabric.dir() + "/" + name + ".log");
+  std::vector<std::string> argv = {fabricmon, "--config", config};
+  if (!counting.dir.empty()) {
+    // `env` execs the daemon in place (same pid), with the counter
+    // preloaded after umad2sim.
+    std::vector<std::string> with = {"env"};
+    for (const auto& e : ClientEnv(fabric, "hca1", counting)) {
+      with.push_back(e);
+    }
+    argv.insert(argv.begin(), with.begin(), with.end());
+  }
+  const pid_t pid =
+      fabric.StartClient(argv, "hca1", fabric.dir() + "/" + name + ".log");
+  MadCounts last_counts;
   std::vector<double> durations;
   double last = 0;
   Usage before;
@@ -213,6 +355,15 @@ void SteadySweep(fabric::testing::IbsimFabric& fabric,
       before = now;
       durations.push_back(Sample(
           text, "fabric_collector_duration_seconds{collector=\"fabric\"}"));
+      if (per_sweep) {
+        // The shim writes its counts within 100 ms of the last send.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const MadCounts now_counts = ReadCounts(counting.dir);
+        if (durations.size() > 1) {
+          per_sweep->push_back(Minus(now_counts, last_counts));
+        }
+        last_counts = now_counts;
+      }
     }
   }
   fabric.StopClient(pid);
@@ -228,13 +379,16 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: sweep_vs_ibqueryerrors FABRICMON [RUNS] [SWITCHES] "
-                 "[HCAS]\n");
+                 "[HCAS] [BEFORE]\n");
     return 2;
   }
   const std::string fabricmon = argv[1];
   const int runs = argc > 2 ? std::atoi(argv[2]) : 5;
   const int switches = argc > 3 ? std::atoi(argv[3]) : 32;
   const int hcas = argc > 4 ? std::atoi(argv[4]) : 384;
+  // Another build (e.g. main's), run in the same rounds for a before/after
+  // that the machine's load hits alike.
+  const std::string before = argc > 5 ? argv[5] : "";
   fabric::testing::IbsimFabric fabric(
       fabric::testing::FatTreeNetfile(switches, hcas));
   std::string error;
@@ -274,6 +428,8 @@ int main(int argc, char** argv) {
   std::vector<double> fm_wall, fm_cpu, peer_wall, peer_cpu, idle_cpu;
   std::vector<double> inproc_wall, inproc_cpu, nopesc_wall, nopesc_cpu;
   std::vector<double> fm_switches, inproc_switches, start_wall, start_cpu;
+  std::vector<double> before_wall, before_cpu, before_inproc_wall,
+      before_inproc_cpu;
   const std::string broker_program =
       std::filesystem::path(fabricmon).parent_path() / "fabricmon-mad-broker";
   for (int i = 0; i < runs; ++i) {
@@ -306,6 +462,16 @@ int main(int argc, char** argv) {
     start_cpu.push_back(s.cpu);
     idle_cpu.push_back(
         Measure(fabric, {fabricmon, "--once", "--config", idle}, "hca1").cpu);
+    if (!before.empty()) {
+      const Cost b1 =
+          Measure(fabric, {before, "--once", "--config", config}, "hca1");
+      const Cost b2 =
+          Measure(fabric, {before, "--once", "--config", in_process}, "hca1");
+      before_wall.push_back(b1.wall);
+      before_cpu.push_back(b1.cpu);
+      before_inproc_wall.push_back(b2.wall);
+      before_inproc_cpu.push_back(b2.cpu);
+    }
     fm_wall.push_back(f.wall);
     fm_cpu.push_back(f.cpu);
     peer_wall.push_back(a.wall + b.wall);
@@ -369,8 +535,56 @@ int main(int argc, char** argv) {
       "ibqueryerrors --switch + --switch --counters: wall %.3f s "
       "cpu %.3f s\n",
       pw, pc);
+  if (!before.empty()) {
+    const double bw = Median(before_wall), bc = Median(before_cpu);
+    const double biw = Median(before_inproc_wall),
+                 bic = Median(before_inproc_cpu);
+    std::printf(
+        "BEFORE (%s) --once: wall %.3f s cpu %.3f s, ratio to peer wall %.2f "
+        "cpu %.2f; in_process: wall %.3f s cpu %.3f s, ratio to peer wall "
+        "%.2f cpu %.2f\n",
+        before.c_str(), bw, bc, bw / pw, bc / pc, biw, bic, biw / pw, bic / pc);
+    std::printf("in_process ratio to peer (this build): wall %.2f cpu %.2f\n",
+                iw / pw, ic / pc);
+  }
   std::printf("ratio fabricmon/peer: wall %.2f cpu %.2f (target <= 1.0)\n",
               fw / pw, fc / pc);
+  // One counted run of each, when the counter is there.
+  const std::string shim =
+      (std::filesystem::canonical("/proc/self/exe").parent_path() /
+       "libmad_count.so")
+          .string();
+  if (std::filesystem::exists(shim)) {
+    std::vector<std::pair<std::string, MadCounts>> cols;
+    const auto counted = [&](const std::string& name,
+                             std::vector<std::string> argv,
+                             const std::string& host) {
+      const Counting c = CountingDir(fabric, shim, name);
+      Measure(fabric, std::move(argv), host, "/dev/null", -1, c);
+      cols.emplace_back(name, ReadCounts(c.dir));
+    };
+    counted("--once", {fabricmon, "--once", "--config", config}, "hca1");
+    counted("--once in_process", {fabricmon, "--once", "--config", in_process},
+            "hca1");
+    counted("--once pesc: false", {fabricmon, "--once", "--config", pesc_off},
+            "hca1");
+    counted("ibqueryerrors --switch", {"ibqueryerrors", "--switch"}, "hca2");
+    counted("ibqueryerrors --switch --counters",
+            {"ibqueryerrors", "--switch", "--counters"}, "hca2");
+    // A running daemon (in process, fabric only, 2 s interval): the MADs
+    // of each sweep after the first (which discovers).
+    Steady ignored;
+    std::vector<MadCounts> sweeps;
+    const Counting c = CountingDir(fabric, shim, "steady");
+    SteadySweep(fabric, fabricmon, "steady-counted", "mad_broker: in_process\n",
+                4, &ignored, c, &sweeps);
+    for (std::size_t i = 0; i < sweeps.size(); ++i) {
+      cols.emplace_back("daemon sweep " + std::to_string(i + 2), sweeps[i]);
+    }
+    PrintCounts(cols);
+  } else {
+    std::printf("(no %s: MADs not counted)\n", shim.c_str());
+  }
   // Broker and in-process daemons take turns, three sweeps each, `runs`
   // rounds, so that a change in the machine's load hits both alike.
   Steady broker, inproc;

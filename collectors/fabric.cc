@@ -56,8 +56,9 @@ constexpr char kUnansweredHelp[] =
 constexpr char kDownsHelp[] =
     "Times the fabric sweep saw this switch port's PortState leave ACTIVE "
     "(4) since the daemon started; a flap shorter than the sweep interval "
-    "is missed (the switch's own count: fabric_switch_port_errors_total"
-    "{error=\"link_downed\"}).";
+    "is missed, and where LinkDownedCounter does not count, one shorter "
+    "than port_info_every sweeps may be (the switch's own count: "
+    "fabric_switch_port_errors_total{error=\"link_downed\"}).";
 
 class FabricCollector : public Collector {
  public:
@@ -66,7 +67,9 @@ class FabricCollector : public Collector {
       : env_(std::move(env)),
         config_(std::move(config)),
         settings_(std::move(settings)),
-        ports_("fabric", env_, settings_.mad, std::move(ports)) {}
+        ports_("fabric", env_, settings_.mad, std::move(ports)) {
+    port_info_.every = settings_.port_info_every;
+  }
 
   std::string_view Name() const override { return "fabric"; }
 
@@ -95,6 +98,9 @@ class FabricCollector : public Collector {
       topology_ = std::make_unique<mad::Topology>(std::move(topo));
       pesc_.clear();  // ClassPortInfo and layouts: once per topology
       mad::PublishSmLids(topology_->SmLids());
+      // Discovery just read every switch port's PortInfo: the sweep below
+      // takes those instead of asking again.
+      port_info_.Seed(*topology_);
       discovered_at_ = now;
       LoadNames(sink);
     }
@@ -102,7 +108,7 @@ class FabricCollector : public Collector {
     // whether its PortXmitWait is 64-bit (sources/mad/sweep.h).
     const mad::SweepResult sweep =
         mad::Sweep(*transport_, *topology_, settings_.shard, options, &pesc_,
-                   {held_.sm_lid}, settings_.pesc);
+                   {held_.sm_lid}, settings_.pesc, &port_info_);
     if (settings_.pesc) LogSmSwitches(sweep);
     Count(sweep.stats);
     unsupported_ += sweep.pesc_unanswered;
@@ -393,6 +399,9 @@ class FabricCollector : public Collector {
   std::uint64_t ok_ = 0, timeout_ = 0, error_ = 0, unsupported_ = 0;
   // This topology's PESC support and PMA ClassPortInfo per switch.
   mad::PescCache pesc_;
+  // Switch ports' last PortInfo, asked again only when it may have changed
+  // (sources/mad/sweep.h).
+  mad::PortInfoMemory port_info_;
   FabricTrees trees_;  // congestion roots and victims (issue 42)
   struct SwitchHealth {
     std::uint64_t failed = 0;
@@ -434,7 +443,8 @@ CollectorSpec FabricCollectorSpec() {
                kMadRetriesKey,
                "node_name_map",
                "pesc",
-               "congestion_trees"};
+               "congestion_trees",
+               "port_info_every"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig&) {
     FabricSettings s;
@@ -466,6 +476,10 @@ CollectorSpec FabricCollectorSpec() {
             s.pesc = Bool(value, key_path);
           } else if (key == "congestion_trees") {
             s.congestion_trees = Bool(value, key_path);
+          } else if (key == "port_info_every") {
+            s.port_info_every = static_cast<int>(
+                Integer(value, key_path, 1, 1000,
+                        "a sweep count (1: every sweep; e.g. 4)"));
           }
         });
     return std::make_shared<SettingsOf<FabricSettings>>(s);

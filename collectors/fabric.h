@@ -1,10 +1,13 @@
 // fabric collector (off by default; on a few designated nodes): discovers
 // the fabric by directed-route SMPs every `discovery_interval` and, every
-// `interval`, sweeps the switches of its shard (sources/mad/sweep.h): PortInfo
-// of every switch port, PortCounters + PortCountersExtended of every port
-// but 0, and PortExtendedSpeedsCounters (PESC, FEC/PHY errors) where the
-// switch PMA has them (decided once per switch and topology: ClassPortInfo,
-// PortInfoExtended, one probe). Get MADs only; counters are never cleared.
+// `interval`, sweeps the switches of its shard (sources/mad/sweep.h):
+// PortCounters + PortCountersExtended of every port but 0, PortInfo of
+// every switch port when it may have changed (link-event counters moved,
+// in transition, or every `port_info_every` sweeps; the sweep after a
+// discovery takes discovery's), and PortExtendedSpeedsCounters (PESC,
+// FEC/PHY errors) where the switch PMA has them (decided once per switch
+// and topology: ClassPortInfo, PortInfoExtended, one probe). Get MADs
+// only; counters are never cleared.
 // Exports fabric_switch_info, fabric_switch_port_{state,physical_state},
 // fabric_switch_port_link_info, fabric_switch_port_{transmit,receive}_
 // {bytes,packets}_total (PortCountersExtended, data x4),
@@ -74,6 +77,11 @@ struct FabricSettings {
   // the forwarding tables of switches with waiting ports (once per
   // topology) and, when sharded, a few counters past the shard edge.
   bool congestion_trees = true;
+  // A quiet ACTIVE switch port's PortInfo (state, width, speed) is asked
+  // every this many sweeps, and whenever its link-event counters moved, it
+  // is in transition, or it went down under watch (sources/mad/sweep.h);
+  // in between its last answer is exported. 1: every port every sweep.
+  int port_info_every = 4;
   bool operator==(const FabricSettings&) const = default;
 };
 

@@ -133,6 +133,7 @@ class Walk {
     port.lid = pi.lid;
     port.lmc = pi.lmc;
     port.capability_mask = pi.capability_mask;
+    port.info = pi;
     if (node.type == 2 ? ctx.port == 0 : ctx.port == node.reached_port) {
       node.lid = pi.lid;
     }

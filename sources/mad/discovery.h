@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct FabricPort {
   // The remote end, when the link was followed (remote_guid != 0).
   std::uint64_t remote_guid = 0;  // remote NODE GUID
   int remote_port = 0;
+  // The whole PortInfo as discovery read it (widths, speeds): the sweep
+  // right after a discovery takes it instead of asking again
+  // (PortInfoMemory::Seed, sweep.h).
+  std::optional<PortInfo> info = std::nullopt;
 };
 
 struct FabricNode {

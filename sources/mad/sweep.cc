@@ -91,13 +91,77 @@ std::uint32_t CapabilityOf(const FabricNode& n, int port) {
   return cap;
 }
 
+using PortMemory = PortInfoMemory::Port;
+
+// LinkDownedCounter + LinkErrorRecoveryCounter, or nullopt when either sits
+// saturated (it no longer counts: the counters cannot tell).
+std::optional<std::uint64_t> LinkEvents(const PortCounters& c) {
+  std::uint64_t sum = 0;
+  for (const char* name : {"link_downed", "link_error_recovery"}) {
+    if (std::find(c.saturated.begin(), c.saturated.end(), name) !=
+        c.saturated.end()) {
+      return std::nullopt;
+    }
+    auto it = c.errors.find(name);
+    if (it != c.errors.end()) sum += it->second;
+  }
+  return sum;
+}
+
+// Whether the sweep asks this port's PortInfo up front (sweep.h).
+bool DueForPortInfo(const PortInfoMemory& memory, const PortMemory& m,
+                    std::uint64_t guid, int port) {
+  if (memory.every <= 1 || !m.info) return true;
+  if (m.info->state != 4 && (m.info->phys_state == 5 || m.was_active)) {
+    return true;
+  }
+  if (m.seeded) return false;  // read by the discovery just before
+  const auto every = static_cast<std::uint64_t>(memory.every);
+  return (memory.sweeps + Mix(guid) + static_cast<std::uint64_t>(port)) %
+             every ==
+         0;
+}
+
 }  // namespace
+
+std::vector<PortMemory>& PortInfoMemory::Of(std::uint64_t guid, int num_ports) {
+  std::vector<PortMemory>& v = ports[guid];
+  if (v.size() < static_cast<std::size_t>(num_ports) + 1) {
+    v.resize(static_cast<std::size_t>(num_ports) + 1);
+  }
+  return v;
+}
+
+void PortInfoMemory::Seed(const Topology& topology) {
+  std::map<std::uint64_t, std::vector<Port>> kept;
+  for (const FabricNode& n : topology.nodes) {
+    if (n.type != 2) continue;
+    std::vector<Port>& v = kept[n.guid];
+    auto old = ports.find(n.guid);
+    if (old != ports.end()) v = std::move(old->second);
+    if (v.size() < static_cast<std::size_t>(n.num_ports) + 1) {
+      v.resize(static_cast<std::size_t>(n.num_ports) + 1);
+    }
+    for (const auto& [num, port] : n.ports) {
+      if (num < 0 || num > n.num_ports || !port.info) continue;
+      Port& m = v[static_cast<std::size_t>(num)];
+      m.info = port.info;
+      m.was_active = port.info->state == 4;
+      m.seeded = true;
+    }
+  }
+  ports = std::move(kept);
+}
 
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
                   PescCache* pesc, const std::vector<std::uint16_t>& sm_lids,
-                  bool pesc_mads) {
+                  bool pesc_mads, PortInfoMemory* port_info) {
   SweepResult out;
+  // By switch index: its ports' memory (null without one), and which
+  // ports' PortInfo this sweep asked.
+  std::vector<std::vector<PortMemory>*> memories;
+  std::vector<std::vector<char>> info_asked;
   std::set<std::uint16_t> sms(sm_lids.begin(), sm_lids.end());
   for (std::uint16_t lid : topology.SmLids()) sms.insert(lid);
   std::deque<MadRequest> pending;
@@ -118,10 +182,22 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
                          static_cast<std::uint32_t>(port), nodes[index]->path),
          .cookie = cookie(index, port, Ask::kPortInfoExtended)});
   };
+  auto port_info_get = [&](std::uint64_t index, int port) {
+    info_asked[index][static_cast<std::size_t>(port)] = 1;
+    ++out.port_info_asked;
+    pending.push_back(
+        {.dlid = 0,
+         .mad = DrSmpGet(kAttrPortInfo, static_cast<std::uint32_t>(port),
+                         nodes[index]->path),
+         .cookie = cookie(index, port, Ask::kPortInfo)});
+  };
   for (const FabricNode& n : topology.nodes) {
     if (n.type != 2 || !shard.Contains(n.guid)) continue;
     const std::uint64_t index = out.switches.size();
     nodes.push_back(&n);
+    memories.push_back(port_info ? &port_info->Of(n.guid, n.num_ports)
+                                 : nullptr);
+    info_asked.emplace_back(static_cast<std::size_t>(n.num_ports) + 1, 0);
     SwitchSample s;
     s.guid = n.guid;
     s.lid = n.lid;
@@ -134,10 +210,12 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
       SwitchPortSample sample;
       sample.num = p;
       s.ports.push_back(sample);
-      pending.push_back({.dlid = 0,
-                         .mad = DrSmpGet(kAttrPortInfo,
-                                         static_cast<std::uint32_t>(p), n.path),
-                         .cookie = cookie(index, p, Ask::kPortInfo)});
+      const std::vector<PortMemory>* mem = memories.back();
+      if (!mem || n.lid == 0 ||
+          DueForPortInfo(*port_info, (*mem)[static_cast<std::size_t>(p)],
+                         n.guid, p)) {
+        port_info_get(index, p);
+      }
       if (n.lid == 0) continue;  // no LID yet: PerfMgt cannot reach it
       const auto port = static_cast<std::uint8_t>(p);
       pending.push_back({.dlid = n.lid,
@@ -253,6 +331,10 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
             return unsupported(index);
           }
           ++s.failed_mads;
+          // No counters to tell whether the link changed: ask PortInfo.
+          if (ask == Ask::kCounters && !info_asked[index][port]) {
+            port_info_get(index, port);
+          }
           if (ask == Ask::kPortInfoExtended) {
             // No FEC mode to go by: the original layout, as perfquery.
             PescSwitchState& st = (*pesc)[s.guid];
@@ -269,9 +351,22 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
           case Ask::kPortInfo:
             sp.info = DecodePortInfo(*r, &error);
             break;
-          case Ask::kCounters:
+          case Ask::kCounters: {
             sp.counters = DecodePortCounters(*r, &error);
+            if (!memories[index] || info_asked[index][port]) break;
+            // A link event since the last sweep (or counters that can no
+            // longer tell): the PortInfo now, in this sweep.
+            const PortMemory& m =
+                (*memories[index])[static_cast<std::size_t>(port)];
+            const auto events =
+                sp.counters ? LinkEvents(*sp.counters) : std::nullopt;
+            // (No earlier count, e.g. the sweep after a discovery: nothing
+            // to compare, the PortInfo is fresh.)
+            if (!events || (m.link_events && *events != *m.link_events)) {
+              port_info_get(index, port);
+            }
             break;
+          }
           case Ask::kExtended:
             // PortXmitWait read as if advertised: this switch's first
             // ClassPortInfo may answer after it; ChooseXmitWait drops it
@@ -317,6 +412,25 @@ SweepResult Sweep(MadTransport& transport, const Topology& topology,
   out.pesc_unanswered = probe_timeouts * (retries + 1);
   out.stats.timeouts -= std::min(out.stats.timeouts, probe_timeouts);
   out.stats.retries -= std::min(out.stats.retries, probe_timeouts * retries);
+  for (std::size_t i = 0; i < out.switches.size() && port_info; ++i) {
+    std::vector<PortMemory>& mem = *memories[i];
+    for (SwitchPortSample& p : out.switches[i].ports) {
+      PortMemory& m = mem[static_cast<std::size_t>(p.num)];
+      if (info_asked[i][static_cast<std::size_t>(p.num)]) {
+        // Unanswered: not exported this round, as without a memory.
+        if (p.info) {
+          m.info = p.info;
+          m.was_active = m.was_active || p.info->state == 4;
+        }
+      } else if (m.info) {
+        p.info = m.info;
+        ++out.port_info_remembered;
+      }
+      if (p.counters) m.link_events = LinkEvents(*p.counters);
+      m.seeded = false;
+    }
+  }
+  if (port_info) ++port_info->sweeps;
   for (SwitchSample& s : out.switches) {
     bool wide = false;
     if (pesc) {

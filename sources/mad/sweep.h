@@ -1,8 +1,27 @@
-// The fabric-wide switch sweep: for every switch of this shard, PortInfo
-// of every port (directed route, so a link that went down shows at once)
-// and PortCounters + PortCountersExtended of every port except 0 (PerfMgt
-// at the switch's LID), all in flight together through the MadTransport
-// engine. Only Get MADs: counters are never cleared.
+// The fabric-wide switch sweep: for every switch of this shard,
+// PortCounters + PortCountersExtended of every port except 0 (PerfMgt at
+// the switch's LID) and PortInfo (directed route), all in flight together
+// through the MadTransport engine. Only Get MADs: counters are never
+// cleared.
+//
+// PortInfo (state, physical state, width, speed) changes only when a link
+// goes down, comes up or retrains, so with a PortInfoMemory (the caller's,
+// kept across sweeps) a port's PortInfo is asked only when something says
+// it may have changed, and its last answer is reported otherwise:
+//  - never read (the first sweep without a discovery just before: discovery
+//    reads every switch port's PortInfo, and Seed() takes those);
+//  - its PortCounters LinkDownedCounter or LinkErrorRecoveryCounter moved
+//    since the last sweep, sits saturated at 255, or PortCounters got no
+//    answer (asked right after that answer, in the same sweep);
+//  - in transition or gone down under watch: not ACTIVE while its physical
+//    link is up (INIT/ARMED, waiting for the SM), or not ACTIVE after this
+//    memory saw it ACTIVE (so its return shows at the next sweep);
+//  - its turn: every `every` sweeps (staggered over the ports, so each
+//    sweep asks about 1/every of them), for what the counters cannot show:
+//    firmware whose LinkDownedCounter never counts (ibsim's), or an
+//    uncabled port that gets a cable. There a link that goes down shows
+//    within `every` sweeps instead of at the next one.
+// Without a memory (`every` 1 does the same), every port every sweep.
 //
 // PortExtendedSpeedsCounters (PESC, PMA 0x1F: FEC and PHY error counters)
 // ride along, decided once per switch and topology generation (PescCache,
@@ -122,6 +141,30 @@ struct PescSwitchState {
 };
 using PescCache = std::map<std::uint64_t, PescSwitchState>;  // switch GUID
 
+// What the sweeps learnt of the switch ports' PortInfo (see above); kept by
+// the caller across sweeps and topologies.
+struct PortInfoMemory {
+  // An ACTIVE, quiet port's PortInfo is asked every `every` sweeps (1: every
+  // sweep).
+  int every = 1;
+  std::uint64_t sweeps = 0;  // sweeps done with this memory
+  struct Port {
+    std::optional<PortInfo> info;  // the last answer
+    bool was_active = false;       // `info` said ACTIVE at some point
+    bool seeded = false;  // `info` from discovery, since the last sweep
+    // LinkDownedCounter + LinkErrorRecoveryCounter at the last sweep.
+    std::optional<std::uint64_t> link_events;
+  };
+  std::map<std::uint64_t, std::vector<Port>> ports;  // switch GUID, by port
+
+  // Takes discovery's PortInfo of every switch port of `topology` as read
+  // now (the next sweep asks none of them again unless the rules above
+  // say so) and forgets switches no longer in it.
+  void Seed(const Topology& topology);
+  // The switch's ports, sized for ports 0..num_ports.
+  std::vector<Port>& Of(std::uint64_t guid, int num_ports);
+};
+
 struct SweepResult {
   std::vector<SwitchSample> switches;
   int unreachable = 0;       // switches that answered nothing
@@ -132,6 +175,9 @@ struct SweepResult {
   std::uint64_t pesc_unanswered = 0;
   std::vector<std::string> errors;  // malformed / non-zero status (first few)
   MadStats stats;
+  // PortInfo Gets this sweep, and the ports reported from the memory.
+  int port_info_asked = 0;
+  int port_info_remembered = 0;
 };
 
 // The switches of `topology` in `shard`, swept once. With `pesc` (null:
@@ -139,11 +185,12 @@ struct SweepResult {
 // PortExtendedSpeedsCounters as above, never to a switch whose LID is in
 // topology.SmLids() or `sm_lids`. `pesc_mads` false: the cache serves the
 // PortXmitWait choice only (ClassPortInfo, no PESC path; pesc_unsupported
-// not counted), as for an SM's switch.
+// not counted), as for an SM's switch. `port_info` null: PortInfo of every
+// port (above).
 SweepResult Sweep(MadTransport& transport, const Topology& topology,
                   const Shard& shard, const MadOptions& options,
                   PescCache* pesc = nullptr,
                   const std::vector<std::uint16_t>& sm_lids = {},
-                  bool pesc_mads = true);
+                  bool pesc_mads = true, PortInfoMemory* port_info = nullptr);
 
 }  // namespace fabric::mad

@@ -324,9 +324,11 @@ TEST_F(LinkHealthIbsim, RepeatedUnlinkReLinkFiresFlappingForThatPortOnly) {
       [](const auto& r) { return r.size() == 1; }));
   for (int flap = 1; flap <= 3; ++flap) {
     fabric_.Console("Unlink \"leaf2\"[1]");
-    // The sweep sees the port go down (PortInfo by directed route) and
-    // counts it; ibsim (0.10 and upstream HEAD) never touches
-    // LinkDownedCounter on Unlink, so the switch's own count stays 0.
+    // The sweep sees the port go down (PortInfo by directed route, at the
+    // port's turn: within port_info_every sweeps, as ibsim's own counter
+    // says nothing) and counts it; ibsim (0.10 and upstream HEAD) never
+    // touches LinkDownedCounter on Unlink, so the switch's own count stays
+    // 0. Once seen down, the port is read every sweep until it is back.
     const Samples down = ScrapeUntil([&](const Samples& x) {
       const auto v = port_state(x);
       return v && *v != 4;

@@ -35,4 +35,22 @@ void FakeMadTransport::Poll(std::chrono::microseconds,
   answers_.clear();
 }
 
+mad::Topology LocalCaAndOneSwitch(std::uint16_t lid, int ports) {
+  mad::Topology topology;
+  mad::FabricNode local;
+  local.guid = 1;
+  local.type = 1;
+  local.num_ports = 1;
+  topology.nodes.push_back(local);
+  mad::FabricNode sw;
+  sw.guid = 0x20;
+  sw.type = 2;
+  sw.num_ports = ports;
+  sw.lid = lid;
+  sw.path = {0, 1};
+  topology.nodes.push_back(sw);
+  topology.by_guid = {{1, 0}, {0x20, 1}};
+  return topology;
+}
+
 }  // namespace fabric::testing

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "sources/mad/discovery.h"
 #include "sources/mad/mad_transport.h"
 
 namespace fabric::testing {
@@ -47,5 +48,10 @@ class FakeMadTransport final : public MadTransport {
   Fabric fabric_;
   std::vector<Mad> answers_;
 };
+
+// The sweep tests' fabric: the local CA (nodes[0], GUID 1) and one switch
+// (nodes[1], GUID 0x20, LID `lid`, `ports` ports, directed route {0, 1})
+// with no port entries yet: the test fills nodes[1].ports.
+mad::Topology LocalCaAndOneSwitch(std::uint16_t lid, int ports);
 
 }  // namespace fabric::testing

@@ -40,18 +40,9 @@ Mad Answer(const Mad& request, std::uint32_t status = 0) {
 
 struct Rig {
   explicit Rig(Pma pma) : pma(pma) {
-    FabricNode local;  // nodes[0] is the local node (a CA)
-    local.guid = 1;
-    local.type = 1;
-    local.num_ports = 1;
-    topology.nodes.push_back(local);
-    FabricNode sw;
-    sw.guid = 0x20;
-    sw.type = 2;
-    sw.num_ports = 3;
-    sw.lid = kSwitchLid;
+    topology = testing::LocalCaAndOneSwitch(kSwitchLid, 3);
+    FabricNode& sw = topology.nodes[1];
     sw.description = "sw";
-    sw.path = {0, 1};
     // IsExtendedSpeedsSupported on port 0 only, as switches report it.
     sw.ports[0] = {.num = 0,
                    .state = 4,
@@ -60,8 +51,6 @@ struct Rig {
     sw.ports[1] = {.num = 1, .state = 4, .phys_state = 5};
     sw.ports[2] = {.num = 2, .state = 4, .phys_state = 5};
     sw.ports[3] = {.num = 3, .state = 1, .phys_state = 2};  // no cable
-    topology.nodes.push_back(sw);
-    topology.by_guid = {{1, 0}, {0x20, 1}};
     port->state = 4;
     port->lid = 1;
     transport = std::make_unique<FakeMadTransport>(

@@ -129,17 +129,8 @@ TEST(XmitWaitChoice, WideWhenAdvertisedElseThe32BitOne) {
 // and PortCountersExtended with a wait beyond 2^32.
 struct Rig {
   explicit Rig(std::uint32_t cap2, bool sm_here = false) : cap2(cap2) {
-    FabricNode local;
-    local.guid = 1;
-    local.type = 1;
-    local.num_ports = 1;
-    topology.nodes.push_back(local);
-    FabricNode sw;
-    sw.guid = 0x20;
-    sw.type = 2;
-    sw.num_ports = 2;
-    sw.lid = kSwitchLid;
-    sw.path = {0, 1};
+    topology = testing::LocalCaAndOneSwitch(kSwitchLid, 2);
+    FabricNode& sw = topology.nodes[1];
     sw.ports[0] = {.num = 0,
                    .state = 4,
                    .phys_state = 5,
@@ -147,8 +138,6 @@ struct Rig {
                    .capability_mask = sm_here ? kCapabilityIsSm : 0u};
     sw.ports[1] = {.num = 1, .state = 4, .phys_state = 5};
     sw.ports[2] = {.num = 2, .state = 4, .phys_state = 5};
-    topology.nodes.push_back(sw);
-    topology.by_guid = {{1, 0}, {0x20, 1}};
     port->state = 4;
     port->lid = 1;
     transport = std::make_unique<testing::FakeMadTransport>(
