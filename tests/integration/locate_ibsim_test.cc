@@ -274,6 +274,27 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
                                  "\",remote_lid=\"" + std::to_string(lb) + "\"";
            samples("fabric_probe_pair_info", l, [](int) { return 1.0; });
          });
+  // Slurm jobs (the jobs collector's series): 4711 on both ends of the
+  // first lossy pair, 900 on a host no lossy pair touches (when there is
+  // one): the top link lists 4711 and never 900.
+  std::set<std::string> lossy_hosts;
+  for (const auto& [a, b] : bad) lossy_hosts.insert({a, b});
+  std::string quiet_host;
+  for (const auto& [h, lid] : lids) {
+    if (!lossy_hosts.count(h)) quiet_host = h;
+  }
+  om << "# TYPE fabric_node_job_info gauge\n";
+  auto job = [&](const std::string& host, const std::string& id,
+                 const std::string& user) {
+    samples("fabric_node_job_info",
+            "instance=\"" + host + ":9100\",job=\"fabricmon\",host=\"" + host +
+                "\",scheduler=\"slurm\",job_id=\"" + id + "\",user=\"" + user +
+                "\",job_name=\"llama\"",
+            [](int) { return 1.0; });
+  };
+  job("hca0", "4711", "alice");
+  job("hca1", "4711", "alice");
+  if (!quiet_host.empty()) job(quiet_host, "900", "bob");
   om << "# EOF\n";
   std::ofstream(dir / "probes.om") << om.str();
   const std::string data = (dir / "prometheus-data").string();
@@ -322,6 +343,17 @@ TEST_F(LocateIbsim, NamesTheLinkTheLossyPairsShare) {
   const std::set<std::pair<std::string, int>> want = {{chosen.from, chosen.out},
                                                       {chosen.to, chosen.in}};
   EXPECT_EQ(ends, want) << locate.out;
+  // The jobs on the hosts of the lossy pairs crossing it (issue 43).
+  ASSERT_EQ(top["jobs"].size(), 1u) << locate.out;
+  EXPECT_EQ(top["jobs"][0]["job_id"], "4711");
+  EXPECT_EQ(top["jobs"][0]["user"], "alice");
+  EXPECT_EQ(top["jobs"][0]["job_name"], "llama");
+  const ToolOutput table = fabric_.Run(
+      {Binary("fabricmon-locate"), "--prometheus",
+       "http://127.0.0.1:" + std::to_string(port), "--window", "30m"},
+      "hca1");
+  EXPECT_NE(table.out.find("jobs: 4711 (alice: llama)"), std::string::npos)
+      << table.out;
   // The runner-up has fewer votes: the chosen link stands out.
   if (j["links"].size() > 1) {
     EXPECT_GT(top["votes"].get<double>(), j["links"][1]["votes"].get<double>());
