@@ -76,18 +76,18 @@ constexpr int kTail = 15;
 // everything else it raises is a symptom the inhibit rules or the route
 // fold into that one page).
 constexpr Fault kTour[] = {
-    {"congestion-hotspot", 45, 40, 1},  // one tree: root, victims inhibited
-    {"symbol-errors", 40, 30, 1},
-    {"link-flap", 40, 35, 1},       // both ends of the cable, one group
-    {"link-degraded", 40, 35, 1},   // the slow link's root and victims too
-    {"pfc-storm", 40, 30, 1},       // the paused hosts are its victims
-    {"counter-saturation", 40, 30, 1},
-    {"device-removed", 40, 35, 1},  // the switch end of its cable too
-    {"sm-hung", 55, 50, 1},         // stall_after 15 s + `for:` 20 s
-    {"sm-failover", 55, 50, 1},     // SmNoMaster/SmFailover: one per job
-    {"probe-loss", 55, 50, 1},
-    {"slow-receiver", 45, 40, 1},
-    {"unbalanced-links", 60, 55, 1},
+    {"congestion-hotspot", 40, 35, 1},  // one tree: root, victims inhibited
+    {"symbol-errors", 35, 30, 1},
+    {"link-flap", 35, 30, 1},       // both ends of the cable, one group
+    {"link-degraded", 35, 30, 1},   // the slow link's root and victims too
+    {"pfc-storm", 35, 30, 1},       // the paused hosts are its victims
+    {"counter-saturation", 35, 30, 1},
+    {"device-removed", 35, 30, 1},  // the switch end of its cable too
+    {"sm-hung", 50, 45, 1},         // stall_after 15 s + `for:` 20 s
+    {"sm-failover", 45, 40, 1},     // SmNoMaster/SmFailover: one per job
+    {"probe-loss", 50, 45, 1},
+    {"slow-receiver", 40, 35, 1},
+    {"unbalanced-links", 45, 40, 1},
 };
 
 std::string Slurp(const std::string& path) {
