@@ -26,9 +26,9 @@
 
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cctype>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -78,9 +78,9 @@ constexpr int kTail = 15;
 constexpr Fault kTour[] = {
     {"congestion-hotspot", 40, 35, 1},  // one tree: root, victims inhibited
     {"symbol-errors", 35, 30, 1},
-    {"link-flap", 35, 30, 1},       // both ends of the cable, one group
-    {"link-degraded", 35, 30, 1},   // the slow link's root and victims too
-    {"pfc-storm", 35, 30, 1},       // the paused hosts are its victims
+    {"link-flap", 35, 30, 1},      // both ends of the cable, one group
+    {"link-degraded", 35, 30, 1},  // the slow link's root and victims too
+    {"pfc-storm", 35, 30, 1},      // the paused hosts are its victims
     {"counter-saturation", 35, 30, 1},
     {"device-removed", 35, 30, 1},  // the switch end of its cable too
     {"sm-hung", 50, 45, 1},         // stall_after 15 s + `for:` 20 s
@@ -161,9 +161,8 @@ TEST(AlertsTour, EveryFaultIsOneNotificationGroup) {
        {"/usr/bin/prometheus", "/usr/bin/prometheus-alertmanager"}) {
     if (!fs::exists(bin)) MISSING_DEPENDENCY(std::string(bin) + " missing");
   }
-  const std::string base =
-      fs::temp_directory_path() /
-      ("alerts_tour_test." + std::to_string(getpid()));
+  const std::string base = fs::temp_directory_path() /
+                           ("alerts_tour_test." + std::to_string(getpid()));
   const std::string log = base + ".log", ports = base + ".ports",
                     timeline = base + ".yaml";
   std::string error;
@@ -201,14 +200,12 @@ TEST(AlertsTour, EveryFaultIsOneNotificationGroup) {
 
   int run = kLeadIn + kTail;
   for (const auto& f : kTour) run += f.window;
-  const double t0 = std::chrono::duration<double>(
-                        Clock::now().time_since_epoch())
-                        .count();
+  const double t0 =
+      std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
   {
-    sim::Session demo(SourceDir() + "/scripts/demo.sh --build " +
-                          BinaryDir() + " --quiet --timeline " + timeline +
-                          " --duration " + std::to_string(run) +
-                          " --webhook http://127.0.0.1:" +
+    sim::Session demo(SourceDir() + "/scripts/demo.sh --build " + BinaryDir() +
+                          " --quiet --timeline " + timeline + " --duration " +
+                          std::to_string(run) + " --webhook http://127.0.0.1:" +
                           std::to_string(webhook.port()) + "/" +
                           sim::DemoPortArgs(1, ports),
                       log);
@@ -253,8 +250,8 @@ TEST(AlertsTour, EveryFaultIsOneNotificationGroup) {
   }
   for (size_t w = 0; w < starts.size(); ++w) {
     listing += names[w] + " (from +" +
-               std::to_string(static_cast<int>(starts[w] - t0)) + "s): " +
-               std::to_string(in_window[w].size()) + " group(s)\n";
+               std::to_string(static_cast<int>(starts[w] - t0)) +
+               "s): " + std::to_string(in_window[w].size()) + " group(s)\n";
     for (const auto& [key, alerts] : in_window[w]) {
       listing += "  " + key + "\n";
       for (const auto& a : alerts) listing += "    " + a + "\n";
