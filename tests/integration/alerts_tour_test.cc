@@ -19,8 +19,9 @@
 // traffic and fabric sections it keeps) with shorter gaps and durations,
 // each long enough for its alerts to fire with demo.sh's shortened `for:`
 // (see its header; group_by, the routes and the inhibit rules are the
-// shipped ones, group_wait 5 s and group_interval 30 s). docs/alerting.md
-// ("The tour, end to end") says what it counts.
+// shipped ones, group_wait 5 s and group_interval 30 s). About 9 minutes
+// of wall time. docs/alerting.md ("The tour, end to end") says what it
+// counts.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -87,6 +88,10 @@ constexpr Fault kTour[] = {
     {"sm-failover", 45, 40, 1},     // SmNoMaster/SmFailover: one per job
     {"probe-loss", 50, 45, 1},
     {"slow-receiver", 40, 35, 1},
+    // Fails today (issue 39, docs/alerting.md "The tour, end to end"): on
+    // top of the tour's all-reduce traffic the rail-1 HCAs receive more
+    // than their line rate, so the sweep names the four ib-leaf1 ports
+    // facing them as roots and the unbalanced uplink as their victim.
     {"unbalanced-links", 45, 40, 1},
 };
 
