@@ -239,7 +239,8 @@ TEST_F(InhibitAlertmanagerTest, OneFaultOneNotification) {
 // alerts of its victims (switch ports, and a host port whose traffic waits
 // behind the same root) are suppressed through the FabricCongestionVictim
 // markers, which the root itself suppresses; a congested port of another
-// tree, and a victim of a root that does not fire, still page.
+// tree, and a victim of a root that does not fire, still page. A RoCE host
+// paused by a PFC origin: its FabricRoceCongestion and hotspot too.
 TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
   const Labels root = {{"job", "fabricmon"},
                        {"switch_guid", "0x0002c90300b00010"},
@@ -269,6 +270,19 @@ TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
   host_marker["root_port"] = "1";
   const std::string spine = "0x0002c90300b00020";
   const std::string leaf0 = "0x0002c90300b00011";
+  // RoCE: a PFC origin, and a host it pauses (the tour's pfc-storm).
+  const Labels pfc_root = {
+      {"job", "fabricmon"},      {"instance", "h1:10915"},
+      {"device", "mlx5_bond_0"}, {"port", "1"},
+      {"root_guid", "h1:10915"}, {"root_port", "mlx5_bond_0"},
+      {"cause", "pfc_origin"}};
+  const Labels paused = {{"job", "fabricmon"},
+                         {"instance", "h2:10915"},
+                         {"device", "mlx5_bond_0"},
+                         {"port", "1"}};
+  Labels paused_marker = paused;
+  paused_marker["root_guid"] = "h1:10915";
+  paused_marker["root_port"] = "mlx5_bond_0";
   const std::vector<std::pair<Posted, bool>> cases = {
       {{"FabricCongestionRoot", root}, false},
       // The root port's own per-port alert: the root page says more.
@@ -289,6 +303,11 @@ TEST_F(InhibitAlertmanagerTest, OneCongestionRootOnePage) {
       // suppressed (it cannot be: the rule requires the root firing).
       {{"FabricCongestionVictim", victim(leaf0, "9", "0x00000000000000ff")},
        false},
+      // The paused host's RoCE congestion and hotspot are the storm's.
+      {{"FabricCongestionRoot", pfc_root}, false},
+      {{"FabricCongestionVictim", paused_marker}, true},
+      {{"FabricRoceCongestion", paused}, true},
+      {{"FabricPortCongestionHotspot", paused}, true},
   };
   for (const auto& [alert, _] : cases) Post(alert);
   ExpectStates(cases);
