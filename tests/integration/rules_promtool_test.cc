@@ -310,8 +310,10 @@ TEST_P(TargetLabelsTest, EveryAlertKeepsClusterAndHost) {
       for (YAML::Node a : t["exp_alerts"]) {
         if (!a["exp_labels"]["cluster"]) a["exp_labels"]["cluster"] = "c9";
         // A switch port's or switch's alert names no node: `host`, like
-        // `instance`, is the sweeping node's and is dropped.
-        const bool node = !fleet && !a["exp_labels"]["switch_guid"];
+        // `instance`, is the sweeping (InfiniBand, switch_guid) or the
+        // streaming (RoCE over gNMI, switch only) node's and is dropped.
+        const bool node = !fleet && !a["exp_labels"]["switch_guid"] &&
+                          !a["exp_labels"]["switch"];
         if (node && !a["exp_labels"]["host"]) a["exp_labels"]["host"] = "h9";
         ++alerts;
       }
