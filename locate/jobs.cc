@@ -16,12 +16,14 @@ std::string Label(const PromSample& s, const std::string& name) {
 // Slurm job IDs are numbers; "900" sorts before "4711".
 bool JobBefore(const Job& a, const Job& b) {
   unsigned long long x = 0, y = 0;
-  const auto px = std::from_chars(a.job_id.data(),
-                                  a.job_id.data() + a.job_id.size(), x);
-  const auto py = std::from_chars(b.job_id.data(),
-                                  b.job_id.data() + b.job_id.size(), y);
-  const bool nx = px.ec == std::errc() && px.ptr == a.job_id.data() + a.job_id.size();
-  const bool ny = py.ec == std::errc() && py.ptr == b.job_id.data() + b.job_id.size();
+  const auto px =
+      std::from_chars(a.job_id.data(), a.job_id.data() + a.job_id.size(), x);
+  const auto py =
+      std::from_chars(b.job_id.data(), b.job_id.data() + b.job_id.size(), y);
+  const bool nx =
+      px.ec == std::errc() && px.ptr == a.job_id.data() + a.job_id.size();
+  const bool ny =
+      py.ec == std::errc() && py.ptr == b.job_id.data() + b.job_id.size();
   if (nx && ny && x != y) return x < y;
   return a < b;
 }
@@ -35,7 +37,8 @@ std::string HostOf(const std::string& address) {
   }
   // One colon: host:port. None, or several (a bare IPv6 address): as is.
   const auto colon = address.find(':');
-  if (colon == std::string::npos || address.find(':', colon + 1) != std::string::npos) {
+  if (colon == std::string::npos ||
+      address.find(':', colon + 1) != std::string::npos) {
     return address;
   }
   return address.substr(0, colon);

@@ -313,7 +313,8 @@ int main(int argc, char** argv) {
   if (!hosts.empty()) {
     QueryError kind;
     if (const auto jobs = prom->Query(kJobsQuery, now, &kind, &error)) {
-      for (RankedLink& r : report.ranked) r.jobs = JobsOnHosts(*jobs, r.score.hosts);
+      for (RankedLink& r : report.ranked)
+        r.jobs = JobsOnHosts(*jobs, r.score.hosts);
     } else {
       std::cerr << "fabricmon-locate: jobs: " << error << "\n";
     }

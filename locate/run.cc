@@ -136,8 +136,9 @@ void LocateLinks(MadTransport* transport, const LocateOptions& options,
     if (!is_bad && ip_good >= options.max_good) continue;
     ++(is_bad ? report->bad_traced : report->good_traced);
     ip_good += is_bad ? 0 : 1;
-    observations.push_back({p.verdict.verdict, p.ip_links,
-                            is_bad ? PairHosts(p) : std::vector<std::string>{}});
+    observations.push_back(
+        {p.verdict.verdict, p.ip_links,
+         is_bad ? PairHosts(p) : std::vector<std::string>{}});
   }
   for (const ProbePair& p : pairs) {
     if (p.verdict.verdict == Verdict::kBad) {

@@ -88,9 +88,9 @@ struct ScoreOptions {
 
 struct LinkScore {
   Link link;
-  double votes = 0;    // sum over bad pairs of 1 / (links on its path)
-  int bad_pairs = 0;   // bad paths crossing the link
-  int good_pairs = 0;  // good paths crossing the link
+  double votes = 0;             // sum over bad pairs of 1 / (links on its path)
+  int bad_pairs = 0;            // bad paths crossing the link
+  int good_pairs = 0;           // good paths crossing the link
   std::set<std::string> hosts;  // of the bad paths crossing it
 };
 

@@ -12,7 +12,8 @@
 //   spine2 swp5 -> gpu-node-09 eth0: paused by that host, which sends PFC
 //                  pauses and receives none (a stand-in exporter serves its
 //                  fabric_pfc_pause_duration_seconds_total, as the host's
-//                  daemon does: SimCongestion.PfcStormOriginIsTheRootInPrometheus).
+//                  daemon does:
+//                  SimCongestion.PfcStormOriginIsTheRootInPrometheus).
 // The RoCE switch root must be leaf1 swp1 alone (oversubscribed, three
 // paused switch ports: hops 1 to 3), each paused port its victim, and
 // spine2 swp5 the victim of the host's pfc_origin root. Then every panel,
@@ -150,10 +151,10 @@ TEST_F(GnmiCongestionTest, RoceSwitchRootAndUpstreamVictimsThroughTheRules) {
   Port(*leaf1, "swp1", "gpu-node-01", "eth0");
   ASSERT_TRUE(Grow(*leaf1, If("swp1") + "/state/counters/out-octets", 48e9));
   ASSERT_TRUE(Grow(*leaf1, Ecn("swp1"), 50000));
-  ASSERT_TRUE(leaf1->Set(
-      "/qos/interfaces/interface[interface-id=swp1]/output/queues/"
-      "queue[name=3]/state/max-queue-len",
-      "uint", "9000000"));
+  ASSERT_TRUE(
+      leaf1->Set("/qos/interfaces/interface[interface-id=swp1]/output/queues/"
+                 "queue[name=3]/state/max-queue-len",
+                 "uint", "9000000"));
   Port(*leaf1, "swp31", "spine1", "swp1");
   ASSERT_TRUE(Grow(*leaf1, Pause("swp31", "out"), 250000));
   Port(*spine1, "swp1", "leaf1", "swp31");
@@ -173,9 +174,9 @@ TEST_F(GnmiCongestionTest, RoceSwitchRootAndUpstreamVictimsThroughTheRules) {
   // gpu-node-09's PFC pause time: sends 20 %, receives none.
   const auto began = std::chrono::steady_clock::now();
   FakeHttpServer host([&](const std::string&) {
-    const double t = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - began)
-                         .count();
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
     const std::string labels =
         "device=\"mlx5_0\",port=\"1\",netdev=\"eth0\",priority=\"3\",";
     FakeHttpAnswer a;

@@ -44,8 +44,8 @@ inline std::vector<std::pair<std::string, std::string>> AllExprs() {
     for (auto& x : exprs) out.emplace_back(e.path().filename().string(), x);
   }
   for (const char* f : {"recording_rules.yml", "alerting_rules.yml"}) {
-    const YAML::Node doc = YAML::LoadFile(SourceDir() +
-                                          "/dashboards/prometheus/" + f);
+    const YAML::Node doc =
+        YAML::LoadFile(SourceDir() + "/dashboards/prometheus/" + f);
     for (const auto& g : doc["groups"]) {
       for (const auto& r : g["rules"]) {
         out.emplace_back(

@@ -18,8 +18,11 @@ PromSample JobSample(const std::string& instance, const std::string& host,
                      const std::string& id, const std::string& user,
                      const std::string& name) {
   PromSample s;
-  s.labels = {{"instance", instance}, {"host", host}, {"job_id", id},
-              {"user", user}, {"job_name", name}};
+  s.labels = {{"instance", instance},
+              {"host", host},
+              {"job_id", id},
+              {"user", user},
+              {"job_name", name}};
   s.value = 1;
   return s;
 }
@@ -52,7 +55,8 @@ TEST(LocateJobs, JobsOnTheHostsByInstanceOrHostLabelOnceEach) {
   EXPECT_EQ(jobs[0], (Job{"77", "carol", "ingest"}));  // numeric order
   EXPECT_EQ(jobs[1], (Job{"900", "bob", ""}));
   EXPECT_EQ(jobs[2], (Job{"4711", "alice", "llama-70b"}));
-  EXPECT_EQ(JobsText(jobs), "77 (carol: ingest), 900 (bob), 4711 (alice: llama-70b)");
+  EXPECT_EQ(JobsText(jobs),
+            "77 (carol: ingest), 900 (bob), 4711 (alice: llama-70b)");
   EXPECT_TRUE(JobsOnHosts(samples, {}).empty());
   EXPECT_EQ(JobsText({}), "");
 }
