@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
+#include <optional>
 
 namespace fabric::locate {
 
@@ -13,18 +13,19 @@ std::string Label(const PromSample& s, const std::string& name) {
   return it == s.labels.end() ? "" : it->second;
 }
 
+// A job ID as a number; nullopt when it is not one.
+std::optional<unsigned long long> Numeric(const std::string& id) {
+  unsigned long long v = 0;
+  const auto r = std::from_chars(id.data(), id.data() + id.size(), v);
+  if (r.ec != std::errc() || r.ptr != id.data() + id.size())
+    return std::nullopt;
+  return v;
+}
+
 // Slurm job IDs are numbers; "900" sorts before "4711".
 bool JobBefore(const Job& a, const Job& b) {
-  unsigned long long x = 0, y = 0;
-  const auto px =
-      std::from_chars(a.job_id.data(), a.job_id.data() + a.job_id.size(), x);
-  const auto py =
-      std::from_chars(b.job_id.data(), b.job_id.data() + b.job_id.size(), y);
-  const bool nx =
-      px.ec == std::errc() && px.ptr == a.job_id.data() + a.job_id.size();
-  const bool ny =
-      py.ec == std::errc() && py.ptr == b.job_id.data() + b.job_id.size();
-  if (nx && ny && x != y) return x < y;
+  const auto x = Numeric(a.job_id), y = Numeric(b.job_id);
+  if (x && y && *x != *y) return *x < *y;
   return a < b;
 }
 
