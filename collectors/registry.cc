@@ -15,6 +15,9 @@
 #if FABRICMON_WITH_GNMI
 #include "collectors/gnmi_switch.h"
 #endif
+#if FABRICMON_WITH_PODS
+#include "collectors/pods.h"
+#endif
 #if FABRICMON_WITH_RDMA
 #include "collectors/fabric.h"
 #include "collectors/ib_link.h"
@@ -37,6 +40,9 @@ const std::vector<CollectorSpec>& CollectorSpecs() {
       ProbeCollectorSpec(),
       BenchAgentCollectorSpec(),
       JobsCollectorSpec(),
+#if FABRICMON_WITH_PODS
+      PodsCollectorSpec(),
+#endif
 #if FABRICMON_WITH_RDMA
       SmCollectorSpec(),
       FabricCollectorSpec(),
