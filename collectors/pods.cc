@@ -21,8 +21,9 @@ class PodsCollector final : public Collector {
         std::chrono::duration_cast<std::chrono::milliseconds>(
             settings_.deadline));
     if (!reply.error.empty()) {
-      // Once per streak: a kubelet that is down stays down for a while.
-      if (reply.error != last_error_) spdlog::warn("pods: {}", reply.error);
+      // Once per streak: a kubelet that is down stays down for a while,
+      // and its errors vary (refused, reset, deadline) as it does.
+      if (last_error_.empty()) spdlog::warn("pods: {}", reply.error);
       last_error_ = reply.error;
       return false;
     }
@@ -59,7 +60,7 @@ class PodsCollector final : public Collector {
  private:
   CollectorEnv env_;
   PodsSettings settings_;
-  std::string last_error_;  // the failure last logged; "" while answering
+  std::string last_error_;  // the last failure; "" while answering
   bool had_over_ = false;   // keep the gauge (at 0) once it has been seen
 };
 
