@@ -23,6 +23,7 @@
 #include "podresources_v1.grpc.pb.h"
 #include "tests/integration/fabricmon_run.h"
 #include "tests/integration/sim_support.h"
+#include "tests/support/ci.h"
 #include "tests/support/http.h"
 #include "tests/support/paths.h"
 #include "tests/support/temp_dir.h"
@@ -303,6 +304,30 @@ TEST_F(KubeletPodsTest, AGarbageAnswerIsOneErrorNotACrash) {
     ++lines;
   }
   EXPECT_EQ(lines, 1u) << text;
+}
+
+// Through the packaged relay (systemd/fabricmon-kubelet.service's
+// systemd-socket-proxyd, socket-activated here by systemd-socket-activate as
+// fabricmon-kubelet.socket does): the daemon's gRPC reaches the kubelet.
+TEST_F(KubeletPodsTest, ThroughTheRelayUnitsProxy) {
+  const char* proxyd = "/lib/systemd/systemd-socket-proxyd";
+  if (::access(proxyd, X_OK) != 0 ||
+      std::system("command -v systemd-socket-activate >/dev/null") != 0) {
+    MISSING_DEPENDENCY("systemd-socket-proxyd / systemd-socket-activate");
+  }
+  kubelet_.Add("ml", "trainer-0", "worker", "nvidia.com/sriov_rdma_vf",
+               {"0000:3b:00.2"});
+  StartKubelet();
+  const std::string relay = (dir_ / "relay.sock").string();
+  sim::Session activate("systemd-socket-activate -l " + relay + " " + proxyd +
+                            " " + socket_,
+                        (dir_ / "relay.log").string());
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(relay); }, 30s, 50ms));
+  socket_ = relay;
+  EXPECT_EQ(Pods(Once()),
+            (std::map<std::string, double>{
+                {Series("ml", "trainer-0", "worker", "mlx5_0"), 1}}))
+      << log_ << ReadFile((dir_ / "relay.log").string());
 }
 
 }  // namespace

@@ -81,6 +81,28 @@ TEST(SystemdUnit, OnlyTheBrokerHasUmadAndItHasNoNetwork) {
   EXPECT_EQ(unit.find("ReadWritePaths="), std::string::npos);
 }
 
+// The kubelet relay (pods collector, docs/jobs.md): only the daemon's group
+// may connect to it; it runs as root, since the kubelet's socket is root's
+// and connecting needs write permission on it, with nothing else: no
+// capabilities, no network, and it connects to the kubelet's socket only.
+TEST(SystemdUnit, TheKubeletRelayIsRootWithNothingElse) {
+  const std::string socket = Read("systemd/fabricmon-kubelet.socket");
+  for (const char* line :
+       {"ListenStream=/run/fabricmon-kubelet/kubelet.sock", "SocketUser=root",
+        "SocketGroup=fabricmon", "SocketMode=0660"}) {
+    EXPECT_TRUE(HasLine(socket, line)) << "missing: " << line;
+  }
+  const std::string relay = Read("systemd/fabricmon-kubelet.service");
+  for (const char* line :
+       {"ExecStart=/lib/systemd/systemd-socket-proxyd "
+        "/var/lib/kubelet/pod-resources/kubelet.sock",
+        "CapabilityBoundingSet=", "AmbientCapabilities=", "NoNewPrivileges=yes",
+        "PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX",
+        "ProtectSystem=strict"}) {
+    EXPECT_TRUE(HasLine(relay, line)) << "missing: " << line;
+  }
+}
+
 TEST(SystemdUnit, UdevRuleAndSysusersNameTheUnitsGroup) {
   const std::string rule = Read("systemd/70-fabricmon-umad.rules");
   EXPECT_TRUE(HasLine(rule,
@@ -122,6 +144,7 @@ TEST(SystemdUnit, ExposureAtMostOnePointFiveAndTheBrokersAtMostHalf) {
   }
   EXPECT_LE(Exposure("fabricmon.service"), 1.5);
   EXPECT_LE(Exposure("fabricmon-mad-broker@.service"), 0.5);
+  EXPECT_LE(Exposure("fabricmon-kubelet.service"), 1.0);
 }
 
 }  // namespace
