@@ -95,7 +95,7 @@ CollectorSpec PodsCollectorSpec() {
           } else if (key == "max_series") {
             settings.max_series = static_cast<int>(Integer(
                 value, key_path, 1, 65536, "a number of series in 1..65536"));
-          } else if (key == "shared") {
+          } else if (key == "shared" && !value.IsNull()) {
             RequireMap(value, key_path);
             for (const auto& kv : value) {
               const std::string resource = kv.first.as<std::string>();

@@ -248,6 +248,22 @@ TEST_F(KubeletPodsTest, TheCapKeepsTheFirstAndCountsTheRest) {
       << log_;
 }
 
+// The RDMA shared device plugin's slot numbers name no device: the
+// resource's devices come from collectors.pods.shared.
+TEST_F(KubeletPodsTest, ASharedResourceMapsToItsConfiguredDevices) {
+  kubelet_.Add("ml", "trainer-2", "worker", "rdma/hca_shared_devices_a",
+               {"3"});
+  kubelet_.Add("ml", "trainer-3", "worker", "rdma/hca_shared_devices_b",
+               {"0"});  // not configured: nothing
+  StartKubelet();
+  EXPECT_EQ(Pods(Once("    shared:\n      \"rdma/hca_shared_devices_a\": "
+                      "[mlx5_0, mlx5_1]\n")),
+            (std::map<std::string, double>{
+                {Series("ml", "trainer-2", "worker", "mlx5_0"), 1},
+                {Series("ml", "trainer-2", "worker", "mlx5_1"), 1}}))
+      << log_;
+}
+
 // No kubelet socket (no Kubernetes here): nothing exported, nothing logged,
 // and the collection succeeds.
 TEST_F(KubeletPodsTest, NoSocketExportsAndLogsNothing) {
