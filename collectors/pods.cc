@@ -17,9 +17,8 @@ class PodsCollector final : public Collector {
 
   bool Collect(MetricSink& sink) override {
     PodResourcesReply reply = ListPodResources(
-        settings_.socket,
-        std::chrono::duration_cast<std::chrono::milliseconds>(
-            settings_.deadline));
+        settings_.socket, std::chrono::duration_cast<std::chrono::milliseconds>(
+                              settings_.deadline));
     if (!reply.error.empty()) {
       // Once per streak: a kubelet that is down stays down for a while,
       // and its errors vary (refused, reset, deadline) as it does.

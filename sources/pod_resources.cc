@@ -30,9 +30,8 @@ std::vector<std::string> PciRdmaDevices(const Sysfs& fs, std::string_view pci) {
   if (!IsPciAddress(pci)) return {};
   const std::string function = "bus/pci/devices/" + std::string(pci);
   // A VF's physfn link leads to its PF; a PF has none.
-  const std::string pf = fs.IsDirectory(function + "/physfn")
-                             ? function + "/physfn"
-                             : function;
+  const std::string pf =
+      fs.IsDirectory(function + "/physfn") ? function + "/physfn" : function;
   return fs.List(pf + "/infiniband").value_or(std::vector<std::string>{});
 }
 

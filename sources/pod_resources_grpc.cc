@@ -44,7 +44,9 @@ PodResourcesReply ListPodResources(const std::string& socket,
     for (const auto& container : pod.containers()) {
       for (const auto& devices : container.devices()) {
         reply.containers.push_back(
-            {pod.namespace_(), pod.name(), container.name(),
+            {pod.namespace_(),
+             pod.name(),
+             container.name(),
              devices.resource_name(),
              {devices.device_ids().begin(), devices.device_ids().end()}});
       }

@@ -81,8 +81,7 @@ class RawSocket {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     path.copy(addr.sun_path, sizeof(addr.sun_path) - 1);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)),
-              0);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
     EXPECT_EQ(::listen(fd_, 16), 0);
     if (!garbage) return;
     thread_ = std::thread([this] {
@@ -137,8 +136,8 @@ class KubeletPodsTest : public ::testing::Test {
 
   // A config with only ib_port and pods (and `pods_yaml` under pods).
   std::string Config(const std::string& pods_yaml, int port = 0) {
-    std::string config = "listen_address: \"127.0.0.1:" +
-                         std::to_string(port) + "\"\ncollectors:\n";
+    std::string config = "listen_address: \"127.0.0.1:" + std::to_string(port) +
+                         "\"\ncollectors:\n";
     for (const auto& name : CollectorNames()) {
       if (name != "pods" && name != "ib_port") {
         config += "  " + name + ": {enabled: false}\n";
@@ -153,10 +152,9 @@ class KubeletPodsTest : public ::testing::Test {
   // `fabricmon --once`; its log in log_.
   std::map<std::string, double> Once(const std::string& pods_yaml = "") {
     const std::string log = (dir_ / "once.log").string();
-    const auto run =
-        RunCommand(Binary("fabricmon") + " --once --config " +
-                   Config(pods_yaml) + " --sysfs.root " +
-                   (dir_ / "sys").string() + " 2>" + log);
+    const auto run = RunCommand(Binary("fabricmon") + " --once --config " +
+                                Config(pods_yaml) + " --sysfs.root " +
+                                (dir_ / "sys").string() + " 2>" + log);
     log_ = ReadFile(log);
     return ParseSamples(run.out);
   }
@@ -173,9 +171,8 @@ class KubeletPodsTest : public ::testing::Test {
   static std::string Series(const std::string& ns, const std::string& pod,
                             const std::string& container,
                             const std::string& device) {
-    return "fabric_pod_device_info{container=\"" + container +
-           "\",device=\"" + device + "\",namespace=\"" + ns + "\",pod=\"" +
-           pod + "\"}";
+    return "fabric_pod_device_info{container=\"" + container + "\",device=\"" +
+           device + "\",namespace=\"" + ns + "\",pod=\"" + pod + "\"}";
   }
 
   void TearDown() override {
@@ -218,10 +215,10 @@ TEST_F(KubeletPodsTest, PodsHoldingOurDevicesAndARemovedOneIsGone) {
   ASSERT_TRUE(samples) << ::testing::PrintToString(seen) << "\n"
                        << ReadFile((dir_ / "daemon.log").string());
   // The same `device` labels as the port series of this host.
-  EXPECT_TRUE(samples->count(
-      "fabric_port_state{device=\"mlx5_0\",port=\"1\"}"));
-  EXPECT_TRUE(samples->count(
-      "fabric_port_state{device=\"mlx5_1\",port=\"1\"}"));
+  EXPECT_TRUE(
+      samples->count("fabric_port_state{device=\"mlx5_0\",port=\"1\"}"));
+  EXPECT_TRUE(
+      samples->count("fabric_port_state{device=\"mlx5_1\",port=\"1\"}"));
 
   kubelet_.Remove("trainer-1");
   EXPECT_TRUE(ScrapeUntil(
@@ -251,8 +248,7 @@ TEST_F(KubeletPodsTest, TheCapKeepsTheFirstAndCountsTheRest) {
 // The RDMA shared device plugin's slot numbers name no device: the
 // resource's devices come from collectors.pods.shared.
 TEST_F(KubeletPodsTest, ASharedResourceMapsToItsConfiguredDevices) {
-  kubelet_.Add("ml", "trainer-2", "worker", "rdma/hca_shared_devices_a",
-               {"3"});
+  kubelet_.Add("ml", "trainer-2", "worker", "rdma/hca_shared_devices_a", {"3"});
   kubelet_.Add("ml", "trainer-3", "worker", "rdma/hca_shared_devices_b",
                {"0"});  // not configured: nothing
   StartKubelet();
@@ -335,9 +331,9 @@ TEST_F(KubeletPodsTest, ThroughTheRelayUnitsProxy) {
                {"0000:3b:00.2"});
   StartKubelet();
   const std::string relay = (dir_ / "relay.sock").string();
-  sim::Session activate("systemd-socket-activate -l " + relay + " " + proxyd +
-                            " " + socket_,
-                        (dir_ / "relay.log").string());
+  sim::Session activate(
+      "systemd-socket-activate -l " + relay + " " + proxyd + " " + socket_,
+      (dir_ / "relay.log").string());
   ASSERT_TRUE(WaitFor([&] { return fs::exists(relay); }, 30s, 50ms));
   socket_ = relay;
   EXPECT_EQ(Pods(Once()),

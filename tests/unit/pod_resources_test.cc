@@ -16,10 +16,10 @@ TEST(PodResourcesTest, PciAddresses) {
   EXPECT_TRUE(IsPciAddress("0000:3b:00.2"));
   EXPECT_TRUE(IsPciAddress("10000:e1:1f.7"));  // a VMD domain
   EXPECT_TRUE(IsPciAddress("0000:AF:00.0"));
-  EXPECT_FALSE(IsPciAddress("3b:00.2"));        // no domain
-  EXPECT_FALSE(IsPciAddress("0000:3b:00.8"));   // function 0-7
+  EXPECT_FALSE(IsPciAddress("3b:00.2"));       // no domain
+  EXPECT_FALSE(IsPciAddress("0000:3b:00.8"));  // function 0-7
   EXPECT_FALSE(IsPciAddress("0000:3b:00.2x"));
-  EXPECT_FALSE(IsPciAddress("0"));              // the shared plugin's slot
+  EXPECT_FALSE(IsPciAddress("0"));  // the shared plugin's slot
   EXPECT_FALSE(IsPciAddress("GPU-6f1a2b3c-0000-1111-2222-333344445555"));
   EXPECT_FALSE(IsPciAddress("../../../../etc"));
   EXPECT_FALSE(IsPciAddress("0000:3b/../0.2"));
@@ -57,12 +57,21 @@ TEST(PodResourcesTest, AnIdThatIsNotAPciAddressIsNeverLookedUp) {
 TEST(PodResourcesTest, ContainersMapToTheirDevicesSortedAndOnce) {
   FakeSysfs fs = Tree();
   const std::vector<PodContainerDevices> containers = {
-      {"ml", "trainer-1", "worker", "nvidia.com/sriov_rdma_vf",
+      {"ml",
+       "trainer-1",
+       "worker",
+       "nvidia.com/sriov_rdma_vf",
        {"0000:86:00.0"}},
-      {"ml", "trainer-0", "worker", "nvidia.com/sriov_rdma_vf",
+      {"ml",
+       "trainer-0",
+       "worker",
+       "nvidia.com/sriov_rdma_vf",
        {"0000:3b:00.2", "0000:86:00.0"}},
       // Its GPU: not an RDMA device.
-      {"ml", "trainer-0", "worker", "nvidia.com/gpu",
+      {"ml",
+       "trainer-0",
+       "worker",
+       "nvidia.com/gpu",
        {"GPU-6f1a2b3c-0000-1111-2222-333344445555"}},
       // The same device through the shared plugin: one series.
       {"ml", "trainer-0", "worker", "rdma/hca_shared_devices_a", {"3"}},
@@ -70,8 +79,7 @@ TEST(PodResourcesTest, ContainersMapToTheirDevicesSortedAndOnce) {
       {"batch", "eval", "main", "rdma/hca_shared_devices_b", {"0"}},
       {"batch", "idle", "main", "rdma/hca_shared_devices_a", {}},
   };
-  const SharedResources shared = {
-      {"rdma/hca_shared_devices_a", {"mlx5_0"}}};
+  const SharedResources shared = {{"rdma/hca_shared_devices_a", {"mlx5_0"}}};
   EXPECT_EQ(MapPodDevices(fs, containers, shared),
             (std::vector<PodDevice>{{"ml", "trainer-0", "worker", "mlx5_0"},
                                     {"ml", "trainer-0", "worker", "mlx5_1"},
@@ -82,15 +90,14 @@ TEST(PodResourcesTest, ASharedResourceGivesEveryHolderAllItsDevices) {
   FakeSysfs fs;
   const SharedResources shared = {
       {"rdma/hca_shared_devices_a", {"mlx5_0", "mlx5_1"}}};
-  EXPECT_EQ(
-      MapPodDevices(fs,
-                    {{"a", "p", "c", "rdma/hca_shared_devices_a", {"0"}},
-                     {"b", "q", "c", "rdma/hca_shared_devices_a", {"1"}}},
-                    shared),
-      (std::vector<PodDevice>{{"a", "p", "c", "mlx5_0"},
-                              {"a", "p", "c", "mlx5_1"},
-                              {"b", "q", "c", "mlx5_0"},
-                              {"b", "q", "c", "mlx5_1"}}));
+  EXPECT_EQ(MapPodDevices(fs,
+                          {{"a", "p", "c", "rdma/hca_shared_devices_a", {"0"}},
+                           {"b", "q", "c", "rdma/hca_shared_devices_a", {"1"}}},
+                          shared),
+            (std::vector<PodDevice>{{"a", "p", "c", "mlx5_0"},
+                                    {"a", "p", "c", "mlx5_1"},
+                                    {"b", "q", "c", "mlx5_0"},
+                                    {"b", "q", "c", "mlx5_1"}}));
   EXPECT_TRUE(fs.calls().empty());
 }
 
