@@ -15,7 +15,8 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev libibumad-dev libibmad-dev libibnetdisc-dev
   libopensm-dev
   # The gnmi collector (Ethernet switches over gNMI): gRPC C++ and protobuf,
-  # protoc and grpc_cpp_plugin generate proto/gnmi/ (proto/CMakeLists.txt).
+  # protoc and grpc_cpp_plugin generate proto/gnmi/ and proto/podresources/
+  # (proto/CMakeLists.txt).
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus prometheus-node-exporter iproute2 ethtool procps curl
@@ -35,7 +36,9 @@ PACKAGES=(
   # Chromium, its push checked against a real Pushgateway.
   nlohmann-json3-dev chromium prometheus-pushgateway
   # The .deb (cpack, dpkg-shlibdeps, deb-systemd-helper, systemd-sysusers,
-  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh).
+  # unshare for deb_package_test) and libFuzzer (scripts/fuzz.sh); systemd
+  # also has the kubelet relay's systemd-socket-proxyd and the
+  # systemd-socket-activate kubelet_pods_test runs it under.
   dpkg-dev init-system-helpers systemd util-linux clang libclang-rt-14-dev
   # systemd_nspawn_test boots a debootstrapped Debian under systemd-nspawn.
   debootstrap systemd-container
