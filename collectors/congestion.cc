@@ -131,9 +131,8 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
   s.xmit_wait_ticks =
       read_counter(kXmitWait, port.has_xmit_wait, port.xmit_wait,
                    port.counters_dir, "port_xmit_wait");
-  s.cnp_handled =
-      read_counter(kCnpHandled, port.has_cnp_handled, port.cnp_handled,
-                   port.hw_dir, "rp_cnp_handled");
+  s.cnp_handled = read_counter(kCnpHandled, port.has_cnp_handled,
+                               port.cnp_handled, port.hw_dir, "rp_cnp_handled");
   s.cnp_sent = read_counter(kCnpSent, port.has_cnp_sent, port.cnp_sent,
                             port.hw_dir, "np_cnp_sent");
   // `rate` at publishes only (a sample reads the hot counters alone).
@@ -379,10 +378,10 @@ CollectorSpec CongestionCollectorSpec() {
                        1e-9;
                  } else if (key == "fast_read_ratio") {
                    // Number() excludes its lower bound; 0 is allowed.
-                   settings.quiet_ratio = Number(
-                       value, key_path, -1, 1,
-                       "a share of one poll interval in [0, 1] (0: read "
-                       "every counter at every poll)");
+                   settings.quiet_ratio =
+                       Number(value, key_path, -1, 1,
+                              "a share of one poll interval in [0, 1] (0: read "
+                              "every counter at every poll)");
                    if (settings.quiet_ratio < 0) {
                      Fail(key_path, value.Mark(),
                           "must be in [0, 1] (0: read every counter at every "

@@ -13,14 +13,15 @@
 // hot (moved in the last window by at least `quiet_ratio` of a sample
 // interval, collectors/congestion_window.h); the rest are read at the
 // publishes (1 s), and while no counter is hot and no PFC netdev is watched,
-// Samples() is false and the daemon wakes the collector only to publish. Devices and ports are listed at each publish (Collect); the
-// samples in between poll the ports that listing found. Reads and listings go
-// through the collector's SysfsReader, which keeps descriptors and listings
-// between polls on real trees (sources/sysfs.h). A sample builds no strings and
-// allocates nothing: it walks a flat array of the ports and reads each file
-// through its SysfsReader::Keep() handle into a stack buffer (one pread on a
-// kept descriptor); paths, labels and handles are made per port once. Devices
-// and ports that vanish lose their history; those that (re)appear start a new
+// Samples() is false and the daemon wakes the collector only to publish.
+// Devices and ports are listed at each publish (Collect); the samples in
+// between poll the ports that listing found. Reads and listings go through the
+// collector's SysfsReader, which keeps descriptors and listings between polls
+// on real trees (sources/sysfs.h). A sample builds no strings and allocates
+// nothing: it walks a flat array of the ports and reads each file through its
+// SysfsReader::Keep() handle into a stack buffer (one pread on a kept
+// descriptor); paths, labels and handles are made per port once. Devices and
+// ports that vanish lose their history; those that (re)appear start a new
 // baseline.
 //
 // Devices and ports come from the shared walk (sources/ib_walk.h).
@@ -181,7 +182,7 @@ class CongestionCollector final : public Collector {
   std::uint64_t generation_ = 0;  // walks so far
   bool walked_ = false;           // Sample() walks only until the first walk
   bool ports_changed_ = true;
-  bool sampling_ = true;  // Samples()
+  bool sampling_ = true;                   // Samples()
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };
 

@@ -107,8 +107,8 @@ std::optional<CounterSteps::Increase> PortWindow::Step(
   Counter& counter = counters_[c];
   counter.clock.Tick(sample.time_seconds);
   // Only fast polls learn the counter's step period.
-  const auto up = counter.steps.Add(counter.clock, value,
-                                    Hot(c, sample.time_seconds));
+  const auto up =
+      counter.steps.Add(counter.clock, value, Hot(c, sample.time_seconds));
   if (up && up->delta > 0 &&
       busy_seconds(up->delta) >= fast_.quiet_ratio * fast_.sample_seconds) {
     counter.hot_until = sample.time_seconds + window_seconds_;

@@ -215,9 +215,10 @@ class PortWindow {
   // The increase of counter `c` in this sample, if it was read; marks it
   // hot when `busy_seconds(increase)` fills quiet_ratio of a fast interval.
   template <typename Busy>
-  std::optional<CounterSteps::Increase> Step(
-      CongestionCounter c, const CongestionSample& sample,
-      std::optional<std::uint64_t> value, Busy busy_seconds);
+  std::optional<CounterSteps::Increase> Step(CongestionCounter c,
+                                             const CongestionSample& sample,
+                                             std::optional<std::uint64_t> value,
+                                             Busy busy_seconds);
 
   double window_seconds_;
   double tick_seconds_;

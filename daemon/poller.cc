@@ -140,8 +140,8 @@ void Poller::Loop(std::shared_ptr<State> s) {
   // Between two publishes the poller wakes only for a collector that
   // samples (collector.h); asked after every tick, as a collector may have
   // nothing to sample for a while (congestion with every counter quiet).
-  const auto publish_step = std::max<std::chrono::microseconds>(
-      s->c.config.interval, publish_every);
+  const auto publish_step =
+      std::max<std::chrono::microseconds>(s->c.config.interval, publish_every);
   // Whether the last step was to the next publish (no sampling).
   bool to_publish = false;
   auto next = std::chrono::steady_clock::now();
@@ -159,8 +159,8 @@ void Poller::Loop(std::shared_ptr<State> s) {
     // sample only in between (collector.h).
     // (A tick that was a whole publish step away publishes even if it woke
     // a little early against the last publish's late start.)
-    const bool publish = !published || to_publish ||
-                         started - *published >= publish_every;
+    const bool publish =
+        !published || to_publish || started - *published >= publish_every;
     lock.Unlock();
     std::shared_ptr<Snapshot> snapshot;
     if (publish) {

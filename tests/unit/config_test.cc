@@ -191,8 +191,7 @@ TEST(ConfigTest, CongestionFastReadRatio) {
   const std::vector<CollectorKeys> known = Specs({"congestion"});
   std::string error;
   EXPECT_DOUBLE_EQ(CongestionSettings{}.quiet_ratio, 0.05);
-  for (const auto& [text, want] :
-       std::vector<std::pair<std::string, double>>{
+  for (const auto& [text, want] : std::vector<std::pair<std::string, double>>{
            {"0", 0}, {"0.2", 0.2}, {"1", 1}}) {
     auto config = ParseConfig(
         "collectors:\n  congestion:\n    fast_read_ratio: " + text + "\n",
@@ -205,10 +204,11 @@ TEST(ConfigTest, CongestionFastReadRatio) {
   }
   for (std::string_view bad : {"-0.1", "1.5", "fast", "nan", ""}) {
     std::string e;
-    EXPECT_FALSE(ParseConfig("collectors:\n  congestion:\n    "
-                             "fast_read_ratio: \"" +
-                                 std::string(bad) + "\"\n",
-                             known, &e))
+    EXPECT_FALSE(
+        ParseConfig("collectors:\n  congestion:\n    "
+                    "fast_read_ratio: \"" +
+                        std::string(bad) + "\"\n",
+                    known, &e))
         << bad;
     EXPECT_THAT(e, HasSubstr("collectors.congestion.fast_read_ratio (line 3)"))
         << bad;
