@@ -254,6 +254,33 @@ TEST_F(PollerTest, SamplesBetweenPublishes) {
   EXPECT_GE(poller_->completed(), 21u);
 }
 
+// A collector with nothing to sample for a while (congestion with every
+// counter quiet, issue 44 item 4): while Samples() is false the poller
+// steps from publish to publish and never calls Sample(); once it is true
+// again, samples resume between the publishes.
+class QuietCollector : public SamplingCollector {
+ public:
+  std::chrono::microseconds PublishInterval() const override { return 20ms; }
+  bool Samples() const override { return !quiet.load(); }
+  std::atomic<bool> quiet{true};
+};
+
+TEST_F(PollerTest, NoSamplesWhileTheCollectorHasNoneToTake) {
+  auto quiet = std::make_shared<QuietCollector>();
+  NamedCollector c;
+  c.name = "quiet";
+  c.config.interval = 1ms;
+  c.collector = quiet;
+  OnIo([&] {
+    poller_ = std::make_unique<Poller>(c, store_, in_flight_);
+    poller_->Start(io_);
+  });
+  ASSERT_TRUE(WaitFor([&] { return quiet->collects.load() >= 5; }));
+  EXPECT_EQ(quiet->samples.load(), 0);
+  quiet->quiet = false;
+  ASSERT_TRUE(WaitFor([&] { return quiet->samples.load() >= 5; }));
+}
+
 // The lifecycle hooks run on the io_context thread, once each; an idle
 // poller's thread is joined at Stop().
 TEST_F(PollerTest, StartAndStopHooksRunOnceOnTheIoThread) {
