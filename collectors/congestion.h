@@ -7,7 +7,7 @@
 // read is a PerfMgt MAD to the HCA firmware):
 //   counters/port_xmit_data, counters/port_rcv_data, counters/port_xmit_wait,
 //   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
-//   and `rate` (re-read every `rate_refresh_seconds`).
+//   and `rate` (re-read every `rate_refresh_seconds`, at a publish).
 // Which of those files exist is probed once per port, when the port first
 // appears. A sample between two publishes reads only the counters that are
 // hot (moved in the last window by at least `quiet_ratio` of a sample
