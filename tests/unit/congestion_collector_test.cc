@@ -792,6 +792,32 @@ TEST(CongestionWindowTest, IntervalEdgeCases) {
   EXPECT_FALSE(peak_after(a, b));
 }
 
+// A counter left out of a poll (`polled`) keeps its baseline: its next
+// read spans the polls it missed, and a missed poll is not a failed read.
+// It turns hot when an interval fills quiet_ratio of one sample, for one
+// window.
+TEST(CongestionWindowTest, UnpolledCounterKeepsItsBaselineAndHeats) {
+  PortWindow w(10, 1e-3, {0.1, 0.05});
+  EXPECT_FALSE(w.Hot(kXmitWait, 0));
+  w.Add(Wait(0, 0));
+  CongestionSample skipped = Wait(0.5, 0);
+  skipped.xmit_wait_ticks.reset();
+  skipped.polled = kAllCongestionCounters & ~CounterBit(kXmitWait);
+  w.Add(skipped);
+  // 4 ms of waiting over 1 s: under 5 % of a 100 ms sample (5 ms).
+  w.Add(Wait(1, 4));
+  EXPECT_NEAR(w.Peaks(1).transmit_wait.value_or(-1), 0.004, 1e-12);
+  EXPECT_FALSE(w.Hot(kXmitWait, 1));
+  // 6 ms in the next second: hot until one window (10 s) after it.
+  w.Add(Wait(2, 10));
+  EXPECT_TRUE(w.Hot(kXmitWait, 2));
+  EXPECT_TRUE(w.Hot(kXmitWait, 11.9));
+  EXPECT_FALSE(w.Hot(kXmitWait, 12));
+  EXPECT_FALSE(w.Hot(kXmitData, 2));  // never read
+  // quiet_ratio 0: every counter always.
+  EXPECT_TRUE(PortWindow(10, 1e-3).Hot(kXmitData, 0));
+}
+
 TEST(CongestionWindowTest, SaturatedTransmitWaitIsUnknownNotCalm) {
   // 32-bit PortXmitWait stuck at its maximum: no ratio, rather than 0.
   auto peak_after = [](CongestionSample a, CongestionSample b) {
