@@ -41,7 +41,10 @@
 #     hw_counters/* but lifespan, state, phys_state, rate), through
 #     descriptors opened once, nothing else. Its CPU per second over the
 #     same window is what any daemon reading those files that often pays on
-#     this machine now; fabricmon minus the floor is what is ours. A second
+#     this machine now; fabricmon minus the floor is what is ours. (Since
+#     issue 44 item 4 the defaults read the congestion files at 100 ms only
+#     while they move: on a recorded tree, where nothing moves, fabricmon
+#     reads them once a second and can cost less than this floor.) A second
 #     read_floor with empty lists (wake-ups only) splits the floor into its
 #     wake-ups and its reads.
 # Everything is bounded: curl --max-time, bounded waits, a watchdog on the

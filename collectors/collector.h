@@ -77,8 +77,10 @@ class Collector {
   // Zero: every tick publishes (Collect).
   virtual std::chrono::microseconds PublishInterval() const { return {}; }
   // False when Sample() does nothing (an event-driven collector whose
-  // `interval` paces its own schedule, e.g. probes every 1 ms): the poller
-  // then wakes only to publish, every PublishInterval().
+  // `interval` paces its own schedule, e.g. probes every 1 ms; congestion
+  // while every counter is quiet): the poller then wakes only to publish,
+  // every PublishInterval(). Asked on the collector's thread after each
+  // Collect() or Sample(), so it may change between ticks.
   virtual bool Samples() const { return true; }
 };
 

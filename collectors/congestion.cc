@@ -43,11 +43,33 @@ void CongestionCollector::Sample() {
   // the reads, and a port that comes or goes is seen within one publish
   // interval. A vanished port's reads fail quietly here (no interval, no
   // bogus value); the next walk forgets it.
-  for (Port* port : sample_ports_) port->window.Add(Poll(*port, now, nullptr));
+  // Only the hot counters: a quiet one waits for the next publish
+  // (congestion_window.h).
+  for (Port* port : sample_ports_) {
+    std::uint8_t hot = 0;
+    for (int c = 0; c < kCongestionCounters; ++c) {
+      const auto counter = static_cast<CongestionCounter>(c);
+      if (port->window.Hot(counter, now)) hot |= CounterBit(counter);
+    }
+    if (hot) port->window.Add(Poll(*port, now, hot, nullptr));
+  }
   if (ethtool_) {
     MetricSink scratch;
     PollPfc(scratch);
   }
+  sampling_ = NeedsSamples(clock_());
+}
+
+bool CongestionCollector::NeedsSamples(double now) const {
+  if (!netdevs_.empty()) return true;
+  for (const Port* port : sample_ports_) {
+    for (int c = 0; c < kCongestionCounters; ++c) {
+      if (port->window.Hot(static_cast<CongestionCounter>(c), now)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 CongestionCollector::Port::Port(const std::string& device,
@@ -81,14 +103,16 @@ void CongestionCollector::Probe(Port& p) {
 }
 
 CongestionSample CongestionCollector::Poll(Port& port, double now,
+                                           std::uint8_t polled,
                                            MetricSink* sink) {
   // Counters are short ("18446744073709551615\n" is 21 bytes); a longer
   // content fails the read (EOVERFLOW) and counts as unreadable.
   char buf[64];
   auto read_counter =
-      [&](bool present, SysfsReader::KeptFile file, const std::string& dir,
+      [&](CongestionCounter c, bool present, SysfsReader::KeptFile file,
+          const std::string& dir,
           std::string_view name) -> std::optional<std::uint64_t> {
-    if (!present) return std::nullopt;
+    if (!present || !(polled & CounterBit(c))) return std::nullopt;
     const auto r = reader_->ReadKept(file, buf);
     const auto v = r.ok() ? ParseU64(*r) : Parsed<std::uint64_t>{};
     if (!v.ok()) {
@@ -98,17 +122,21 @@ CongestionSample CongestionCollector::Poll(Port& port, double now,
     return v.value;
   };
   CongestionSample s;
-  s.xmit_data_words = read_counter(port.has_xmit_data, port.xmit_data,
-                                   port.counters_dir, "port_xmit_data");
-  s.rcv_data_words = read_counter(port.has_rcv_data, port.rcv_data,
+  s.polled = polled;
+  s.xmit_data_words =
+      read_counter(kXmitData, port.has_xmit_data, port.xmit_data,
+                   port.counters_dir, "port_xmit_data");
+  s.rcv_data_words = read_counter(kRcvData, port.has_rcv_data, port.rcv_data,
                                   port.counters_dir, "port_rcv_data");
-  s.xmit_wait_ticks = read_counter(port.has_xmit_wait, port.xmit_wait,
-                                   port.counters_dir, "port_xmit_wait");
-  s.cnp_handled = read_counter(port.has_cnp_handled, port.cnp_handled,
-                               port.hw_dir, "rp_cnp_handled");
-  s.cnp_sent = read_counter(port.has_cnp_sent, port.cnp_sent, port.hw_dir,
-                            "np_cnp_sent");
-  if (now - port.rate_read_at >= options_.rate_refresh_seconds) {
+  s.xmit_wait_ticks =
+      read_counter(kXmitWait, port.has_xmit_wait, port.xmit_wait,
+                   port.counters_dir, "port_xmit_wait");
+  s.cnp_handled = read_counter(kCnpHandled, port.has_cnp_handled,
+                               port.cnp_handled, port.hw_dir, "rp_cnp_handled");
+  s.cnp_sent = read_counter(kCnpSent, port.has_cnp_sent, port.cnp_sent,
+                            port.hw_dir, "np_cnp_sent");
+  // `rate` at publishes only (a sample reads the hot counters alone).
+  if (sink && now - port.rate_read_at >= options_.rate_refresh_seconds) {
     const auto r = reader_->ReadKept(port.rate_file, buf);
     const auto rate = r.ok() ? ParseRate(*r) : Parsed<PortRate>{};
     port.rate =
@@ -145,13 +173,15 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
                  .emplace(port_name,
                           Port(name, device.ports_dir, port_name,
                                PortWindow(options_.window_seconds,
-                                          options_.xmit_wait_tick_seconds)))
+                                          options_.xmit_wait_tick_seconds,
+                                          {options_.sample_seconds,
+                                           options_.quiet_ratio})))
                  .first;
         Probe(it->second);
         ports_changed_ = true;
       }
       Port& port = it->second;
-      port.window.Add(Poll(port, now, &sink));
+      port.window.Add(Poll(port, now, kAllCongestionCounters, &sink));
       port.seen = generation;
     }
   }
@@ -170,6 +200,7 @@ bool CongestionCollector::CollectImpl(MetricSink& sink, bool emit) {
     for (auto& [port_name, port] : device.ports) sample_ports_.push_back(&port);
   }
   if (ethtool_) PollPfc(sink);
+  sampling_ = NeedsSamples(clock_());
   if (!emit) return true;
 
   const double end = clock_();
@@ -308,7 +339,10 @@ std::unique_ptr<Collector> MakeCongestionCollector(
   options.devices = config.devices;
   options.window_seconds = settings.window_seconds;
   options.xmit_wait_tick_seconds = settings.xmit_wait_tick_seconds;
+  options.quiet_ratio = settings.quiet_ratio;
   options.ethtool_is_kernel = env.ethtool_is_kernel;
+  options.sample_seconds =
+      std::chrono::duration<double>(config.interval).count();
   return std::make_unique<CongestionCollector>(
       env, options, env.clock, env.ethtool ? env.ethtool() : nullptr);
 }
@@ -319,7 +353,7 @@ CollectorSpec CongestionCollectorSpec() {
   spec.name = "congestion";
   spec.interval = kCongestionRecommendedInterval;
   spec.timeout = std::chrono::seconds(1);
-  spec.keys = {"window", "xmit_wait_tick_ns"};
+  spec.keys = {"window", "xmit_wait_tick_ns", "fast_read_ratio"};
   spec.parse = [](const YAML::Node& node, const std::string& path,
                   const CollectorConfig& generic) {
     CongestionSettings settings;
@@ -342,6 +376,17 @@ CollectorSpec CongestionCollectorSpec() {
                               "a tick length in ns (a number in (0, 1e6], "
                               "e.g. 256)") *
                        1e-9;
+                 } else if (key == "fast_read_ratio") {
+                   // Number() excludes its lower bound; 0 is allowed.
+                   settings.quiet_ratio =
+                       Number(value, key_path, -1, 1,
+                              "a share of one poll interval in [0, 1] (0: read "
+                              "every counter at every poll)");
+                   if (settings.quiet_ratio < 0) {
+                     Fail(key_path, value.Mark(),
+                          "must be in [0, 1] (0: read every counter at every "
+                          "poll)");
+                   }
                  }
                });
     // A peak needs at least two polls inside the window (a disabled

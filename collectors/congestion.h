@@ -7,16 +7,21 @@
 // read is a PerfMgt MAD to the HCA firmware):
 //   counters/port_xmit_data, counters/port_rcv_data, counters/port_xmit_wait,
 //   hw_counters/rp_cnp_handled, hw_counters/np_cnp_sent (when present),
-//   and `rate` (re-read every `rate_refresh_seconds`).
+//   and `rate` (re-read every `rate_refresh_seconds`, at a publish).
 // Which of those files exist is probed once per port, when the port first
-// appears. Devices and ports are listed at each publish (Collect); the
-// samples in between poll the ports that listing found. Reads and listings go
-// through the collector's SysfsReader, which keeps descriptors and listings
-// between polls on real trees (sources/sysfs.h). A sample builds no strings and
-// allocates nothing: it walks a flat array of the ports and reads each file
-// through its SysfsReader::Keep() handle into a stack buffer (one pread on a
-// kept descriptor); paths, labels and handles are made per port once. Devices
-// and ports that vanish lose their history; those that (re)appear start a new
+// appears. A sample between two publishes reads only the counters that are
+// hot (moved in the last window by at least `quiet_ratio` of a sample
+// interval, collectors/congestion_window.h); the rest are read at the
+// publishes (1 s), and while no counter is hot and no PFC netdev is watched,
+// Samples() is false and the daemon wakes the collector only to publish.
+// Devices and ports are listed at each publish (Collect); the samples in
+// between poll the ports that listing found. Reads and listings go through the
+// collector's SysfsReader, which keeps descriptors and listings between polls
+// on real trees (sources/sysfs.h). A sample builds no strings and allocates
+// nothing: it walks a flat array of the ports and reads each file through its
+// SysfsReader::Keep() handle into a stack buffer (one pread on a kept
+// descriptor); paths, labels and handles are made per port once. Devices and
+// ports that vanish lose their history; those that (re)appear start a new
 // baseline.
 //
 // Devices and ports come from the shared walk (sources/ib_walk.h).
@@ -49,6 +54,12 @@
 
 namespace fabric {
 
+// The default share of a sample interval a counter must fill to be read
+// at every sample (CongestionOptions::quiet_ratio): 5 % is the first bucket
+// of the congestion dashboards' peak heatmaps (ceil(ratio x 20)), so a
+// counter read slow lands in the bucket it would have read fast.
+inline constexpr double kCongestionQuietRatio = 0.05;
+
 // `collectors.congestion` keys of its own (see docs/congestion.md for what
 // the tick is and why it is an assumption).
 struct CongestionSettings {
@@ -56,6 +67,8 @@ struct CongestionSettings {
   double window_seconds = 60.0;
   // `xmit_wait_tick_ns`: the duration of one port_xmit_wait tick.
   double xmit_wait_tick_seconds = 256e-9;
+  // `fast_read_ratio`: CongestionOptions::quiet_ratio.
+  double quiet_ratio = kCongestionQuietRatio;
   bool operator==(const CongestionSettings&) const = default;
 };
 
@@ -82,6 +95,12 @@ struct CongestionOptions {
   // How often the daemon publishes the peaks (Collect) while it samples
   // every interval (Sample): a peak reaches /metrics at most this late.
   std::chrono::microseconds publish_interval = std::chrono::seconds(1);
+  // The sample interval (the daemon's collectors.congestion.interval) and
+  // the share of one sample interval a counter must fill (line-rate
+  // traffic, transmit wait) to be read at every sample for the next window
+  // (congestion_window.h FastReads). 0: every counter at every sample.
+  double sample_seconds = 0.1;
+  double quiet_ratio = kCongestionQuietRatio;
 };
 
 // Recommended poll interval for this collector (the daemon's config sets
@@ -101,6 +120,9 @@ class CongestionCollector final : public Collector {
   std::chrono::microseconds PublishInterval() const override {
     return options_.publish_interval;
   }
+  // False while no counter is hot and no PFC netdev is watched: nothing to
+  // read between publishes.
+  bool Samples() const override { return sampling_; }
 
  private:
   // One port's state. The paths and labels are built once, when the port
@@ -135,8 +157,13 @@ class CongestionCollector final : public Collector {
 
   bool CollectImpl(MetricSink& sink, bool emit);
   void Probe(Port& port);
-  // Skips go to `sink` when given (a publish); a sample's are not reported.
-  CongestionSample Poll(Port& port, double now, MetricSink* sink);
+  // Reads the counters in `polled` (CounterBit()s) that the port has, and
+  // `rate` when due on a publish. Skips go to `sink` when given (a
+  // publish); a sample's are not reported.
+  CongestionSample Poll(Port& port, double now, std::uint8_t polled,
+                        MetricSink* sink);
+  // Whether any port has a hot counter at `now` or a PFC netdev is watched.
+  bool NeedsSamples(double now) const;
   void PollPfc(MetricSink& sink);
   void EmitPfc(double now, MetricSink& sink);
 
@@ -155,6 +182,7 @@ class CongestionCollector final : public Collector {
   std::uint64_t generation_ = 0;  // walks so far
   bool walked_ = false;           // Sample() walks only until the first walk
   bool ports_changed_ = true;
+  bool sampling_ = true;                   // Samples()
   std::map<std::string, Netdev> netdevs_;  // by netdev name
 };
 
@@ -162,7 +190,8 @@ class CongestionCollector final : public Collector {
 // source.
 std::unique_ptr<Collector> MakeCongestionCollector(
     const CollectorEnv& env, const CollectorConfig& config);
-// The registry row (keys `window`, `xmit_wait_tick_ns`; defaults 100 ms
+// The registry row (keys `window`, `xmit_wait_tick_ns`, `fast_read_ratio`;
+// defaults 100 ms
 // interval, 1 s timeout).
 CollectorSpec CongestionCollectorSpec();
 

@@ -44,7 +44,7 @@ int CounterSteps::Period() const {
 }
 
 std::optional<CounterSteps::Increase> CounterSteps::Add(
-    const PollClock& clock, std::optional<std::uint64_t> value) {
+    const PollClock& clock, std::optional<std::uint64_t> value, bool learn) {
   const std::uint64_t now = clock.index();
   if (!value || !moved_ || *value < moved_->second) {
     // A baseline: first value, after an unreadable one, or after a decrease.
@@ -62,7 +62,7 @@ std::optional<CounterSteps::Increase> CounterSteps::Add(
   const int span = gap >= period + 2 ? period : std::max(gap, period);
   const Increase up{static_cast<double>(*value - moved_->second),
                     clock.Since(span)};
-  if (gap <= PollClock::kSteps) {
+  if (learn && gap <= PollClock::kSteps) {
     gaps_.push_back(gap);
     if (gaps_.size() > PollClock::kSteps) gaps_.pop_front();
   }
@@ -99,20 +99,44 @@ void PushIf(SlidingMax& max, double end, const std::optional<double>& v) {
 
 }  // namespace
 
+template <typename Busy>
+std::optional<CounterSteps::Increase> PortWindow::Step(
+    CongestionCounter c, const CongestionSample& sample,
+    std::optional<std::uint64_t> value, Busy busy_seconds) {
+  if (!(sample.polled & CounterBit(c))) return std::nullopt;
+  Counter& counter = counters_[c];
+  counter.clock.Tick(sample.time_seconds);
+  // Only fast polls learn the counter's step period.
+  const auto up =
+      counter.steps.Add(counter.clock, value, Hot(c, sample.time_seconds));
+  if (up && up->delta > 0 &&
+      busy_seconds(up->delta) >= fast_.quiet_ratio * fast_.sample_seconds) {
+    counter.hot_until = sample.time_seconds + window_seconds_;
+  }
+  return up;
+}
+
 void PortWindow::Add(const CongestionSample& sample) {
   if (last_time_ && sample.time_seconds <= *last_time_) return;
   const bool baseline = !last_time_;
   last_time_ = sample.time_seconds;
-  clock_.Tick(sample.time_seconds);
   if (sample.rate_bytes_per_second) rate_ = sample.rate_bytes_per_second;
-  const auto data = xmit_data_.Add(clock_, sample.xmit_data_words);
-  const auto rcv = rcv_data_.Add(clock_, sample.rcv_data_words);
-  const auto wait =
-      xmit_wait_.Add(clock_, sample.xmit_wait_ticks == kXmitWaitSaturated
-                                 ? std::nullopt
-                                 : sample.xmit_wait_ticks);
-  const auto handled = cnp_handled_.Add(clock_, sample.cnp_handled);
-  const auto sent = cnp_sent_.Add(clock_, sample.cnp_sent);
+  // Seconds of line-rate traffic, of waiting; a CNP is always worth a look.
+  auto line_seconds = [&](double words) {
+    return rate_ && *rate_ > 0 ? words * kBytesPerWord / *rate_ : 0.0;
+  };
+  auto wait_seconds = [&](double ticks) { return ticks * tick_seconds_; };
+  auto any = [](double) { return 1e300; };
+  const auto data =
+      Step(kXmitData, sample, sample.xmit_data_words, line_seconds);
+  const auto rcv = Step(kRcvData, sample, sample.rcv_data_words, line_seconds);
+  const auto wait = Step(kXmitWait, sample,
+                         sample.xmit_wait_ticks == kXmitWaitSaturated
+                             ? std::nullopt
+                             : sample.xmit_wait_ticks,
+                         wait_seconds);
+  const auto handled = Step(kCnpHandled, sample, sample.cnp_handled, any);
+  const auto sent = Step(kCnpSent, sample, sample.cnp_sent, any);
   if (baseline) return;
   IntervalRatios r;
   r.end_seconds = sample.time_seconds;

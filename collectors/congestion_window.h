@@ -33,6 +33,20 @@
 // is indistinguishable from a real doubling); and utilisation is always
 // bounded by the line rate (clamped to [0, 1]).
 //
+// Which counters a fast poll needs (issue 44 item 4): a counter's peak can
+// only come from a poll interval in which it moved, so a counter that sits
+// still needs no 100 ms reads until it moves. Each counter of a port is
+// *hot* for one window after an interval in which it moved by at least
+// `quiet_ratio` of one fast interval's worth (utilisation or transmit wait
+// x the interval's length; any CNP at all), read at every fast poll while
+// hot, and otherwise only at the slow polls (the publishes, 1 s). What that
+// costs: the interval in which a counter wakes from a window of quiet is
+// read slow (a burst there shows its average over the slow interval, not
+// its 100 ms peak); every later interval of the window is read fast and
+// exact; and a peak below `quiet_ratio` of a fast interval reads low (at
+// least its slow-interval average), never high. bench/congestion_fast_reads
+// measures it.
+//
 // No I/O, no clock: callers pass timestamps. Parsers take string_view.
 //
 // Thread-safety: none; a PortWindow belongs to one collector instance, which
@@ -47,10 +61,29 @@
 
 namespace fabric {
 
+// The cumulative counters of a port's poll, as bits of
+// CongestionSample::polled.
+enum CongestionCounter : std::uint8_t {
+  kXmitData,
+  kRcvData,
+  kXmitWait,
+  kCnpHandled,
+  kCnpSent,
+  kCongestionCounters,
+};
+inline constexpr std::uint8_t kAllCongestionCounters =
+    (1u << kCongestionCounters) - 1;
+constexpr std::uint8_t CounterBit(CongestionCounter c) {
+  return static_cast<std::uint8_t>(1u << c);
+}
+
 // One poll of one port. Absent fields were not readable (or the hardware
-// does not have them); absent is not zero.
+// does not have them); absent is not zero. A counter whose bit is not in
+// `polled` was not read this poll (a fast poll of a quiet counter): it keeps
+// its baseline, and its next interval spans the polls it was not read at.
 struct CongestionSample {
   double time_seconds = 0;                       // monotonic clock
+  std::uint8_t polled = kAllCongestionCounters;  // CounterBit()s read
   std::optional<std::uint64_t> xmit_data_words;  // counters/port_xmit_data
   std::optional<std::uint64_t> rcv_data_words;   // counters/port_rcv_data
   std::optional<std::uint64_t> xmit_wait_ticks;  // counters/port_xmit_wait
@@ -103,8 +136,11 @@ class CounterSteps {
     double delta = 0;
     double seconds = 0;
   };
+  // `learn` false: the gap to this move is not learned as a step (polls
+  // of a counter read slow, whose gaps are idle time, not firmware steps).
   std::optional<Increase> Add(const PollClock& clock,
-                              std::optional<std::uint64_t> value);
+                              std::optional<std::uint64_t> value,
+                              bool learn = true);
 
  private:
   int Period() const;                                             // U, in polls
@@ -130,10 +166,19 @@ class SlidingMax {
   std::deque<std::pair<double, double>> q_;  // (end, value), values falling
 };
 
+// When a counter needs fast reads (file comment). quiet_ratio <= 0: always
+// (every counter read at every poll).
+struct FastReads {
+  double sample_seconds = 0;  // the fast poll interval
+  double quiet_ratio = 0;
+};
+
 class PortWindow {
  public:
-  PortWindow(double window_seconds, double tick_seconds)
-      : window_seconds_(window_seconds), tick_seconds_(tick_seconds) {}
+  PortWindow(double window_seconds, double tick_seconds, FastReads fast = {})
+      : window_seconds_(window_seconds),
+        tick_seconds_(tick_seconds),
+        fast_(fast) {}
 
   // Adds a poll. The first poll (and a poll whose time is not after the
   // previous one) only sets the baseline.
@@ -144,6 +189,11 @@ class PortWindow {
   CongestionPeaks Peaks(double now_seconds) const;
   // Drops intervals that ended at or before now - window.
   void Expire(double now_seconds);
+  // Whether a fast poll at `now` should read counter `c`: it moved enough
+  // within the last window (file comment), or gating is off.
+  bool Hot(CongestionCounter c, double now_seconds) const {
+    return fast_.quiet_ratio <= 0 || now_seconds < counters_[c].hot_until;
+  }
   // Seconds the port could not send, summed over every interval since the
   // first poll (Δport_xmit_wait x tick, at most the interval's length;
   // intervals with a decrease or a saturated counter left out); nullopt
@@ -155,14 +205,29 @@ class PortWindow {
   }
 
  private:
+  // One counter's polls: its own clock, ticked only when it was read, so a
+  // counter read every slow poll counts its steps in slow polls.
+  struct Counter {
+    PollClock clock;
+    CounterSteps steps;
+    double hot_until = -1e300;
+  };
+  // The increase of counter `c` in this sample, if it was read; marks it
+  // hot when `busy_seconds(increase)` fills quiet_ratio of a fast interval.
+  template <typename Busy>
+  std::optional<CounterSteps::Increase> Step(CongestionCounter c,
+                                             const CongestionSample& sample,
+                                             std::optional<std::uint64_t> value,
+                                             Busy busy_seconds);
+
   double window_seconds_;
   double tick_seconds_;
+  FastReads fast_;
   double wait_seconds_total_ = 0;
   bool has_wait_ = false;
   std::optional<double> last_time_;
   std::optional<double> rate_;  // the last rate read
-  PollClock clock_;
-  CounterSteps xmit_data_, rcv_data_, xmit_wait_, cnp_handled_, cnp_sent_;
+  Counter counters_[kCongestionCounters];
   SlidingMax transmit_utilization_, receive_utilization_, transmit_wait_,
       cnp_handled_max_, cnp_sent_max_;
 };

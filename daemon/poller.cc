@@ -138,11 +138,12 @@ void Poller::Loop(std::shared_ptr<State> s) {
   pthread_setname_np(pthread_self(), ("fm:" + s->c.name).substr(0, 15).c_str());
   const auto publish_every = s->c.collector->PublishInterval();
   // Between two publishes the poller wakes only for a collector that
-  // samples (collector.h).
-  const auto interval = s->c.collector->Samples()
-                            ? s->c.config.interval
-                            : std::max<std::chrono::microseconds>(
-                                  s->c.config.interval, publish_every);
+  // samples (collector.h); asked after every tick, as a collector may have
+  // nothing to sample for a while (congestion with every counter quiet).
+  const auto publish_step =
+      std::max<std::chrono::microseconds>(s->c.config.interval, publish_every);
+  // Whether the last step was to the next publish (no sampling).
+  bool to_publish = false;
   auto next = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> published;
   MutexLock lock(s->mu);
@@ -156,7 +157,10 @@ void Poller::Loop(std::shared_ptr<State> s) {
     s->in_flight->Add();
     // Publish at the first tick and once PublishInterval() has passed;
     // sample only in between (collector.h).
-    const bool publish = !published || started - *published >= publish_every;
+    // (A tick that was a whole publish step away publishes even if it woke
+    // a little early against the last publish's late start.)
+    const bool publish =
+        !published || to_publish || started - *published >= publish_every;
     lock.Unlock();
     std::shared_ptr<Snapshot> snapshot;
     if (publish) {
@@ -175,9 +179,11 @@ void Poller::Loop(std::shared_ptr<State> s) {
     if (!s->stop && snapshot) s->Finished(std::move(snapshot));
     s->in_flight->Done();
     const auto now = std::chrono::steady_clock::now();
-    next += interval;
+    to_publish = !s->c.collector->Samples();
+    const auto step = to_publish ? publish_step : s->c.config.interval;
+    next += step;
     // Fell behind (slow collection, suspended host): skip missed ticks.
-    if (next <= now) next = now + interval;
+    if (next <= now) next = now + step;
   }
 }
 

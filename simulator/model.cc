@@ -557,6 +557,11 @@ void Cluster::RunTraffic(double dt) {
   // Offered load of every ring flow and the hotspot's; the congestion-tree
   // flows come with theirs.
   AddCongestionFlows(&capacity);
+  // Ring flows are built rail by rail, one per host (BuildTopology).
+  auto cross_rail = [&](std::size_t f) {
+    const std::size_t rail = f / hosts_.size();
+    return rail < cross_rail_.size() && cross_rail_[rail];
+  };
   for (size_t f = 0; f < flows_.size(); ++f) {
     Flow& flow = flows_[f];
     if (f < base_flows_) flow.offered_bps = 0;
@@ -565,7 +570,7 @@ void Cluster::RunTraffic(double dt) {
         flow.offered_bps =
             kHotspotExternalLoad * ports_[flow.hops[1]].NominalBytesPerSecond();
       }
-    } else if (burst && f < base_flows_) {
+    } else if (burst && f < base_flows_ && !cross_rail(f)) {
       const Port& src = ports_[flow.hops[0]];
       const double burst_seconds =
           std::chrono::duration<double>(traffic.period).count() *
@@ -689,6 +694,7 @@ void Cluster::AddCongestionFlows(std::vector<double>* capacity) {
   flows_.resize(base_flows_);
   std::unique_ptr<ClusterRoutes> routes;  // once per tick, when needed
   const int rails = static_cast<int>(kIbDevices.size());
+  cross_rail_.assign(rails, false);
   for (const Event& e : config_.timeline.events) {
     if ((e.scenario != Scenario::kSlowReceiver &&
          e.scenario != Scenario::kOversubscribedUplink &&
@@ -727,7 +733,11 @@ void Cluster::AddCongestionFlows(std::vector<double>* capacity) {
     // Every host on the target's leaf sends to its HCA on the next rail:
     // all of it up the leaf's uplinks, and the LFT puts every destination
     // of that rail on the same one (their LIDs are alike modulo the
-    // uplinks: static routing that does not spread).
+    // uplinks: static routing that does not spread). This is the job's
+    // traffic on both rails: their ring flows stop meanwhile, or under the
+    // demo tour's 0.8-line-rate all-reduce each receiver would take more
+    // than its link carries and be a root of its own (a second fault).
+    cross_rail_[rail] = cross_rail_[(rail + 1) % rails] = true;
     const double load =
         e.scenario == Scenario::kOversubscribedUplink
             ? kOversubscribedLoad

@@ -235,7 +235,7 @@ class Cluster {
   void ApplyScenarios();
   void RunTraffic(double dt);
   // This tick's congestion-tree flows (appended to flows_) and the slow
-  // receivers' drain limits (on `capacity`).
+  // receivers' drain limits (on `capacity`); sets cross_rail_.
   void AddCongestionFlows(std::vector<double>* capacity);
   // Shares every transmitter among its flows; sets the flows' delivered
   // rates and returns each flow's last throttled hop (-1: none).
@@ -258,6 +258,10 @@ class Cluster {
   int master_ = 0;
   int hotspot_flow_ = -1;
   std::size_t base_flows_ = 0;  // flows_ before the congestion flows
+  // This tick, per rail: its ring all-reduce is the cross-rail traffic of
+  // an oversubscribed-uplink or unbalanced-links event (both the sending
+  // and the receiving rail), so the rail's own ring flows carry nothing.
+  std::vector<bool> cross_rail_;
   // pfc-storm: per port, the share of the last tick a host relayed pauses.
   std::vector<double> pfc_relay_;
   int spine_first_port_ = -1;

@@ -182,7 +182,37 @@ TEST(ConfigTest, CongestionWindowAndTick) {
   EXPECT_THAT(bad("collectors:\n  congestion:\n    windows: 30s\n"),
               HasSubstr("collectors.congestion.windows (line 3): unknown key "
                         "(expected enabled, interval, timeout, devices, "
-                        "window, xmit_wait_tick_ns)"));
+                        "window, xmit_wait_tick_ns, fast_read_ratio)"));
+}
+
+// collectors.congestion.fast_read_ratio: which counters a 100 ms sample
+// reads (collectors/congestion_window.h); 0 turns the choice off.
+TEST(ConfigTest, CongestionFastReadRatio) {
+  const std::vector<CollectorKeys> known = Specs({"congestion"});
+  std::string error;
+  EXPECT_DOUBLE_EQ(CongestionSettings{}.quiet_ratio, 0.05);
+  for (const auto& [text, want] : std::vector<std::pair<std::string, double>>{
+           {"0", 0}, {"0.2", 0.2}, {"1", 1}}) {
+    auto config = ParseConfig(
+        "collectors:\n  congestion:\n    fast_read_ratio: " + text + "\n",
+        known, &error);
+    ASSERT_TRUE(config) << error;
+    EXPECT_DOUBLE_EQ(
+        SettingsAs<CongestionSettings>(config->Collector("congestion"))
+            .quiet_ratio,
+        want);
+  }
+  for (std::string_view bad : {"-0.1", "1.5", "fast", "nan", ""}) {
+    std::string e;
+    EXPECT_FALSE(
+        ParseConfig("collectors:\n  congestion:\n    "
+                    "fast_read_ratio: \"" +
+                        std::string(bad) + "\"\n",
+                    known, &e))
+        << bad;
+    EXPECT_THAT(e, HasSubstr("collectors.congestion.fast_read_ratio (line 3)"))
+        << bad;
+  }
 }
 
 TEST(ConfigTest, EveryKey) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -94,6 +95,7 @@ class CongestionCollectorTest : public ::testing::Test {
 // anything; ports that appear are picked up, and ports that vanish
 // forgotten, at the next publish.
 TEST_F(CongestionCollectorTest, SamplesPollKnownPortsAndPublishesWalk) {
+  options.quiet_ratio = 0;  // every counter at every sample
   Make();
   SimPort a;
   a.Render(*fs, "mlx5_0", "1");
@@ -137,7 +139,11 @@ TEST_F(CongestionCollectorTest, SamplesPollKnownPortsAndPublishesWalk) {
 // transmit-wait (and line-rate transmit) lands between polls. The peak over
 // the window sees (nearly) the whole burst, while the 30 s average that a
 // slow scrape's rate() would give is ~1 %.
+// (Every counter read at every sample: with the default quiet_ratio this
+// burst, the first transmit wait after a quiet window, reads as its average
+// over the publish interval; FirstBurstAfterQuietReadsSlowThenFast.)
 TEST_F(CongestionCollectorTest, BurstBetweenPollsShowsAsPeak) {
+  options.quiet_ratio = 0;
   Make();
   SimPort sim;
   sim.Render(*fs, "mlx5_0", "1");
@@ -349,6 +355,146 @@ TEST_F(CongestionCollectorTest, ReadsOnlyWhatItNeedsAndRateRarely) {
   EXPECT_EQ(fs->Reads(dir + "rate"), 1);  // refreshed every 10 s
   // Absent hw_counters files are not tried at all.
   EXPECT_EQ(fs->Reads(dir + "hw_counters/rp_cnp_handled"), 0);
+}
+
+// Issue 44 item 4: a sample between two publishes reads only the hot
+// counters (moved by at least fast_read_ratio of a sample interval in the
+// last window); the quiet ones are read at the publishes. These fail if a
+// sample reads a quiet counter again.
+class FastReadsTest : public CongestionCollectorTest {
+ protected:
+  struct Reads {
+    int data = 0, rcv = 0, wait = 0, cnp = 0;
+  };
+  const std::string dir = "class/infiniband/mlx5_0/ports/1/";
+  SimPort sim;
+
+  Reads Count() {
+    return {fs->Reads(dir + "counters/port_xmit_data"),
+            fs->Reads(dir + "counters/port_rcv_data"),
+            fs->Reads(dir + "counters/port_xmit_wait"),
+            fs->Reads(dir + "hw_counters/rp_cnp_handled") +
+                fs->Reads(dir + "hw_counters/np_cnp_sent")};
+  }
+  // One publish interval as the daemon runs it at the defaults: nine
+  // samples 100 ms apart, then a publish. `load(i)` is the (utilisation,
+  // wait) of the i-th 100 ms. Returns what the nine samples read.
+  Reads Second(const std::function<std::pair<double, double>(int)>& load) {
+    const Reads before = Count();
+    for (int i = 0; i < 10; ++i) {
+      if (i == 9) {
+        const Reads after = Count();
+        Advance(load(i));
+        Collect();
+        return {after.data - before.data, after.rcv - before.rcv,
+                after.wait - before.wait, after.cnp - before.cnp};
+      }
+      Advance(load(i));
+      collector->Sample();
+    }
+    return {};
+  }
+  Reads Second(double util, double wait) {
+    return Second([&](int) { return std::pair{util, wait}; });
+  }
+  void Advance(std::pair<double, double> load) {
+    now += 0.1;
+    sim.Run(0.1, load.first, load.second);
+    sim.Render(*fs, "mlx5_0", "1");
+  }
+  double Peak(const std::string& name) {
+    return Value(Collect(), name, "mlx5_0", "1").value_or(-1);
+  }
+};
+
+TEST_F(FastReadsTest, QuietCountersAreReadAtPublishesOnly) {
+  Make();
+  sim.Render(*fs, "mlx5_0", "1");
+  SetPort(*fs, "mlx5_0", "1", "hw_counters/rp_cnp_handled", 7);
+  SetPort(*fs, "mlx5_0", "1", "hw_counters/np_cnp_sent", 9);
+  Collect();  // baseline
+  EXPECT_FALSE(collector->Samples());
+  for (int s = 0; s < 3; ++s) {
+    const Reads sampled = Second(0, 0);
+    EXPECT_EQ(sampled.data + sampled.rcv + sampled.wait + sampled.cnp, 0) << s;
+    EXPECT_FALSE(collector->Samples()) << s;
+  }
+  // The publishes read each file: the baseline and three.
+  const Reads all = Count();
+  EXPECT_EQ(all.data, 4);
+  EXPECT_EQ(all.rcv, 4);
+  EXPECT_EQ(all.wait, 4);
+  EXPECT_EQ(all.cnp, 8);
+  EXPECT_DOUBLE_EQ(Peak("fabric_port_transmit_wait_peak_ratio"), 0);
+}
+
+TEST_F(FastReadsTest, OnlyTheCountersThatMoveAreReadAtEverySample) {
+  options.window_seconds = 3;
+  Make();
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();
+  // The first second of waiting is read at its publish, which makes
+  // port_xmit_wait hot: from then on every sample reads it, and only it.
+  Reads r = Second(0, 0.3);
+  EXPECT_EQ(r.wait, 0);
+  EXPECT_TRUE(collector->Samples());
+  r = Second(0, 0.3);
+  EXPECT_EQ(r.wait, 9);
+  EXPECT_EQ(r.data + r.rcv, 0);
+  EXPECT_NEAR(Peak("fabric_port_transmit_wait_peak_ratio"), 0.3, 1e-3);
+  // It stays hot for one window (3 s) after it last moved, then cools.
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(Second(0, 0).wait, 9) << s;
+  r = Second(0, 0);
+  EXPECT_EQ(r.wait, 0);
+  EXPECT_FALSE(collector->Samples());
+  // Traffic heats the data counters (receive at half the transmit rate).
+  Second(0.6, 0);
+  r = Second(0.6, 0);
+  EXPECT_EQ(r.data, 9);
+  EXPECT_EQ(r.rcv, 9);
+  EXPECT_EQ(r.wait, 0);
+  EXPECT_NEAR(Peak("fabric_port_transmit_utilization_peak_ratio"), 0.6, 1e-3);
+}
+
+TEST_F(FastReadsTest, BelowTheQuietRatioStaysSlowAndReadsItsAverage) {
+  Make();
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();
+  // 0.4 % waiting: 4 ms a second, under 5 % of one 100 ms sample.
+  for (int s = 0; s < 3; ++s) EXPECT_EQ(Second(0, 0.004).wait, 0) << s;
+  EXPECT_FALSE(collector->Samples());
+  EXPECT_NEAR(Peak("fabric_port_transmit_wait_peak_ratio"), 0.004, 1e-4);
+}
+
+// What the choice costs: the burst that wakes a quiet counter is read over
+// the publish interval (its average, 0.3 of a 300 ms burst); the next one
+// within the window is read at every sample and exact.
+TEST_F(FastReadsTest, FirstBurstAfterQuietReadsSlowThenFast) {
+  Make();
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();
+  auto burst = [](int i) {
+    return std::pair{0.0, i >= 3 && i < 6 ? 1.0 : 0.0};
+  };
+  for (int s = 0; s < 5; ++s) Second(0, 0);
+  EXPECT_EQ(Second(burst).wait, 0);
+  EXPECT_NEAR(Peak("fabric_port_transmit_wait_peak_ratio"), 0.3, 1e-3);
+  for (int s = 0; s < 5; ++s) Second(0, 0);
+  EXPECT_EQ(Second(burst).wait, 9);
+  EXPECT_NEAR(Peak("fabric_port_transmit_wait_peak_ratio"), 1.0, 1e-3);
+}
+
+// fast_read_ratio 0: every counter at every sample, moving or not.
+TEST_F(FastReadsTest, RatioZeroReadsEveryCounterAtEverySample) {
+  options.quiet_ratio = 0;
+  Make();
+  sim.Render(*fs, "mlx5_0", "1");
+  Collect();
+  const Reads r = Second(0, 0);
+  EXPECT_EQ(r.data, 9);
+  EXPECT_EQ(r.rcv, 9);
+  EXPECT_EQ(r.wait, 9);
+  EXPECT_TRUE(collector->Samples());
 }
 
 TEST_F(CongestionCollectorTest, GarbageIsSkippedNotExported) {
@@ -644,6 +790,32 @@ TEST(CongestionWindowTest, IntervalEdgeCases) {
   EXPECT_EQ(*peak_after(a, b), 1.0);
   b.xmit_wait_ticks.reset();
   EXPECT_FALSE(peak_after(a, b));
+}
+
+// A counter left out of a poll (`polled`) keeps its baseline: its next
+// read spans the polls it missed, and a missed poll is not a failed read.
+// It turns hot when an interval fills quiet_ratio of one sample, for one
+// window.
+TEST(CongestionWindowTest, UnpolledCounterKeepsItsBaselineAndHeats) {
+  PortWindow w(10, 1e-3, {0.1, 0.05});
+  EXPECT_FALSE(w.Hot(kXmitWait, 0));
+  w.Add(Wait(0, 0));
+  CongestionSample skipped = Wait(0.5, 0);
+  skipped.xmit_wait_ticks.reset();
+  skipped.polled = kAllCongestionCounters & ~CounterBit(kXmitWait);
+  w.Add(skipped);
+  // 4 ms of waiting over 1 s: under 5 % of a 100 ms sample (5 ms).
+  w.Add(Wait(1, 4));
+  EXPECT_NEAR(w.Peaks(1).transmit_wait.value_or(-1), 0.004, 1e-12);
+  EXPECT_FALSE(w.Hot(kXmitWait, 1));
+  // 6 ms in the next second: hot until one window (10 s) after it.
+  w.Add(Wait(2, 10));
+  EXPECT_TRUE(w.Hot(kXmitWait, 2));
+  EXPECT_TRUE(w.Hot(kXmitWait, 11.9));
+  EXPECT_FALSE(w.Hot(kXmitWait, 12));
+  EXPECT_FALSE(w.Hot(kXmitData, 2));  // never read
+  // quiet_ratio 0: every counter always.
+  EXPECT_TRUE(PortWindow(10, 1e-3).Hot(kXmitData, 0));
 }
 
 TEST(CongestionWindowTest, SaturatedTransmitWaitIsUnknownNotCalm) {

@@ -89,6 +89,18 @@ class PollerTest : public ::testing::Test {
     io_.stop();
     thread_.join();
   }
+  // Starts a poller of `collector` with a 1 ms interval.
+  void StartEveryMs(const std::string& name,
+                    std::shared_ptr<Collector> collector) {
+    NamedCollector c;
+    c.name = name;
+    c.config.interval = 1ms;
+    c.collector = std::move(collector);
+    OnIo([&] {
+      poller_ = std::make_unique<Poller>(c, store_, in_flight_);
+      poller_->Start(io_);
+    });
+  }
   // Runs `f` on the io_context thread (as the daemon does) and waits.
   void OnIo(std::function<void()> f) {
     std::promise<void> done;
@@ -240,18 +252,31 @@ class SamplingCollector : public Collector {
 
 TEST_F(PollerTest, SamplesBetweenPublishes) {
   auto sampling = std::make_shared<SamplingCollector>();
-  NamedCollector c;
-  c.name = "sampling";
-  c.config.interval = 1ms;
-  c.collector = sampling;
-  OnIo([&] {
-    poller_ = std::make_unique<Poller>(c, store_, in_flight_);
-    poller_->Start(io_);
-  });
+  StartEveryMs("sampling", sampling);
   ASSERT_TRUE(WaitFor([&] { return sampling->samples.load() >= 20; }));
   EXPECT_EQ(sampling->collects.load(), 1);
   ASSERT_NE(store_->Latest("sampling"), nullptr);
   EXPECT_GE(poller_->completed(), 21u);
+}
+
+// A collector with nothing to sample for a while (congestion with every
+// counter quiet, issue 44 item 4): while Samples() is false the poller
+// steps from publish to publish and never calls Sample(); once it is true
+// again, samples resume between the publishes.
+class QuietCollector : public SamplingCollector {
+ public:
+  std::chrono::microseconds PublishInterval() const override { return 20ms; }
+  bool Samples() const override { return !quiet.load(); }
+  std::atomic<bool> quiet{true};
+};
+
+TEST_F(PollerTest, NoSamplesWhileTheCollectorHasNoneToTake) {
+  auto quiet = std::make_shared<QuietCollector>();
+  StartEveryMs("quiet", quiet);
+  ASSERT_TRUE(WaitFor([&] { return quiet->collects.load() >= 5; }));
+  EXPECT_EQ(quiet->samples.load(), 0);
+  quiet->quiet = false;
+  ASSERT_TRUE(WaitFor([&] { return quiet->samples.load() >= 5; }));
 }
 
 // The lifecycle hooks run on the io_context thread, once each; an idle

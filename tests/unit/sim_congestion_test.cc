@@ -180,6 +180,28 @@ TEST(SimCongestion, UnbalancedParallelLinksOneCarriesAndWaitsTheOtherIdles) {
   EXPECT_NEAR(w.Wait(second, d), 1 - 1 / kUnbalancedTotalLoad, 0.01);
 }
 
+// Under the demo tour's all-reduce (80 % of line rate, half the time) the
+// two rails' own rings stop: the cross-rail flows are that job's traffic,
+// so no rail-1 HCA takes more than its link carries and the uplink stays
+// the one waiting port (before: the four leaf ports facing them waited
+// too, four roots more). The other rails' rings still run.
+TEST(SimCongestion, UnbalancedLinksUnderTheToursTrafficWaitOnlyAtTheUplink) {
+  SimConfig config = Config({At(Scenario::kUnbalancedLinks, 0, "mlx5_0")}, 2);
+  config.timeline.traffic.load = 0.8;
+  config.timeline.traffic.duty_cycle = 0.5;
+  Cluster c(config);
+  Window w(c);
+  const Duration d = seconds(10);
+  Advance(c, d);
+  const int second = SwitchPort(c, "ib-leaf0", kHosts + 2);
+  EXPECT_EQ(Waiting(c, w, d), std::set<int>{second});
+  EXPECT_GT(w.Utilisation(second, d), 0.999);
+  for (int h = 0; h < kHosts; ++h) {
+    EXPECT_EQ(w.Wait(c.ports()[HostPort(c, h, "mlx5_1")].peer, d), 0) << h;
+    EXPECT_GT(w.Utilisation(HostPort(c, h, "mlx5_4"), d), 0.3) << h;
+  }
+}
+
 TEST(SimCongestion, TwoRootsAtOnceEachWithItsOwnVictims) {
   Cluster c(Config({At(Scenario::kSlowReceiver, 0, "mlx5_0"),
                     At(Scenario::kSlowReceiver, 2, "mlx5_4")}));
