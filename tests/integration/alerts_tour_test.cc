@@ -64,9 +64,6 @@ struct Fault {
   int groups;
 };
 
-// A window whose groups are listed but not asserted (see its entry).
-constexpr int kNotCounted = -1;
-
 // The steady lead-in: the daemons and Prometheus are up and scraping
 // before the first fault.
 constexpr int kLeadIn = 25;
@@ -91,13 +88,9 @@ constexpr Fault kTour[] = {
     {"sm-failover", 45, 40, 1},     // SmNoMaster/SmFailover: one per job
     {"probe-loss", 50, 45, 1},
     {"slow-receiver", 40, 35, 1},
-    // Not counted (kNotCounted), an open defect (issue 39, docs/alerting.md
-    // "The tour, end to end"): on top of the tour's all-reduce traffic the
-    // rail-1 HCAs receive more than their line rate, so the sweep names the
-    // four ib-leaf1 ports facing them as roots (up to 7 groups) and the
-    // unbalanced uplink as their victim; sim_congestion_daemon_test, without
-    // that traffic, names the uplink. Its groups are listed, not asserted.
-    {"unbalanced-links", 45, 40, kNotCounted},
+    // The uplink's tree: its rails' ring traffic is the cross-rail flows
+    // (simulator), so no receiver is a second root.
+    {"unbalanced-links", 45, 40, 1},
 };
 
 std::string Slurp(const std::string& path) {
@@ -268,7 +261,6 @@ TEST(AlertsTour, EveryFaultIsOneNotificationGroup) {
     }
   }
   for (size_t w = 0; w < starts.size(); ++w) {
-    if (want[w] == kNotCounted) continue;
     EXPECT_EQ(in_window[w].size(), static_cast<size_t>(want[w]))
         << names[w] << "\n"
         << listing;
