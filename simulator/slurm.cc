@@ -83,7 +83,8 @@ std::map<std::string, std::map<std::string, std::string>> JobDirs(
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const SimJob& job = jobs[i];
     const std::vector<int> on = OnCluster(job.hosts, hosts);
-    if (!job.RunningAt(now) || !std::binary_search(on.begin(), on.end(), host)) {
+    if (!job.RunningAt(now) ||
+        !std::binary_search(on.begin(), on.end(), host)) {
       continue;
     }
     const int pid = SimJobPid(static_cast<int>(i), host);
@@ -93,17 +94,15 @@ std::map<std::string, std::map<std::string, std::string>> JobDirs(
     const std::string task = std::to_string(pid) + "\n";
     if (timeline.cgroup_v1) {
       for (const char* controller : {"freezer", "cpuset", "memory"}) {
-        auto& f = dirs[std::string("fs/cgroup/") + controller +
-                       "/slurm/uid_" + std::to_string(job.uid) + "/job_" +
-                       job.id];
+        auto& f = dirs[std::string("fs/cgroup/") + controller + "/slurm/uid_" +
+                       std::to_string(job.uid) + "/job_" + job.id];
         f["cgroup.procs"] = "";
         // slurmstepd stays outside the job's cgroups on v1.
         f["step_extern/cgroup.procs"] = "";
         f["step_batch/cgroup.procs"] = task;
       }
     } else {
-      auto& f =
-          dirs["fs/cgroup/system.slice/slurmstepd.scope/job_" + job.id];
+      auto& f = dirs["fs/cgroup/system.slice/slurmstepd.scope/job_" + job.id];
       f["cgroup.procs"] = "";
       f["cgroup.controllers"] = "cpuset cpu io memory pids\n";
       f["step_extern/cgroup.procs"] = "";

@@ -93,8 +93,8 @@ bool ReadSlurm(const YAML::Node& slurm, Timeline* timeline,
     for (const auto& [key, out] :
          {std::pair{"name", &job.name}, std::pair{"user", &job.user}}) {
       *out = node[key] ? node[key].as<std::string>() : "";
-      if (out->empty() || out->find_first_of(std::string("\0\n=", 3)) !=
-                              std::string::npos) {
+      if (out->empty() ||
+          out->find_first_of(std::string("\0\n=", 3)) != std::string::npos) {
         *error = std::string("slurm: job ") + job.id + " needs a '" + key +
                  "' (one line, no '=')" + Where(node);
         return false;
@@ -113,9 +113,8 @@ bool ReadSlurm(const YAML::Node& slurm, Timeline* timeline,
     if (hosts && hosts.IsSequence()) {
       for (const YAML::Node& h : hosts) job.hosts.push_back(h.as<int>(-1));
     }
-    if (job.hosts.empty() ||
-        std::any_of(job.hosts.begin(), job.hosts.end(),
-                    [](int h) { return h < 0; })) {
+    if (job.hosts.empty() || std::any_of(job.hosts.begin(), job.hosts.end(),
+                                         [](int h) { return h < 0; })) {
       *error = "slurm: job " + job.id +
                " needs 'hosts', a list of host indexes" + Where(node);
       return false;

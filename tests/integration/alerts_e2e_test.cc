@@ -821,21 +821,19 @@ TEST(AlertsE2eTest, BadCableAlertsNameTheJobsOnItsHost) {
               /*with_ib=*/false, /*standby_sm=*/false, /*sim_mad=*/true);
   ASSERT_EQ(stack.error(), "");
   auto has_job = [&](const std::string& id) {
-    const auto r =
-        stack.Query("fabric:host_jobs:info{job_id=\"" + id + "\"}");
+    const auto r = stack.Query("fabric:host_jobs:info{job_id=\"" + id + "\"}");
     return r && !r->empty();
   };
   // The daemons export what the simulated slurmd lays out: 501 and 503 on
   // host0 with their users and names, 502 on host1.
   ASSERT_TRUE(Stack::WaitFor([&] { return has_job("503"); }, kFireTimeout));
-  const auto on_host0 = stack.Query(
-      "fabric_node_job_info{instance=\"" + stack.target(0) + "\"}");
+  const auto on_host0 =
+      stack.Query("fabric_node_job_info{instance=\"" + stack.target(0) + "\"}");
   ASSERT_TRUE(on_host0.has_value());
   std::set<std::string> host0_jobs;
   for (const auto& s : *on_host0) {
-    host0_jobs.insert(s.labels.at("job_id") + " " + s.labels.at("user") +
-                      " " + s.labels.at("job_name") + " " +
-                      s.labels.at("nodelist"));
+    host0_jobs.insert(s.labels.at("job_id") + " " + s.labels.at("user") + " " +
+                      s.labels.at("job_name") + " " + s.labels.at("nodelist"));
   }
   EXPECT_EQ(host0_jobs, (std::set<std::string>{"501 alice llama-70b host0",
                                                "503 carol warmup host0"}));

@@ -4,8 +4,6 @@
 // jobs source and collector (sources/slurm_jobs.h, collectors/jobs.h): the
 // right jobs on the right hosts, a job that starts late or ends appears and
 // disappears.
-#include "simulator/slurm.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,6 +12,7 @@
 #include "config/config.h"
 #include "simulator/model.h"
 #include "simulator/render.h"
+#include "simulator/slurm.h"
 #include "sources/slurm_jobs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/ib_collect_util.h"
@@ -78,8 +77,9 @@ TEST(SimSlurmTest, BadJobsNameTheKeyAndLine) {
   const std::string job = "slurm:\n  jobs:\n    - ";
   EXPECT_NE(ParseError("slurm: 3\n").find("slurm: must be a mapping"),
             std::string::npos);
-  EXPECT_NE(ParseError("slurm:\n  cgroup: v3\n").find("cgroup must be v1 or v2"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseError("slurm:\n  cgroup: v3\n").find("cgroup must be v1 or v2"),
+      std::string::npos);
   EXPECT_NE(ParseError(job + "{id: x1, name: a, user: u, hosts: [0]}\n")
                 .find("'id' of digits (line 3)"),
             std::string::npos);
@@ -137,7 +137,8 @@ class RenderedJobsTest : public ::testing::Test {
     config.timeline = Parse(yaml);
     cluster_ = std::make_unique<Cluster>(config);
     for (int h = 0; h < 3; ++h) {
-      renderers_.emplace_back(fs::path(tmp_.path()) / ("host" + std::to_string(h)), h);
+      renderers_.emplace_back(
+          fs::path(tmp_.path()) / ("host" + std::to_string(h)), h);
     }
     Render();
   }
@@ -170,9 +171,10 @@ class RenderedJobsTest : public ::testing::Test {
 
 TEST_F(RenderedJobsTest, V2TreeReadByTheRealSourceAndJobsEnd) {
   Start(kTwoJobs);
-  EXPECT_TRUE(fs::exists(
-      Root(0) / "fs/cgroup/system.slice/slurmstepd.scope/job_100/step_batch/"
-                "user/task_0/cgroup.procs"));
+  EXPECT_TRUE(
+      fs::exists(Root(0) /
+                 "fs/cgroup/system.slice/slurmstepd.scope/job_100/step_batch/"
+                 "user/task_0/cgroup.procs"));
   auto jobs = Jobs(1);
   ASSERT_EQ(Ids(jobs), std::vector<std::string>{"100"});
   EXPECT_EQ(jobs[0].uid, 2001u);  // from proc/<pid>/status
@@ -215,10 +217,9 @@ TEST_F(RenderedJobsTest, V1TreeCarriesTheUidInItsPath) {
 TEST_F(RenderedJobsTest, TheJobsCollectorExportsThem) {
   Start(kTwoJobs);
   std::string error;
-  auto config =
-      ParseConfig("collectors:\n  jobs:\n    proc_root: " +
-                      (Root(0) / "proc").string() + "\n",
-                  AllCollectorKeys(), &error);
+  auto config = ParseConfig("collectors:\n  jobs:\n    proc_root: " +
+                                (Root(0) / "proc").string() + "\n",
+                            AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
   CollectorEnv env;
   env.sysfs = MakeRealSysfs(Root(0).string());

@@ -193,8 +193,8 @@ TEST_F(JobsCollectorTest, SlurmJobUserNamesTheUser) {
   CollectorEnv env;
   env.sysfs = fs_;
   using namespace std::string_literals;
-  env.read_text_file = Proc({{"/proc/300/environ",
-                              "SLURM_JOB_ID=12\0SLURM_JOB_USER=alice\0"s}});
+  env.read_text_file =
+      Proc({{"/proc/300/environ", "SLURM_JOB_ID=12\0SLURM_JOB_USER=alice\0"s}});
   std::string error;
   auto config = ParseConfig("", AllCollectorKeys(), &error);
   ASSERT_TRUE(config) << error;
