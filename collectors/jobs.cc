@@ -19,6 +19,14 @@ std::string UserName(std::uint32_t uid) {
   return std::to_string(uid);
 }
 
+// Slurm's own name for the job's user (SLURM_JOB_USER, read with the
+// job's name) when the environment was readable: right also where this
+// host's NSS does not know the user; else the NSS name of the uid.
+std::string UserOf(const SlurmJob& job) {
+  if (!job.user.empty()) return job.user;
+  return job.uid ? UserName(*job.uid) : "";
+}
+
 class JobsCollector final : public Collector {
  public:
   JobsCollector(CollectorEnv env, JobsSettings settings)
@@ -38,7 +46,7 @@ class JobsCollector final : public Collector {
                  "environment is not readable.",
                  {{"scheduler", "slurm"},
                   {"job_id", job.id},
-                  {"user", job.uid ? UserName(*job.uid) : ""},
+                  {"user", UserOf(job)},
                   {"job_name", job.name},
                   {"nodelist", job.nodelist}},
                  1);

@@ -19,6 +19,7 @@
 #include "daemon/reload_verdict.h"
 #include "daemon/self_check.h"
 #include "daemon/self_check_watchdog.h"
+#include "daemon/simulate.h"
 #include "daemon/systemd_notify.h"
 #include "exporters/exposition.h"
 #include "http/server.h"
@@ -364,6 +365,7 @@ class Daemon {
     if (options_.simulate) {
       config.sysfs_root = config_.sysfs_root;
       config.ethtool_dir = config_.ethtool_dir;
+      PointJobsAtSimulation(&config);
     }
     if (config.listen_address != config_.listen_address) {
       auto http = http::Server::Start(io_, config.listen_address, security,

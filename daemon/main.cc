@@ -123,6 +123,8 @@ int Main(int argc, char** argv) {
     config->sysfs_root = simulation->sysfs_root();
     // The simulated NIC's ethtool statistics: dumps next to its tree.
     config->ethtool_dir = simulation->ethtool_dir();
+    // Its Slurm jobs' tasks: proc/ below the same tree.
+    PointJobsAtSimulation(&*config);
     spdlog::info("simulating scenario {} under {}",
                  options.simulate->empty() ? "steady" : *options.simulate,
                  config->sysfs_root);

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 
+#include "collectors/jobs.h"
 #include "core/thread_annotations.h"
 #include "simulator/mad.h"
 #include "simulator/mad_socket.h"
@@ -248,6 +249,15 @@ bool UseSimulatedMad(CollectorEnv* env) {
   (void)env;
   return false;
 #endif
+}
+
+void PointJobsAtSimulation(Config* config) {
+  auto it = config->collectors.find("jobs");
+  if (it == config->collectors.end()) return;
+  JobsSettings jobs = SettingsAs<JobsSettings>(it->second);
+  if (jobs.proc_root != JobsSettings{}.proc_root) return;
+  jobs.proc_root = config->sysfs_root + "/proc";
+  it->second.settings = std::make_shared<SettingsOf<JobsSettings>>(jobs);
 }
 
 }  // namespace fabric

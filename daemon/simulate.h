@@ -23,6 +23,7 @@
 #include <string>
 
 #include "collectors/collector.h"
+#include "config/config.h"
 
 namespace fabric {
 
@@ -40,6 +41,12 @@ class Simulation {
 // *error when the scenario is unknown or the simulator is not built.
 std::unique_ptr<Simulation> StartSimulation(const std::string& scenario,
                                             std::string* error);
+
+// --simulate: the jobs collector reads the simulated host's Slurm tasks
+// (simulator/slurm.h) below its tree, <config->sysfs_root>/proc, unless the
+// config names a proc_root of its own. The collector's code is unchanged:
+// only its setting, as --simulate sets sysfs_root and ethtool_dir.
+void PointJobsAtSimulation(Config* config);
 
 // While a Simulation runs: sets env->mad and env->local_ports to its MAD
 // view and returns true; false (env untouched) otherwise, or in a build

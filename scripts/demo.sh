@@ -276,7 +276,9 @@ for ((i = 0; i < hosts; i++)); do
     timeout: 8s"
   fi
   # PFC/ethtool statistics and the DCB configuration: the simulator's
-  # `ethtool -S` and `dcb` dumps of the host.
+  # `ethtool -S` and `dcb` dumps of the host. The Slurm jobs: the
+  # simulated slurmd's cgroup tree is in the host's tree (fs/cgroup), its
+  # tasks' /proc files in proc/ (every 5 s: the tour's jobs come and go).
   root="$(realpath "$sim")/host$i"
   # Counters every 1 s (shipped: 5 s): the tour's faults last a minute and
   # are scraped every few seconds.
@@ -291,6 +293,9 @@ collectors:
     interval: 1s
     dcb_dir: "$root/dcb"
 $mad_yaml
+  jobs:
+    interval: 5s
+    proc_root: "$root/proc"
   probe:
     enabled: $( ((hosts > 1)) && echo true || echo false)
     listen_address: "127.0.0.1:$((probe_base + i))"

@@ -10,7 +10,9 @@ Alertmanager's /api/v2/alerts (which of them the shipped inhibit rules
 suppress), and prints one line per change:
 
   12:03:41 FIRING   FabricPortCongestionHotspot  host=host0 mlx5_0/1
+           Congestion hotspot on 127.0.0.1:10915 mlx5_0 port 1
            runbook: docs/runbooks/FabricPortCongestionHotspot.md
+           jobs: 4711 (alice: llama-70b)
   12:04:12 FIRING   FabricPortLinkErrorRecovery  host=host0 mlx5_1/1  (inhibited)
 
 Runs until SIGINT/SIGTERM (scripts/demo.sh stops it with the rest). Standard
@@ -93,6 +95,11 @@ def main():
             if runbook:
                 exists = os.path.exists(os.path.join(args.root, runbook))
                 print(f"         runbook: {runbook}{'' if exists else ' (not found)'}")
+            # The Slurm jobs on the hosts the fault touches (docs/jobs.md).
+            for note in ("jobs", "victim_jobs"):
+                text = a.get("annotations", {}).get(note, "")
+                if text:
+                    print(f"         {note}: {text}")
             shown[k] = a
         for k in [k for k in shown if k not in alerts]:
             labels = dict(k)

@@ -11,6 +11,7 @@
 
 #include "simulator/dcb.h"
 #include "simulator/ethtool.h"
+#include "simulator/slurm.h"
 #include "simulator/transceiver.h"
 
 namespace fabric::sim {
@@ -259,6 +260,31 @@ bool SysfsRenderer::Render(const Cluster& cluster, std::string* error) {
       }
     }
   }
+  return RenderJobs(cluster, error);
+}
+
+bool SysfsRenderer::RenderJobs(const Cluster& cluster, std::string* error) {
+  const auto dirs =
+      JobDirs(cluster.config().timeline,
+              static_cast<int>(cluster.hosts().size()), host_, cluster.now());
+  // Ended: cgroups first ("fs/" sorts before "proc/").
+  for (auto it = jobs_written_.begin(); it != jobs_written_.end();) {
+    if (dirs.count(*it)) {
+      ++it;
+      continue;
+    }
+    if (!RemoveDir(*it, error)) return false;
+    it = jobs_written_.erase(it);
+  }
+  // Started: tasks first.
+  for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+    if (jobs_written_.count(it->first)) continue;
+    if (!RemoveDir(it->first, error) ||
+        !InstallDir(it->first, it->second, error)) {
+      return false;
+    }
+    jobs_written_.insert(it->first);
+  }
   return true;
 }
 
@@ -322,6 +348,7 @@ void SysfsRenderer::Remove() {
   link_written_.clear();
   dcb_written_.clear();
   eeprom_written_.clear();
+  jobs_written_.clear();
 }
 
 }  // namespace fabric::sim

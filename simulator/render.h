@@ -12,6 +12,10 @@
 //                           the daemon's file-backed ModuleEepromSource,
 //                           config collectors.transceiver.eeprom_dir;
 //                           simulator/transceiver.h)
+//   <root>/fs/cgroup/...   (slurmd's cgroup tree of the Slurm jobs running
+//   <root>/proc/<pid>/...   on the host, and their tasks' status and
+//                           environ: the jobs collector's cgroup_root and
+//                           proc_root; simulator/slurm.h)
 // with the layout of the recorded H100 tree (tests/fixtures/real/
 // sysfs-gpud-h100) plus the attributes real kernels also have there (lid,
 // sm_lid, node_guid, ...; docs/simulator.md lists them).
@@ -66,6 +70,10 @@ class SysfsRenderer {
   bool InstallDir(const std::string& relative, const Files& files,
                   std::string* error);
   bool RemoveDir(const std::string& relative, std::string* error);
+  // Installs the directories of the jobs that started and removes those of
+  // the jobs that ended: a task's proc/<pid> before its job's cgroup, the
+  // cgroup first when it ends, so a reader that sees a job finds its task.
+  bool RenderJobs(const Cluster& cluster, std::string* error);
   // Writes (or, for a removed device, unlinks) <root>/ethtool/<netdev>,
   // <root>/dcb/<netdev> and <root>/eeprom/<netdev>.
   bool RenderDumps(const Cluster& cluster, const Device& device,
@@ -86,6 +94,7 @@ class SysfsRenderer {
   std::map<std::string, std::string> link_written_;     // netdev.link -> text
   std::map<std::string, std::string> dcb_written_;      // netdev -> dump
   std::map<std::string, std::string> eeprom_written_;   // netdev -> image
+  std::set<std::string> jobs_written_;  // job cgroup and proc/<pid> dirs
 };
 
 }  // namespace fabric::sim

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -55,6 +56,80 @@ bool ReadDouble(const YAML::Node& parent, const char* key, double* out,
   } catch (const YAML::Exception&) {
     *error = std::string("bad number in '") + key + "'" + Where(node);
     return false;
+  }
+  return true;
+}
+
+// `slurm:` (docs/simulator.md): cgroup layout and jobs.
+bool ReadSlurm(const YAML::Node& slurm, Timeline* timeline,
+               std::string* error) {
+  if (!slurm.IsMap()) {
+    *error = "slurm: must be a mapping with 'jobs'" + Where(slurm);
+    return false;
+  }
+  timeline->slurm_declared = true;
+  if (const YAML::Node cgroup = slurm["cgroup"]) {
+    const std::string v = cgroup.as<std::string>();
+    if (v != "v1" && v != "v2") {
+      *error = "slurm: cgroup must be v1 or v2" + Where(cgroup);
+      return false;
+    }
+    timeline->cgroup_v1 = v == "v1";
+  }
+  const YAML::Node jobs = slurm["jobs"];
+  if (!jobs) return true;
+  if (!jobs.IsSequence()) {
+    *error = "slurm: jobs must be a list" + Where(jobs);
+    return false;
+  }
+  for (const YAML::Node& node : jobs) {
+    SimJob job;
+    job.id = node["id"] ? node["id"].as<std::string>() : "";
+    if (job.id.empty() || job.id.size() > 18 ||
+        job.id.find_first_not_of("0123456789") != std::string::npos) {
+      *error = "slurm: a job needs an 'id' of digits" + Where(node);
+      return false;
+    }
+    for (const auto& [key, out] :
+         {std::pair{"name", &job.name}, std::pair{"user", &job.user}}) {
+      *out = node[key] ? node[key].as<std::string>() : "";
+      if (out->empty() ||
+          out->find_first_of(std::string("\0\n=", 3)) != std::string::npos) {
+        *error = std::string("slurm: job ") + job.id + " needs a '" + key +
+                 "' (one line, no '=')" + Where(node);
+        return false;
+      }
+    }
+    job.uid = 1000 + static_cast<std::uint32_t>(timeline->jobs.size());
+    if (node["uid"]) {
+      const auto uid = node["uid"].as<long long>(-1);
+      if (uid < 0 || uid > 0xfffffffeLL) {
+        *error = "slurm: job " + job.id + ": bad uid" + Where(node["uid"]);
+        return false;
+      }
+      job.uid = static_cast<std::uint32_t>(uid);
+    }
+    const YAML::Node hosts = node["hosts"];
+    if (hosts && hosts.IsSequence()) {
+      for (const YAML::Node& h : hosts) job.hosts.push_back(h.as<int>(-1));
+    }
+    if (job.hosts.empty() || std::any_of(job.hosts.begin(), job.hosts.end(),
+                                         [](int h) { return h < 0; })) {
+      *error = "slurm: job " + job.id +
+               " needs 'hosts', a list of host indexes" + Where(node);
+      return false;
+    }
+    if (!ReadDuration(node, "start", &job.start, error) ||
+        !ReadDuration(node, "duration", &job.duration, error)) {
+      return false;
+    }
+    for (const SimJob& other : timeline->jobs) {
+      if (other.id == job.id) {
+        *error = "slurm: job " + job.id + " twice" + Where(node);
+        return false;
+      }
+    }
+    timeline->jobs.push_back(std::move(job));
   }
   return true;
 }
@@ -187,6 +262,9 @@ std::optional<Timeline> ParseTimeline(std::string_view yaml,
         }
         timeline.quantum_switches = name == "quantum-2";
       }
+    }
+    if (const YAML::Node slurm = root["slurm"]) {
+      if (!ReadSlurm(slurm, &timeline, error)) return std::nullopt;
     }
     const YAML::Node events = root["events"];
     if (!events || !events.IsSequence()) {

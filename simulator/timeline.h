@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,8 +75,30 @@ struct Traffic {
   double size_bytes = 0;
 };
 
+// A Slurm job on simulated hosts (YAML `slurm: jobs:`; simulator/slurm.h
+// renders it as slurmd lays a job out). Running from `start` for
+// `duration` (0 = until the end), then gone.
+struct SimJob {
+  std::string id;    // "4711": digits, as Slurm's job IDs
+  std::string name;  // SLURM_JOB_NAME
+  std::string user;  // SLURM_JOB_USER
+  std::uint32_t uid = 1000;
+  std::vector<int> hosts;  // host indexes; those past the cluster ignored
+  Duration start{0};
+  Duration duration{0};
+  bool RunningAt(Duration t) const {
+    return t >= start && (duration.count() == 0 || t - start < duration);
+  }
+};
+
 struct Timeline {
   std::vector<Event> events;
+  // Slurm (YAML `slurm:`): the jobs it declares, when it has the section
+  // (else the default jobs, simulator/slurm.h), and the cgroup layout
+  // slurmd uses (`cgroup: v2`, the default, or `v1`).
+  bool slurm_declared = false;
+  std::vector<SimJob> jobs;
+  bool cgroup_v1 = false;
   Traffic traffic;
   // Parallel cables from every IB leaf to the spine (YAML `fabric:
   // uplinks: N`, 1..4): the unbalanced-links scenario needs two.

@@ -63,6 +63,7 @@ void FromProc(const Sysfs& fs, const TextFileReader& proc,
   if (vars["SLURM_JOB_ID"] != job->id) return;
   job->name = vars["SLURM_JOB_NAME"];
   job->nodelist = vars["SLURM_JOB_NODELIST"];
+  job->user = vars["SLURM_JOB_USER"];
 }
 
 void AddJobsUnder(const Sysfs& fs, const std::string& dir,

@@ -12,7 +12,8 @@
 //    process in the job, when this process may see it.
 // The job's name and node list are not in the tree either: they come from
 // SLURM_JOB_NAME and SLURM_JOB_NODELIST in /proc/<pid>/environ of a process
-// of the job, when readable (root, or the unit without ProtectProc); else
+// of the job (with SLURM_JOB_USER, Slurm's name of the job's user), when
+// readable (root, or the unit without ProtectProc); else
 // they are empty and the series says only the ID and user.
 //
 // Thread-safety: pure functions of their inputs; safe from any thread.
@@ -35,6 +36,7 @@ struct SlurmJob {
   std::optional<std::uint32_t> uid;  // unknown when unreadable
   std::string name;                  // SLURM_JOB_NAME, "" when unreadable
   std::string nodelist;              // SLURM_JOB_NODELIST, "" likewise
+  std::string user;                  // SLURM_JOB_USER, "" likewise
   std::string cgroup;  // the job's directory, as the Sysfs names it
 };
 

@@ -22,9 +22,10 @@
 //    reason: the bench results pushed by fabricmon-bench (PushedBenchResults),
 //    the day-long probe latency baseline (NeedsTheProbeBaseline) and a
 //    saturated switch counter, which the IB side's PerfMgr clears
-//    (ClearedByPerfMgr), Slurm jobs (NeedsSlurmJobs), RoCE switch ports
-//    over gNMI (NeedsGnmiSwitches:
-//    gnmi_congestion_test runs those);
+//    (ClearedByPerfMgr), RoCE switch ports over gNMI (NeedsGnmiSwitches:
+//    gnmi_congestion_test runs those). The simulated hosts run Slurm jobs
+//    (simulator/slurm.h: the default two), so the job expressions have
+//    data too;
 //  - steady fires no alert at all over the same observation time.
 //  - link-degraded fires FabricPortLinkDegraded for host0 mlx5_5/1, and,
 //    with the daemons on the simulator's MADs, FabricPortLinkDowngraded for
@@ -32,6 +33,10 @@
 //  - killing the IB side's master OpenSM fires one FabricSmFailover.
 //  - counter-saturation fires one FabricPortCounterSaturated for the port,
 //    not one per saturated field, and no alert twice for that port.
+//  - link-degraded with Slurm jobs declared: the alerts on both ends of the
+//    degraded cable (host port and switch port) name, in their `jobs`
+//    annotation, the job running on the cable's host, not the job on the
+//    other host nor a job that ended;
 //  - pfc-storm fires one FabricPfcPauseStorm, for host0's RoCE netdev
 //    (mlx5_bond_0, bond0); the pause frames that moved are priority 3 tx. PFC
 //    counters come from ethtool, not sysfs: each daemon reads the `ethtool -S`
@@ -601,14 +606,6 @@ bool NeedsGnmiSwitches(const std::string&, const std::string& expr) {
   return testing::ReadsGnmiSwitchPortsOnly(expr);
 }
 
-// Slurm jobs (issue 43) come from slurmd's cgroup tree; the simulated hosts
-// run no Slurm. slurm_real_test runs the jobs collector against a real
-// Slurm; promtool tests the rules and the alerts' `jobs` annotations
-// (jobs_test.yml).
-bool NeedsSlurmJobs(const std::string&, const std::string& expr) {
-  return expr.find("fabric_node_job_info") != std::string::npos;
-}
-
 struct ScenarioRun {
   std::string scenario;
   std::vector<std::string> sim_args;
@@ -629,8 +626,7 @@ void ExpectDataInSomeScenario(
                ClearedByPerfMgr(all[i].first, all[i].second) ||
                NeedsCongestionVictims(all[i].first, all[i].second) ||
                NeedsErrorsNoScenarioRaises(all[i].first, all[i].second) ||
-               NeedsGnmiSwitches(all[i].first, all[i].second) ||
-               NeedsSlurmJobs(all[i].first, all[i].second);
+               NeedsGnmiSwitches(all[i].first, all[i].second);
   }
   const std::string missing_ib = testing::MissingIbTools();
   if (!missing_ib.empty()) {
@@ -799,6 +795,85 @@ TEST(AlertsE2eTest, LinkDegradedOnMadsFiresDowngradedForItsLinkOnly) {
   }
   // One host port and at most the one switch port at its other end.
   EXPECT_LE(firing.size(), 2u) << Describe(firing);
+}
+
+// Which jobs a bad cable hurts (issue 43), end to end on the simulator:
+// host0 runs job 501 (alice), host1 job 502 (bob), and host0 ran job 503,
+// which ends after 20 s. link-degraded trains host0 mlx5_5's cable down to
+// 2X; with the daemons on the simulator's MADs FabricPortLinkDowngraded
+// fires for the host port and for the ib-leaf5 port at its other end (the
+// sweep). Both alerts' `jobs` annotation (the shipped template, through
+// fabric:host_jobs:info and, for the switch end, fabric:switch_port:host)
+// names job 501, and neither names 502 (on the other host, which Prometheus
+// has) nor 503 once it has ended (seen first, then gone from the jobs).
+TEST(AlertsE2eTest, BadCableAlertsNameTheJobsOnItsHost) {
+  REQUIRE_STACK();
+  testing::TempDir tmp("fabricmon-e2e-jobs");
+  const fs::path timeline = fs::path(tmp.path()) / "jobs.yaml";
+  std::ofstream(timeline)
+      << "slurm:\n  jobs:\n"
+      << "    - {id: 501, name: llama-70b, user: alice, hosts: [0]}\n"
+      << "    - {id: 502, name: bert-ft, user: bob, hosts: [1]}\n"
+      << "    - {id: 503, name: warmup, user: carol, hosts: [0], "
+      << "duration: 20s}\n"
+      << "events:\n  - scenario: link-degraded\n";
+  Stack stack("link-degraded", {"--timeline", timeline.string()},
+              /*with_ib=*/false, /*standby_sm=*/false, /*sim_mad=*/true);
+  ASSERT_EQ(stack.error(), "");
+  auto has_job = [&](const std::string& id) {
+    const auto r = stack.Query("fabric:host_jobs:info{job_id=\"" + id + "\"}");
+    return r && !r->empty();
+  };
+  // The daemons export what the simulated slurmd lays out: 501 and 503 on
+  // host0 with their users and names, 502 on host1.
+  ASSERT_TRUE(Stack::WaitFor([&] { return has_job("503"); }, kFireTimeout));
+  const auto on_host0 =
+      stack.Query("fabric_node_job_info{instance=\"" + stack.target(0) + "\"}");
+  ASSERT_TRUE(on_host0.has_value());
+  std::set<std::string> host0_jobs;
+  for (const auto& s : *on_host0) {
+    host0_jobs.insert(s.labels.at("job_id") + " " + s.labels.at("user") + " " +
+                      s.labels.at("job_name") + " " + s.labels.at("nodelist"));
+  }
+  EXPECT_EQ(host0_jobs, (std::set<std::string>{"501 alice llama-70b host0",
+                                               "503 carol warmup host0"}));
+  ASSERT_TRUE(has_job("502"));
+  // 503 ends: gone from the series.
+  ASSERT_TRUE(Stack::WaitFor([&] { return !has_job("503"); }, kFireTimeout))
+      << "job 503 never disappeared";
+  std::vector<Alert> ends;
+  const bool both = Stack::WaitFor(
+      [&] {
+        ends.clear();
+        bool host = false, sw = false;
+        for (auto& a : stack.Alerts()) {
+          if (a.name != "FabricPortLinkDowngraded" || a.state != "firing") {
+            continue;
+          }
+          host = host || a.labels.count("device") > 0;
+          sw = sw || a.labels.count("switch_guid") > 0;
+          ends.push_back(a);
+        }
+        // Both ends, each with its annotation evaluated after 503 ended
+        // (an annotation is rendered at every evaluation).
+        return host && sw &&
+               std::all_of(ends.begin(), ends.end(), [](const Alert& a) {
+                 return a.annotations.count("jobs") &&
+                        a.annotations.at("jobs").find("503") ==
+                            std::string::npos;
+               });
+      },
+      seconds(90));
+  ASSERT_TRUE(both) << "not both ends of the cable: " << Describe(ends);
+  std::set<std::string> cables;
+  for (const auto& a : ends) {
+    cables.insert(a.labels.count("cable") ? a.labels.at("cable") : "");
+  }
+  EXPECT_EQ(cables.size(), 1u) << "one cable: " << Describe(ends);
+  for (const auto& a : ends) {
+    EXPECT_EQ(a.annotations.at("jobs"), "501 (alice: llama-70b)")
+        << Describe({a});
+  }
 }
 
 TEST(AlertsE2eTest, PfcStormFiresForTheStormingPort) {

@@ -126,7 +126,8 @@ TEST_F(SimDemo, StopsOnSigtermAndLeavesNothing) {
 
 // The demo loads the shipped rules into its Prometheus, runs Alertmanager
 // with the shipped inhibit rules, and prints each alert as it fires with
-// the runbook to open (scripts/demo_alerts.py).
+// the runbook to open (scripts/demo_alerts.py) and the Slurm jobs on its
+// host: the simulator's default jobs (simulator/slurm.h), 4711 on host0.
 TEST_F(SimDemo, PrintsAlertsAsTheyFireWithTheirRunbook) {
   sim::Session demo(DemoCommand("--scenario congestion-hotspot"), log_);
   const pid_t sid = demo.pid();
@@ -141,7 +142,8 @@ TEST_F(SimDemo, PrintsAlertsAsTheyFireWithTheirRunbook) {
   const std::regex fired(
       "FIRING +FabricPortCongestionHotspot +host=host0 mlx5_0/1"
       "( +\\(inhibited: [^)\n]*\\))?\n.*\n +"
-      "runbook: docs/runbooks/FabricPortCongestionHotspot.md\n");
+      "runbook: docs/runbooks/FabricPortCongestionHotspot.md\n"
+      " +jobs: 4711 \\(alice: llama-70b\\)\n");
   bool printed = false;
   const auto until = std::chrono::steady_clock::now() + 150s;
   while (!printed && std::chrono::steady_clock::now() < until &&

@@ -85,6 +85,17 @@ TEST_F(SimulateOnceTest, SteadyHasTheSameSeriesAtZero) {
             0);
 }
 
+// The simulated host runs the simulator's default Slurm job (simulator/
+// slurm.h), which the jobs collector reads from the private tree: its
+// cgroup, and its task's environment below the tree's proc/.
+TEST_F(SimulateOnceTest, SteadyRunsTheDefaultSlurmJob) {
+  const auto s = SimulateOnce("steady");
+  EXPECT_EQ(At(s,
+               "fabric_node_job_info{job_id=\"4711\",job_name=\"llama-70b\","
+               "nodelist=\"host0\",scheduler=\"slurm\",user=\"alice\"}"),
+            1);
+}
+
 // The value of the one series of `samples` matching `pattern`, and its
 // text; fails when there is not exactly one.
 std::pair<std::string, double> One(const std::map<std::string, double>& samples,

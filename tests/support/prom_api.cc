@@ -65,6 +65,9 @@ std::vector<Alert> ParseAlerts(const pt::ptree& json, const std::string& path) {
         alert.labels[k] = v.data();
       }
       alert.name = alert.labels["alertname"];
+      if (const auto notes = a.get_child_optional("annotations")) {
+        for (const auto& [k, v] : *notes) alert.annotations[k] = v.data();
+      }
       out.push_back(std::move(alert));
     }
   } catch (const std::exception&) {

@@ -35,6 +35,7 @@ struct Alert {
   // (Alertmanager's /api/v2/alerts lists only what it received as firing).
   std::string state;
   std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;  // empty where none
 };
 
 // The alerts listed at `path` of a JSON answer ("" = the top level);

@@ -13,6 +13,9 @@ namespace fabric::testing {
 // YAML text ending inside the `collectors:` mapping, so a test may append
 // more collectors at two spaces' indent. Counters every 1 s (the default is
 // 5 s): the scenarios' faults and the tests' 1 s scrapes are timed for it.
+// The simulated Slurm jobs (simulator/slurm.h): their tasks' /proc files
+// below the tree, every 1 s (the default is 30 s), so a job that ends in a
+// scenario is gone within a scrape or two.
 inline std::string SimHostConfig(const std::filesystem::path& root) {
   return "ethtool_dir: " + (root / "ethtool").string() +
          "\ncollectors:\n"
@@ -22,7 +25,9 @@ inline std::string SimHostConfig(const std::filesystem::path& root) {
          "  roce:\n    interval: 1s\n    dcb_dir: " +
          (root / "dcb").string() +
          "\n  transceiver:\n    interval: 1s\n    eeprom_dir: " +
-         (root / "eeprom").string() + "\n";
+         (root / "eeprom").string() +
+         "\n  jobs:\n    interval: 1s\n    proc_root: " +
+         (root / "proc").string() + "\n";
 }
 
 }  // namespace fabric::testing

@@ -184,6 +184,27 @@ TEST_F(JobsCollectorTest, OneSeriesPerJobAndAnEndedJobIsGone) {
   EXPECT_EQ(one.Find("fabric_node_job_info", {{"job_id", "12"}}).size(), 0u);
 }
 
+// SLURM_JOB_USER, Slurm's name of the job's user, wins over this host's NSS
+// name of the uid (a user the node's NSS does not know, or the simulator's
+// alice on a machine where uid 0 is root).
+TEST_F(JobsCollectorTest, SlurmJobUserNamesTheUser) {
+  fs_->File("fs/cgroup/freezer/slurm/uid_0/job_12/step_batch/cgroup.procs",
+            "300\n");
+  CollectorEnv env;
+  env.sysfs = fs_;
+  using namespace std::string_literals;
+  env.read_text_file =
+      Proc({{"/proc/300/environ", "SLURM_JOB_ID=12\0SLURM_JOB_USER=alice\0"s}});
+  std::string error;
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
+  ASSERT_TRUE(config) << error;
+  auto c = MakeCollector("jobs", env, config->Collector("jobs"));
+  auto r = testing::Run(*c);
+  EXPECT_EQ(r.Value("fabric_node_job_info",
+                    {{"job_id", "12"}, {"user", "alice"}, {"job_name", ""}}),
+            1);
+}
+
 TEST_F(JobsCollectorTest, CapKeepsTheLowestIdsAndCountsTheRest) {
   for (int id : {5, 40, 300}) {
     fs_->Dir("fs/cgroup/freezer/slurm/uid_0/job_" + std::to_string(id));
