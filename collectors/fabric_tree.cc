@@ -417,35 +417,41 @@ void FabricTrees::Export(const congestion::Classification& c,
 
 // A host port sends into its switch; if that switch has waiting ports that
 // lead to a root, the host's own transmit wait (FabricPortCongestionHotspot)
-// is that root's too: the root losing most bandwidth among them.
-void FabricTrees::ExportHostVictims(const congestion::Classification& c,
-                                    const mad::Topology& topology,
-                                    MetricSink& sink) {
+// is that root's too: the root losing most bandwidth among them, other than
+// a root at the host's own switch port (there the host is that root's slow
+// receiver, not its victim; a switch may hold one root held over from an
+// earlier tree at a host's port and a new one whose victim that host is).
+void ExportHostVictims(const congestion::Classification& c,
+                       const mad::Topology& topology, MetricSink& sink) {
   std::map<PortRef, double> root_lost;
   for (const congestion::RootSummary& r : c.roots) {
     root_lost[r.ref] = r.tree_lost_bytes_per_second;
   }
-  // Per switch, the root its waiting ports lead to that loses most.
-  std::map<std::uint64_t, PortRef> best;
+  // Per switch, the roots its waiting ports lead to.
+  std::map<std::uint64_t, std::set<PortRef>> roots;
   for (const congestion::PortVerdict& v : c.ports) {
     PortRef root = v.role == congestion::Role::kRoot ? v.ref : v.root;
     if (v.role == congestion::Role::kUnknown || !root.guid) continue;
-    auto [it, fresh] = best.try_emplace(v.ref.guid, root);
-    if (!fresh && root_lost[root] > root_lost[it->second]) it->second = root;
+    roots[v.ref.guid].insert(root);
   }
-  for (const auto& [guid, root] : best) {
+  for (const auto& [guid, candidates] : roots) {
     const mad::FabricNode* sw = topology.Find(guid);
     if (!sw) continue;
     for (const auto& [num, port] : sw->ports) {
       const mad::FabricNode* host =
           port.remote_guid ? topology.Find(port.remote_guid) : nullptr;
-      // The root's own host is the slow receiver, not a victim.
-      if (!host || host->type != 1 || PortRef{guid, num} == root) continue;
+      if (!host || host->type != 1) continue;
+      const PortRef* best = nullptr;
+      for (const PortRef& root : candidates) {
+        if (root == PortRef{guid, num}) continue;
+        if (!best || root_lost[root] > root_lost[*best]) best = &root;
+      }
+      if (!best) continue;
       sink.Gauge("fabric_congestion_host_victim", kHostVictimHelp,
                  Labels{{"node_guid", mad::GuidString(port.remote_guid)},
                         {"port", std::to_string(port.remote_port)},
-                        {"root_guid", mad::GuidString(root.guid)},
-                        {"root_port", std::to_string(root.port)}},
+                        {"root_guid", mad::GuidString(best->guid)},
+                        {"root_port", std::to_string(best->port)}},
                  1);
     }
   }

@@ -113,8 +113,6 @@ class FabricTrees {
                   const congestion::SweepInput& input, MetricSink& sink);
   void ExportWaitSeconds(const mad::SweepResult& sweep, const NameOf& names,
                          MetricSink& sink);
-  void ExportHostVictims(const congestion::Classification& c,
-                         const mad::Topology& topology, MetricSink& sink);
   void Export(const congestion::Classification& c, const NameOf& names,
               const mad::Topology& topology, double now, double wall_now,
               MetricSink& sink);
@@ -142,5 +140,12 @@ class FabricTrees {
   congestion::Classification last_;
   Cpu cpu_;
 };
+
+// fabric_congestion_host_victim for every host port on a switch of a tree:
+// the root the switch's waiting ports lead to that loses most, other than a
+// root at that host's own switch port (there the host is the root's slow
+// receiver). Pure: exported for tests.
+void ExportHostVictims(const congestion::Classification& c,
+                       const mad::Topology& topology, MetricSink& sink);
 
 }  // namespace fabric

@@ -299,5 +299,46 @@ TEST(FabricTreeTest, CompactInputClassifiesAsEveryPortDoes) {
   EXPECT_GT(moved, 4);
 }
 
+// A leaf holds a root at a host's port (held over from an earlier tree:
+// that host was its slow receiver) and a new root at its uplink, whose
+// traffic that host sends: the host is the uplink root's victim, not
+// nobody's (the demo tour's slow-receiver then unbalanced-links paged the
+// host's hotspot on its own). The other host on the leaf: the root losing
+// most.
+TEST(FabricTreeTest, AHostIsTheVictimOfARootOtherThanTheOneAtItsOwnPort) {
+  constexpr std::uint64_t kLeaf = 0x10, kHostA = 0xa0, kHostB = 0xb0;
+  mad::Topology topo;
+  auto add = [&](std::uint64_t guid, int type) -> mad::FabricNode& {
+    topo.by_guid[guid] = topo.nodes.size();
+    topo.nodes.push_back(mad::FabricNode{.guid = guid, .type = type});
+    return topo.nodes.back();
+  };
+  add(kLeaf, 2);
+  add(kHostA, 1);
+  add(kHostB, 1);
+  mad::FabricNode& leaf = topo.nodes[0];
+  leaf.ports[1] = {.num = 1, .remote_guid = kHostA, .remote_port = 1};
+  leaf.ports[2] = {.num = 2, .remote_guid = kHostB, .remote_port = 1};
+  leaf.ports[6] = {.num = 6, .remote_guid = 0x20, .remote_port = 1};
+  congestion::Classification c;
+  c.ports = {{.ref = {kLeaf, 1}, .role = congestion::Role::kRoot},
+             {.ref = {kLeaf, 6}, .role = congestion::Role::kRoot}};
+  c.roots = {{.ref = {kLeaf, 1}, .tree_lost_bytes_per_second = 9e9},
+             {.ref = {kLeaf, 6}, .tree_lost_bytes_per_second = 5e9}};
+  MetricSink sink;
+  ExportHostVictims(c, topo, sink);
+  std::map<std::string, std::string> root_of;  // host GUID -> root port
+  for (const auto& fam : sink.Take()) {
+    for (const auto& m : fam.metric) {
+      std::map<std::string, std::string> l;
+      for (const auto& p : m.label) l[p.name] = p.value;
+      root_of[l["node_guid"]] = l["root_port"];
+    }
+  }
+  EXPECT_EQ(root_of, (std::map<std::string, std::string>{
+                         {mad::GuidString(kHostA), "6"},
+                         {mad::GuidString(kHostB), "1"}}));
+}
+
 }  // namespace
 }  // namespace fabric
