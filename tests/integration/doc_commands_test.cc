@@ -51,6 +51,9 @@ const Skip kSkips[] = {
     {"docs/deploy.md", "apt install ./fabricmon",
      "installs the .deb and its unit on the host: deb_package_test, "
      "systemd_nspawn_test"},
+    {"docs/deploy.md", "fabricmon-kubelet.socket",
+     "enables the kubelet relay in the host's systemd on a Kubernetes node: "
+     "kubelet_pods_test reads pods through its systemd-socket-proxyd"},
     {"docs/deploy.md", "/etc/fabricmon/peers.json",
      "writes /etc/fabricmon on the admin host from its Prometheus targets"},
     {"docs/deploy.md", "apt install victoria-metrics",
