@@ -21,6 +21,7 @@
 # would ignore it silently.
 set(fabric_test_schedule
   AlertsTour.EveryFaultIsOneNotificationGroup                         1   526  # cpu/wall 0.23
+  SystemdNspawnTest.DebInstallsAndTheUnitRunsUnderSystemd             2   348  # RUN_SERIAL (tests/CMakeLists.txt); cpu/wall 0.44
   AlertsE2eTest.EveryRuleAndPanelExpressionReturnsDataInSomeScenario  1   210  # cpu/wall 0.36
   AlertsE2eTest.EveryRunbookQueryReturnsDataInSomeScenario            1   169  # cpu/wall 0.31
   SimDemo.SmAndProbeLossAlertsFire                                    1   141  # cpu/wall 0.11
@@ -32,7 +33,6 @@ set(fabric_test_schedule
   DebPackage.InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts 4    50  # cpu/wall 1.57
   GnmiCongestionTest.RoceSwitchRootAndUpstreamVictimsThroughTheRules  1    50  # cpu/wall 0.32
   MixedFabricE2e.AlertForTheMixedHostOnlyAndInventoryCounts           1    50  # cpu/wall 0.25
-  SystemdNspawnTest.DebInstallsAndTheUnitRunsUnderSystemd             2    45  # not measured
   VmDeployTest.RecordingRulesGiveTheSameValuesAsPrometheus            2    43  # cpu/wall 0.63
   SimDemo.PrintsAlertsAsTheyFireWithTheirRunbook                      2    43  # demo.sh shutdown outlasted 30 s when starved
   ProbeEcmpNetns.WithoutAFaultNoLinkStandsOut                         1    43  # cpu/wall 0.24
@@ -43,10 +43,10 @@ set(fabric_test_schedule
   GnmiSwitchTest.TlsWithClientCertificateAndRefusals                  1    23  # cpu/wall 0.15
   AlertsE2eTest.BadCableAlertsNameTheJobsOnItsHost                    1    23  # cpu/wall 0.50
   HttpServerTest.DistributedFloodDoesNotKeepARotatedPasswordOut       4    20  # cpu/wall 1.58
-  ProbeNetnsTest.LossEqualsTheDropRate                                2    19  # not measured
+  ProbeNetnsTest.LossEqualsTheDropRate                                1    19  # cpu/wall 0.41
   ProbeEcmpNetns.TracedPathsEqualTheKernelsMultipathChoice            2    17  # cpu/wall 0.66
   LinkHealthIbsim.RepeatedUnlinkReLinkFiresFlappingForThatPortOnly    1    16  # cpu/wall 0.20
-  ProbeNetnsTest.MedianRttMovesWithTheRelayDelay                      2    15  # not measured
+  ProbeNetnsTest.MedianRttMovesWithTheRelayDelay                      2    15  # RUN_SERIAL (tests/CMakeLists.txt); cpu/wall 0.38
   AlertsE2eTest.SmFailoverFiresOnceWhenTheMasterIsKilled              1    15  # cpu/wall 0.47
   OsmOpenSmTest.TheDaemonExportsOpenSmEventsAndSurvivesARestart       1    13  # cpu/wall 0.09
   SimCongestion.PfcStormOriginIsTheRootInPrometheus                   2    13  # cpu/wall 0.58
@@ -57,11 +57,11 @@ set(fabric_test_schedule
   AlertsE2eTest.CounterSaturationFiresOneAlertPerPort                 2    10  # not measured
   SeriesCapTest.OpensmPortFloodStaysWithinTheCapAndALowerCapFrees     2    10  # not measured
   SmSwitchPescIbsim.PescAtTheSmSwitchLidKillsOpenSm                   2     9  # not measured
-  ProbeNetnsTest.ForgedPortUnreachablesAreNotLoss                     2     9  # not measured
+  ProbeNetnsTest.ForgedPortUnreachablesAreNotLoss                     1     9  # cpu/wall 0.40
   RoutesIbsim.AgreesAfterOpenSmRoutedAroundAnUnlinkedUplink           2     8  # not measured
   LocateIbsim.NamesTheLinkTheLossyPairsShare                          2     8  # not measured
   OsmOpenSmTest.EventsAndExactPerfMgrCountersFromARealOpenSm          2     8  # not measured
-  ProbeNetnsTest.DeadPeerIsLoss                                       2     8  # not measured
+  ProbeNetnsTest.DeadPeerIsLoss                                       1     8  # cpu/wall 0.39
   DaemonTest.SighupRereadsProbePeersFile                              2     8  # not measured
   SimCongestion.SlowReceiverIsTheRootAndItsFeedersItsVictims          2     7  # not measured
   DaemonTest.StopsFeedingTheWatchdogWhenEveryCollectionIsStuck        2     7  # not measured
@@ -74,8 +74,11 @@ set(fabric_test_schedule
   SlurmRealTest.RunningJobsAreExportedAndACancelledOneDisappears      2     6  # not measured
   FabricTreeTest.CompactInputClassifiesAsEveryPortDoes                2     5  # not measured
   SimCongestion.QuantumRootWaitPasses2To32WithoutSaturating           2     5  # not measured
-  ProbeNetnsTest.WrongKeyGetsNoAnswersAndIsCountedBadMac              2     5  # not measured
+  ProbeNetnsTest.WrongKeyGetsNoAnswersAndIsCountedBadMac              2     5  # cpu/wall 0.52
   SlurmRealTest.BenchRunInsideAnAllocationRecordsTheJob               2     5  # not measured
+  ProbeNetnsTest.DefaultDaemonExportsAtMostEightSeriesPerPair         1     5  # cpu/wall 0.46
+  ProbeNetnsTest.PairInfoNamesThePortsBothEndsUse                     2     4  # cpu/wall 0.52
+  ProbeNetnsTest.ReplayedProbeIsRejected                              1     4  # cpu/wall 0.46
 )
 list(LENGTH fabric_test_schedule n)
 math(EXPR last "${n} - 1")
