@@ -21,7 +21,7 @@
 # would ignore it silently.
 set(fabric_test_schedule
   AlertsTour.EveryFaultIsOneNotificationGroup                         1   526  # cpu/wall 0.23
-  SystemdNspawnTest.DebInstallsAndTheUnitRunsUnderSystemd             2   348  # RUN_SERIAL (tests/CMakeLists.txt); cpu/wall 0.44
+  SystemdNspawnTest.DebInstallsAndTheUnitRunsUnderSystemd             2   348  # WatchdogSec=3s inside: a core; fresh clone (debootstrap)
   AlertsE2eTest.EveryRuleAndPanelExpressionReturnsDataInSomeScenario  1   210  # cpu/wall 0.36
   AlertsE2eTest.EveryRunbookQueryReturnsDataInSomeScenario            1   169  # cpu/wall 0.31
   SimDemo.SmAndProbeLossAlertsFire                                    1   141  # cpu/wall 0.11

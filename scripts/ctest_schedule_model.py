@@ -84,7 +84,7 @@ def main():
                 sched[row[0]] = (int(row[1]), float(row[2]))
         sched["thread_safety_annotations"] = (4, 13.0)  # tests/CMakeLists.txt
     serial = re.compile(r"^(ProbeNetnsTest\.|SystemdNspawnTest\.)" if a.before
-                        else r"^(ProbeNetnsTest\.MedianRtt|SystemdNspawnTest\.)")
+                        else r"^ProbeNetnsTest\.MedianRtt")
     names = tests_in_order(a.build)
 
     def key(n):
