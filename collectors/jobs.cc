@@ -35,7 +35,8 @@ class JobsCollector final : public Collector {
 
   bool Collect(MetricSink& sink) override {
     auto jobs = ReadSlurmJobs(*env_.sysfs, settings_.cgroup_root,
-                              env_.read_text_file, settings_.proc_root);
+                              env_.read_text_file, settings_.proc_root,
+                              &known_);
     const std::size_t cap = static_cast<std::size_t>(settings_.max_jobs);
     const std::size_t over = jobs.size() > cap ? jobs.size() - cap : 0;
     jobs.resize(jobs.size() - over);
@@ -64,6 +65,9 @@ class JobsCollector final : public Collector {
  private:
   CollectorEnv env_;
   JobsSettings settings_;
+  // What each running job's /proc said: read once per job, not per
+  // collection (sources/slurm_jobs.h).
+  SlurmJobsKnown known_;
   bool had_over_ = false;  // keep the gauge (at 0) once it has been seen
 };
 
