@@ -14,7 +14,6 @@
 // Thread-safety: the collector follows Collector.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include "collectors/collector.h"
@@ -29,8 +28,6 @@ struct JobsSettings {
   bool operator==(const JobsSettings&) const = default;
 };
 
-std::unique_ptr<Collector> MakeJobsCollector(const CollectorEnv& env,
-                                             const CollectorConfig& config);
 CollectorSpec JobsCollectorSpec();
 
 }  // namespace fabric

@@ -76,8 +76,7 @@ void ReadProc(const Sysfs& fs, const TextFileReader& proc,
 // Fills what /proc says about the job, reading it only while `seen` has
 // no answer.
 void FromProc(const Sysfs& fs, const TextFileReader& proc,
-              const std::string& proc_root, SlurmJobProc* seen,
-              SlurmJob* job) {
+              const std::string& proc_root, SlurmJobProc* seen, SlurmJob* job) {
   if (!seen->done) ReadProc(fs, proc, proc_root, *job, seen);
   if (!job->uid) job->uid = seen->uid;
   job->name = seen->name;
@@ -184,7 +183,8 @@ std::vector<SlurmJob> ReadSlurmJobs(const Sysfs& fs, const std::string& root,
   AddV1(fs, root, &jobs);
   AddV2(fs, root, &jobs);
   if (known) {
-    std::erase_if(*known, [&](const auto& kv) { return !jobs.count(kv.first); });
+    std::erase_if(*known,
+                  [&](const auto& kv) { return !jobs.count(kv.first); });
   }
   std::vector<SlurmJob> out;
   for (auto& [id, job] : jobs) {

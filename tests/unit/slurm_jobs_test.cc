@@ -279,10 +279,9 @@ TEST(JobsCollectorCostTest, AJobsProcIsReadOncePerJobNotPerCollection) {
                       {{"job_id", "12"}, {"job_name", "llama-70b"}}),
               1)
         << i;
-    EXPECT_EQ(r.Value("fabric_node_job_info",
-                      {{"job_id", "13"},
-                       {"job_name", "bert"},
-                       {"nodelist", "gpu[001-004]"}}),
+    EXPECT_EQ(r.Value("fabric_node_job_info", {{"job_id", "13"},
+                                               {"job_name", "bert"},
+                                               {"nodelist", "gpu[001-004]"}}),
               1)
         << i;
   }
@@ -340,9 +339,9 @@ TEST(JobsCollectorCostTest, UnreadableProcIsTriedAFewTimesOnly) {
 
   fs->File(starting + "/step_batch/cgroup.procs", "500\n");
   auto r = testing::Run(*c);
-  EXPECT_EQ(r.Value("fabric_node_job_info",
-                    {{"job_id", "13"}, {"job_name", "late"}}),
-            1);
+  EXPECT_EQ(
+      r.Value("fabric_node_job_info", {{"job_id", "13"}, {"job_name", "late"}}),
+      1);
   EXPECT_EQ(r.Value("fabric_node_job_info",
                     {{"job_id", "12"}, {"job_name", ""}, {"user", "root"}}),
             1);
