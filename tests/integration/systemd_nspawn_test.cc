@@ -12,6 +12,9 @@
 // The MAD broker's units too: the socket, one broker instance per
 // connection in its own sandbox (its syscall filter made fatal as the
 // daemon's is), and the daemon's unit without the umad devices.
+// The kubelet relay's units too: fabricmon-kubelet.socket and its
+// systemd-socket-proxyd between the daemon and a stand-in kubelet
+// (tests/helpers/kubelet_stub.cc) on the kubelet's root-only socket.
 // Not covered here: MADs to a fabric (the container has none; the broker
 // against ibsim is mad_broker_ibsim_test).
 //
