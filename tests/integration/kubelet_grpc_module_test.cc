@@ -78,12 +78,14 @@ class GrpcModuleTest : public ::testing::Test {
     return path;
   }
 
-  // A daemon on the H100 tree with Config(), `env` before it (VAR=value).
+  // A daemon on the H100 tree with Config(), `env` in its environment
+  // (VAR=value).
   std::unique_ptr<sim::Session> Daemon(const std::string& switches,
                                        const std::string& env = "") {
     port_ = FreeLoopbackPort();
     return std::make_unique<sim::Session>(
-        env + " " + Binary("fabricmon") + " --config " +
+        (env.empty() ? "" : "env " + env + " ") + Binary("fabricmon") +
+            " --config " +
             Config(port_, switches) + " --sysfs.root " +
             Fixture("real/sysfs-gpud-h100"),
         Log());
