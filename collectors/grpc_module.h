@@ -5,9 +5,9 @@
 // dlopen()s the first time one of them has work: a gnmi collector with a
 // switch in its shard, a pods collector whose kubelet socket exists. The
 // daemon binary itself links no gRPC, protobuf or Abseil: mapping and
-// relocating their ~47 shared libraries and running their static
-// initialisers was most of a `fabricmon --once` on a node that uses
-// neither (docs/measurements.md, "One collection").
+// relocating their 48 shared libraries was half of a `fabricmon --once`'s
+// start-up on a node that uses neither (docs/measurements.md, "The one-shot
+// process and the gRPC module").
 //
 // Both sides include this header. The module exports one C symbol,
 // fabricmon_grpc_module(), returning a GrpcModuleApi; the collectors, their
