@@ -17,7 +17,8 @@
 #error "FABRICMON_GRPC_MODULE_BUILD (version-revision) comes from CMake"
 #endif
 #ifndef FABRICMON_GRPC_MODULE_RELDIR
-#error "FABRICMON_GRPC_MODULE_RELDIR (libdir relative to bindir) comes from CMake"
+#error \
+    "FABRICMON_GRPC_MODULE_RELDIR (libdir relative to bindir) comes from CMake"
 #endif
 
 namespace fabric {
@@ -53,9 +54,9 @@ std::vector<std::string> GrpcModulePaths(const std::string& env_file,
   if (!env_file.empty()) return {env_file};
   if (exe.empty()) return {};
   const std::filesystem::path dir = std::filesystem::path(exe).parent_path();
-  return {(dir / kFile).string(),
-          (dir / FABRICMON_GRPC_MODULE_RELDIR / kFile).lexically_normal()
-              .string()};
+  return {
+      (dir / kFile).string(),
+      (dir / FABRICMON_GRPC_MODULE_RELDIR / kFile).lexically_normal().string()};
 }
 
 const GrpcModuleApi* LoadGrpcModule(const std::vector<std::string>& candidates,
@@ -76,7 +77,8 @@ const GrpcModuleApi* LoadGrpcModule(const std::vector<std::string>& candidates,
         reinterpret_cast<Entry>(::dlsym(handle, "fabricmon_grpc_module"));
     const GrpcModuleApi* api = entry ? entry() : nullptr;
     if (!api) {
-      *error = path + ": not a fabricmon gRPC module (no fabricmon_grpc_module)";
+      *error =
+          path + ": not a fabricmon gRPC module (no fabricmon_grpc_module)";
     } else if (api->abi != kGrpcModuleAbi || api->layout != kGrpcModuleLayout ||
                !api->build ||
                std::strcmp(api->build, FABRICMON_GRPC_MODULE_BUILD) != 0) {

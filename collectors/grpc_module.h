@@ -59,8 +59,8 @@ struct GrpcModuleApi {
   std::size_t layout = kGrpcModuleLayout;
   // gnmi_switch::GrpcSubscribe and ListPodResourcesOverGrpc.
   std::unique_ptr<gnmi_switch::SubscribeCall> (*subscribe)(
-      const std::string& address, const gnmi_switch::ClientOptions& options) =
-      nullptr;
+      const std::string& address,
+      const gnmi_switch::ClientOptions& options) = nullptr;
   PodResourcesReply (*list_pod_resources)(
       const std::string& socket, std::chrono::milliseconds deadline) = nullptr;
 };

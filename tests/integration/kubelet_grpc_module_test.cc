@@ -63,18 +63,17 @@ class GrpcModuleTest : public ::testing::Test {
   // test).
   std::string Config(int port, const std::string& switches) {
     const std::string path = (dir_ / "fabricmon.yaml").string();
-    std::ofstream(path)
-        << "listen_address: \"127.0.0.1:" << port << "\"\n"
-        << "collectors:\n"
-           "  hw_counters: {enabled: false}\n"
-           "  congestion: {enabled: false}\n"
-           "  roce: {enabled: false}\n"
-           "  nic_identity: {enabled: false}\n"
-           "  pods: {interval: 1s, socket: "
-        << socket_ << "}\n"
-        << "  gnmi:\n    enabled: true\n    interval: 1s\n"
-           "    insecure: true\n    switches: "
-        << switches << "\n";
+    std::ofstream(path) << "listen_address: \"127.0.0.1:" << port << "\"\n"
+                        << "collectors:\n"
+                           "  hw_counters: {enabled: false}\n"
+                           "  congestion: {enabled: false}\n"
+                           "  roce: {enabled: false}\n"
+                           "  nic_identity: {enabled: false}\n"
+                           "  pods: {interval: 1s, socket: "
+                        << socket_ << "}\n"
+                        << "  gnmi:\n    enabled: true\n    interval: 1s\n"
+                           "    insecure: true\n    switches: "
+                        << switches << "\n";
     return path;
   }
 
@@ -85,8 +84,7 @@ class GrpcModuleTest : public ::testing::Test {
     port_ = FreeLoopbackPort();
     return std::make_unique<sim::Session>(
         (env.empty() ? "" : "env " + env + " ") + Binary("fabricmon") +
-            " --config " +
-            Config(port_, switches) + " --sysfs.root " +
+            " --config " + Config(port_, switches) + " --sysfs.root " +
             Fixture("real/sysfs-gpud-h100"),
         Log());
   }
@@ -130,15 +128,15 @@ TEST_F(GrpcModuleTest, WithoutWorkTheDaemonMapsNoGrpc) {
       "fabric_collector_last_success_timestamp_seconds{collector=\"pods\"}";
   const double first = samples->at(kLast);
   ASSERT_TRUE(ScrapeUntil(
-      port_, [&](const auto& s) { return s.count(kLast) && s.at(kLast) > first; },
+      port_,
+      [&](const auto& s) { return s.count(kLast) && s.at(kLast) > first; },
       60s))
       << ReadFile(Log());
   const std::string maps = Maps(daemon->pid());
   ASSERT_NE(maps.find("libstdc++"), std::string::npos) << maps;  // read it
   for (const char* lib : {"libfabricmon_grpc", "libgrpc", "libprotobuf",
                           "libabsl_", "libgpr", "libupb"}) {
-    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " mapped:\n"
-                                                 << maps;
+    EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " mapped:\n" << maps;
   }
 }
 
@@ -162,21 +160,22 @@ TEST_F(GrpcModuleTest, ABrokenModuleFailsOnlyItsCollectors) {
   StartKubelet();
   const std::string module = (dir_ / "libfabricmon_grpc.so").string();
   std::ofstream(module) << "not an ELF file\n";
-  auto daemon =
-      Daemon("[{name: leaf01, address: \"127.0.0.1:1\"}]",
-             "FABRICMON_GRPC_MODULE=" + module);
+  auto daemon = Daemon("[{name: leaf01, address: \"127.0.0.1:1\"}]",
+                       "FABRICMON_GRPC_MODULE=" + module);
   const char kSwitch[] = "fabric_gnmi_switch_up{switch=\"leaf01\"}";
   const auto samples = Collected({kPods, kIbPort, kSwitch});
   ASSERT_TRUE(samples) << ReadFile(Log());
   EXPECT_EQ(samples->at(kPods), 0);
   EXPECT_EQ(samples->at(kSwitch), 0);
   EXPECT_EQ(samples->at(kIbPort), 1);
-  ASSERT_TRUE(WaitFor([&] {
-    const std::string log = ReadFile(Log());
-    return log.find("pods: " + module) != std::string::npos &&
-           log.find("gnmi: switch leaf01 (127.0.0.1:1): " + module) !=
-               std::string::npos;
-  }, 30s))
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string log = ReadFile(Log());
+        return log.find("pods: " + module) != std::string::npos &&
+               log.find("gnmi: switch leaf01 (127.0.0.1:1): " + module) !=
+                   std::string::npos;
+      },
+      30s))
       << ReadFile(Log());
   EXPECT_EQ(Maps(daemon->pid()).find("libgrpc"), std::string::npos);
 }
@@ -184,16 +183,20 @@ TEST_F(GrpcModuleTest, ABrokenModuleFailsOnlyItsCollectors) {
 // No module where it is looked for: the reason names the paths.
 TEST_F(GrpcModuleTest, AMissingModuleIsNamedInTheLog) {
   StartKubelet();
-  const std::string module = (dir_ / "absent" / "libfabricmon_grpc.so").string();
+  const std::string module =
+      (dir_ / "absent" / "libfabricmon_grpc.so").string();
   auto daemon = Daemon("[]", "FABRICMON_GRPC_MODULE=" + module);
   const auto samples = Collected({kPods, kIbPort});
   ASSERT_TRUE(samples) << ReadFile(Log());
   EXPECT_EQ(samples->at(kPods), 0);
   EXPECT_EQ(samples->at(kIbPort), 1);
-  ASSERT_TRUE(WaitFor([&] {
-    return ReadFile(Log()).find("libfabricmon_grpc.so not found (looked for " +
-                                module + ")") != std::string::npos;
-  }, 30s))
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(Log()).find(
+                   "libfabricmon_grpc.so not found (looked for " + module +
+                   ")") != std::string::npos;
+      },
+      30s))
       << ReadFile(Log());
 }
 

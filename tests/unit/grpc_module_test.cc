@@ -48,8 +48,8 @@ TEST(LoadGrpcModule, AFileThatIsNoLibraryIsAnErrorNotASkip) {
   std::ofstream(bad) << "not an ELF file\n";
   std::string error;
   // The good module after it is not tried: a broken install is reported.
-  EXPECT_EQ(LoadGrpcModule(
-                {bad, FABRICMON_BINARY_DIR "/libfabricmon_grpc.so"}, &error),
+  EXPECT_EQ(LoadGrpcModule({bad, FABRICMON_BINARY_DIR "/libfabricmon_grpc.so"},
+                           &error),
             nullptr);
   EXPECT_TRUE(error.starts_with(bad + ": ")) << error;
 }
