@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,8 +24,6 @@ namespace fabric {
 namespace {
 
 constexpr const char* kFile = "libfabricmon_grpc.so";
-
-std::atomic<bool> loaded{false};
 
 std::string Join(const std::vector<std::string>& paths) {
   std::string out;
@@ -113,14 +110,11 @@ const GrpcModuleApi* GrpcModule(std::string* error) {
     const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     l.api = LoadGrpcModule(GrpcModulePaths(env ? env : "", ec ? "" : exe),
                            &l.error);
-    loaded = l.api != nullptr;
     return l;
   }();
   if (!load.api) *error = load.error;
   return load.api;
 }
-
-bool GrpcModuleLoaded() { return loaded; }
 
 // The entry points the collectors call (declared in gnmi_client.h and
 // pod_resources.h; the module's own are GrpcSubscribe and

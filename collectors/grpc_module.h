@@ -70,9 +70,6 @@ struct GrpcModuleApi {
 // every later call: the daemon does not retry, a restart does).
 const GrpcModuleApi* GrpcModule(std::string* error);
 
-// Whether GrpcModule() has loaded the module in this process.
-bool GrpcModuleLoaded();
-
 // See above. `env_file`: $FABRICMON_GRPC_MODULE ("" = unset); `exe`: the
 // running executable's path (/proc/self/exe).
 std::vector<std::string> GrpcModulePaths(const std::string& env_file,
