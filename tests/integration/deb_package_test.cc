@@ -211,7 +211,7 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
       "test -f /usr/share/fabricmon/runbooks/README.md\n"
       "for f in vmagent-fabricmon@.service vmalert-fabricmon.service "
       "scrape.yml prometheus-remote-write.yml targets.example.json "
-      "fabricmon-vm.default victoria-metrics.default; do "
+      "fabricmon-vm.default victoria-metrics.default metricsql-rules.sh; do "
       "test -f \"/usr/share/fabricmon/victoriametrics/$f\"; done\n"
       "test ! -e /usr/lib/systemd/system/vmalert-fabricmon.service\n"
       "/usr/bin/fabricmon --check-config --config "
