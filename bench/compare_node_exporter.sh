@@ -3,8 +3,11 @@
 # H100 tree, 9 devices) by fabricmon and by node_exporter's infiniband
 # collector.
 #
-# Usage: bench/compare_node_exporter.sh [FABRICMON_BINARY] [RUNS] [TREE]
+# Usage: bench/compare_node_exporter.sh [FABRICMON_BINARY] [RUNS] [TREE] [BASELINE]
 #   defaults: build/fabricmon, 20, tests/fixtures/real/sysfs-gpud-h100
+#   BASELINE: another fabricmon binary (an older build) whose one-shot
+#   figures (--version, the three --once runs) are taken in the same rounds,
+#   alternating with FABRICMON_BINARY's, and printed beside them.
 #   Needs <build>/bench/spawn_rusage next to the binary (built with it).
 #
 # Method (medians over RUNS, or over 3 daemons for the steady-state parts):
@@ -16,10 +19,14 @@
 #     collector, serialisation, exit) on TREE, on an empty tree (= start-up)
 #     and with only ib_port + hw_counters enabled (the part comparable to
 #     node_exporter's infiniband collector).
+#   fabricmon --version: the process floor (exec, dynamic loading, static
+#     initialisers, exit).
 #   node_exporter first scrape: `prometheus-node-exporter --path.sysfs TREE
 #     --collector.disable-defaults --collector.infiniband` on a free loopback
 #     port, GET /metrics once or not at all, SIGTERM; scrape cost =
 #     median(scrape run) - median(idle run), which removes start-up.
+#     Its whole process (start-up, one scrape, exit) is the other yardstick
+#     of a one-shot `fabricmon --once` (issue 44: target <= 0.2).
 #   Steady state (what a node runs all day), CPU summed over the process's
 #     threads from /proc/<pid>/task/*/schedstat (ns; /proc/<pid>/stat's 10 ms
 #     ticks are too coarse):
@@ -40,11 +47,13 @@ bench_cd_root
 BIN="${1:-$BENCH_FABRICMON}"
 RUNS="${2:-20}"
 TREE="${3:-$BENCH_TREE}"
+BASELINE="${4:-}"
 export NODE_EXPORTER
-exec python3 - "$BIN" "$RUNS" "$TREE" <<'PY'
+exec python3 - "$BIN" "$RUNS" "$TREE" "$BASELINE" <<'PY'
 import http.client, os, signal, socket, statistics, subprocess, sys, tempfile, time
 
 binary, runs, tree = sys.argv[1], int(sys.argv[2]), os.path.abspath(sys.argv[3])
+baseline = sys.argv[4] if len(sys.argv) > 4 else ""
 helper = os.path.join(os.path.dirname(binary), "bench", "spawn_rusage")
 if not os.access(helper, os.X_OK):
     raise SystemExit("%s not found: build the bench targets first" % helper)
@@ -77,7 +86,7 @@ def write_config(enabled, interval=None):
 IB = ("ib_port", "hw_counters")
 ib_config = write_config(IB)
 
-def fabricmon_once(root, config="/dev/null"):
+def fabricmon_once(root, config="/dev/null", binary=binary):
     with tempfile.NamedTemporaryFile() as out:
         cpu, rss, code = Child([binary, "--once", "--config", config,
                                 "--sysfs.root", root], out.name).finish()
@@ -154,15 +163,23 @@ def daemon(enabled, interval):
 empty = tempfile.mkdtemp()
 os.makedirs(os.path.join(empty, "class/infiniband"))
 
-fm = [fabricmon_once(tree) for _ in range(runs)]
-fm0 = [fabricmon_once(empty) for _ in range(runs)]
-fmi = [fabricmon_once(tree, ib_config) for _ in range(runs)]
+# One-shot runs, this binary's and the baseline's alternating in each round.
+shots = {b: ([], [], [], []) for b in (binary, baseline) if b}
+for _ in range(runs):
+    for b, (all_, empty_, ib_, version_) in shots.items():
+        all_.append(fabricmon_once(tree, binary=b))
+        empty_.append(fabricmon_once(empty, binary=b))
+        ib_.append(fabricmon_once(tree, ib_config, binary=b))
+        version_.append(Child([b, "--version"]).finish()[0])
+fm, fm0, fmi, fmv = shots[binary]
 ne = [node_exporter_first(True) for _ in range(runs)]
 ne0 = [node_exporter_first(False) for _ in range(runs)]
 
 fm_cpu = median([x[0] for x in fm]); fm0_cpu = median([x[0] for x in fm0])
 fmi_cpu = median([x[0] for x in fmi])
+fm_version = median(fmv)
 ne_first = median([x[0] for x in ne]) - median([x[0] for x in ne0])
+ne_whole = median([x[0] for x in ne])  # start-up + one scrape + exit
 fm_rss = max(x[1] for x in fm); fmi_rss = max(x[1] for x in fmi)
 ne_rss = max(x[1] for x in ne); ne0_rss = max(x[1] for x in ne0)
 fm_text, ne_text = fm[0][2], ne[0][2]
@@ -179,6 +196,8 @@ print("fabricmon --once, ib_port+hw_counters:    CPU %.2f ms, %.2f ms without st
       "peak RSS %d KiB" % (ms(fmi_cpu), ms(fmi_cpu - fm0_cpu), fmi_rss))
 print("node_exporter first scrape: %.2f ms CPU (scrape run - idle run); peak RSS %d KiB "
       "(idle %d KiB)" % (ms(ne_first), ne_rss, ne0_rss))
+print("node_exporter whole process (start-up, one scrape, exit): %.2f ms CPU" % ms(ne_whole))
+print("fabricmon --version (the process floor):  CPU %.2f ms" % ms(fm_version))
 print("series: fabricmon %d (fabric_port_*/hw/roce/device: %d), node_exporter node_infiniband_* %d"
       % (sum(1 for l in fm_text.splitlines() if l and not l.startswith("#")),
          sum(series(fm_text, p) for p in ("fabric_port_", "fabric_hw_counter",
@@ -186,6 +205,15 @@ print("series: fabricmon %d (fabric_port_*/hw/roce/device: %d), node_exporter no
               "fabric_roce_ecn", "fabric_roce_out", "fabric_roce_packet",
               "fabric_roce_local", "fabric_roce_adaptive", "fabric_roce_slow")),
          series(ne_text, "node_infiniband_")))
+
+if baseline:
+    b_all, b_empty, b_ib, b_version = shots[baseline]
+    print("baseline %s, same rounds: --version %.2f ms, --once empty tree %.2f ms, "
+          "ib_port+hw_counters %.2f ms, all default collectors %.2f ms CPU"
+          % (baseline, ms(median(b_version)), ms(median([x[0] for x in b_empty])),
+             ms(median([x[0] for x in b_ib])), ms(median([x[0] for x in b_all]))))
+    print("  baseline --once all collectors / node_exporter whole process: %.3f"
+          % (median([x[0] for x in b_all]) / ne_whole))
 
 ne_steady = median([steady(node_exporter_argv, scrapes=20) / 20 for _ in range(3)])
 print("node_exporter steady scrape: %.2f ms CPU (median of 3 x 20 scrapes 100 ms apart)"
@@ -206,6 +234,8 @@ rows = [
     ("--once ib_port+hw_counters without start-up / first scrape", fmi_cpu - fm0_cpu, ne_first),
     ("--once ib_port+hw_counters, whole process / first scrape", fmi_cpu, ne_first),
     ("--once all collectors, whole process / first scrape", fm_cpu, ne_first),
+    ("--once all collectors / node_exporter whole process", fm_cpu, ne_whole),
+    ("--once ib_port+hw_counters / node_exporter whole process", fmi_cpu, ne_whole),
 ]
 for label, a, b in rows:
     print("  %-60s %.3f" % (label, a / b if b > 0 else float("nan")))

@@ -130,10 +130,14 @@ def run(work, blocks, rules_dir, step, until, free_port, data_end=None):
         info["lookback_s"] = lookback
         # The unit's flags; the notifier is a closed loopback port (alerts
         # are not delivered: the cost measured is the evaluation).
+        # The MetricsQL flavour, as the unit's ExecStartPre writes it.
+        vm_rules = os.path.join(home, "rules")
+        subprocess.run(["sh", os.path.join(DEPLOY, "metricsql-rules.sh"),
+                        rules_dir, vm_rules], check=True)
         alert = start("vmalert", [
             "vmalert",
-            "-rule=" + os.path.join(rules_dir, "recording_rules.yml"),
-            "-rule=" + os.path.join(rules_dir, "alerting_rules.yml"),
+            "-rule=" + os.path.join(vm_rules, "recording_rules.yml"),
+            "-rule=" + os.path.join(vm_rules, "alerting_rules.yml"),
             "-datasource.url=" + url, "-remoteWrite.url=" + url,
             "-remoteRead.url=" + url,
             "-notifier.url=http://127.0.0.1:%d" % nowhere,
@@ -166,7 +170,15 @@ def run(work, blocks, rules_dir, step, until, free_port, data_end=None):
                              if k.startswith("vmalert_execution_errors_total"))
         info["executions"] = sum(v for k, v in m.items()
                                  if k.startswith("vmalert_execution_total"))
-        info["rss_vm"] = read_metrics(vm_port).get("process_resident_memory_bytes", 0)
+        info["alerts_firing"] = sum(v for k, v in m.items()
+                                    if k.startswith("vmalert_alerts_firing"))
+        vm_metrics = read_metrics(vm_port)
+        # Rule queries and the annotation templates' queries together.
+        info["queries"] = vm_metrics.get(
+            'vm_http_requests_total{path="/api/v1/query"}', 0)
+        info["vm_cpu_s"] = vm_metrics.get("process_cpu_seconds_total", 0)
+        info["vmalert_cpu_s"] = m.get("process_cpu_seconds_total", 0)
+        info["rss_vm"] = vm_metrics.get("process_resident_memory_bytes", 0)
         info["rss_vmalert"] = m.get("process_resident_memory_bytes", 0)
         info["end"] = time.time()
         return measured, info
@@ -205,7 +217,13 @@ def main():
         " ".join(sys.argv[1:]), time.strftime("%Y-%m-%d %H:%M"),
         " ".join("%.2f" % x for x in os.getloadavg())))
     print("\n".join(rules_scale.interval_table(
-        table, {}, groups, info, rules_scale.intervals(ROOT), args.step)))
+        table, {}, groups, info, rules_scale.intervals(ROOT), args.step, [])))
+    print("\nvmalert: %d rule executions (%d failed), %d alerts firing at the end; "
+          "victoria-metrics answered %d queries; CPU since start: victoria-metrics "
+          "%.0f s (import included), vmalert %.0f s, over %.0f s of evaluation" % (
+              info["executions"], info["errors"], info["alerts_firing"],
+              info["queries"], info["vm_cpu_s"], info["vmalert_cpu_s"],
+              info["end"] - info["start"]))
     json.dump(groups, open(os.path.join(args.workdir, "vm-evaluations.json"), "w"))
 
 

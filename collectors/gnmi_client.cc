@@ -118,8 +118,8 @@ class GrpcSubscribeCall final : public SubscribeCall {
 
 }  // namespace
 
-std::unique_ptr<SubscribeCall> NewGrpcSubscribeCall(
-    const std::string& address, const ClientOptions& options) {
+std::unique_ptr<SubscribeCall> GrpcSubscribe(const std::string& address,
+                                             const ClientOptions& options) {
   return std::make_unique<GrpcSubscribeCall>(address, options);
 }
 

@@ -49,9 +49,16 @@ class SubscribeCall {
 using SubscribeCallFactory = std::function<std::unique_ptr<SubscribeCall>(
     const std::string& address, const ClientOptions& options)>;
 
-// The real one: C++ gRPC (Debian's libgrpc++).
+// The real one: C++ gRPC (Debian's libgrpc++), through the gRPC module
+// (collectors/grpc_module.h), loaded at the first call; without the module,
+// a call whose Run() fails at once with the loader's reason.
 std::unique_ptr<SubscribeCall> NewGrpcSubscribeCall(
     const std::string& address, const ClientOptions& options);
+
+// What NewGrpcSubscribeCall reaches in the module (gnmi_client.cc, linked
+// into libfabricmon_grpc.so, and into the gnmi_* tests).
+std::unique_ptr<SubscribeCall> GrpcSubscribe(const std::string& address,
+                                             const ClientOptions& options);
 
 // The subscribed paths as text ("/interfaces/interface[name=*]/state", ...).
 std::vector<std::string> SubscriptionPathStrings(

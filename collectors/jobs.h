@@ -3,7 +3,9 @@
 // and dashboards can say which jobs a fabric fault touches. Read from
 // slurmd's cgroup tree (sources/slurm_jobs.h) every interval: no exec, no
 // controller round trip. A node without Slurm exports nothing and logs
-// nothing; a job that ends is gone at the next collection.
+// nothing; a job that ends is gone at the next collection. A job's name,
+// node list and user are read from /proc once per job, not per collection:
+// a running job costs only the cgroup listings that find it.
 //
 // Bounded: at most `max_jobs` series (a node runs a few jobs; the default
 // 64 covers one per core of a shared node). Past it the lowest job IDs are
@@ -12,7 +14,6 @@
 // Thread-safety: the collector follows Collector.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include "collectors/collector.h"
@@ -27,8 +28,6 @@ struct JobsSettings {
   bool operator==(const JobsSettings&) const = default;
 };
 
-std::unique_ptr<Collector> MakeJobsCollector(const CollectorEnv& env,
-                                             const CollectorConfig& config);
 CollectorSpec JobsCollectorSpec();
 
 }  // namespace fabric

@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collectors/inventory.h"
 #include "config/duration.h"
-#include "config/yaml_keys.h"
 #include "sources/pod_resources.h"
 
 namespace fabric {
@@ -32,9 +32,7 @@ class PodsCollector final : public Collector {
     }
     std::vector<PodDevice> held =
         MapPodDevices(*env_.sysfs, reply.containers, settings_.shared);
-    const std::size_t cap = static_cast<std::size_t>(settings_.max_series);
-    const std::size_t over = held.size() > cap ? held.size() - cap : 0;
-    held.resize(held.size() - over);
+    cap_.Apply(static_cast<std::size_t>(settings_.max_series), held, sink);
     for (PodDevice& p : held) {
       sink.Gauge("fabric_pod_device_info",
                  "A Kubernetes pod's container holding this RDMA device (from "
@@ -45,14 +43,6 @@ class PodsCollector final : public Collector {
                         {"device", std::move(p.device)}},
                  1);
     }
-    if (over > 0 || had_over_) {
-      had_over_ = true;
-      sink.Gauge("fabric_pod_devices_over_cap",
-                 "Pod device series beyond collectors.pods.max_series, not "
-                 "exported (the first by namespace, pod, container, device "
-                 "are).",
-                 {}, static_cast<double>(over));
-    }
     return true;
   }
 
@@ -60,59 +50,44 @@ class PodsCollector final : public Collector {
   CollectorEnv env_;
   PodsSettings settings_;
   std::string last_error_;  // the last failure; "" while answering
-  bool had_over_ = false;   // keep the gauge (at 0) once it has been seen
+  SeriesCap cap_{"fabric_pod_devices_over_cap",
+                 "Pod device series beyond collectors.pods.max_series, not "
+                 "exported (the first by namespace, pod, container, device "
+                 "are)."};
 };
 
 }  // namespace
 
-std::unique_ptr<Collector> MakePodsCollector(const CollectorEnv& env,
-                                             const CollectorConfig& config) {
-  return std::make_unique<PodsCollector>(env, SettingsAs<PodsSettings>(config));
-}
-
 CollectorSpec PodsCollectorSpec() {
   using namespace config_keys;
-  CollectorSpec spec;
-  spec.name = "pods";
-  spec.interval = std::chrono::seconds(30);
-  spec.keys = {"socket", "deadline", "max_series", "shared"};
-  spec.parse = [](const YAML::Node& node, const std::string& path,
-                  const CollectorConfig& generic) {
-    PodsSettings settings;
-    ForEachKey(
-        node, path,
-        [&](const std::string& key, const YAML::Node& value,
-            const std::string& key_path, const YAML::Mark& mark) {
-          if (key == "socket") {
-            settings.socket = Scalar(value, key_path);
-            if (settings.socket.empty() || settings.socket[0] != '/') {
-              Fail(key_path, mark, "must be an absolute path");
-            }
-          } else if (key == "deadline") {
-            settings.deadline =
-                Duration(value, key_path, std::chrono::milliseconds(1));
-          } else if (key == "max_series") {
-            settings.max_series = static_cast<int>(Integer(
-                value, key_path, 1, 65536, "a number of series in 1..65536"));
-          } else if (key == "shared" && !value.IsNull()) {
-            RequireMap(value, key_path);
-            for (const auto& kv : value) {
-              const std::string resource = kv.first.as<std::string>();
-              settings.shared[resource] =
-                  Names(kv.second, Join(key_path, resource));
-            }
+  return InventorySpec<PodsCollector, PodsSettings>(
+      "pods", {"socket", "deadline", "max_series", "shared"},
+      [](PodsSettings& settings, const SettingKey& key) {
+        if (key.name == "socket") {
+          settings.socket = PathKey(key);
+        } else if (key.name == "deadline") {
+          settings.deadline =
+              Duration(key.value, key.path, std::chrono::milliseconds(1));
+        } else if (key.name == "max_series") {
+          settings.max_series = CapKey(key, 65536, "series");
+        } else if (key.name == "shared" && !key.value.IsNull()) {
+          RequireMap(key.value, key.path);
+          for (const auto& kv : key.value) {
+            const std::string resource = kv.first.as<std::string>();
+            settings.shared[resource] =
+                Names(kv.second, Join(key.path, resource));
           }
-        });
-    // The List must give up before the collection's own timeout does.
-    if (generic.enabled && settings.deadline >= generic.timeout) {
-      Fail(Join(path, "deadline"), KeyMark(node, "deadline"),
-           "must be shorter than the timeout (" +
-               FormatDuration(generic.timeout) + ")");
-    }
-    return std::make_shared<SettingsOf<PodsSettings>>(settings);
-  };
-  spec.make = MakePodsCollector;
-  return spec;
+        }
+      },
+      // The List must give up before the collection's own timeout does.
+      [](const PodsSettings& settings, const YAML::Node& node,
+         const std::string& path, const CollectorConfig& generic) {
+        if (generic.enabled && settings.deadline >= generic.timeout) {
+          Fail(Join(path, "deadline"), KeyMark(node, "deadline"),
+               "must be shorter than the timeout (" +
+                   FormatDuration(generic.timeout) + ")");
+        }
+      });
 }
 
 }  // namespace fabric

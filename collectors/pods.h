@@ -22,7 +22,6 @@
 
 #include <chrono>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,8 +39,6 @@ struct PodsSettings {
   bool operator==(const PodsSettings&) const = default;
 };
 
-std::unique_ptr<Collector> MakePodsCollector(const CollectorEnv& env,
-                                             const CollectorConfig& config);
 CollectorSpec PodsCollectorSpec();
 
 }  // namespace fabric

@@ -20,8 +20,8 @@
 //    devices: every container holding any ID of it shares them all.
 //
 // Split in two: the pure mapping (pod_resources.cc, in fabric_sources) and
-// the gRPC client (pod_resources_grpc.cc, built only with gRPC, like the
-// pods collector).
+// the gRPC client (pod_resources_grpc.cc, built only with gRPC into the gRPC
+// module, like the gnmi collector's client).
 //
 // Thread-safety: pure functions of their inputs, and ListPodResources opens
 // its own channel per call; all safe from any thread.
@@ -79,7 +79,14 @@ struct PodResourcesReply {
 // Calls List on the kubelet's socket `socket` (an absolute path), giving up
 // after `deadline` (a kubelet that accepts and never answers cannot hold a
 // collection). Answers larger than 16 MiB (the kubelet's own cap) fail.
+// The RPC is the gRPC module's (collectors/grpc_module.h), loaded only once
+// the socket exists; a module that cannot be loaded is the error.
 PodResourcesReply ListPodResources(const std::string& socket,
                                    std::chrono::milliseconds deadline);
+
+// The module's List (pod_resources_grpc.cc): the RPC alone, on a socket
+// ListPodResources has found.
+PodResourcesReply ListPodResourcesOverGrpc(const std::string& socket,
+                                           std::chrono::milliseconds deadline);
 
 }  // namespace fabric

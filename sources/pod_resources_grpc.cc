@@ -1,31 +1,16 @@
-// ListPodResources (sources/pod_resources.h): the gRPC half, Debian's
-// libgrpc++ and the stubs generated from proto/podresources/.
+// ListPodResourcesOverGrpc (sources/pod_resources.h): the gRPC half, Debian's
+// libgrpc++ and the stubs generated from proto/podresources/, built into the
+// gRPC module (collectors/grpc_module.h).
 #include <grpcpp/grpcpp.h>
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "podresources_v1.grpc.pb.h"
 #include "sources/pod_resources.h"
 
 namespace fabric {
 
-PodResourcesReply ListPodResources(const std::string& socket,
-                                   std::chrono::milliseconds deadline) {
+PodResourcesReply ListPodResourcesOverGrpc(const std::string& socket,
+                                           std::chrono::milliseconds deadline) {
   PodResourcesReply reply;
-  struct stat st {};
-  if (::stat(socket.c_str(), &st) != 0) {
-    // No kubelet socket (and no directory for it): not a Kubernetes node.
-    if (errno != ENOENT && errno != ENOTDIR) {
-      reply.error = socket + ": " + std::strerror(errno);
-    }
-    return reply;
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    reply.error = socket + ": not a socket";
-    return reply;
-  }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(16 << 20);
   auto stub = v1::PodResourcesLister::NewStub(grpc::CreateCustomChannel(

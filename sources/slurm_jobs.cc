@@ -46,24 +46,42 @@ std::optional<int> PidOfJob(const Sysfs& fs, const std::string& job) {
   return std::nullopt;
 }
 
-// Fills what /proc says about the job, when this process may read it.
-void FromProc(const Sysfs& fs, const TextFileReader& proc,
-              const std::string& proc_root, SlurmJob* job) {
-  const auto pid = PidOfJob(fs, job->cgroup);
-  if (!pid) return;
+// Reads what /proc says about `job` into `seen`: a process of the job's
+// status (the uid, when the path did not give it) and environment.
+void ReadProc(const Sysfs& fs, const TextFileReader& proc,
+              const std::string& proc_root, const SlurmJob& job,
+              SlurmJobProc* seen) {
+  const auto pid = PidOfJob(fs, job.cgroup);
+  if (!pid) return;  // no process yet: not a try
   const std::string base = proc_root + "/" + std::to_string(*pid);
-  if (!job->uid) {
+  if (!job.uid && !seen->uid) {
     FileRead status = proc(base + "/status", kMaxStatusBytes);
-    if (status.ok()) job->uid = ParseStatusUid(status.text);
+    if (status.ok()) seen->uid = ParseStatusUid(status.text);
   }
   FileRead environ = proc(base + "/environ", kMaxEnvironBytes);
-  if (!environ.ok()) return;
-  auto vars = ParseSlurmEnviron(environ.text);
-  // A pid reused by a process of another job (or none) says nothing.
-  if (vars["SLURM_JOB_ID"] != job->id) return;
-  job->name = vars["SLURM_JOB_NAME"];
-  job->nodelist = vars["SLURM_JOB_NODELIST"];
-  job->user = vars["SLURM_JOB_USER"];
+  if (environ.ok()) {
+    auto vars = ParseSlurmEnviron(environ.text);
+    // A pid reused by a process of another job (or none) says nothing.
+    if (vars["SLURM_JOB_ID"] == job.id) {
+      seen->name = vars["SLURM_JOB_NAME"];
+      seen->nodelist = vars["SLURM_JOB_NODELIST"];
+      seen->user = vars["SLURM_JOB_USER"];
+      seen->done = true;
+      return;
+    }
+  }
+  if (++seen->tries >= kMaxProcTries) seen->done = true;
+}
+
+// Fills what /proc says about the job, reading it only while `seen` has
+// no answer.
+void FromProc(const Sysfs& fs, const TextFileReader& proc,
+              const std::string& proc_root, SlurmJobProc* seen, SlurmJob* job) {
+  if (!seen->done) ReadProc(fs, proc, proc_root, *job, seen);
+  if (!job->uid) job->uid = seen->uid;
+  job->name = seen->name;
+  job->nodelist = seen->nodelist;
+  job->user = seen->user;
 }
 
 void AddJobsUnder(const Sysfs& fs, const std::string& dir,
@@ -159,13 +177,19 @@ std::optional<int> FirstPid(std::string_view text) {
 
 std::vector<SlurmJob> ReadSlurmJobs(const Sysfs& fs, const std::string& root,
                                     const TextFileReader& proc,
-                                    const std::string& proc_root) {
+                                    const std::string& proc_root,
+                                    SlurmJobsKnown* known) {
   std::map<std::string, SlurmJob> jobs;
   AddV1(fs, root, &jobs);
   AddV2(fs, root, &jobs);
+  if (known) {
+    std::erase_if(*known,
+                  [&](const auto& kv) { return !jobs.count(kv.first); });
+  }
   std::vector<SlurmJob> out;
   for (auto& [id, job] : jobs) {
-    FromProc(fs, proc, proc_root, &job);
+    SlurmJobProc once;
+    FromProc(fs, proc, proc_root, known ? &(*known)[id] : &once, &job);
     out.push_back(std::move(job));
   }
   // By number, not text: job 9 before job 10.

@@ -16,7 +16,13 @@
 // readable (root, or the unit without ProtectProc); else
 // they are empty and the series says only the ID and user.
 //
-// Thread-safety: pure functions of their inputs; safe from any thread.
+// None of that changes while a job runs, so the caller may keep it per job
+// ID (SlurmJobsKnown): a job's /proc is then read until it answered, and
+// after that a running job costs nothing beyond the cgroup listings that
+// find it (docs/jobs.md, "Cost").
+//
+// Thread-safety: pure functions of their inputs (a SlurmJobsKnown is its
+// caller's, used by one call at a time); safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -51,13 +57,37 @@ std::optional<std::uint32_t> ParseStatusUid(std::string_view text);
 // The first pid of a cgroup.procs or tasks file.
 std::optional<int> FirstPid(std::string_view text);
 
+// What /proc said of one job, kept from one collection to the next.
+struct SlurmJobProc {
+  std::optional<std::uint32_t> uid;  // from /proc/<pid>/status (v2)
+  std::string name, nodelist, user;  // from /proc/<pid>/environ
+  // Collections that found a process of the job whose /proc said nothing
+  // (not readable, as under the packaged unit's ProtectProc, or the
+  // process just ended).
+  int tries = 0;
+  // Nothing more to read: the environment answered, or kMaxProcTries
+  // collections found it unreadable.
+  bool done = false;
+};
+// Per job ID. ReadSlurmJobs drops the jobs that are gone.
+using SlurmJobsKnown = std::map<std::string, SlurmJobProc, std::less<>>;
+
+// How many collections a job's /proc is tried while it does not answer;
+// then the job keeps what it had (an empty name and node list). A job
+// without any process yet (a long prolog) is not counted: it is tried
+// again when a process appears.
+inline constexpr int kMaxProcTries = 3;
+
 // The jobs under `root` of `fs` (the cgroup mount: "fs/cgroup" of the
 // /sys tree), sorted by ID, one entry per ID (v1 lists a job under each
 // controller). `proc` reads /proc/<pid>/* (the seam; ReadTextFile);
 // `proc_root` is "/proc". A job that vanishes mid-read is skipped or
-// partial, never an error; no Slurm, no jobs.
+// partial, never an error; no Slurm, no jobs. With `known`, /proc is read
+// only for jobs it has no answer for, and it is updated (ended jobs
+// dropped); without, every job's /proc is read.
 std::vector<SlurmJob> ReadSlurmJobs(const Sysfs& fs, const std::string& root,
                                     const TextFileReader& proc,
-                                    const std::string& proc_root);
+                                    const std::string& proc_root,
+                                    SlurmJobsKnown* known = nullptr);
 
 }  // namespace fabric

@@ -211,7 +211,7 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
       "test -f /usr/share/fabricmon/runbooks/README.md\n"
       "for f in vmagent-fabricmon@.service vmalert-fabricmon.service "
       "scrape.yml prometheus-remote-write.yml targets.example.json "
-      "fabricmon-vm.default victoria-metrics.default; do "
+      "fabricmon-vm.default victoria-metrics.default metricsql-rules.sh; do "
       "test -f \"/usr/share/fabricmon/victoriametrics/$f\"; done\n"
       "test ! -e /usr/lib/systemd/system/vmalert-fabricmon.service\n"
       "/usr/bin/fabricmon --check-config --config "
@@ -224,11 +224,37 @@ TEST_F(DebPackage, InstallsUpgradesRemovesAndPurgesWithItsMaintainerScripts) {
   ASSERT_EQ(r.rc, 0) << r.output;
   EXPECT_NE(r.output.find("libc6"), std::string::npos)
       << "Depends without shlibdeps: " << r.output;
+  // shlibdeps saw the gRPC module's libraries too.
+  if (fs::exists(testing::BinaryDir() + "/libfabricmon_grpc.so")) {
+    EXPECT_NE(r.output.find("libgrpc++"), std::string::npos) << r.output;
+  }
   if (fs::exists(testing::BinaryDir() + "/lib/libfabricmon_osm.so")) {
     r = InOverlay(
         "test -f /usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null"
         " || gcc -print-multiarch)/libfabricmon_osm.so");
     EXPECT_EQ(r.rc, 0) << "OpenSM plugin not in the multiarch dir";
+  }
+  // The gRPC module (collectors/grpc_module.h): under the multiarch libdir,
+  // not linked by the daemon, and found by the installed daemon once the
+  // pods collector has a socket. The socket listens and never answers: only
+  // a loaded module can call List and report its deadline.
+  if (fs::exists(testing::BinaryDir() + "/libfabricmon_grpc.so")) {
+    r = InOverlay(
+        "m=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null"
+        " || gcc -print-multiarch)/fabricmon/libfabricmon_grpc.so\n"
+        "test -f \"$m\"\n"
+        "! readelf -d /usr/bin/fabricmon | grep -q 'NEEDED.*libgrpc'\n"
+        "python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); "
+        "s.bind(\"/tmp/k.sock\"); s.listen(); time.sleep(60)' &\n"
+        "for i in $(seq 100); do test -S /tmp/k.sock && break; sleep 0.1; "
+        "done\n"
+        "printf 'collectors:\\n  pods: {socket: /tmp/k.sock, deadline: "
+        "500ms}\\n' > /tmp/pods.yaml\n"
+        "/usr/bin/fabricmon --once --config /tmp/pods.yaml 2>&1 >/dev/null"
+        " | grep 'pods: List on /tmp/k.sock'\n"
+        "kill $!\n");
+    EXPECT_EQ(r.rc, 0) << "gRPC module not installed or not found: "
+                       << r.output;
   }
 
   // The admin edits the config and disables the service; it is running.

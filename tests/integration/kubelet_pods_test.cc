@@ -22,6 +22,7 @@
 #include "collectors/registry.h"
 #include "podresources_v1.grpc.pb.h"
 #include "tests/integration/fabricmon_run.h"
+#include "tests/integration/kubelet_server.h"
 #include "tests/integration/sim_support.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
@@ -126,11 +127,7 @@ class KubeletPodsTest : public ::testing::Test {
   }
 
   void StartKubelet() {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("unix:" + socket_,
-                             grpc::InsecureServerCredentials());
-    builder.RegisterService(&kubelet_);
-    server_ = builder.BuildAndStart();
+    server_ = ServeKubelet(socket_, &kubelet_);
     ASSERT_TRUE(server_);
   }
 

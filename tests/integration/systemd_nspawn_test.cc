@@ -12,6 +12,9 @@
 // The MAD broker's units too: the socket, one broker instance per
 // connection in its own sandbox (its syscall filter made fatal as the
 // daemon's is), and the daemon's unit without the umad devices.
+// The kubelet relay's units too: fabricmon-kubelet.socket and its
+// systemd-socket-proxyd between the daemon and a stand-in kubelet
+// (tests/helpers/kubelet_stub.cc) on the kubelet's root-only socket.
 // Not covered here: MADs to a fabric (the container has none; the broker
 // against ibsim is mad_broker_ibsim_test).
 //
@@ -37,6 +40,7 @@
 #include "tests/integration/nspawn_machine.h"
 #include "tests/support/ci.h"
 #include "tests/support/http.h"
+#include "tests/support/in_ci.h"
 #include "tests/support/paths.h"
 #include "tests/support/wait.h"
 
@@ -154,6 +158,7 @@ class SystemdNspawnTest : public ::testing::Test {
   void Watchdog();
   void Sandbox();
   void Broker();
+  void KubeletRelay();
   void Stop();
   void RemoveAndPurge();
 
@@ -437,6 +442,129 @@ void SystemdNspawnTest::Broker() {
   std::cout << "systemd-analyze security, broker: " << r.output;
 }
 
+// docs/jobs.md "Kubernetes pods": the packaged daemon (DynamicUser, no
+// capabilities) reads the kubelet's pod-resources API only through the
+// relay units. A stand-in kubelet (tests/helpers/kubelet_stub.cc: Debian's
+// gRPC serving v1.PodResourcesLister/List from the same proto, one pod
+// holding an RDMA shared-device slot) listens as root on the kubelet's
+// socket path in its 0750 root directory, as the kubelet does. Pointed at
+// that socket the pods collector fails with "Permission denied"
+// (fabric_collector_success 0, what FabricCollectorFailing reads); with
+// fabricmon-kubelet.socket enabled and collectors.pods.socket at
+// /run/fabricmon-kubelet/kubelet.sock the pod's series comes through the
+// socket-activated systemd-socket-proxyd, itself in its sandbox with
+// refused syscalls made fatal. Undone at the end (the relay disabled,
+// the config as before) for the steps after it.
+void SystemdNspawnTest::KubeletRelay() {
+  const fs::path stub = testing::Binary("kubelet_stub");
+  if (!fs::exists(stub)) {
+    // Built without gRPC (proto/CMakeLists.txt), which CI=true refuses.
+    ASSERT_FALSE(testing::InCi()) << stub << " not built (CI=true)";
+    std::cout << "kubelet relay not checked: " << stub << " not built\n";
+    return;
+  }
+  // The bind mount of dir_/pkg shows the copy at /root/pkg in the container.
+  fs::copy_file(stub, dir_ / "pkg" / "kubelet_stub",
+                fs::copy_options::overwrite_existing);
+  // Its shared libraries (gRPC, protobuf) are those the .deb's Depends
+  // pulled in: nothing missing.
+  const ShellResult ldd = In("ldd /root/pkg/kubelet_stub");
+  ASSERT_EQ(ldd.rc, 0) << ldd.output;
+  ASSERT_THAT(ldd.output, Not(HasSubstr("not found")));
+  const std::string kubelet_sock =
+      "/var/lib/kubelet/pod-resources/kubelet.sock";
+  ShellResult r =
+      In("mkdir -p /var/lib/kubelet/pod-resources && "
+         "chmod 0750 /var/lib/kubelet /var/lib/kubelet/pod-resources && "
+         "systemd-run --unit=kubelet-stub --quiet /root/pkg/kubelet_stub " +
+         kubelet_sock + " ml/trainer-0/worker/rdma/hca_shared_devices_a=0,1");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  ASSERT_TRUE(WaitFor([&] { return In("test -S " + kubelet_sock).rc == 0; }))
+      << In("journalctl -u kubelet-stub --no-pager").output;
+  // The relay's refused syscalls made fatal, as the daemon's are.
+  ASSERT_EQ(In("mkdir -p /etc/systemd/system/fabricmon-kubelet.service.d && "
+               "printf '[Service]\\nSystemCallErrorNumber=kill\\n' > "
+               "/etc/systemd/system/fabricmon-kubelet.service.d/sandbox.conf"
+               " && systemctl daemon-reload")
+                .rc,
+            0);
+  const std::string pods =
+      "collectors:\n  pods:\n    interval: 1s\n    shared:\n"
+      "      \"rdma/hca_shared_devices_a\": [mlx5_0]\n";
+  const std::string series =
+      "fabric_pod_device_info{container=\"worker\",device=\"mlx5_0\","
+      "namespace=\"ml\",pod=\"trainer-0\"} 1";
+
+  // Without the relay: the daemon's user cannot reach the kubelet's socket.
+  std::string cursor = Cursor();
+  ASSERT_NO_FATAL_FAILURE(
+      WriteConfig(Config(pods + "    socket: " + kubelet_sock + "\n")));
+  r = In("systemctl reload fabricmon.service");
+  ASSERT_EQ(r.rc, 0) << r.output << Journal(cursor);
+  std::string text;
+  EXPECT_TRUE(WaitFor([&] {
+    text = Scrape();
+    return text.find("fabric_collector_success{collector=\"pods\"} 0") !=
+           std::string::npos;
+  })) << text
+      << Journal(cursor);
+  EXPECT_THAT(text, Not(HasSubstr("fabric_pod_device_info")));
+  EXPECT_TRUE(WaitFor([&] {
+    return Journal(cursor).find("pods: " + kubelet_sock +
+                                ": Permission denied") != std::string::npos;
+  })) << Journal(cursor);
+  // The daemon runs as its dynamic user, not root.
+  const std::string uid =
+      In("awk '/^Uid:/ { print $2 }' /proc/" + Show()["MainPID"] + "/status")
+          .output;
+  EXPECT_NE(uid, "0\n");
+  EXPECT_NE(uid, "");
+  EXPECT_EQ(
+      In("systemctl show -p DynamicUser --value fabricmon.service").output,
+      "yes\n");
+
+  // Through the relay.
+  r = In("systemctl enable --now fabricmon-kubelet.socket");
+  ASSERT_EQ(r.rc, 0) << r.output;
+  EXPECT_EQ(In("stat -c '%U:%G %a' /run/fabricmon-kubelet/kubelet.sock").output,
+            "root:fabricmon 660\n");
+  cursor = Cursor();
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(
+      Config(pods + "    socket: /run/fabricmon-kubelet/kubelet.sock\n")));
+  r = In("systemctl reload fabricmon.service");
+  ASSERT_EQ(r.rc, 0) << r.output << Journal(cursor);
+  EXPECT_TRUE(WaitFor([&] {
+    text = Scrape();
+    return text.find(series) != std::string::npos &&
+           text.find("fabric_collector_success{collector=\"pods\"} 1") !=
+               std::string::npos;
+  })) << text
+      << Journal(cursor)
+      << In("journalctl -u fabricmon-kubelet.service -u kubelet-stub "
+            "--no-pager")
+             .output;
+  EXPECT_EQ(In("systemctl is-active fabricmon-kubelet.service").output,
+            "active\n");
+  const std::string relay_journal =
+      In("journalctl -u fabricmon-kubelet.service -o cat --no-pager").output;
+  EXPECT_THAT(relay_journal, Not(HasSubstr("SIGSYS")));
+  EXPECT_THAT(relay_journal, Not(HasSubstr("status=31")));
+  std::cout << "systemd-analyze security, kubelet relay: "
+            << In("systemd-analyze security fabricmon-kubelet.service "
+                  "--no-pager | tail -1")
+                   .output;
+
+  // Undone for the steps after this one.
+  EXPECT_EQ(In("systemctl disable --now fabricmon-kubelet.socket "
+               "fabricmon-kubelet.service && systemctl stop kubelet-stub && "
+               "rm -r /var/lib/kubelet")
+                .rc,
+            0);
+  ASSERT_NO_FATAL_FAILURE(WriteConfig(Config("")));
+  r = In("systemctl reload fabricmon.service");
+  ASSERT_EQ(r.rc, 0) << r.output;
+}
+
 // SIGTERM ends it within TimeoutStopSec (Result=timeout otherwise) with
 // status 0, and no process of it is left.
 void SystemdNspawnTest::Stop() {
@@ -487,6 +615,7 @@ TEST_F(SystemdNspawnTest, DebInstallsAndTheUnitRunsUnderSystemd) {
   ASSERT_NO_FATAL_FAILURE(Watchdog());
   ASSERT_NO_FATAL_FAILURE(Sandbox());
   ASSERT_NO_FATAL_FAILURE(Broker());
+  ASSERT_NO_FATAL_FAILURE(KubeletRelay());
   ASSERT_NO_FATAL_FAILURE(Stop());
   ASSERT_NO_FATAL_FAILURE(RemoveAndPurge());
 }

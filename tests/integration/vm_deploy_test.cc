@@ -14,19 +14,28 @@
 //    (congestion-hotspot, link-degraded, counter-saturation, dying-cable's
 //    pre-FEC BER on the host port, pfc-storm) fire the same alerts under
 //    vmalert as under Prometheus, and reach Alertmanager. Not SM failover:
-//    alerts_e2e_test kills a real OpenSM on ibsim for it, not the simulator.
+//    alerts_e2e_test kills a real OpenSM on ibsim for it, not the simulator;
+//  - a link counter that was already above 0 when its series began is no
+//    link event under vmalert (the unit's MetricsQL flavour of the rules),
+//    while MetricsQL's own increase() counts it.
 // Everything binds to 127.0.0.1; the stack's processes are stopped by pid
 // (their sessions) and its directory removed unless the test failed.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
 
 #include "tests/integration/vm_stack.h"
 #include "tests/support/ci.h"
+#include "tests/support/http_client.h"
+#include "tests/support/temp_dir.h"
 
 namespace fabric {
 namespace {
@@ -199,6 +208,114 @@ TEST(VmDeployTest, RecordingRulesGiveTheSameValuesAsPrometheus) {
                 "count(fabric:port_transmit_utilization_ratio:rate5m)");
   ASSERT_TRUE(written && local && written->size() == 1 && local->size() == 1);
   EXPECT_EQ(written->begin()->second, local->begin()->second);
+}
+
+// The recording rules whose expression is `increase(...) > 0` of link
+// counters (the link-event groups), by record name, from `dir`'s file.
+std::map<std::string, std::string> LinkEventRecords(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  const auto doc = YAML::LoadFile(dir + "/recording_rules.yml");
+  for (const auto& group : doc["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      const auto expr = rule["expr"].as<std::string>();
+      if (rule["record"] && expr.find("increase") == 0) {
+        out[rule["record"].as<std::string>()] = expr;
+      }
+    }
+  }
+  return out;
+}
+
+// Every counter the link-event records read, for two ports of one host
+// over the last 10 minutes: `old` read 3 from its first sample on (a port
+// that went down before fabricmon exported it: a new node, every port at a
+// rollout), `moved` read 3 and then 4 (one link down 4 minutes ago).
+std::string LinkCountersText(std::int64_t now_ms) {
+  std::string out;
+  for (const char* name :
+       {"fabric_port_errors_total", "fabric_switch_port_errors_total",
+        "fabric_roce_phy_link_down_events_total",
+        "fabric_switch_port_link_down_transitions_total"}) {
+    for (const char* error : {"link_downed", "link_error_recovery"}) {
+      for (const char* port : {"old", "moved"}) {
+        for (std::int64_t t = now_ms - 600'000; t <= now_ms; t += 15'000) {
+          const int value =
+              std::string(port) == "moved" && t > now_ms - 240'000 ? 4 : 3;
+          out += std::string(name) +
+                 "{job=\"fabricmon\",instance=\"h1:10915\"" + ",port=\"" +
+                 port + "\",error=\"" + error + "\"} " + std::to_string(value) +
+                 " " + std::to_string(t) + "\n";
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The ports an expression names on `port` (its `port` label).
+std::set<std::string> PortsOf(int port, const std::string& expr) {
+  std::set<std::string> out;
+  if (auto r = vm::Query(port, expr)) {
+    for (const auto& [labels, value] : *r) out.insert(labels.at("port"));
+  }
+  return out;
+}
+
+TEST(VmDeployTest, CountersOlderThanTheirSeriesAreNoLinkEventsUnderVmalert) {
+  REQUIRE_VM_STACK();
+  testing::TempDir dir("fabricmon-vm-increase");
+  // The rules as vmalert-fabricmon.service writes them before it starts.
+  const auto pre = vm::UnitCommand(
+      "vmalert-fabricmon.service",
+      {{"%t/fabricmon-vmalert", dir.path() + "/vmalert"},
+       {"/usr/share/fabricmon/victoriametrics/",
+        vm::Src("deploy/victoriametrics/")},
+       {"/usr/share/fabricmon/rules", vm::Src("dashboards/prometheus")}},
+      "ExecStartPre");
+  ASSERT_FALSE(pre.empty());
+  ASSERT_EQ(std::system(vm::Join(pre).c_str()), 0) << vm::Join(pre);
+  const auto vmalert = LinkEventRecords(dir.path() + "/vmalert");
+  const auto shipped = LinkEventRecords(vm::Src("dashboards/prometheus"));
+  ASSERT_GE(vmalert.size(), 6u);
+
+  const int port = testing::FreeLoopbackPort();
+  testing::sim::Session server(
+      "/usr/bin/victoria-metrics -storageDataPath=" + dir.path() +
+          "/data -httpListenAddr=127.0.0.1:" + std::to_string(port) +
+          " -loggerLevel=WARN",
+      dir.path() + "/victoria-metrics.log");
+  ASSERT_TRUE(testing::WaitFor(
+      [&] { return testing::HttpGetOk(port, "/health").has_value(); },
+      seconds(20)));
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count() -
+                      60'000;
+  const std::string body = LinkCountersText(now_ms);
+  const auto answer = testing::RawExchange(
+      port,
+      "POST /api/v1/import/prometheus HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Connection: close\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body,
+      false);
+  ASSERT_TRUE(answer && answer->find(" 204 ") != std::string::npos)
+      << answer.value_or("no answer");
+  // Imported rows become searchable after VictoriaMetrics' next flush.
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        return PortsOf(port, "fabric_port_errors_total") ==
+               std::set<std::string>{"moved", "old"};
+      },
+      seconds(30)));
+
+  for (const auto& [record, expr] : vmalert) {
+    SCOPED_TRACE(record + ": " + expr);
+    EXPECT_EQ(PortsOf(port, expr), std::set<std::string>{"moved"});
+    // What the flavour is for: the same rule as Prometheus reads it, in
+    // MetricsQL, takes the old port's 3 for link downs in the window.
+    EXPECT_EQ(PortsOf(port, shipped.at(record)),
+              (std::set<std::string>{"moved", "old"}));
+  }
 }
 
 struct AlertCase {

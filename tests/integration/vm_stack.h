@@ -13,6 +13,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -39,16 +40,17 @@ inline std::string Src(const std::string& rel) {
   return SourceDir() + "/" + rel;
 }
 
-// The ExecStart of a shipped unit as argv: continuation lines joined, every
-// `from` of `subst` replaced by its `to` (${VAR}s, %i, paths). "" when a
-// ${VAR} is left unreplaced.
+// The ExecStart (or another `key`: ExecStartPre) of a shipped unit as argv:
+// continuation lines joined, every `from` of `subst` replaced by its `to`
+// (${VAR}s, %i, %t, paths). "" when a ${VAR} or %t is left unreplaced.
 inline std::vector<std::string> UnitCommand(
     const std::string& unit,
-    const std::vector<std::pair<std::string, std::string>>& subst) {
+    const std::vector<std::pair<std::string, std::string>>& subst,
+    const std::string& key = "ExecStart") {
   std::string text = ReadFile(Src("deploy/victoriametrics/" + unit));
   text = std::regex_replace(text, std::regex(R"(\\\n)"), " ");
   std::smatch m;
-  if (!std::regex_search(text, m, std::regex(R"(ExecStart=([^\n]*))"))) {
+  if (!std::regex_search(text, m, std::regex("(?:^|\n)" + key + "=([^\n]*)"))) {
     return {};
   }
   std::string command = m[1];
@@ -58,7 +60,10 @@ inline std::vector<std::string> UnitCommand(
       command.replace(at, from.size(), to);
     }
   }
-  if (command.find("${") != std::string::npos) return {};
+  if (command.find("${") != std::string::npos ||
+      command.find("%t") != std::string::npos) {
+    return {};
+  }
   std::vector<std::string> argv;
   std::istringstream words(command);
   for (std::string w; words >> w;) argv.push_back(w);
@@ -170,14 +175,25 @@ class Stack {
       StartVmagent(i);
     }
     vmalert_port_ = FreeLoopbackPort();
-    const auto vmalert = UnitCommand(
-        "vmalert-fabricmon.service",
-        {{"${VM_URL}", Url(vm_port_)},
-         {"${ALERTMANAGER_URL}", Url(am_port_)},
-         {"${EVALUATION_INTERVAL}", "1s"},
-         {"/usr/share/fabricmon/rules/", (dir_ / "rules").string() + "/"}});
-    if (vmalert.empty()) {
-      error_ = "vmalert-fabricmon.service: no ExecStart or unset ${VAR}";
+    // As the unit runs it: its ExecStartPre writes the MetricsQL flavour of
+    // the rules into its runtime directory, which ExecStart reads.
+    const std::vector<std::pair<std::string, std::string>> paths = {
+        {"${VM_URL}", Url(vm_port_)},
+        {"${ALERTMANAGER_URL}", Url(am_port_)},
+        {"${EVALUATION_INTERVAL}", "1s"},
+        {"%t/fabricmon-vmalert", (dir_ / "vmalert-rules").string()},
+        {"/usr/share/fabricmon/victoriametrics/",
+         Src("deploy/victoriametrics/")},
+        {"/usr/share/fabricmon/rules", (dir_ / "rules").string()}};
+    const auto pre =
+        UnitCommand("vmalert-fabricmon.service", paths, "ExecStartPre");
+    const auto vmalert = UnitCommand("vmalert-fabricmon.service", paths);
+    if (pre.empty() || vmalert.empty()) {
+      error_ = "vmalert-fabricmon.service: no ExecStart(Pre) or unset ${VAR}";
+      return;
+    }
+    if (std::system(Join(pre).c_str()) != 0) {
+      error_ = "vmalert-fabricmon.service's ExecStartPre failed: " + Join(pre);
       return;
     }
     vmalert_ =

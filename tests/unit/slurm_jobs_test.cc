@@ -219,6 +219,136 @@ TEST_F(JobsCollectorTest, CapKeepsTheLowestIdsAndCountsTheRest) {
   EXPECT_EQ(testing::Run(*c).Value("fabric_node_jobs_over_cap", {}), 0);
 }
 
+// /proc as Proc(files) does, counting the reads of each path.
+struct CountingProc {
+  std::map<std::string, std::string> files;
+  std::shared_ptr<std::map<std::string, int>> reads =
+      std::make_shared<std::map<std::string, int>>();
+  TextFileReader Reader() const {
+    return [files = files, reads = reads](const std::string& path,
+                                          std::size_t max) {
+      ++(*reads)[path];
+      return Proc(files)(path, max);
+    };
+  }
+  int Reads(const std::string& path) const {
+    auto it = reads->find(path);
+    return it == reads->end() ? 0 : it->second;
+  }
+};
+
+// The jobs collector with `proc` as /proc, on fs_.
+std::unique_ptr<Collector> JobsWith(std::shared_ptr<testing::FakeSysfs> fs,
+                                    const TextFileReader& proc) {
+  std::string error;
+  auto config = ParseConfig("", AllCollectorKeys(), &error);
+  EXPECT_TRUE(config) << error;
+  CollectorEnv env;
+  env.sysfs = std::move(fs);
+  env.read_text_file = proc;
+  return MakeCollector("jobs", env, config->Collector("jobs"));
+}
+
+// How many of the fake's calls name a path under `dir`.
+int CallsUnder(const testing::FakeSysfs& fs, const std::string& dir) {
+  int n = 0;
+  for (const auto& call : fs.calls()) {
+    n += call.find(" " + dir + "/") != std::string::npos ||
+         call.ends_with(" " + dir);
+  }
+  return n;
+}
+
+// A job's name, node list and user never change while it runs: /proc and
+// the job's own cgroup directory are read once per job, and then a running
+// job costs only the listing of the directory it is in (v1 and v2).
+TEST(JobsCollectorCostTest, AJobsProcIsReadOncePerJobNotPerCollection) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string v1 = "fs/cgroup/freezer/slurm/uid_1000/job_12";
+  const std::string v2 = "fs/cgroup/system.slice/slurmstepd.scope/job_13";
+  fs->File(v1 + "/step_batch/cgroup.procs", "300\n");
+  fs->File(v2 + "/step_0/user/task_0/cgroup.procs", "400\n");
+  CountingProc proc;
+  proc.files = {{"/proc/300/environ", Environ("12", "llama-70b")},
+                {"/proc/400/environ", Environ("13", "bert")},
+                {"/proc/400/status", "Name:\tx\nUid:\t7\t7\t7\t7\n"}};
+  auto c = JobsWith(fs, proc.Reader());
+  for (int i = 0; i < 3; ++i) {
+    auto r = testing::Run(*c);
+    EXPECT_EQ(r.Value("fabric_node_job_info",
+                      {{"job_id", "12"}, {"job_name", "llama-70b"}}),
+              1)
+        << i;
+    EXPECT_EQ(r.Value("fabric_node_job_info", {{"job_id", "13"},
+                                               {"job_name", "bert"},
+                                               {"nodelist", "gpu[001-004]"}}),
+              1)
+        << i;
+  }
+  EXPECT_EQ(proc.Reads("/proc/300/environ"), 1);
+  EXPECT_EQ(proc.Reads("/proc/400/environ"), 1);
+  EXPECT_EQ(proc.Reads("/proc/400/status"), 1);
+  EXPECT_EQ(fs->Reads(v1 + "/step_batch/cgroup.procs"), 1);
+  EXPECT_EQ(fs->Reads(v2 + "/step_0/user/task_0/cgroup.procs"), 1);
+  // The first collection listed each job's steps; the next two nothing of
+  // the jobs' own directories.
+  const int first_v1 = CallsUnder(*fs, v1);
+  EXPECT_GT(first_v1, 0);
+  testing::Run(*c);
+  EXPECT_EQ(CallsUnder(*fs, v1), first_v1);
+  EXPECT_EQ(proc.Reads("/proc/300/environ"), 1);
+}
+
+// A job that ends is forgotten: the same ID again (a requeued job) is read
+// afresh.
+TEST(JobsCollectorCostTest, AnEndedJobIsForgotten) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string job = "fs/cgroup/freezer/slurm/uid_0/job_12";
+  fs->File(job + "/step_batch/cgroup.procs", "300\n");
+  CountingProc proc;
+  proc.files = {{"/proc/300/environ", Environ("12", "first")},
+                {"/proc/301/environ", Environ("12", "second")}};
+  auto c = JobsWith(fs, proc.Reader());
+  testing::Run(*c);
+  fs->Remove(job);
+  EXPECT_TRUE(testing::Run(*c).Find("fabric_node_job_info", {}).empty());
+  fs->File(job + "/step_batch/cgroup.procs", "301\n");
+  auto r = testing::Run(*c);
+  EXPECT_EQ(r.Value("fabric_node_job_info", {{"job_name", "second"}}), 1);
+  EXPECT_EQ(proc.Reads("/proc/300/environ"), 1);
+  EXPECT_EQ(proc.Reads("/proc/301/environ"), 1);
+}
+
+// An environment that is not readable (the packaged unit's ProtectProc)
+// is tried kMaxProcTries times, then no more; a job without a process yet
+// is not a try: its environment is read once a process appears.
+TEST(JobsCollectorCostTest, UnreadableProcIsTriedAFewTimesOnly) {
+  auto fs = std::make_shared<testing::FakeSysfs>();
+  const std::string hidden = "fs/cgroup/freezer/slurm/uid_0/job_12";
+  const std::string starting = "fs/cgroup/freezer/slurm/uid_0/job_13";
+  fs->File(hidden + "/step_batch/cgroup.procs", "300\n");
+  fs->Dir(starting);
+  CountingProc proc;
+  proc.files = {{"/proc/500/environ", Environ("13", "late")}};
+  auto c = JobsWith(fs, proc.Reader());
+  for (int i = 0; i < kMaxProcTries + 3; ++i) testing::Run(*c);
+  EXPECT_EQ(proc.Reads("/proc/300/environ"), kMaxProcTries);
+  const int listed = CallsUnder(*fs, hidden);
+  testing::Run(*c);
+  EXPECT_EQ(CallsUnder(*fs, hidden), listed);
+
+  fs->File(starting + "/step_batch/cgroup.procs", "500\n");
+  auto r = testing::Run(*c);
+  EXPECT_EQ(
+      r.Value("fabric_node_job_info", {{"job_id", "13"}, {"job_name", "late"}}),
+      1);
+  EXPECT_EQ(r.Value("fabric_node_job_info",
+                    {{"job_id", "12"}, {"job_name", ""}, {"user", "root"}}),
+            1);
+  testing::Run(*c);
+  EXPECT_EQ(proc.Reads("/proc/500/environ"), 1);
+}
+
 TEST(JobsSettingsTest, BadValuesNameKeyAndLine) {
   std::string error;
   auto bad = [&](const std::string& body) {
