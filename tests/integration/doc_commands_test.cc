@@ -66,6 +66,9 @@ const Skip kSkips[] = {
     {"docs/measurements.md", "scripts/fuzz.sh",
      "a clang libFuzzer build and minutes per target: the fuzz corpora "
      "replay test"},
+    {"docs/measurements.md", "scripts/cpu_vs_wall.py",
+     "runs the 9-minute tour test under a CPU meter: the tour test itself "
+     "runs in the suite"},
     {"docs/rdma.md", "validate-rdma",
      "two hosts with RDMA NICs (the scripts exit 2 without them)"},
     {"docs/simulator.md", "scripts/demo.sh",
