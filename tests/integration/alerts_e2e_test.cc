@@ -799,13 +799,16 @@ TEST(AlertsE2eTest, LinkDegradedOnMadsFiresDowngradedForItsLinkOnly) {
 
 // Which jobs a bad cable hurts (issue 43), end to end on the simulator:
 // host0 runs job 501 (alice), host1 job 502 (bob), and host0 ran job 503,
-// which ends after 20 s. link-degraded trains host0 mlx5_5's cable down to
-// 2X; with the daemons on the simulator's MADs FabricPortLinkDowngraded
-// fires for the host port and for the ib-leaf5 port at its other end (the
-// sweep). Both alerts' `jobs` annotation (the shipped template, through
-// fabric:host_jobs:info and, for the switch end, fabric:switch_port:host)
-// names job 501, and neither names 502 (on the other host, which Prometheus
-// has) nor 503 once it has ended (seen first, then gone from the jobs).
+// which ends 60 s after the simulator started: long enough that a stack slow
+// to start on a loaded machine still sees it running (with 20 s, CI's
+// overlapped run saw it end before Prometheus' first scrape). link-degraded
+// trains host0 mlx5_5's cable down to 2X; with the daemons on the simulator's
+// MADs FabricPortLinkDowngraded fires for the host port and for the ib-leaf5
+// port at its other end (the sweep). Both alerts' `jobs` annotation (the
+// shipped template, through fabric:host_jobs:info and, for the switch end,
+// fabric:switch_port:host) names job 501, and neither names 502 (on the other
+// host, which Prometheus has) nor 503 once it has ended (seen first, then gone
+// from the jobs).
 TEST(AlertsE2eTest, BadCableAlertsNameTheJobsOnItsHost) {
   REQUIRE_STACK();
   testing::TempDir tmp("fabricmon-e2e-jobs");
@@ -815,7 +818,7 @@ TEST(AlertsE2eTest, BadCableAlertsNameTheJobsOnItsHost) {
       << "    - {id: 501, name: llama-70b, user: alice, hosts: [0]}\n"
       << "    - {id: 502, name: bert-ft, user: bob, hosts: [1]}\n"
       << "    - {id: 503, name: warmup, user: carol, hosts: [0], "
-      << "duration: 20s}\n"
+      << "duration: 60s}\n"
       << "events:\n  - scenario: link-degraded\n";
   Stack stack("link-degraded", {"--timeline", timeline.string()},
               /*with_ib=*/false, /*standby_sm=*/false, /*sim_mad=*/true);
@@ -825,21 +828,31 @@ TEST(AlertsE2eTest, BadCableAlertsNameTheJobsOnItsHost) {
     return r && !r->empty();
   };
   // The daemons export what the simulated slurmd lays out: 501 and 503 on
-  // host0 with their users and names, 502 on host1.
-  ASSERT_TRUE(Stack::WaitFor([&] { return has_job("503"); }, kFireTimeout));
-  const auto on_host0 =
-      stack.Query("fabric_node_job_info{instance=\"" + stack.target(0) + "\"}");
-  ASSERT_TRUE(on_host0.has_value());
+  // host0 with their users and names, 502 on host1. Each read is waited
+  // for: on a loaded machine a scrape that misses its 1 s timeout marks the
+  // host's series stale until the next one.
+  const std::set<std::string> running = {"501 alice llama-70b host0",
+                                         "503 carol warmup host0"};
   std::set<std::string> host0_jobs;
-  for (const auto& s : *on_host0) {
-    host0_jobs.insert(s.labels.at("job_id") + " " + s.labels.at("user") + " " +
-                      s.labels.at("job_name") + " " + s.labels.at("nodelist"));
-  }
-  EXPECT_EQ(host0_jobs, (std::set<std::string>{"501 alice llama-70b host0",
-                                               "503 carol warmup host0"}));
-  ASSERT_TRUE(has_job("502"));
-  // 503 ends: gone from the series.
-  ASSERT_TRUE(Stack::WaitFor([&] { return !has_job("503"); }, kFireTimeout))
+  const bool seen = Stack::WaitFor(
+      [&] {
+        host0_jobs.clear();
+        const auto on_host0 = stack.Query("fabric_node_job_info{instance=\"" +
+                                          stack.target(0) + "\"}");
+        for (const auto& s :
+             on_host0.value_or(std::vector<testing::prom::Sample>{})) {
+          host0_jobs.insert(s.labels.at("job_id") + " " + s.labels.at("user") +
+                            " " + s.labels.at("job_name") + " " +
+                            s.labels.at("nodelist"));
+        }
+        return host0_jobs == running && has_job("503") && has_job("502");
+      },
+      kFireTimeout);
+  EXPECT_EQ(host0_jobs, running);
+  ASSERT_TRUE(seen) << "jobs 501, 502 and 503 never seen together";
+  // 503 ends: gone from the series while host0 is scraped (501 is there).
+  ASSERT_TRUE(Stack::WaitFor([&] { return !has_job("503") && has_job("501"); },
+                             seconds(90)))
       << "job 503 never disappeared";
   std::vector<Alert> ends;
   const bool both = Stack::WaitFor(

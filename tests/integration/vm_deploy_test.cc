@@ -265,15 +265,9 @@ TEST(VmDeployTest, CountersOlderThanTheirSeriesAreNoLinkEventsUnderVmalert) {
   REQUIRE_VM_STACK();
   testing::TempDir dir("fabricmon-vm-increase");
   // The rules as vmalert-fabricmon.service writes them before it starts.
-  const auto pre = vm::UnitCommand(
-      "vmalert-fabricmon.service",
-      {{"%t/fabricmon-vmalert", dir.path() + "/vmalert"},
-       {"/usr/share/fabricmon/victoriametrics/",
-        vm::Src("deploy/victoriametrics/")},
-       {"/usr/share/fabricmon/rules", vm::Src("dashboards/prometheus")}},
-      "ExecStartPre");
-  ASSERT_FALSE(pre.empty());
-  ASSERT_EQ(std::system(vm::Join(pre).c_str()), 0) << vm::Join(pre);
+  ASSERT_EQ(vm::WriteMetricsqlRules(vm::Src("dashboards/prometheus"),
+                                    dir.path() + "/vmalert"),
+            "");
   const auto vmalert = LinkEventRecords(dir.path() + "/vmalert");
   const auto shipped = LinkEventRecords(vm::Src("dashboards/prometheus"));
   ASSERT_GE(vmalert.size(), 6u);

@@ -76,6 +76,24 @@ inline std::string Join(const std::vector<std::string>& argv) {
   return out;
 }
 
+// Runs vmalert-fabricmon.service's ExecStartPre as the unit does: the
+// MetricsQL flavour of the rules in `rules` written into `out` (the unit's
+// runtime directory). "" on success, else what failed.
+inline std::string WriteMetricsqlRules(const std::string& rules,
+                                       const std::string& out) {
+  const auto pre = UnitCommand("vmalert-fabricmon.service",
+                               {{"%t/fabricmon-vmalert", out},
+                                {"/usr/share/fabricmon/victoriametrics/",
+                                 Src("deploy/victoriametrics/")},
+                                {"/usr/share/fabricmon/rules", rules}},
+                               "ExecStartPre");
+  if (pre.empty()) return "vmalert-fabricmon.service: no ExecStartPre";
+  if (std::system(Join(pre).c_str()) != 0) {
+    return "vmalert-fabricmon.service's ExecStartPre failed: " + Join(pre);
+  }
+  return "";
+}
+
 // Labels -> value of an instant query's vector result.
 using Series = std::map<std::map<std::string, std::string>, double>;
 
@@ -177,23 +195,16 @@ class Stack {
     vmalert_port_ = FreeLoopbackPort();
     // As the unit runs it: its ExecStartPre writes the MetricsQL flavour of
     // the rules into its runtime directory, which ExecStart reads.
-    const std::vector<std::pair<std::string, std::string>> paths = {
-        {"${VM_URL}", Url(vm_port_)},
-        {"${ALERTMANAGER_URL}", Url(am_port_)},
-        {"${EVALUATION_INTERVAL}", "1s"},
-        {"%t/fabricmon-vmalert", (dir_ / "vmalert-rules").string()},
-        {"/usr/share/fabricmon/victoriametrics/",
-         Src("deploy/victoriametrics/")},
-        {"/usr/share/fabricmon/rules", (dir_ / "rules").string()}};
-    const auto pre =
-        UnitCommand("vmalert-fabricmon.service", paths, "ExecStartPre");
-    const auto vmalert = UnitCommand("vmalert-fabricmon.service", paths);
-    if (pre.empty() || vmalert.empty()) {
-      error_ = "vmalert-fabricmon.service: no ExecStart(Pre) or unset ${VAR}";
-      return;
-    }
-    if (std::system(Join(pre).c_str()) != 0) {
-      error_ = "vmalert-fabricmon.service's ExecStartPre failed: " + Join(pre);
+    const std::string runtime = (dir_ / "vmalert-rules").string();
+    error_ = WriteMetricsqlRules((dir_ / "rules").string(), runtime);
+    if (!error_.empty()) return;
+    const auto vmalert = UnitCommand("vmalert-fabricmon.service",
+                                     {{"${VM_URL}", Url(vm_port_)},
+                                      {"${ALERTMANAGER_URL}", Url(am_port_)},
+                                      {"${EVALUATION_INTERVAL}", "1s"},
+                                      {"%t/fabricmon-vmalert", runtime}});
+    if (vmalert.empty()) {
+      error_ = "vmalert-fabricmon.service: no ExecStart or unset ${VAR}";
       return;
     }
     vmalert_ =
