@@ -83,7 +83,6 @@ def main():
             if row:
                 sched[row[0]] = (int(row[1]), float(row[2]))
         sched["thread_safety_annotations"] = (4, 13.0)  # tests/CMakeLists.txt
-        sched["thread_safety_tree"] = (1, 2000.0)  # nice 19: idle CPU
     serial = re.compile(r"^(ProbeNetnsTest\.|SystemdNspawnTest\.)" if a.before
                         else r"^ProbeNetnsTest\.MedianRtt")
     names = tests_in_order(a.build)

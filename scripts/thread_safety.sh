@@ -2,14 +2,14 @@
 # Clang's thread-safety analysis over the tree (core/thread_annotations.h):
 # a syntax-only pass with -Wthread-safety -Werror over every compiled source
 # except the tests, using the build's compile_commands.json. Run by
-# the test suite after the build; fails on an access the annotations do not
+# scripts/test.sh after the build; fails on an access the annotations do not
 # allow (an unguarded read of a GUARDED_BY member, a missing REQUIRES).
 #
 # It first proves it can fail (tests/thread_safety/check.sh: clang must
 # reject code that breaks the annotations), so a broken macro header cannot
 # make the pass vacuously clean. Takes about 4 minutes on 2 cores. The
-# README's test command runs it as the ctest thread_safety_tree, at nice 19
-# beside the other tests; exit 77 (skipped) without clang++ outside CI.
+# README's test command runs it beside ctest at nice 19 (scripts/test.sh);
+# exit 77 (skipped) without clang++ outside CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
