@@ -7,9 +7,8 @@
 #
 # It first proves it can fail (tests/thread_safety/check.sh: clang must
 # reject code that breaks the annotations), so a broken macro header cannot
-# make the pass vacuously clean. Takes about 4 minutes on 2 cores. The
-# README's test command runs it beside ctest at nice 19 (scripts/test.sh);
-# exit 77 (skipped) without clang++ outside CI.
+# make the pass vacuously clean. Takes about 4 minutes on 2 cores. Exit 77
+# (skipped) without clang++ outside CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${BUILD_DIR:-build}"
