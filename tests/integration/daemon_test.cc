@@ -872,14 +872,27 @@ TEST_F(DaemonTest, FifoCounterFileNeitherBlocksNorLeaksDescriptors) {
   ASSERT_TRUE(WaitFor([&] { return daemon.Port() > 0; })) << daemon.Stderr();
   const std::string ib_port_ran =
       "fabric_collector_duration_seconds{collector=\"ib_port\"}";
-  std::string text;
+  // The baseline is taken once every collector has collected and the
+  // descriptors the readers keep have settled (the same on two scrapes a
+  // second apart): on a loaded machine ib_port can finish its first
+  // collection long before the others open theirs.
+  std::string text, previous;
   ASSERT_TRUE(WaitFor([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    previous = std::move(text);
     text = Scrape(daemon.Port());
+    const auto collected = [](const std::string& t) {
+      return Count(t, "fabric_collector_duration_seconds{");
+    };
     return text.find(ib_port_ran) != std::string::npos &&
            text.find("fabric_port_state{device=\"mlx5_0\"") !=
-               std::string::npos;
+               std::string::npos &&
+           collected(text) == collected(previous) &&
+           Value(text, "fabric_daemon_kept_fds") ==
+               Value(previous, "fabric_daemon_kept_fds");
   })) << daemon.Stderr();
   const double before = Value(text, "fabric_daemon_open_fds");
+  const double kept_before = Value(text, "fabric_daemon_kept_fds");
   ASSERT_GT(before, 0) << text.substr(0, 2000);
   for (int i = 1; i <= 3; ++i) {
     ASSERT_TRUE(Reload(daemon, config_, yaml(100 + 10 * i), i));
@@ -896,7 +909,8 @@ TEST_F(DaemonTest, FifoCounterFileNeitherBlocksNorLeaksDescriptors) {
            text.find("fabric_port_state{device=\"mlx5_0\"") !=
                std::string::npos;
   })) << "open descriptors "
-      << before << " before the reloads, " << after << " after\n"
+      << before << " before the reloads, " << after << " after (kept "
+      << kept_before << ", " << Value(text, "fabric_daemon_kept_fds") << ")\n"
       << daemon.Stderr();
   EXPECT_EQ(Value(text, "fabric_collector_stuck{collector=\"ib_port\"}"), 0);
 
