@@ -314,14 +314,12 @@ class Stack {
     const fs::path key = dir_ / "probe.key";
     std::ofstream(key) << std::string(64, 'e') << "\n";
     fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write);
+    if (!testing::sim::WaitRendered(dir_ / "sim.log", seconds(30))) {
+      error_ = "simulator did not render: " + ReadFile(dir_ / "sim.log");
+      return;
+    }
     for (int h = 0; h < 2; ++h) {
       const fs::path root = dir_ / "sim" / ("host" + std::to_string(h));
-      if (!WaitFor([&] { return fs::exists(root / "class/infiniband"); },
-                   seconds(10))) {
-        error_ = "simulator did not render " + root.string() + ": " +
-                 ReadFile(dir_ / "sim.log");
-        return;
-      }
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
       std::ofstream(config)

@@ -208,6 +208,24 @@ inline std::unique_ptr<Session> StartPrometheus(
       (dir / "prometheus.log").string());
 }
 
+// Waits up to `limit` for fabricmon-sim (logging to `log`) to finish its
+// first render of every host: it says "N host(s) under DIR" once all are
+// written. A daemon started on a half-written tree (class/infiniband there,
+// a RoCE port's netdev not yet) classifies what it sees until its next
+// collection: a minute for fabric_class. False when time runs out.
+inline bool WaitRendered(const std::filesystem::path& log,
+                         std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  do {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().find(" host(s) under ") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (std::chrono::steady_clock::now() < end);
+  return false;
+}
+
 // Waits up to `limit` for `demo` to write `ports_file` (it does once every
 // process it started listens); nullopt when it exits first or time runs
 // out.

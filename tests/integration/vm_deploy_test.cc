@@ -110,10 +110,34 @@ TEST(VmDeployTest, EveryTargetScrapedOnceAlsoAfterAVmagentRestarts) {
     for (const auto& a : alerts) out.insert(a.name);
     return out;
   };
-  EXPECT_EQ(names(vm::FiringAlerts(stack.vmalert_port())),
-            std::set<std::string>());
-  EXPECT_EQ(names(vm::FiringAlerts(stack.prometheus_port())),
-            std::set<std::string>());
+  // What fired, with its labels and description, and the rails' classes
+  // as Prometheus has them now: enough to tell a rule from a flake.
+  auto described = [&](const std::vector<vm::Alert>& alerts) {
+    std::string out;
+    for (const auto& a : alerts) {
+      out += a.name + " {";
+      for (const auto& [k, v] : a.labels) out += k + "=" + v + " ";
+      out +=
+          "}: " +
+          (a.annotations.count("description") ? a.annotations.at("description")
+                                              : std::string()) +
+          "\n";
+    }
+    if (auto rails =
+            vm::Query(stack.prometheus_port(), "fabric_port_fabric_class")) {
+      for (const auto& [labels, _] : *rails) {
+        for (const auto& [k, v] : labels) out += k + "=" + v + " ";
+        out += "\n";
+      }
+    }
+    return out;
+  };
+  const auto vmalert_fired = vm::FiringAlerts(stack.vmalert_port());
+  EXPECT_EQ(names(vmalert_fired), std::set<std::string>())
+      << described(vmalert_fired);
+  const auto prometheus_fired = vm::FiringAlerts(stack.prometheus_port());
+  EXPECT_EQ(names(prometheus_fired), std::set<std::string>())
+      << described(prometheus_fired);
   stack.RestartVmagent(1);
   EXPECT_TRUE(
       testing::WaitFor([&] { return SplitOnce(stack, &why); }, seconds(30)))

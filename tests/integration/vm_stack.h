@@ -272,14 +272,13 @@ class Stack {
                          (dir_ / "sim").string(), "--scenario", scenario,
                          "--hosts", std::to_string(hosts), "--tick", "100ms"},
                         sim_args));
+    if (!sim::WaitRendered(dir_ / "sim.log", seconds(30))) {
+      error_ = "simulator did not render: " + ReadFile(dir_ / "sim.log");
+      return false;
+    }
     std::string json;
     for (int h = 0; h < hosts; ++h) {
       const fs::path root = dir_ / "sim" / ("host" + std::to_string(h));
-      if (!WaitFor([&] { return fs::exists(root / "class/infiniband"); },
-                   seconds(10))) {
-        error_ = "simulator did not render " + root.string();
-        return false;
-      }
       const fs::path config =
           dir_ / ("fabricmon" + std::to_string(h) + ".yaml");
       std::ofstream(config) << SimHostConfig(root);
