@@ -332,15 +332,22 @@ bool Cluster::DefaultTarget(const Event& event, int* host,
   return true;
 }
 
-double Cluster::ProbeLoss(int from, int to) const {
+std::vector<Cluster::LossyPair> Cluster::LossyProbePairs() const {
+  std::vector<LossyPair> out;
   const int hosts = static_cast<int>(hosts_.size());
+  if (hosts < 2) return out;
   for (const Event& e : config_.timeline.events) {
     if (e.scenario != Scenario::kProbeLoss || !e.ActiveAt(now_)) continue;
     // The pair is the event's host and the next one on the ring.
     const int src = e.host >= 0 ? e.host : kTargetHost;
-    if (hosts > 1 && from == src && to == (src + 1) % hosts) {
-      return kProbeLossFraction;
-    }
+    out.push_back({src, (src + 1) % hosts, kProbeLossFraction});
+  }
+  return out;
+}
+
+double Cluster::ProbeLoss(int from, int to) const {
+  for (const LossyPair& p : LossyProbePairs()) {
+    if (p.from == from && p.to == to) return p.loss;
   }
   return 0;
 }

@@ -219,8 +219,15 @@ class Cluster {
   // The fraction of host `from`'s probe packets to host `to` that the
   // fabric drops now: kProbeLossFraction while a probe-loss event on that
   // pair is on, else 0. The model carries no packets; fabricmon-sim's probe
-  // relay (simulator/probe_relay.h) asks this for each probe it forwards.
+  // relay (simulator/probe_relay.h) drops that share of what it forwards.
   double ProbeLoss(int from, int to) const;
+  // Every pair that loses probes now, with its share (ProbeLoss of the
+  // others is 0): one per probe-loss event that is on.
+  struct LossyPair {
+    int from, to;
+    double loss;
+  };
+  std::vector<LossyPair> LossyProbePairs() const;
 
   // Long-run average bytes/s each host port offers in `steady`.
   double AverageOfferedBytesPerSecond(const Port& port) const;

@@ -174,9 +174,7 @@ void ProbeRelay::Forward(Pair& pair) {
     if (n < 0) return;
     pair.sender = from;
     pair.have_sender = true;
-    double loss = 0;
-    runner_.WithCluster(
-        [&](const Cluster& c) { loss = c.ProbeLoss(pair.from, pair.to); });
+    const double loss = runner_.ProbeLoss(pair.from, pair.to);
     pair.owed = loss > 0 ? pair.owed + loss : 0;
     if (pair.owed >= 1 - 1e-9) {  // five times 0.2 may sum to 0.99...9
       pair.owed -= 1;

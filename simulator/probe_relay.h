@@ -16,7 +16,8 @@
 // are deterministic, one probe in 1/fraction, like the model; probes are
 // dropped on the way to the responder, answers are never dropped.
 //
-// Thread-safety: one thread of its own (it locks the runner per probe);
+// Thread-safety: one thread of its own (it reads the runner's published
+// ProbeLoss per probe, never waiting behind a step or render);
 // Start/Stop/WritePeersFiles from one owning thread, counters from any.
 #pragma once
 

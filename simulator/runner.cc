@@ -10,6 +10,8 @@ LiveRunner::LiveRunner(SimConfig config, std::filesystem::path out,
                             static_cast<int>(h));
     if (single_root) break;
   }
+  MutexLock lock(mu_);
+  PublishProbeLoss();
 }
 
 LiveRunner::~LiveRunner() {
@@ -21,6 +23,7 @@ void LiveRunner::Warmup(Duration simulated) {
   MutexLock lock(mu_);
   const Duration end = cluster_.now() + simulated;
   while (cluster_.now() + cluster_.tick() <= end) cluster_.Step();
+  PublishProbeLoss();
 }
 
 bool LiveRunner::RenderNow(std::string* error) {
@@ -69,6 +72,20 @@ void LiveRunner::WithCluster(
   fn(cluster_);
 }
 
+double LiveRunner::ProbeLoss(int from, int to) const {
+  MutexLock lock(loss_mu_);
+  for (const Cluster::LossyPair& p : lossy_pairs_) {
+    if (p.from == from && p.to == to) return p.loss;
+  }
+  return 0;
+}
+
+void LiveRunner::PublishProbeLoss() {
+  std::vector<Cluster::LossyPair> pairs = cluster_.LossyProbePairs();
+  MutexLock lock(loss_mu_);
+  lossy_pairs_ = std::move(pairs);
+}
+
 std::vector<std::filesystem::path> LiveRunner::host_roots() const {
   std::vector<std::filesystem::path> roots;
   MutexLock lock(mu_);
@@ -94,6 +111,7 @@ void LiveRunner::Loop(Duration duration) {
         break;
       }
     }
+    if (stepped) PublishProbeLoss();
     // Render once per render period, not every tick (see kRenderPeriod).
     const auto slot = (cluster_.now() - sim_start) / kRenderPeriod;
     if (stepped && slot != rendered_slot) {

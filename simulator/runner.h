@@ -5,7 +5,7 @@
 //
 // Thread-safety: Start/Stop/Wait from one owning thread; WithCluster() may
 // be called from any thread (it holds the runner's mutex, e.g. for the MAD
-// view).
+// view), ProbeLoss() too (it does not).
 #pragma once
 
 #include <atomic>
@@ -62,8 +62,17 @@ class LiveRunner {
   void WithCluster(const std::function<void(const Cluster&)>& fn) const;
   std::vector<std::filesystem::path> host_roots() const;
 
+  // The share of host `from`'s probes to host `to` the fabric drops now
+  // (Cluster::ProbeLoss), from a table published after every step under a
+  // lock of its own, not the runner's: the probe relay forwards in real
+  // time. A machine that falls behind steps and renders back to back
+  // holding the runner's lock, and every probe that waited for it timed
+  // out: all pairs lost probes at once (the demo tour under ctest -j8).
+  double ProbeLoss(int from, int to) const;
+
  private:
   void Loop(Duration duration);
+  void PublishProbeLoss() REQUIRES(mu_);
 
   mutable Mutex mu_;
   Cluster cluster_ GUARDED_BY(mu_);
@@ -72,6 +81,9 @@ class LiveRunner {
   bool stop_ GUARDED_BY(mu_) = false;
   std::atomic<bool> running_{false};
   std::string error_ GUARDED_BY(mu_);
+  // Taken after mu_ (PublishProbeLoss), or alone (ProbeLoss).
+  mutable Mutex loss_mu_;
+  std::vector<Cluster::LossyPair> lossy_pairs_ GUARDED_BY(loss_mu_);
   std::thread thread_;
 };
 

@@ -2,7 +2,8 @@
 // pair has its own port, datagrams reach the pair's responder and the
 // answers come back, the probe-loss pair loses exactly its share while the
 // event is on and no other pair loses any, and each host's peers file
-// names its relay ports as the probe collector reads them.
+// names its relay ports as the probe collector reads them; the relay does
+// not wait behind the runner's lock.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -10,10 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "probe/peers.h"
 #include "simulator/probe_relay.h"
@@ -139,6 +142,26 @@ TEST_F(SimProbeRelay, PeersFilesNameEachHostsRelayPorts) {
   EXPECT_EQ((*peers)[1].port, relay_->FrontPort(1, 2));
   EXPECT_NE(relay_->FrontPort(1, 2), relay_->FrontPort(2, 1));
   EXPECT_EQ(relay_->FrontPort(1, 1), 0);
+}
+
+// The relay forwards while the runner's lock is held (a machine that falls
+// behind steps and renders back to back under it): probes that waited for
+// it outlived the prober's timeout, and every pair lost probes at once.
+TEST_F(SimProbeRelay, ForwardsWhileTheRunnerIsBusy) {
+  std::atomic<bool> done{false};
+  std::thread busy([&] {
+    runner_.WithCluster([&](const Cluster&) {
+      const auto end = std::chrono::steady_clock::now() + seconds(30);
+      while (!done && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int answered = Probe(0, 1, 3);
+  done = true;
+  busy.join();
+  EXPECT_EQ(answered, 3);
 }
 
 }  // namespace
