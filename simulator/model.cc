@@ -345,11 +345,15 @@ std::vector<Cluster::LossyPair> Cluster::LossyProbePairs() const {
   return out;
 }
 
-double Cluster::ProbeLoss(int from, int to) const {
-  for (const LossyPair& p : LossyProbePairs()) {
+double Cluster::LossOf(const std::vector<LossyPair>& pairs, int from, int to) {
+  for (const LossyPair& p : pairs) {
     if (p.from == from && p.to == to) return p.loss;
   }
   return 0;
+}
+
+double Cluster::ProbeLoss(int from, int to) const {
+  return LossOf(LossyProbePairs(), from, to);
 }
 
 Port* Cluster::TargetPort(const Event& event) {

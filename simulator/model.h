@@ -228,6 +228,8 @@ class Cluster {
     double loss;
   };
   std::vector<LossyPair> LossyProbePairs() const;
+  // The share of `pairs` for (from, to), 0 when it is not among them.
+  static double LossOf(const std::vector<LossyPair>& pairs, int from, int to);
 
   // Long-run average bytes/s each host port offers in `steady`.
   double AverageOfferedBytesPerSecond(const Port& port) const;

@@ -74,10 +74,7 @@ void LiveRunner::WithCluster(
 
 double LiveRunner::ProbeLoss(int from, int to) const {
   MutexLock lock(loss_mu_);
-  for (const Cluster::LossyPair& p : lossy_pairs_) {
-    if (p.from == from && p.to == to) return p.loss;
-  }
-  return 0;
+  return Cluster::LossOf(lossy_pairs_, from, to);
 }
 
 void LiveRunner::PublishProbeLoss() {

@@ -28,6 +28,7 @@
 
 #include "tests/support/http.h"
 #include "tests/support/prom_api.h"
+#include "tests/support/wait.h"
 
 namespace fabric::testing::sim {
 
@@ -215,15 +216,11 @@ inline std::unique_ptr<Session> StartPrometheus(
 // collection: a minute for fabric_class. False when time runs out.
 inline bool WaitRendered(const std::filesystem::path& log,
                          std::chrono::seconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  do {
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (text.str().find(" host(s) under ") != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  } while (std::chrono::steady_clock::now() < end);
-  return false;
+  return WaitFor(
+      [&] {
+        return ReadFile(log).find(" host(s) under ") != std::string::npos;
+      },
+      limit);
 }
 
 // Waits up to `limit` for `demo` to write `ports_file` (it does once every

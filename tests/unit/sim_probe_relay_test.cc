@@ -148,16 +148,17 @@ TEST_F(SimProbeRelay, PeersFilesNameEachHostsRelayPorts) {
 // behind steps and renders back to back under it): probes that waited for
 // it outlived the prober's timeout, and every pair lost probes at once.
 TEST_F(SimProbeRelay, ForwardsWhileTheRunnerIsBusy) {
-  std::atomic<bool> done{false};
+  std::atomic<bool> holding{false}, done{false};
   std::thread busy([&] {
     runner_.WithCluster([&](const Cluster&) {
+      holding = true;
       const auto end = std::chrono::steady_clock::now() + seconds(30);
       while (!done && std::chrono::steady_clock::now() < end) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const int answered = Probe(0, 1, 3);
   done = true;
   busy.join();
